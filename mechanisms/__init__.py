@@ -1,0 +1,41 @@
+"""Local-DP sanitizers and their guarantees (pure torch; no Flower here).
+
+The contract later issues and outside checks rely on::
+
+    import mechanisms
+    mechanisms.names()                       # -> ["none", "purkayastha", "rr", ...]
+    m = mechanisms.create("purkayastha", epsilon=10.0)
+    m.level                                  # "word" | "sentence" | "document" | "label"
+    m.guarantee.as_ldp()                     # (epsilon0, delta0)
+    y = m.sanitize(x, generator=g)           # sentence: x [n, m] -> [n, m]
+    r = mechanisms.create("rr", epsilon=2.0).sanitize(labels, num_classes=2)
+"""
+
+from __future__ import annotations
+
+from .base import LabelMechanism, Mechanism, SentenceMechanism, check_epsilon
+from .guarantee import Guarantee, no_privacy
+from .identity import NoPrivacy
+from .purkayastha import Purkayastha
+from .randomized_response import RandomizedResponse
+from .registry import create, mechanism_class, names, register
+
+__all__ = [
+    "Guarantee",
+    "LabelMechanism",
+    "Mechanism",
+    "NoPrivacy",
+    "Purkayastha",
+    "RandomizedResponse",
+    "SentenceMechanism",
+    "check_epsilon",
+    "create",
+    "mechanism_class",
+    "names",
+    "no_privacy",
+    "register",
+]
+
+register(NoPrivacy)
+register(Purkayastha)
+register(RandomizedResponse)

@@ -1,0 +1,132 @@
+"""Base classes and input checks shared by every mechanism.
+
+A mechanism is pure torch: it never knows it runs inside a federation. It
+states its :class:`~mechanisms.guarantee.Guarantee` and samples with an explicit
+``torch.Generator`` so that runs are reproducible and noise is independent
+across rows and calls (never seeded from the data).
+"""
+
+from __future__ import annotations
+
+import math
+from abc import ABC, abstractmethod
+from typing import ClassVar
+
+import torch
+
+from .guarantee import Guarantee
+
+LEVELS: tuple[str, ...] = ("word", "sentence", "document", "label")
+
+
+def check_epsilon(epsilon: float, name: str = "epsilon") -> float:
+    """Return ``epsilon`` as a float, or raise ``ValueError`` unless 0 < eps < inf.
+
+    There is no "epsilon <= 0 switches privacy off" convention (a bug of the
+    Sentence-LDP code, spec §13.1): use the ``"none"`` mechanism for that.
+    """
+    try:
+        eps = float(epsilon)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be a number, got {epsilon!r}") from None
+    if math.isnan(eps) or math.isinf(eps) or eps <= 0.0:
+        raise ValueError(
+            f"{name} must be > 0 and finite, got {epsilon!r} "
+            "(use the 'none' mechanism to release without privacy)"
+        )
+    return eps
+
+
+def check_embeddings(x: torch.Tensor, name: str = "x") -> torch.Tensor:
+    """Check a batch of embeddings ``[n, m]`` (m >= 2, finite) and detach it."""
+    if not isinstance(x, torch.Tensor):
+        raise TypeError(f"{name} must be a torch.Tensor of shape [n, m], got {type(x).__name__}")
+    if x.dim() != 2:
+        raise ValueError(f"{name} must have shape [n, m], got shape {tuple(x.shape)}")
+    if x.shape[1] < 2:
+        raise ValueError(f"{name} must have dimension m >= 2, got m = {x.shape[1]}")
+    if not torch.is_floating_point(x):
+        raise ValueError(f"{name} must be a floating-point tensor, got {x.dtype}")
+    if not bool(torch.isfinite(x).all()):
+        bad = int((~torch.isfinite(x)).any(dim=1).sum())
+        raise ValueError(f"{name} contains NaN or infinite values in {bad} row(s)")
+    return x.detach()
+
+
+def check_labels(y: torch.Tensor, num_classes: int) -> torch.Tensor:
+    """Check integer labels in ``[0, num_classes)`` with ``num_classes >= 2``."""
+    if not isinstance(num_classes, int) or num_classes < 2:
+        raise ValueError(f"num_classes must be an integer >= 2, got {num_classes!r}")
+    if not isinstance(y, torch.Tensor) or y.dim() != 1:
+        raise ValueError("labels must be a 1-D LongTensor")
+    if y.dtype not in (torch.int64, torch.int32, torch.int16, torch.int8, torch.uint8):
+        raise ValueError(f"labels must be an integer tensor, got {y.dtype}")
+    if y.numel() and (int(y.min()) < 0 or int(y.max()) >= num_classes):
+        raise ValueError(
+            f"labels must lie in [0, {num_classes}), got range "
+            f"[{int(y.min())}, {int(y.max())}]"
+        )
+    return y.detach().to(torch.int64)
+
+
+def normalize_rows(x: torch.Tensor) -> torch.Tensor:
+    """Project rows onto the unit sphere; rows of norm < 1e-12 map to e1.
+
+    Mapping (near-)zero rows to a fixed public vector is a deterministic map and
+    costs no privacy; ``F.normalize`` would instead return a zero vector, and a
+    sphere mechanism's output would then leave the sphere (spec §1.2).
+    """
+    norms = x.norm(dim=1, keepdim=True)
+    tiny = norms.squeeze(1) < 1e-12
+    out = x / norms.clamp_min(1e-300)
+    if bool(tiny.any()):
+        e1 = torch.zeros_like(x[0])
+        e1[0] = 1.0
+        out[tiny] = e1
+    return out
+
+
+def sample_device(x_device: torch.device, generator: torch.Generator | None) -> torch.device:
+    """Device to draw random numbers on: the generator's device when one is given."""
+    return generator.device if generator is not None else x_device
+
+
+class Mechanism(ABC):
+    """A local randomizer with a stated guarantee.
+
+    Subclasses set ``name`` and ``level`` and implement ``guarantee``.
+    """
+
+    name: ClassVar[str] = ""
+    level: ClassVar[str] = ""
+
+    @property
+    @abstractmethod
+    def guarantee(self) -> Guarantee:
+        """The guarantee of one release (one row of one call)."""
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.guarantee.describe()})"
+
+
+class SentenceMechanism(Mechanism):
+    """Sanitizes sentence embeddings: one row = one privacy unit."""
+
+    level: ClassVar[str] = "sentence"
+
+    @abstractmethod
+    def sanitize(self, x: torch.Tensor, generator: torch.Generator | None = None) -> torch.Tensor:
+        """Return one independent release per row of ``x`` ([n, m]), without a
+        gradient path to ``x``."""
+
+
+class LabelMechanism(Mechanism):
+    """Sanitizes class labels: one entry = one privacy unit."""
+
+    level: ClassVar[str] = "label"
+
+    @abstractmethod
+    def sanitize(
+        self, y: torch.Tensor, num_classes: int, generator: torch.Generator | None = None
+    ) -> torch.Tensor:
+        """Return one independent release per entry of ``y`` (LongTensor [n])."""

@@ -1,0 +1,131 @@
+"""The privacy guarantee a mechanism states about each of its releases.
+
+A :class:`Guarantee` is plain data (like a dp-accounting ``DpEvent``): a
+mechanism says what one release costs, an accountant decides what a sequence
+of releases costs. Definitions follow ``shared/design/mechanisms.md`` §0.1:
+
+* ``"pure"``: P[M(x) in O] <= e^eps P[M(x') in O] for all inputs x, x'.
+* ``"approx"``: P[M(x) in O] <= e^eps P[M(x') in O] + delta.
+* ``"metric"``: P[M(x) in O] <= e^(eps d(x, x')) P[M(x') in O] (+ delta), for the
+  metric ``metric`` on the input domain. On a domain of ``diameter`` D this is
+  pure (eps * D)-LDP (Chatzikokolakis et al. 2013; Du et al. 2023, Fact 1).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+from typing import Any, Literal
+
+Notion = Literal["pure", "approx", "metric"]
+NOTIONS: tuple[str, ...] = ("pure", "approx", "metric")
+GRANULARITIES: tuple[str, ...] = ("word", "sentence", "document", "label", "user")
+
+
+@dataclass(frozen=True)
+class Guarantee:
+    """What one release of a mechanism guarantees.
+
+    Parameters
+    ----------
+    notion : {"pure", "approx", "metric"}
+        The differential-privacy notion (see module docstring).
+    epsilon : float
+        Privacy parameter; ``math.inf`` means "no privacy" (only the ``none``
+        mechanism states that).
+    delta : float
+        Failure probability of (eps, delta) guarantees; 0 for pure and pure-metric.
+    metric : str or None
+        Name of the input metric for ``"metric"`` guarantees (for example
+        ``"angular"``), ``None`` otherwise.
+    diameter : float or None
+        Diameter of the input domain under ``metric``; needed to convert a metric
+        guarantee into pure LDP. ``None`` or ``inf`` means unbounded.
+    granularity : str
+        The privacy unit: ``"word"``, ``"sentence"``, ``"document"``, ``"label"``
+        or ``"user"``.
+    """
+
+    notion: Notion
+    epsilon: float
+    delta: float = 0.0
+    metric: str | None = None
+    diameter: float | None = None
+    granularity: str = "sentence"
+
+    def __post_init__(self) -> None:
+        if self.notion not in NOTIONS:
+            raise ValueError(f"unknown privacy notion {self.notion!r}; use one of {NOTIONS}")
+        eps = float(self.epsilon)
+        if math.isnan(eps) or eps < 0:
+            raise ValueError(f"guarantee epsilon must be >= 0, got {self.epsilon!r}")
+        if not 0.0 <= float(self.delta) <= 1.0:
+            raise ValueError(f"guarantee delta must lie in [0, 1], got {self.delta!r}")
+        if self.notion == "metric" and not self.metric:
+            raise ValueError("a metric guarantee must name its metric")
+        if self.granularity not in GRANULARITIES:
+            raise ValueError(
+                f"unknown granularity {self.granularity!r}; use one of {GRANULARITIES}"
+            )
+
+    @property
+    def is_private(self) -> bool:
+        """True when the release is covered by a finite epsilon."""
+        return math.isfinite(self.epsilon)
+
+    def as_ldp(self) -> tuple[float, float]:
+        """Return the (epsilon0, delta0) local-DP guarantee implied per release.
+
+        Pure and approx guarantees are returned unchanged. A metric guarantee on a
+        domain of diameter D gives epsilon * D (and infinity when the domain is
+        unbounded, since no finite pure guarantee then follows).
+        """
+        if self.notion != "metric":
+            return float(self.epsilon), float(self.delta)
+        if self.diameter is None or not math.isfinite(self.diameter):
+            return math.inf, float(self.delta)
+        return float(self.epsilon) * float(self.diameter), float(self.delta)
+
+    def describe(self) -> str:
+        """One line a user can read, for logs and result files."""
+        if not self.is_private:
+            return f"no privacy ({self.granularity} released in the clear)"
+        eps0, delta0 = self.as_ldp()
+        if self.notion == "metric":
+            text = (
+                f"{self.epsilon:g}*d_{self.metric}-LDP per {self.granularity} "
+                f"(pure {eps0:g}-LDP on a domain of diameter {self.diameter:g})"
+            )
+        elif self.notion == "approx":
+            text = f"({self.epsilon:g}, {self.delta:g})-LDP per {self.granularity}"
+        else:
+            text = f"{self.epsilon:g}-LDP (pure) per {self.granularity}"
+        if self.notion == "metric" and self.delta > 0:
+            text += f", delta={delta0:g}"
+        return text
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready dict; infinite epsilon becomes ``None``."""
+        out = asdict(self)
+        out["epsilon"] = float(self.epsilon) if self.is_private else None
+        if self.diameter is not None and not math.isfinite(self.diameter):
+            out["diameter"] = None
+        return out
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Guarantee:
+        """Inverse of :meth:`to_dict` (``epsilon=None`` means no privacy)."""
+        eps = data.get("epsilon")
+        return cls(
+            notion=data["notion"],
+            epsilon=math.inf if eps is None else float(eps),
+            delta=float(data.get("delta", 0.0)),
+            metric=data.get("metric") or None,
+            diameter=None if data.get("diameter") is None else float(data["diameter"]),
+            granularity=data.get("granularity", "sentence"),
+        )
+
+
+def no_privacy(granularity: str) -> Guarantee:
+    """The guarantee of a release made in the clear."""
+    return Guarantee(notion="pure", epsilon=math.inf, granularity=granularity)
