@@ -1,0 +1,1 @@
+"""Flower ClientApps: the local-DP release client."""

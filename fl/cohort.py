@@ -1,0 +1,103 @@
+"""What one simulated node holds: its cohort of users and their embedded documents.
+
+Built on the node (client side) from the dataset, the user partition, the
+frozen encoder (through the embedding cache) and the public input map M1.
+Cached per process, so a Ray worker that serves a node in several rounds
+builds it once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
+
+import numpy as np
+import torch
+
+from . import datasets as data
+from .config import cache_dir
+from .encoder import best_device, embed_documents, load_encoder
+from .partition import UserPartition, cohort
+from .pipeline import apply_input_map, input_map, release_dim
+
+
+@dataclass
+class Cohort:
+    """The documents of a node's users, embedded and mapped by M1 (not sanitized)."""
+
+    partition_id: int
+    num_partitions: int
+    num_train_users: int
+    num_test_users: int
+    train_users: range
+    test_users: range
+    train_doc_user: np.ndarray  # per training document: its global user id
+    train_doc_rows: np.ndarray  # per training document: its row in the train split
+    train_x: torch.Tensor  # n(M1 G(doc)), float64 [n_docs, m']
+    train_y: torch.Tensor  # true labels (never leave the node unsanitized unless label-mechanism = none)
+    test_x: torch.Tensor
+    test_y: torch.Tensor
+    num_classes: int
+    encoder_dim: int
+    release_dim: int
+
+
+@lru_cache(maxsize=4)
+def _partition(key: tuple[tuple[str, Any], ...]) -> UserPartition:
+    cfg = dict(key)
+    ds = data.load(cfg)
+    return UserPartition(ds.train, cfg["num-users"], cfg["partitioner"], cfg["dirichlet-alpha"], cfg["seed"])
+
+
+def user_partition(cfg: Mapping[str, Any]) -> UserPartition:
+    """The (cached) partition of training documents into users."""
+    keys = (*data.DATA_KEYS, "num-users", "partitioner", "dirichlet-alpha")
+    return _partition(tuple((k, cfg[k]) for k in keys))
+
+
+def population_sizes(cfg: Mapping[str, Any]) -> tuple[int, int]:
+    """(training users, test users): a test user holds one test document."""
+    return user_partition(cfg).num_users, len(data.load(cfg).test)
+
+
+def build_cohort(cfg: Mapping[str, Any], partition_id: int, num_partitions: int, progress: bool = True) -> Cohort:
+    """Embed the documents of node ``partition_id``'s users (train and test)."""
+    key = tuple(sorted(cfg.items()))
+    return _build_cached(key, partition_id, num_partitions, progress)
+
+
+@lru_cache(maxsize=8)
+def _build_cached(key: tuple[tuple[str, Any], ...], partition_id: int, num_partitions: int, progress: bool) -> Cohort:
+    cfg = dict(key)
+    ds = data.load(cfg)
+    parts = user_partition(cfg)
+    train_users = cohort(partition_id, num_partitions, parts.num_users)
+    test_users = cohort(partition_id, num_partitions, len(ds.test))
+    user_rows = parts.rows(list(train_users))
+    doc_user = np.repeat(np.asarray(train_users, dtype=np.int64), [len(r) for r in user_rows])
+    doc_rows = np.concatenate(user_rows) if user_rows else np.zeros(0, dtype=np.int64)
+
+    device = best_device(cfg["device"])
+    encoder = load_encoder(cfg["encoder"], device)
+    d = int(encoder.get_sentence_embedding_dimension())
+    m_prime = release_dim(cfg, d)
+    matrix = input_map(cfg["map-in"], d, m_prime, cfg["map-seed"])
+
+    def embed(split: Any, rows: np.ndarray) -> tuple[torch.Tensor, torch.Tensor]:
+        if len(rows) == 0:
+            return torch.zeros(0, m_prime, dtype=torch.float64), torch.zeros(0, dtype=torch.int64)
+        sub = split.select(rows)
+        emb = embed_documents(
+            sub["text"], cfg["doc-embedding"], cfg["encoder"], cache_dir(cfg), device,
+            cfg["encode-batch-size"], progress,
+        )
+        return apply_input_map(emb, matrix), torch.as_tensor(np.asarray(sub["label"], dtype=np.int64))
+
+    train_x, train_y = embed(ds.train, doc_rows)
+    test_x, test_y = embed(ds.test, np.arange(test_users.start, test_users.stop))
+    return Cohort(
+        partition_id, num_partitions, parts.num_users, len(ds.test), train_users, test_users,
+        doc_user, doc_rows, train_x, train_y, test_x, test_y, ds.num_classes, d, m_prime,
+    )

@@ -1,0 +1,196 @@
+"""Run configuration: the keys, their defaults, parsing and validation.
+
+The same flat, kebab-case keys are Flower run-config keys
+(``[tool.flwr.app.config]`` in ``pyproject.toml``, overridden with
+``flwr run . --run-config 'key=value'``) and the keys of a ``sanitas run``
+TOML file. ``DEFAULTS`` is the single source; a test checks that
+``pyproject.toml`` lists exactly these keys and values.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import tomllib
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+DEFAULTS: dict[str, Any] = {
+    # --- data -----------------------------------------------------------------
+    "dataset": "sst2",  # registry name, or a path to a .csv/.jsonl/.json/.parquet file
+    "data-dir": "",  # folder with <dataset>/<split>.jsonl.gz; "" = $SANITAS_DATA_DIR, else the hub
+    "test-file": "",  # user data: optional separate test file
+    "text-column": "text",  # user data: text column(s), comma-separated columns are joined
+    "label-column": "label",  # user data: label column
+    "test-fraction": 0.2,  # seeded test split when a dataset has a single split
+    "train-size": 0,  # seeded subsample of training documents (0 = all)
+    "test-size": 0,  # seeded subsample of test documents (0 = all)
+    "public-fraction": 0.0,  # seeded fraction of training documents marked public
+    "empty-documents": "error",  # "error" or "drop" (dropped documents are counted)
+    # --- users and nodes --------------------------------------------------------
+    "num-users": 0,  # training users (0 = one user per training document)
+    "partitioner": "iid",  # "iid" or "dirichlet" (label skew), via flwr-datasets
+    "dirichlet-alpha": 0.5,
+    "users-per-node": 1000,  # cohort size of a simulated node (sanitas run)
+    "seed": 42,  # data shuffling, splits, partitioning, user sampling, model init
+    # --- encoder ----------------------------------------------------------------
+    "encoder": "all-MiniLM-L6-v2",  # sentence-transformers name or path
+    "encode-batch-size": 64,
+    "doc-embedding": "whole",  # "whole" (one input sequence) or "sentence-mean"
+    "cache-dir": "",  # "" = $SANITAS_CACHE_DIR or ~/.cache/sanitas
+    # --- client-side release ----------------------------------------------------
+    "map-in": "random",  # public input map M1: "random" (public seed) or "identity"
+    "map-dim": 16,  # m', output dimension of M1 (ignored by "identity")
+    "map-seed": 0,  # public seed of the random projection
+    "sentence-mechanism": "purkayastha",
+    "sentence-epsilon": 10.0,
+    "label-mechanism": "none",
+    "label-epsilon": 1.0,
+    "fresh-noise-per-round": False,  # True: re-draw every round (and pay again)
+    "noise-seed": -1,  # -1: secret per-node seed from the OS; >= 0: reproducible simulation
+    # --- server -----------------------------------------------------------------
+    "strategy": "",  # "" = sanitas ReleaseTraining, or "package.module:Class"
+    "num-server-rounds": 3,
+    "fraction-train": 1.0,  # fraction of training users sampled each round
+    "server-epochs": 10,  # epochs over all releases received so far, per round
+    "batch-size": 128,
+    "learning-rate": 0.001,
+    "hidden-dim": 256,
+    "device": "auto",  # "auto", "cpu", "cuda", "cuda:1", ...
+    # --- output -----------------------------------------------------------------
+    "out-dir": "results",  # a new folder <out-dir>/<run-name> per run
+    "run-name": "",  # "" = <dataset>-<mechanism>-<timestamp>
+}
+
+CHOICES: dict[str, tuple[str, ...]] = {
+    "empty-documents": ("error", "drop"),
+    "partitioner": ("iid", "dirichlet"),
+    "doc-embedding": ("whole", "sentence-mean"),
+    "map-in": ("random", "identity"),
+}
+
+
+class ConfigError(ValueError):
+    """A run configuration that cannot run; the message names the key."""
+
+
+def _coerce(key: str, value: Any) -> Any:
+    default = DEFAULTS[key]
+    if isinstance(default, bool):
+        if isinstance(value, bool):
+            return value
+        if isinstance(value, str) and value.lower() in ("true", "false"):
+            return value.lower() == "true"
+        raise ConfigError(f"{key} must be true or false, got {value!r}")
+    if isinstance(default, int):
+        if isinstance(value, bool) or not isinstance(value, int | float) or float(value) != int(value):
+            raise ConfigError(f"{key} must be an integer, got {value!r}")
+        return int(value)
+    if isinstance(default, float):
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise ConfigError(f"{key} must be a number, got {value!r}")
+        return float(value)
+    if not isinstance(value, str):
+        raise ConfigError(f"{key} must be a string, got {value!r}")
+    return value
+
+
+def resolve(overrides: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """Defaults updated with ``overrides``, type-checked and validated.
+
+    Raises :class:`ConfigError` (a ``ValueError``) naming the first bad key.
+    Nothing is read from disk except the existence of configured paths.
+    """
+    cfg = dict(DEFAULTS)
+    for key, value in (overrides or {}).items():
+        if key not in DEFAULTS:
+            raise ConfigError(f"unknown config key {key!r}; known keys: {', '.join(DEFAULTS)}")
+        cfg[key] = _coerce(key, value)
+    validate(cfg)
+    return cfg
+
+
+def validate(cfg: Mapping[str, Any]) -> None:
+    """Check ranges, choices and mechanism parameters before anything runs."""
+    import mechanisms  # local import: fl may import mechanisms, never the reverse
+
+    for key, options in CHOICES.items():
+        if cfg[key] not in options:
+            raise ConfigError(f"{key} must be one of {options}, got {cfg[key]!r}")
+    for key in ("num-server-rounds", "server-epochs", "batch-size", "users-per-node", "hidden-dim",
+                "encode-batch-size"):
+        if cfg[key] < 1:
+            raise ConfigError(f"{key} must be >= 1, got {cfg[key]}")
+    for key in ("train-size", "test-size", "num-users"):
+        if cfg[key] < 0:
+            raise ConfigError(f"{key} must be >= 0, got {cfg[key]}")
+    if cfg["map-in"] == "random" and cfg["map-dim"] < 2:
+        raise ConfigError(f"map-dim must be >= 2, got {cfg['map-dim']}")
+    if not 0.0 < cfg["fraction-train"] <= 1.0:
+        raise ConfigError(f"fraction-train must lie in (0, 1], got {cfg['fraction-train']}")
+    if not 0.0 < cfg["test-fraction"] < 1.0:
+        raise ConfigError(f"test-fraction must lie in (0, 1), got {cfg['test-fraction']}")
+    if not 0.0 <= cfg["public-fraction"] < 1.0:
+        raise ConfigError(f"public-fraction must lie in [0, 1), got {cfg['public-fraction']}")
+    if not (cfg["dirichlet-alpha"] > 0 and math.isfinite(cfg["dirichlet-alpha"])):
+        raise ConfigError(f"dirichlet-alpha must be > 0, got {cfg['dirichlet-alpha']}")
+    if cfg["learning-rate"] <= 0:
+        raise ConfigError(f"learning-rate must be > 0, got {cfg['learning-rate']}")
+    # Mechanisms: known names, right level, valid epsilon (their constructors check).
+    for channel, level in (("sentence", "sentence"), ("label", "label")):
+        name = cfg[f"{channel}-mechanism"]
+        try:
+            mech = make_mechanism(cfg, channel)
+        except ValueError as err:
+            raise ConfigError(f"{channel}-mechanism {name!r}: {err}") from None
+        if mech.level != level:
+            raise ConfigError(f"{channel}-mechanism {name!r} is a {mech.level}-level mechanism")
+    data_dir = cfg["data-dir"]
+    if data_dir and not Path(data_dir).expanduser().is_dir():
+        raise ConfigError(f"data-dir {data_dir!r} does not exist or is not a folder")
+
+
+def make_mechanism(cfg: Mapping[str, Any], channel: str) -> Any:
+    """Build the ``"sentence"`` or ``"label"`` mechanism the config names."""
+    import mechanisms
+
+    name = cfg[f"{channel}-mechanism"]
+    cls = mechanisms.mechanism_class(name)
+    if name == "none":
+        return cls(level=channel)
+    return mechanisms.create(name, epsilon=cfg[f"{channel}-epsilon"])
+
+
+def data_dir(cfg: Mapping[str, Any]) -> Path | None:
+    """The local data folder (config key, then ``$SANITAS_DATA_DIR``), or None for the hub."""
+    raw = cfg["data-dir"] or os.environ.get("SANITAS_DATA_DIR", "")
+    return Path(raw).expanduser().resolve() if raw else None
+
+
+def cache_dir(cfg: Mapping[str, Any]) -> Path:
+    """Embedding cache folder (config key, ``$SANITAS_CACHE_DIR``, ``~/.cache/sanitas``)."""
+    raw = cfg["cache-dir"] or os.environ.get("SANITAS_CACHE_DIR", "") or "~/.cache/sanitas"
+    return Path(raw).expanduser().resolve()
+
+
+def parse_value(text: str) -> Any:
+    """Parse a ``--set key=value`` value as TOML (numbers, booleans, quoted strings),
+    falling back to the bare string."""
+    try:
+        return tomllib.loads(f"v = {text}")["v"]
+    except tomllib.TOMLDecodeError:
+        return text
+
+
+def load_toml(path: str | Path) -> dict[str, Any]:
+    """Read a flat run-config TOML file (keys as in ``DEFAULTS``)."""
+    path = Path(path)
+    if not path.is_file():
+        raise ConfigError(f"config file {str(path)!r} not found")
+    with path.open("rb") as fh:
+        data = tomllib.load(fh)
+    nested = [k for k, v in data.items() if isinstance(v, dict)]
+    if nested:
+        raise ConfigError(f"{path}: config must be flat key = value pairs; found tables {nested}")
+    return data

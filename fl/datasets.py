@@ -1,0 +1,275 @@
+"""Dataset registry and loading with Hugging Face ``datasets``.
+
+A registry name loads from local files when a data folder is configured
+(``data-dir`` or ``$SANITAS_DATA_DIR``; the layout of ``shared/data``:
+``<name>/<split>.jsonl.gz`` + ``labels.json``) and from the Hugging Face hub
+otherwise. A path to a CSV, JSON Lines or Parquet file loads a user's own data.
+Every source ends up as two ``datasets.Dataset`` objects with columns
+``text`` (str), ``label`` (int) and ``row`` (the document's index in its split).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import datasets
+import numpy as np
+
+from .config import ConfigError, data_dir
+
+USER_FILE_SUFFIXES = (".csv", ".jsonl", ".json", ".parquet", ".jsonl.gz", ".csv.gz")
+
+
+@dataclass(frozen=True)
+class DatasetSpec:
+    """Where a registered dataset lives locally and on the hub.
+
+    ``local_splits`` maps the roles ``train``/``test`` to file stems; a single
+    entry under ``pool`` means one split that gets a seeded train/test split.
+    """
+
+    name: str
+    hub_path: str
+    hub_name: str | None
+    hub_splits: Mapping[str, str]
+    hub_text: tuple[str, ...]
+    hub_label: str
+    local_splits: Mapping[str, str]
+    notes: str = ""
+
+
+REGISTRY: dict[str, DatasetSpec] = {
+    spec.name: spec
+    for spec in [
+        DatasetSpec("sst2", "nyu-mll/glue", "sst2", {"train": "train", "test": "validation"},
+                    ("sentence",), "label", {"train": "train", "test": "dev"},
+                    "GLUE SST-2; the GLUE dev set (872) is the test split"),
+        DatasetSpec("imdb", "stanfordnlp/imdb", None, {"train": "train", "test": "test"},
+                    ("text",), "label", {"train": "train", "test": "test"}),
+        DatasetSpec("20newsgroups", "SetFit/20_newsgroups", None, {"train": "train", "test": "test"},
+                    ("text",), "label", {"train": "train", "test": "test"},
+                    "bydate split, headers removed"),
+        DatasetSpec("agnews", "fancyzhx/ag_news", None, {"train": "train", "test": "test"},
+                    ("text",), "label", {"pool": "test"},
+                    "locally only the 7,600-row test split exists: it is split train/test (seeded)"),
+        DatasetSpec("qnli", "nyu-mll/glue", "qnli", {"train": "train", "test": "validation"},
+                    ("question", "sentence"), "label", {"pool": "dev"},
+                    "question + ' ' + sentence; locally only the dev split exists (seeded split)"),
+        DatasetSpec("sst5", "SetFit/sst5", None, {"train": "train", "test": "test"},
+                    ("text",), "label", {"train": "train", "test": "test"}),
+        DatasetSpec("trec", "CogComp/trec", None, {"train": "train", "test": "test"},
+                    ("text",), "coarse_label", {"train": "train", "test": "test"}),
+        DatasetSpec("mr", "cornell-movie-review-data/rotten_tomatoes", None,
+                    {"train": "train", "test": "test"}, ("text",), "label", {"pool": "all"}),
+        DatasetSpec("cr", "SetFit/SentEval-CR", None, {"train": "train", "test": "test"},
+                    ("text",), "label", {"pool": "all"}),
+        DatasetSpec("mpqa", "jxm/mpqa", None, {"train": "train", "test": "test"},
+                    ("sentence",), "label", {"pool": "all"}),
+        DatasetSpec("subj", "SetFit/subj", None, {"train": "train", "test": "test"},
+                    ("text",), "label", {"pool": "all"}),
+    ]
+}
+
+
+def names() -> list[str]:
+    """Registered dataset names."""
+    return sorted(REGISTRY)
+
+
+@dataclass
+class TextDataset:
+    """A loaded dataset: private training documents, test documents, public documents."""
+
+    name: str
+    train: datasets.Dataset
+    test: datasets.Dataset
+    public: datasets.Dataset | None
+    num_classes: int
+    label_names: list[str]
+    source: str
+    dropped_empty: dict[str, int] = field(default_factory=dict)
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "dataset": self.name,
+            "source": self.source,
+            "train_documents": len(self.train),
+            "test_documents": len(self.test),
+            "public_documents": 0 if self.public is None else len(self.public),
+            "num_classes": self.num_classes,
+            "dropped_empty_documents": self.dropped_empty,
+        }
+
+
+def is_user_file(name: str) -> bool:
+    """True when ``dataset`` names a file rather than a registry entry."""
+    return name.lower().endswith(USER_FILE_SUFFIXES) or "/" in name or "\\" in name
+
+
+def check_source(cfg: Mapping[str, Any]) -> str:
+    """Raise a one-line error unless the configured data source can be found.
+
+    Returns a description of the source. Cheap: checks names and paths only.
+    """
+    name = cfg["dataset"]
+    if is_user_file(name):
+        for path in filter(None, [name, cfg["test-file"]]):
+            if not Path(path).expanduser().is_file():
+                raise FileNotFoundError(f"data file {path!r} not found")
+        return f"file {name}"
+    if name not in REGISTRY:
+        raise ConfigError(
+            f"unknown dataset {name!r}; known datasets: {', '.join(names())} "
+            "(or give a path to a .csv, .jsonl or .parquet file)"
+        )
+    root = data_dir(cfg)
+    if root is None:
+        spec = REGISTRY[name]
+        return f"hub {spec.hub_path}" + (f"/{spec.hub_name}" if spec.hub_name else "")
+    folder = root / name
+    missing = [s for s in REGISTRY[name].local_splits.values() if not (folder / f"{s}.jsonl.gz").is_file()]
+    if missing:
+        raise FileNotFoundError(
+            f"dataset {name!r}: missing {', '.join(f'{s}.jsonl.gz' for s in missing)} under {folder} "
+            "(data-dir / SANITAS_DATA_DIR must hold <dataset>/<split>.jsonl.gz)"
+        )
+    return f"local {folder}"
+
+
+def _read_local(spec: DatasetSpec, folder: Path) -> tuple[dict[str, datasets.Dataset], list[str]]:
+    files = {role: str(folder / f"{stem}.jsonl.gz") for role, stem in spec.local_splits.items()}
+    loaded = datasets.load_dataset("json", data_files=files)
+    splits = {role: loaded[role].select_columns(["text", "label"]) for role in files}
+    label_file = folder / "labels.json"
+    if label_file.is_file():
+        mapping = json.loads(label_file.read_text())
+        label_names = [mapping[str(i)] for i in range(len(mapping))]
+    else:
+        label_names = [str(i) for i in range(max(int(max(s["label"])) for s in splits.values()) + 1)]
+    return splits, label_names
+
+
+def _read_hub(spec: DatasetSpec) -> tuple[dict[str, datasets.Dataset], list[str]]:
+    loaded = datasets.load_dataset(spec.hub_path, spec.hub_name)
+    splits = {}
+    for role, split in spec.hub_splits.items():
+        ds = loaded[split]
+        splits[role] = _standardise(ds, spec.hub_text, spec.hub_label)
+    feature = loaded[spec.hub_splits["train"]].features.get(spec.hub_label)
+    if isinstance(feature, datasets.ClassLabel):
+        label_names = list(feature.names)
+    else:
+        label_names = [str(i) for i in range(int(max(splits["train"]["label"])) + 1)]
+    return splits, label_names
+
+
+def _standardise(ds: datasets.Dataset, text_cols: tuple[str, ...], label_col: str) -> datasets.Dataset:
+    missing = [c for c in (*text_cols, label_col) if c not in ds.column_names]
+    if missing:
+        raise ConfigError(f"columns {missing} not found; available columns: {ds.column_names}")
+    if text_cols == ("text",):
+        ds = ds.select_columns(["text", label_col])
+    else:
+        ds = ds.map(lambda r: {"_t": " ".join(str(r[c]) for c in text_cols)}, remove_columns=None)
+        ds = ds.select_columns(["_t", label_col]).rename_column("_t", "text")
+    if label_col != "label":
+        ds = ds.rename_column(label_col, "label")
+    return ds
+
+
+def _read_user_files(cfg: Mapping[str, Any]) -> tuple[dict[str, datasets.Dataset], list[str]]:
+    files = {"train": cfg["dataset"]}
+    if cfg["test-file"]:
+        files["test"] = cfg["test-file"]
+    suffix = Path(cfg["dataset"]).name.lower()
+    builder = "csv" if ".csv" in suffix else "parquet" if suffix.endswith(".parquet") else "json"
+    loaded = datasets.load_dataset(builder, data_files={k: str(Path(v).expanduser()) for k, v in files.items()})
+    text_cols = tuple(c.strip() for c in cfg["text-column"].split(","))
+    splits = {role: _standardise(loaded[role], text_cols, cfg["label-column"]) for role in files}
+    if "test" not in splits:
+        splits = {"pool": splits["train"]}
+    # String labels become class ids (sorted, so the mapping is deterministic).
+    values = sorted({str(v) for ds in splits.values() for v in ds["label"]})
+    if all(isinstance(v, int | np.integer) for ds in splits.values() for v in ds["label"][:100]):
+        num = int(max(max(ds["label"]) for ds in splits.values())) + 1
+        return splits, [str(i) for i in range(num)]
+    index = {v: i for i, v in enumerate(values)}
+    splits = {r: ds.map(lambda b: {"label": [index[str(v)] for v in b["label"]]}, batched=True)
+              for r, ds in splits.items()}
+    return splits, values
+
+
+def _handle_empty(ds: datasets.Dataset, policy: str, split: str, dropped: dict[str, int]) -> datasets.Dataset:
+    texts = ds["text"]
+    empty = np.array([t is None or not str(t).strip() for t in texts])
+    if empty.any():
+        if policy == "error":
+            first = int(np.flatnonzero(empty)[0])
+            raise ValueError(
+                f"{int(empty.sum())} empty document(s) in the {split} split (first at row {first}); "
+                "set empty-documents = \"drop\" to drop and count them"
+            )
+        ds = ds.select(np.flatnonzero(~empty))
+    dropped[split] = int(empty.sum())
+    return ds
+
+
+def _subsample(ds: datasets.Dataset, size: int, seed: int) -> datasets.Dataset:
+    if size <= 0 or size >= len(ds):
+        return ds
+    order = np.random.default_rng(seed).permutation(len(ds))[:size]
+    return ds.select(np.sort(order))
+
+
+@lru_cache(maxsize=8)
+def _load_cached(key: tuple[tuple[str, Any], ...]) -> TextDataset:
+    cfg = dict(key)
+    source = check_source(cfg)
+    name = cfg["dataset"]
+    seed = int(cfg["seed"])
+    if is_user_file(name):
+        splits, label_names = _read_user_files(cfg)
+        name = Path(name).name
+    else:
+        spec = REGISTRY[name]
+        root = data_dir(cfg)
+        splits, label_names = _read_local(spec, root / name) if root else _read_hub(spec)
+    if "pool" in splits:
+        parts = splits["pool"].train_test_split(test_size=cfg["test-fraction"], seed=seed)
+        splits = {"train": parts["train"], "test": parts["test"]}
+    dropped: dict[str, int] = {}
+    train = _handle_empty(splits["train"], cfg["empty-documents"], "train", dropped)
+    test = _handle_empty(splits["test"], cfg["empty-documents"], "test", dropped)
+    train = _subsample(train, cfg["train-size"], seed)
+    test = _subsample(test, cfg["test-size"], seed + 1)
+    public = None
+    if cfg["public-fraction"] > 0:
+        is_public = np.random.default_rng(seed + 2).random(len(train)) < cfg["public-fraction"]
+        public = train.select(np.flatnonzero(is_public))
+        train = train.select(np.flatnonzero(~is_public))
+    train = train.add_column("row", np.arange(len(train), dtype=np.int64))
+    test = test.add_column("row", np.arange(len(test), dtype=np.int64))
+    if len(train) == 0 or len(test) == 0:
+        raise ValueError(f"dataset {name!r} has an empty train or test split after filtering")
+    return TextDataset(name, train, test, public, len(label_names), label_names, source, dropped)
+
+
+DATA_KEYS = ("dataset", "data-dir", "test-file", "text-column", "label-column", "test-fraction",
+             "train-size", "test-size", "public-fraction", "empty-documents", "seed")
+
+
+def load(cfg: Mapping[str, Any]) -> TextDataset:
+    """Load the configured dataset (cached per process).
+
+    Guarantees: deterministic for a given config; ``train``/``test`` carry
+    ``text``, ``label`` and ``row``; public documents are disjoint from ``train``.
+    Raises a one-line ``ValueError``/``FileNotFoundError`` naming the problem.
+    """
+    key = tuple((k, cfg[k]) for k in DATA_KEYS)
+    # The data dir from the environment is part of the identity of the source.
+    return _load_cached(key + (("_resolved-data-dir", str(data_dir(cfg))),))

@@ -1,0 +1,1 @@
+"""The ``sanitas`` CLI, run configs and sweeps."""

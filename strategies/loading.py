@@ -1,0 +1,63 @@
+"""Load a user's strategy named in the run config (``"package.module:Class"``).
+
+Two shapes are accepted, as in Flower:
+
+* a subclass of :class:`~strategies.release_training.ReleaseTraining`: built
+  with the same arguments (``cfg``, ``writer``);
+* a wrapper (any ``flwr.serverapp.strategy.Strategy`` whose constructor takes a
+  ``strategy`` argument, like Flower's ``DifferentialPrivacy*`` wrappers): built
+  around a default ``ReleaseTraining``.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+from collections.abc import Mapping
+from typing import Any
+
+from flwr.serverapp.strategy import Strategy
+
+from fl.results import RunWriter
+
+from .release_training import ReleaseTraining
+
+
+def import_object(spec: str) -> Any:
+    """Import ``"package.module:Name"``; a clear ``ValueError`` if it cannot be found."""
+    module_name, sep, attr = spec.partition(":")
+    if not sep or not module_name or not attr:
+        raise ValueError(f"strategy must look like 'package.module:Class', got {spec!r}")
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as err:
+        raise ValueError(f"cannot import strategy module {module_name!r}: {err}") from None
+    try:
+        return getattr(module, attr)
+    except AttributeError:
+        raise ValueError(f"module {module_name!r} has no attribute {attr!r}") from None
+
+
+def make_strategy(cfg: Mapping[str, Any], writer: RunWriter | None) -> Strategy:
+    """The configured strategy (``ReleaseTraining`` when ``strategy`` is empty)."""
+    spec = cfg["strategy"]
+    if not spec:
+        return ReleaseTraining(cfg, writer)
+    cls = import_object(spec)
+    if inspect.isclass(cls) and issubclass(cls, ReleaseTraining):
+        return cls(cfg, writer)
+    if inspect.isclass(cls) and issubclass(cls, Strategy) and "strategy" in inspect.signature(cls).parameters:
+        return cls(strategy=ReleaseTraining(cfg, writer))
+    raise ValueError(
+        f"strategy {spec!r} must subclass strategies.ReleaseTraining or be a Flower Strategy "
+        "wrapper taking a `strategy` argument"
+    )
+
+
+def innermost(strategy: Strategy) -> Strategy:
+    """Follow ``.strategy`` attributes of wrappers down to the wrapped strategy."""
+    seen = 0
+    while hasattr(strategy, "strategy") and isinstance(strategy.strategy, Strategy) and seen < 16:
+        strategy = strategy.strategy
+        seen += 1
+    return strategy

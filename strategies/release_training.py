@@ -1,0 +1,261 @@
+"""ReleaseTraining: the Sanitas server strategy (Flower Message API).
+
+Each round: sample users (seeded), ask the nodes holding them for their
+sanitized releases, add the releases to everything received so far, train the
+downstream pipeline (M2 + classifier) on the server's device for
+``server-epochs`` epochs, then have every node score the model on its test
+users. The per-user privacy ledger is updated from the releases' guarantees and
+``fresh`` flags, and a round record (metrics + privacy) is written.
+
+The server never sees raw text, raw embeddings or the clients' noise: only
+released rows, their guarantees, and aggregate confusion counts from evaluation
+(simulation diagnostics, not covered by any DP guarantee).
+
+Customise by subclassing (override :meth:`sample_users` or :meth:`fit`) or by
+wrapping, as Flower's DP wrappers do (see ``strategies.wrappers``).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import time
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import numpy as np
+import torch
+from flwr.app import ArrayRecord, ConfigRecord, Message, MessageType, MetricRecord, RecordDict
+from flwr.serverapp import Grid
+from flwr.serverapp.strategy import Strategy
+from tqdm.auto import tqdm
+
+from fl.accounting import PrivacyLedger
+from fl.encoder import best_device
+from fl.pipeline import build_model, scores, train_epochs
+from fl.results import RunWriter
+from mechanisms.guarantee import Guarantee
+
+log = logging.getLogger(__name__)
+
+
+class ReleaseTraining(Strategy):
+    """Train the downstream pipeline on local-DP releases.
+
+    Parameters
+    ----------
+    cfg : Mapping[str, Any]
+        Resolved run config (``fl.config.resolve``). Keys used here:
+        ``seed``, ``fraction-train``, ``server-epochs``, ``batch-size``,
+        ``learning-rate``, ``hidden-dim``, ``device``.
+    writer : RunWriter or None
+        Where round records go; ``None`` keeps them in memory only.
+    timeout : float
+        Seconds to wait for node replies in the discovery query.
+    """
+
+    def __init__(self, cfg: Mapping[str, Any], writer: RunWriter | None = None, timeout: float = 3600.0) -> None:
+        self.cfg = dict(cfg)
+        self.writer = writer
+        self.timeout = timeout
+        self.device = torch.device(best_device(self.cfg["device"]))
+        self.records: list[dict[str, Any]] = []
+        # Filled by discovery (first round).
+        self.nodes: dict[int, dict[str, int]] = {}
+        self.ledger: PrivacyLedger | None = None
+        self.model: torch.nn.Module | None = None
+        self.optimizer: torch.optim.Optimizer | None = None
+        self._x: np.ndarray | None = None
+        self._y: np.ndarray | None = None
+        self._have: np.ndarray | None = None
+        self.guarantees: dict[str, Guarantee] = {}
+        self._round_started = 0.0
+        self._train_info: dict[str, Any] = {}
+
+    # ------------------------------------------------------------------ discovery
+    def discover(self, grid: Grid) -> None:
+        """Ask every node which users it holds (one QUERY round trip)."""
+        node_ids = list(grid.get_node_ids())
+        queries = [
+            Message(content=RecordDict({"config": ConfigRecord({})}), dst_node_id=n, message_type=MessageType.QUERY)
+            for n in node_ids
+        ]
+        replies = list(grid.send_and_receive(queries, timeout=self.timeout))
+        _raise_on_errors(replies, "query")
+        for reply in replies:
+            info = reply.content["cohort"]
+            self.nodes[reply.metadata.src_node_id] = {k: int(v) for k, v in info.items()}
+        first = next(iter(self.nodes.values()))
+        self.num_classes = first["num-classes"]
+        self.encoder_dim = first["encoder-dim"]
+        self.release_dim = first["release-dim"]
+        self.num_train_users = first["num-train-users"]
+        self.num_test_users = first["num-test-users"]
+        covered = sum(v["train-users-hi"] - v["train-users-lo"] for v in self.nodes.values())
+        if covered != self.num_train_users:
+            raise RuntimeError(f"nodes hold {covered} training users, expected {self.num_train_users}")
+        self.ledger = PrivacyLedger({"train": self.num_train_users, "test": self.num_test_users})
+        self.model = build_model(self.cfg, self.release_dim, self.encoder_dim, self.num_classes).to(self.device)
+        self.optimizer = torch.optim.Adam(self.model.parameters(), lr=self.cfg["learning-rate"])
+        self._gen = torch.Generator().manual_seed(int(self.cfg["seed"]))
+        self._doc_index: dict[int, int] = {}
+        self._x = np.zeros((0, self.release_dim), dtype=np.float32)
+        self._y = np.zeros(0, dtype=np.int64)
+        log.info(
+            "%d nodes hold %d training users and %d test users; releases are %d-dimensional",
+            len(self.nodes), self.num_train_users, self.num_test_users, self.release_dim,
+        )
+
+    # ------------------------------------------------------------------ hooks
+    def sample_users(self, server_round: int) -> np.ndarray:
+        """Training users asked to release this round: a seeded sample without
+        replacement of ``ceil(fraction-train * num_users)`` users."""
+        k = max(1, math.ceil(self.cfg["fraction-train"] * self.num_train_users))
+        rng = np.random.default_rng([int(self.cfg["seed"]), server_round])
+        return np.sort(rng.choice(self.num_train_users, size=k, replace=False))
+
+    def fit(self, server_round: int, x: np.ndarray, y: np.ndarray) -> float:
+        """Train the server model on all releases received so far; returns the loss."""
+        assert self.model is not None and self.optimizer is not None
+        epochs = int(self.cfg["server-epochs"])
+        xt = torch.as_tensor(x, device=self.device)
+        yt = torch.as_tensor(y, device=self.device)
+        with tqdm(total=epochs, desc=f"round {server_round}: training on {len(y)} releases", leave=False) as bar:
+            return train_epochs(
+                self.model, self.optimizer, xt, yt, epochs, int(self.cfg["batch-size"]), self._gen,
+                progress=lambda: bar.update(1),
+            )
+
+    # ------------------------------------------------------------------ Flower Strategy API
+    def configure_train(
+        self, server_round: int, arrays: ArrayRecord, config: ConfigRecord, grid: Grid
+    ) -> Iterable[Message]:
+        self._round_started = time.time()
+        if not self.nodes:
+            self.discover(grid)
+        users = self.sample_users(server_round)
+        messages = []
+        for node_id, info in self.nodes.items():
+            lo, hi = info["train-users-lo"], info["train-users-hi"]
+            mine = users[(users >= lo) & (users < hi)]
+            if mine.size == 0:
+                continue
+            cfg = ConfigRecord({"server-round": server_round, "user-ids": mine.tolist()})
+            messages.append(
+                Message(content=RecordDict({"config": cfg}), dst_node_id=node_id, message_type=MessageType.TRAIN)
+            )
+        self._train_info = {"sampled_users": int(users.size)}
+        return messages
+
+    def aggregate_train(
+        self, server_round: int, replies: Iterable[Message]
+    ) -> tuple[ArrayRecord | None, MetricRecord | None]:
+        replies = list(replies)
+        _raise_on_errors(replies, "train")
+        assert self.ledger is not None
+        fresh_total = 0
+        for reply in replies:
+            rel = reply.content["release"]
+            doc_ids = rel["doc-ids"].numpy()
+            users = rel["user-ids"].numpy()
+            fresh = rel["fresh"].numpy().astype(bool)
+            self._store(doc_ids, rel["embeddings"].numpy(), rel["labels"].numpy())
+            guarantees = _read_guarantees(reply.content["guarantees"])
+            self.guarantees.update(guarantees)
+            self.ledger.record("train", users[fresh], guarantees["sentence"], "embedding")
+            self.ledger.record("train", users[fresh], guarantees["label"], "label")
+            fresh_total += int(fresh.sum())
+        assert self._x is not None and self._y is not None
+        loss = self.fit(server_round, self._x, self._y)
+        self._train_info.update({"train_releases_total": int(len(self._y)), "fresh_train_releases": fresh_total,
+                                 "train_loss": loss})
+        assert self.model is not None
+        arrays = ArrayRecord(self.model.state_dict())
+        return arrays, MetricRecord({"num-releases": int(len(self._y)), "train-loss": float(loss)})
+
+    def _store(self, doc_ids: np.ndarray, emb: np.ndarray, labels: np.ndarray) -> None:
+        """Keep the latest release of each document (re-sent releases replace themselves)."""
+        assert self._x is not None and self._y is not None
+        new = [d for d in doc_ids.tolist() if d not in self._doc_index]
+        for d in new:
+            self._doc_index[d] = len(self._doc_index)
+        if new:
+            self._x = np.concatenate([self._x, np.zeros((len(new), self.release_dim), dtype=np.float32)])
+            self._y = np.concatenate([self._y, np.zeros(len(new), dtype=np.int64)])
+        idx = np.fromiter((self._doc_index[d] for d in doc_ids.tolist()), dtype=np.int64, count=len(doc_ids))
+        self._x[idx] = emb
+        self._y[idx] = labels
+
+    def configure_evaluate(
+        self, server_round: int, arrays: ArrayRecord, config: ConfigRecord, grid: Grid
+    ) -> Iterable[Message]:
+        cfg = ConfigRecord({"server-round": server_round})
+        return [
+            Message(
+                content=RecordDict({"arrays": arrays, "config": cfg}), dst_node_id=node_id,
+                message_type=MessageType.EVALUATE,
+            )
+            for node_id, info in self.nodes.items()
+            if info["test-users-hi"] > info["test-users-lo"]
+        ]
+
+    def aggregate_evaluate(self, server_round: int, replies: Iterable[Message]) -> MetricRecord | None:
+        replies = list(replies)
+        _raise_on_errors(replies, "evaluate")
+        assert self.ledger is not None
+        k = self.num_classes
+        conf = np.zeros((k, k), dtype=np.int64)
+        clean = np.zeros((k, k), dtype=np.int64)
+        fresh_total = 0
+        for reply in replies:
+            metrics = reply.content["metrics"]
+            conf += np.asarray(metrics["confusion"], dtype=np.int64).reshape(k, k)
+            clean += np.asarray(metrics["clean-confusion"], dtype=np.int64).reshape(k, k)
+            rel = reply.content["release"]
+            fresh = rel["fresh"].numpy().astype(bool)
+            guarantees = _read_guarantees(reply.content["guarantees"])
+            self.ledger.record("test", rel["user-ids"].numpy()[fresh], guarantees["sentence"], "embedding")
+            fresh_total += int(fresh.sum())
+        sanitized, clean_scores = scores(conf), scores(clean)
+        record = {
+            "round": server_round,
+            "accuracy": sanitized["accuracy"],
+            "macro_f1": sanitized["macro_f1"],
+            "clean_accuracy": clean_scores["accuracy"],
+            "clean_macro_f1": clean_scores["macro_f1"],
+            "test_users": int(conf.sum()),
+            **self._train_info,
+            "fresh_test_releases": fresh_total,
+            "privacy": self.ledger.snapshot(),
+            "seconds": round(time.time() - self._round_started, 3),
+        }
+        self.records.append(record)
+        if self.writer is not None:
+            self.writer.append_round(record)
+        log.info(
+            "round %d: accuracy %.4f, macro-F1 %.4f, clean accuracy %.4f, max eps_ldp %s",
+            server_round, record["accuracy"], record["macro_f1"], record["clean_accuracy"],
+            record["privacy"]["epsilon_ldp"],
+        )
+        return MetricRecord({
+            "accuracy": record["accuracy"], "macro-f1": record["macro_f1"],
+            "clean-accuracy": record["clean_accuracy"],
+        })
+
+    def summary(self) -> None:
+        log.info(
+            "ReleaseTraining: fraction-train %.3f, %d server epochs per round, batch %d, lr %g, device %s",
+            self.cfg["fraction-train"], self.cfg["server-epochs"], self.cfg["batch-size"],
+            self.cfg["learning-rate"], self.device,
+        )
+
+
+def _raise_on_errors(replies: list[Message], stage: str) -> None:
+    errors = [r.error.reason for r in replies if r.has_error()]
+    if errors:
+        raise RuntimeError(f"{len(errors)} node(s) failed during {stage}: {errors[0]}")
+
+
+def _read_guarantees(record: ConfigRecord) -> dict[str, Guarantee]:
+    return {k: Guarantee.from_dict(json.loads(str(v))) for k, v in record.items()}
