@@ -199,8 +199,11 @@ def _read_user_files(cfg: Mapping[str, Any]) -> tuple[dict[str, datasets.Dataset
         num = int(max(max(ds["label"]) for ds in splits.values())) + 1
         return splits, [str(i) for i in range(num)]
     index = {v: i for i, v in enumerate(values)}
-    splits = {r: ds.map(lambda b: {"label": [index[str(v)] for v in b["label"]]}, batched=True)
-              for r, ds in splits.items()}
+    splits = {
+        r: ds.map(lambda b: {"label_id": [index[str(v)] for v in b["label"]]}, batched=True,
+                  remove_columns=["label"]).rename_column("label_id", "label")
+        for r, ds in splits.items()
+    }
     return splits, values
 
 

@@ -1,0 +1,97 @@
+"""Dataset registry, local files, user files, splits and the empty-document policy."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from fl import config, datasets
+
+
+def _cfg(data_dir: Path, **kw: object) -> dict:
+    return config.resolve({"data-dir": str(data_dir), **kw})
+
+
+def test_sst2_local_counts(data_dir: Path) -> None:
+    ds = datasets.load(_cfg(data_dir))
+    assert (len(ds.train), len(ds.test), ds.num_classes) == (67_349, 872, 2)
+    assert ds.label_names == ["negative", "positive"]
+    assert ds.train.column_names == ["text", "label", "row"]
+    assert ds.source.startswith("local")
+
+
+@pytest.mark.parametrize(("name", "classes"), [("agnews", 4), ("qnli", 2)])
+def test_single_split_datasets_get_a_seeded_split(data_dir: Path, name: str, classes: int) -> None:
+    a = datasets.load(_cfg(data_dir, dataset=name, seed=3))
+    b = datasets.load(_cfg(data_dir, dataset=name, seed=3, **{"test-fraction": 0.2000001}))
+    assert a.num_classes == classes
+    assert len(a.test) == pytest.approx(0.2 * (len(a.train) + len(a.test)), abs=1)
+    assert set(a.train["text"]).isdisjoint(a.test["text"]) or name == "agnews"
+    assert a.test["text"][:5] == b.test["text"][:5]  # same seed, same split
+
+
+def test_qnli_text_is_question_plus_sentence(data_dir: Path) -> None:
+    ds = datasets.load(_cfg(data_dir, dataset="qnli"))
+    assert "?" in ds.train["text"][0]
+
+
+def test_empty_documents_policy(data_dir: Path) -> None:
+    """20 Newsgroups has 18 + 16 empty bodies: refused by default, dropped and counted on request."""
+    with pytest.raises(ValueError, match=r"18 empty document\(s\) in the train split"):
+        datasets.load(_cfg(data_dir, dataset="20newsgroups"))
+    ds = datasets.load(_cfg(data_dir, dataset="20newsgroups", **{"empty-documents": "drop"}))
+    assert ds.dropped_empty == {"train": 18, "test": 16}
+    assert len(ds.train) == 11_314 - 18
+
+
+def test_subsample_and_public_split(data_dir: Path) -> None:
+    ds = datasets.load(_cfg(data_dir, **{"train-size": 1000, "test-size": 100, "public-fraction": 0.25}))
+    assert len(ds.test) == 100
+    assert ds.public is not None and len(ds.public) + len(ds.train) == 1000
+    assert 150 < len(ds.public) < 350
+    assert list(ds.train["row"]) == list(range(len(ds.train)))
+
+
+def test_user_csv_with_string_labels_and_one_split(tmp_path: Path) -> None:
+    path = tmp_path / "mine.csv"
+    rows = ["review,sentiment"] + [f"text number {i},{'good' if i % 3 else 'bad'}" for i in range(50)]
+    path.write_text("\n".join(rows) + "\n")
+    ds = datasets.load(config.resolve({"dataset": str(path), "text-column": "review", "label-column": "sentiment"}))
+    assert ds.label_names == ["bad", "good"] and ds.num_classes == 2
+    assert len(ds.train) + len(ds.test) == 50 and len(ds.test) == 10
+    assert set(np.unique(ds.train["label"])) <= {0, 1}
+
+
+def test_user_jsonl_train_and_test_files(tmp_path: Path) -> None:
+    for split, n in (("train", 30), ("test", 7)):
+        (tmp_path / f"{split}.jsonl").write_text(
+            "".join(f'{{"text": "doc {i}", "label": {i % 2}}}\n' for i in range(n))
+        )
+    cfg = config.resolve({"dataset": str(tmp_path / "train.jsonl"), "test-file": str(tmp_path / "test.jsonl")})
+    ds = datasets.load(cfg)
+    assert (len(ds.train), len(ds.test)) == (30, 7)
+
+
+@pytest.mark.parametrize(
+    ("overrides", "error", "message"),
+    [
+        ({"dataset": "sst3"}, ValueError, "unknown dataset 'sst3'"),
+        ({"dataset": "/nope/data.csv"}, FileNotFoundError, "data file '/nope/data.csv' not found"),
+    ],
+)
+def test_bad_sources(data_dir: Path, overrides: dict, error: type, message: str) -> None:
+    with pytest.raises(error, match=message):
+        datasets.check_source(_cfg(data_dir, **overrides))
+
+
+def test_missing_local_files_named(tmp_path: Path) -> None:
+    (tmp_path / "imdb").mkdir()
+    with pytest.raises(FileNotFoundError, match=r"dataset 'imdb': missing train.jsonl.gz, test.jsonl.gz"):
+        datasets.check_source(_cfg(tmp_path, dataset="imdb"))
+
+
+def test_env_var_data_dir(data_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SANITAS_DATA_DIR", str(data_dir))
+    assert datasets.check_source(config.resolve({})).startswith("local")

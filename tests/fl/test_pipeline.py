@@ -1,0 +1,54 @@
+"""Public input map, grad isolation of releases, and the scores."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+import mechanisms
+from fl.pipeline import ServerModel, apply_input_map, confusion_matrix, input_map, scores, train_epochs
+
+
+def test_random_map_is_a_function_of_the_public_seed_only() -> None:
+    a, b = input_map("random", 384, 16, seed=5), input_map("random", 384, 16, seed=5)
+    assert torch.equal(a, b) and not torch.equal(a, input_map("random", 384, 16, seed=6))
+    assert abs(float(a.var()) - 1 / 16) < 0.005
+    assert input_map("identity", 384, 16, 0) is None
+
+
+def test_input_map_output_is_normalised_and_checks_dimension() -> None:
+    x = np.random.default_rng(0).normal(size=(10, 384))
+    out = apply_input_map(x, input_map("random", 384, 16, 0))
+    assert out.shape == (10, 16) and torch.allclose(out.norm(dim=1), torch.ones(10, dtype=torch.float64))
+    with pytest.raises(ValueError, match="does not match"):
+        apply_input_map(np.ones((2, 300)), input_map("random", 384, 16, 0))
+
+
+def test_releases_carry_no_gradient_path_to_raw_embeddings() -> None:
+    """Spec §11.6: one training step on releases leaves raw inputs without gradient."""
+    raw = torch.randn(64, 384, requires_grad=True)
+    mapped = apply_input_map(raw, input_map("random", 384, 16, 0))
+    assert not mapped.requires_grad
+    released = mechanisms.create("purkayastha", epsilon=5.0).sanitize(mapped, torch.Generator().manual_seed(0))
+    model = ServerModel(16, 384, 32, 2)
+    opt = torch.optim.Adam(model.parameters())
+    train_epochs(model, opt, released.float(), torch.randint(0, 2, (64,)), 1, 16, torch.Generator().manual_seed(0))
+    assert raw.grad is None
+
+
+def test_scores_from_confusion() -> None:
+    conf = confusion_matrix(np.array([0, 0, 1, 1, 2]), np.array([0, 1, 1, 1, 0]), 3)
+    assert conf.tolist() == [[1, 1, 0], [0, 2, 0], [1, 0, 0]]
+    s = scores(conf)
+    assert s["accuracy"] == pytest.approx(3 / 5)
+    assert s["macro_f1"] == pytest.approx(np.mean([0.5, 0.8, 0.0]))
+
+
+def test_training_learns_a_separable_problem() -> None:
+    gen = torch.Generator().manual_seed(0)
+    x = torch.randn(512, 16, generator=gen)
+    y = (x[:, 0] > 0).long()
+    model = ServerModel(16, 32, 32, 2)
+    train_epochs(model, torch.optim.Adam(model.parameters(), lr=1e-2), x, y, 30, 64, gen)
+    assert (model(x).argmax(1) == y).float().mean() > 0.95

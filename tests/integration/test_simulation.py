@@ -1,0 +1,164 @@
+"""End to end: real encoder, real SST-2 subset, real Flower simulation on Ray.
+
+Runs the ``sanitas`` CLI in a subprocess (as a user would) and checks the
+results folder, the accounting and the custom-strategy hooks.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import REPO
+
+BASE = {
+    "dataset": '"sst2"',
+    "train-size": "60",
+    "test-size": "40",
+    "users-per-node": "6",
+    "num-server-rounds": "2",
+    "fraction-train": "0.5",
+    "sentence-epsilon": "10.0",
+    "server-epochs": "3",
+    "noise-seed": "0",
+}
+
+
+def _run(tmp_path: Path, data_dir: Path, cache_dir: Path, extra: dict[str, str], pythonpath: str = "") -> subprocess.CompletedProcess:
+    cfg = tmp_path / "run.toml"
+    cfg.write_text("".join(f"{k} = {v}\n" for k, v in {**BASE, **extra}.items()))
+    env = {**os.environ, "SANITAS_DATA_DIR": str(data_dir), "SANITAS_CACHE_DIR": str(cache_dir)}
+    if pythonpath:
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [pythonpath, env.get("PYTHONPATH", "")]))
+    return subprocess.run(
+        [sys.executable, "-m", "simulations.cli", "run", str(cfg), "--out", str(tmp_path / "out"),
+         "--set", 'run-name="r"'],
+        cwd=REPO, env=env, capture_output=True, text=True, timeout=900,
+    )
+
+
+def _rounds(folder: Path) -> list[dict]:
+    return [json.loads(line) for line in (folder / "rounds.jsonl").read_text().splitlines()]
+
+
+def test_end_to_end_run_writes_a_complete_results_folder(tmp_path: Path, data_dir: Path, cache_dir: Path) -> None:
+    proc = _run(tmp_path, data_dir, cache_dir, {})
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    folder = tmp_path / "out" / "r"
+    for name in ("config.json", "rounds.jsonl", "rounds.csv", "summary.json", "accuracy_vs_round.png"):
+        assert (folder / name).is_file(), name
+    rounds = _rounds(folder)
+    assert [r["round"] for r in rounds] == [1, 2]
+    for r in rounds:
+        assert 0.0 <= r["accuracy"] <= 1.0 and 0.0 <= r["macro_f1"] <= 1.0 and 0.0 <= r["clean_accuracy"] <= 1.0
+        assert r["test_users"] == 40
+        assert set(r["privacy"]) >= {"epsilon_metric", "epsilon_ldp", "epsilon_label", "releases"}
+    # Cached releases: every user released once; re-sent rows cost nothing more.
+    last = rounds[-1]["privacy"]
+    assert last["epsilon_metric"] == pytest.approx(10.0)
+    assert last["epsilon_ldp"] == pytest.approx(10.0 * math.pi)
+    assert last["max_releases_per_user"] == 1
+    assert last["epsilon_label"] is None and last["label_protected"] is False
+    assert rounds[0]["fresh_test_releases"] == 40 and rounds[1]["fresh_test_releases"] == 0
+    summary = json.loads((folder / "summary.json").read_text())
+    assert summary["users"] == {"train": 60, "test": 40, "nodes": 10}
+    assert "released in the clear" in summary["guarantee"]["label"]["text"]
+    config = json.loads((folder / "config.json").read_text())["config"]
+    assert config["sentence-mechanism"] == "purkayastha"
+
+
+CUSTOM = textwrap.dedent(
+    '''
+    import numpy as np
+    from flwr.serverapp.strategy import Strategy
+    from strategies import ReleaseTraining
+
+
+    class FirstHalfUsers(ReleaseTraining):
+        """Always asks the first half of the users (a custom sampling policy)."""
+
+        def sample_users(self, server_round):
+            return np.arange(self.num_train_users // 2)
+
+
+    class Counting(Strategy):
+        """A wrapper in the shape of Flower's DP wrappers: counts rounds, delegates the rest."""
+
+        def __init__(self, strategy):
+            self.strategy = strategy
+            self.trained = 0
+
+        def configure_train(self, server_round, arrays, config, grid):
+            return self.strategy.configure_train(server_round, arrays, config, grid)
+
+        def aggregate_train(self, server_round, replies):
+            self.trained += 1
+            return self.strategy.aggregate_train(server_round, replies)
+
+        def configure_evaluate(self, server_round, arrays, config, grid):
+            return self.strategy.configure_evaluate(server_round, arrays, config, grid)
+
+        def aggregate_evaluate(self, server_round, replies):
+            return self.strategy.aggregate_evaluate(server_round, replies)
+
+        def summary(self):
+            self.strategy.summary()
+    '''
+)
+
+
+def test_custom_strategy_outside_the_package_with_fresh_noise(tmp_path: Path, data_dir: Path, cache_dir: Path) -> None:
+    """A subclass defined outside Sanitas runs; fresh noise per round is accounted per round."""
+    (tmp_path / "my_strategies.py").write_text(CUSTOM)
+    extra = {
+        "strategy": '"my_strategies:FirstHalfUsers"',
+        "fresh-noise-per-round": "true",
+        "label-mechanism": '"rr"',
+        "label-epsilon": "1.0",
+    }
+    proc = _run(tmp_path, data_dir, cache_dir, extra, pythonpath=str(tmp_path))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    folder = tmp_path / "out" / "r"
+    summary = json.loads((folder / "summary.json").read_text())
+    assert summary["strategy"] == "FirstHalfUsers"
+    rounds = _rounds(folder)
+    assert [r["sampled_users"] for r in rounds] == [30, 30]
+    assert [r["fresh_train_releases"] for r in rounds] == [30, 30]
+    last = rounds[-1]["privacy"]
+    # Two fresh releases of the same users (and two of each test user): 2 * eps.
+    assert last["epsilon_metric"] == pytest.approx(20.0)
+    assert last["epsilon_label"] == pytest.approx(2.0)
+    assert last["epsilon_total"] == pytest.approx(20.0 * math.pi + 2.0)
+    assert last["max_releases_per_user"] == 2
+
+
+def test_wrapper_strategy(tmp_path: Path, data_dir: Path, cache_dir: Path) -> None:
+    (tmp_path / "my_strategies.py").write_text(CUSTOM)
+    proc = _run(tmp_path, data_dir, cache_dir, {"strategy": '"my_strategies:Counting"', "num-server-rounds": "1"},
+                pythonpath=str(tmp_path))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    summary = json.loads((tmp_path / "out" / "r" / "summary.json").read_text())
+    assert summary["strategy"] == "Counting" and summary["rounds"] == 1
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        ({"dataset": '"sst3"'}, "unknown dataset 'sst3'"),
+        ({"sentence-mechanism": '"gauss"'}, "unknown mechanism 'gauss'"),
+        ({"sentence-epsilon": "-1.0"}, "epsilon must be > 0"),
+        ({"dataset": '"20newsgroups"'}, "empty document"),
+    ],
+)
+def test_bad_input_fails_before_writing(tmp_path: Path, data_dir: Path, cache_dir: Path, extra: dict, message: str) -> None:
+    proc = _run(tmp_path, data_dir, cache_dir, extra)
+    assert proc.returncode == 2
+    assert message in proc.stderr and proc.stderr.count("\n") == 1
+    assert not (tmp_path / "out").exists()
