@@ -18,7 +18,7 @@ import torch
 
 from . import datasets as data
 from .config import cache_dir
-from .encoder import best_device, embed_documents, load_encoder
+from .encoder import best_device, embed_documents, embedding_dim, load_encoder
 from .partition import UserPartition, cohort
 from .pipeline import apply_input_map, input_map, release_dim
 
@@ -68,7 +68,9 @@ def build_cohort(cfg: Mapping[str, Any], partition_id: int, num_partitions: int,
     return _build_cached(key, partition_id, num_partitions, progress)
 
 
-@lru_cache(maxsize=8)
+# Large enough that a Ray worker serving many nodes does not rebuild cohorts every
+# round (a cohort is a few MB at most: n_docs x m' float64).
+@lru_cache(maxsize=256)
 def _build_cached(key: tuple[tuple[str, Any], ...], partition_id: int, num_partitions: int, progress: bool) -> Cohort:
     cfg = dict(key)
     ds = data.load(cfg)
@@ -81,7 +83,7 @@ def _build_cached(key: tuple[tuple[str, Any], ...], partition_id: int, num_parti
 
     device = best_device(cfg["device"])
     encoder = load_encoder(cfg["encoder"], device)
-    d = int(encoder.get_sentence_embedding_dimension())
+    d = embedding_dim(encoder)
     m_prime = release_dim(cfg, d)
     matrix = input_map(cfg["map-in"], d, m_prime, cfg["map-seed"])
 

@@ -70,6 +70,12 @@ def load_encoder(name: str, device: str = "cpu"):  # -> SentenceTransformer
     return model
 
 
+def embedding_dim(model) -> int:
+    """Output dimension of a sentence-transformers model (old and new method names)."""
+    getter = getattr(model, "get_embedding_dimension", None) or model.get_sentence_embedding_dimension
+    return int(getter())
+
+
 def model_id(name: str) -> str:
     """A stable identity for cache keys: the name plus, for local folders, its weights' size."""
     path = Path(resolve_model(name))

