@@ -16,6 +16,7 @@ from __future__ import annotations
 from .base import LabelMechanism, Mechanism, SentenceMechanism, check_epsilon
 from .guarantee import Guarantee, no_privacy
 from .identity import NoPrivacy
+from .planar_laplace import PlanarLaplace
 from .purkayastha import Purkayastha
 from .randomized_response import RandomizedResponse
 from .registry import create, mechanism_class, names, register
@@ -25,6 +26,7 @@ __all__ = [
     "LabelMechanism",
     "Mechanism",
     "NoPrivacy",
+    "PlanarLaplace",
     "Purkayastha",
     "RandomizedResponse",
     "SentenceMechanism",
@@ -37,5 +39,6 @@ __all__ = [
 ]
 
 register(NoPrivacy)
+register(PlanarLaplace)
 register(Purkayastha)
 register(RandomizedResponse)

@@ -1,0 +1,95 @@
+"""Statistical tests of the planar Laplace mechanism (spec §11.2 items 1, 2, 4; §2.2 reference values).
+
+Each distribution test has a power check against the "exponential norm" bug
+(radius ~ Exp(eps) instead of Gamma(m, 1/eps)).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+from scipy import stats
+
+import mechanisms
+from mechanisms.noise import uniform_directions
+
+N = 20_000
+P_MIN = 1e-4
+
+
+def _noise(m: int, eps: float, seed: int = 0, n: int = N) -> np.ndarray:
+    """Z = Y - mu from the un-normalised mechanism, for one fixed input."""
+    mech = mechanisms.create("planar_laplace", epsilon=eps, normalize_output=False)
+    mu = torch.nn.functional.normalize(torch.randn(1, m, dtype=torch.float64, generator=torch.Generator().manual_seed(99)), dim=1)
+    y = mech.sanitize(mu.expand(n, m).contiguous(), generator=torch.Generator().manual_seed(seed))
+    return (y - mu).numpy()
+
+
+@pytest.mark.parametrize("m", [2, 16, 300, 768, 1024])
+@pytest.mark.parametrize("eps", [0.01, 1.0, 10.0, 1000.0])
+def test_noise_norm_is_gamma(m: int, eps: float) -> None:
+    """||Z|| ~ Gamma(m, scale 1/eps) (KS)."""
+    norms = np.linalg.norm(_noise(m, eps, n=5000 if m >= 768 else N), axis=1)
+    assert stats.kstest(norms, stats.gamma(a=m, scale=1 / eps).cdf).pvalue > P_MIN
+
+
+def test_norm_test_rejects_exponential_norm() -> None:
+    """Power: the 'exponential norm' sampler fails the same KS test."""
+    m, eps = 16, 10.0
+    wrong = np.random.default_rng(0).exponential(1 / eps, N)
+    assert stats.kstest(wrong, stats.gamma(a=m, scale=1 / eps).cdf).pvalue < 1e-6
+
+
+@pytest.mark.parametrize("m", [2, 16, 300])
+def test_direction_is_uniform(m: int) -> None:
+    """Squared coordinates of Z/||Z|| ~ Beta(1/2, (m-1)/2); radius uncorrelated with direction."""
+    z = _noise(m, 1.0)
+    norms = np.linalg.norm(z, axis=1)
+    u = z / norms[:, None]
+    assert stats.kstest(u[:, 0] ** 2, stats.beta(0.5, (m - 1) / 2).cdf).pvalue > P_MIN
+    assert abs(stats.pearsonr(norms, u[:, 0]).statistic) < 4 / math.sqrt(N)
+
+
+def test_direction_test_has_power() -> None:
+    """A direction drawn uniformly in the cube (not the sphere) fails the Beta test."""
+    cube = np.random.default_rng(1).uniform(-1, 1, (N, 16))
+    u = cube / np.linalg.norm(cube, axis=1, keepdims=True)
+    assert stats.kstest(u[:, 0] ** 2, stats.beta(0.5, 7.5).cdf).pvalue < 1e-6
+
+
+def test_noise_independent_across_rows() -> None:
+    """Catches the broadcast-one-noise-vector-per-batch bug (spec §7.6)."""
+    z = _noise(16, 1.0)
+    corr = np.corrcoef(z[:-1, 0], z[1:, 0])[0, 1]
+    assert abs(corr) < 4 / math.sqrt(N)
+    assert not np.allclose(z[0], z[1])
+
+
+@pytest.mark.parametrize(("m", "eps", "expected"), [(16, 8.0, 0.446), (16, 10.0, 0.530), (16, 12.0, 0.599),
+                                                    (768, 10.0, 0.0125), (2, 10.0, 0.984)])
+def test_reference_mean_cosine(m: int, eps: float, expected: float) -> None:
+    """E[cos(x, n(x + Z))] matches spec §2.2 (MC reference, 3 decimals)."""
+    mech = mechanisms.create("planar_laplace", epsilon=eps)
+    x = torch.nn.functional.normalize(torch.randn(1, m, dtype=torch.float64), dim=1)
+    y = mech.sanitize(x.expand(N, m).contiguous(), generator=torch.Generator().manual_seed(3))
+    cos = (y @ x.T).squeeze(1).numpy()
+    assert abs(cos.mean() - expected) < max(5 * cos.std() / math.sqrt(N), 0.004)
+    assert np.allclose(np.linalg.norm(y.numpy(), axis=1), 1.0)
+
+
+def test_guarantee_and_bad_input() -> None:
+    g = mechanisms.create("planar_laplace", epsilon=3.0).guarantee
+    assert (g.notion, g.metric, g.diameter) == ("metric", "euclidean", 2.0)
+    assert g.as_ldp() == (6.0, 0.0)
+    with pytest.raises(ValueError, match="epsilon"):
+        mechanisms.create("planar_laplace", epsilon=0)
+    with pytest.raises(ValueError, match="NaN"):
+        mechanisms.create("planar_laplace", epsilon=1).sanitize(torch.tensor([[float("nan"), 1.0]]))
+
+
+def test_uniform_directions_helper_on_sphere() -> None:
+    d = uniform_directions(1000, 5, torch.Generator().manual_seed(0), torch.device("cpu"))
+    assert torch.allclose(d.norm(dim=1), torch.ones(1000, dtype=torch.float64))
