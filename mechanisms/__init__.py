@@ -14,6 +14,7 @@ The contract later issues and outside checks rely on::
 from __future__ import annotations
 
 from .base import LabelMechanism, Mechanism, SentenceMechanism, check_epsilon
+from .clipped_additive import ClippedGaussian, ClippedLaplace
 from .guarantee import Guarantee, no_privacy
 from .identity import NoPrivacy
 from .planar_laplace import PlanarLaplace
@@ -22,6 +23,8 @@ from .randomized_response import RandomizedResponse
 from .registry import create, mechanism_class, names, register
 
 __all__ = [
+    "ClippedGaussian",
+    "ClippedLaplace",
     "Guarantee",
     "LabelMechanism",
     "Mechanism",
@@ -38,6 +41,8 @@ __all__ = [
     "register",
 ]
 
+register(ClippedGaussian)
+register(ClippedLaplace)
 register(NoPrivacy)
 register(PlanarLaplace)
 register(Purkayastha)
