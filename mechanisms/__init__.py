@@ -20,6 +20,7 @@ from .identity import NoPrivacy
 from .planar_laplace import PlanarLaplace
 from .purkayastha import Purkayastha
 from .randomized_response import RandomizedResponse
+from .rr_prior import LabelPrior, RRWithPrior
 from .registry import create, mechanism_class, names, register
 
 __all__ = [
@@ -31,6 +32,8 @@ __all__ = [
     "NoPrivacy",
     "PlanarLaplace",
     "Purkayastha",
+    "LabelPrior",
+    "RRWithPrior",
     "RandomizedResponse",
     "SentenceMechanism",
     "check_epsilon",
@@ -47,3 +50,4 @@ register(NoPrivacy)
 register(PlanarLaplace)
 register(Purkayastha)
 register(RandomizedResponse)
+register(RRWithPrior)

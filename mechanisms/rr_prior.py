@@ -1,0 +1,105 @@
+"""Randomized response with a prior (Ghazi et al., NeurIPS 2021, "Deep learning
+with label differential privacy", RRWithPrior; spec §4.2).
+
+Guarantee: pure epsilon-LDP per label, provided the prior does not depend on
+the true label. Given a prior p over K labels, let Y_k be the k most likely
+labels and k* = argmax_k e^eps/(e^eps + k - 1) * p(Y_k). If y is in Y_k*, output
+y with probability e^eps/(e^eps + k* - 1), else a uniform other label of Y_k*; if
+y is not in Y_k*, output a uniform label of Y_k*. The three output
+probabilities e^eps/(e^eps+k-1), 1/(e^eps+k-1) and 1/k are within e^eps.
+
+The prior must come from public information or from a model applied to the
+user's *sanitized* embedding (post-processing). A prior computed from the raw
+embedding would carry the label's signal outside the mechanism: it is refused.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+
+from .base import LabelMechanism, check_epsilon, check_labels, sample_device
+from .guarantee import Guarantee
+
+ALLOWED_SOURCES = ("public", "sanitized")
+
+
+@dataclass(frozen=True)
+class LabelPrior:
+    """Per-example prior probabilities ``probs`` [n, K] and where they came from."""
+
+    probs: torch.Tensor
+    source: str
+
+    def __post_init__(self) -> None:
+        if self.source not in ALLOWED_SOURCES:
+            raise ValueError(
+                f"RR-with-prior refuses a prior from {self.source!r}: it must come from public data or "
+                "from a model applied to the sanitized embedding (spec §4.2)"
+            )
+
+
+def top_k_sets(probs: torch.Tensor, epsilon: float) -> tuple[torch.Tensor, torch.Tensor]:
+    """(labels sorted by prior, descending) and k* per row (1-based size of the chosen set)."""
+    order = torch.argsort(probs, dim=1, descending=True, stable=True)
+    mass = torch.gather(probs, 1, order).cumsum(dim=1)
+    k = torch.arange(1, probs.shape[1] + 1, dtype=probs.dtype, device=probs.device)
+    # log of e^eps/(e^eps + k - 1) = -log1p((k - 1) e^-eps): no overflow at large eps.
+    log_keep = -torch.log1p((k - 1) * math.exp(-epsilon))
+    score = log_keep + torch.log(mass.clamp_min(1e-300))
+    return order, score.argmax(dim=1) + 1
+
+
+class RRWithPrior(LabelMechanism):
+    """RR-with-prior: pure epsilon-LDP per label for a label-independent prior.
+
+    ``sanitize(y, num_classes, generator, prior=LabelPrior(...))``; without a
+    prior it falls back to a uniform prior, which is exactly K-ary RR.
+    """
+
+    name = "rr_prior"
+
+    def __init__(self, epsilon: float) -> None:
+        self.epsilon = check_epsilon(epsilon)
+
+    @property
+    def guarantee(self) -> Guarantee:
+        return Guarantee(notion="pure", epsilon=self.epsilon, granularity="label")
+
+    @torch.no_grad()
+    def sanitize(
+        self,
+        y: torch.Tensor,
+        num_classes: int,
+        generator: torch.Generator | None = None,
+        prior: LabelPrior | None = None,
+    ) -> torch.Tensor:
+        y = check_labels(y, num_classes)
+        device = sample_device(y.device, generator)
+        n = y.numel()
+        if prior is None:
+            probs = torch.full((n, num_classes), 1.0 / num_classes, dtype=torch.float64, device=device)
+        else:
+            if not isinstance(prior, LabelPrior):
+                raise TypeError("prior must be a LabelPrior (probabilities plus their source)")
+            probs = prior.probs.detach().to(device=device, dtype=torch.float64)
+            if probs.shape != (n, num_classes) or not bool(torch.isfinite(probs).all()) or bool((probs < 0).any()):
+                raise ValueError(f"prior must be finite, non-negative, of shape {(n, num_classes)}")
+        order, k_star = top_k_sets(probs, self.epsilon)
+        y_dev = y.to(device)
+        rank = (order == y_dev[:, None]).int().argmax(dim=1)
+        in_set = rank < k_star
+        kf = k_star.to(torch.float64)
+        p_keep = 1.0 / (1.0 + (kf - 1) * math.exp(-self.epsilon))
+        u_keep = torch.rand(n, generator=generator, dtype=torch.float64, device=device)
+        u_pick = torch.rand(n, generator=generator, dtype=torch.float64, device=device)
+        # Uniform position among the k* - 1 others (skipping y's position), or among all k*.
+        others = torch.clamp((u_pick * (kf - 1)).long(), max=(k_star - 2).clamp_min(0))
+        others = others + (others >= rank).long()
+        anyone = torch.clamp((u_pick * kf).long(), max=k_star - 1)
+        position = torch.where(in_set, others, anyone)
+        picked = torch.gather(order, 1, position.clamp(max=num_classes - 1)[:, None]).squeeze(1)
+        keep = in_set & (u_keep < p_keep)
+        return torch.where(keep, y_dev, picked).to(y.device)
