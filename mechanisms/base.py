@@ -86,6 +86,15 @@ def normalize_rows(x: torch.Tensor) -> torch.Tensor:
     return out
 
 
+def unit_rows_for_sampling(
+    x: torch.Tensor, generator: torch.Generator | None
+) -> tuple[torch.Tensor, torch.Tensor, torch.device]:
+    """Checked, detached ``x``, its rows on the unit sphere in float64 on the sampling device, and that device."""
+    x = check_embeddings(x)
+    device = sample_device(x.device, generator)
+    return x, normalize_rows(x.to(device=device, dtype=torch.float64)), device
+
+
 def sample_device(x_device: torch.device, generator: torch.Generator | None) -> torch.device:
     """Device to draw random numbers on: the generator's device when one is given."""
     return generator.device if generator is not None else x_device

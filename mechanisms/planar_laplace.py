@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import torch
 
-from .base import SentenceMechanism, check_embeddings, check_epsilon, normalize_rows, sample_device
+from .base import SentenceMechanism, check_epsilon, normalize_rows, unit_rows_for_sampling
 from .guarantee import Guarantee
 from .noise import gamma_radius_noise
 
@@ -42,10 +42,8 @@ class PlanarLaplace(SentenceMechanism):
 
     @torch.no_grad()
     def sanitize(self, x: torch.Tensor, generator: torch.Generator | None = None) -> torch.Tensor:
-        x = check_embeddings(x)
+        x, mu, device = unit_rows_for_sampling(x, generator)
         n, m = x.shape
-        device = sample_device(x.device, generator)
-        mu = normalize_rows(x.to(device=device, dtype=torch.float64))
         # float64: at m = 768, eps = 0.01 the noise norm is ~7.7e4 and float32 would swallow x.
         y = mu + gamma_radius_noise(n, m, 1.0 / self.epsilon, generator, device)
         if self.normalize_output:

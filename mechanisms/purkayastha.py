@@ -28,7 +28,7 @@ from functools import lru_cache
 import numpy as np
 import torch
 
-from .base import SentenceMechanism, check_embeddings, check_epsilon, normalize_rows, sample_device
+from .base import SentenceMechanism, check_embeddings, check_epsilon, normalize_rows, unit_rows_for_sampling
 from .guarantee import Guarantee
 
 GRID_POINTS = 2**14
@@ -168,10 +168,8 @@ class Purkayastha(SentenceMechanism):
 
     @torch.no_grad()
     def sanitize(self, x: torch.Tensor, generator: torch.Generator | None = None) -> torch.Tensor:
-        x = check_embeddings(x)
+        x, mu, device = unit_rows_for_sampling(x, generator)
         n, m = x.shape
-        device = sample_device(x.device, generator)
-        mu = normalize_rows(x.to(device=device, dtype=torch.float64))
         theta = sample_purarc(m, self.epsilon, n, generator, device).unsqueeze(1)
         xi = tangent_directions(mu, generator)
         y = torch.cos(theta) * mu + torch.sin(theta) * xi

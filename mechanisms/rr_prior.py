@@ -22,6 +22,7 @@ import torch
 
 from .base import LabelMechanism, check_epsilon, check_labels, sample_device
 from .guarantee import Guarantee
+from .randomized_response import keep_probability
 
 ALLOWED_SOURCES = ("public", "sanitized")
 
@@ -92,7 +93,7 @@ class RRWithPrior(LabelMechanism):
         rank = (order == y_dev[:, None]).int().argmax(dim=1)
         in_set = rank < k_star
         kf = k_star.to(torch.float64)
-        p_keep = 1.0 / (1.0 + (kf - 1) * math.exp(-self.epsilon))
+        p_keep = keep_probability(self.epsilon, kf)
         u_keep = torch.rand(n, generator=generator, dtype=torch.float64, device=device)
         u_pick = torch.rand(n, generator=generator, dtype=torch.float64, device=device)
         # Uniform position among the k* - 1 others (skipping y's position), or among all k*.
