@@ -18,6 +18,7 @@ from .clipped_additive import ClippedGaussian, ClippedLaplace
 from .guarantee import Guarantee, no_privacy
 from .identity import NoPrivacy
 from .planar_laplace import PlanarLaplace
+from .privemb import PrivEmb
 from .purkayastha import Purkayastha
 from .randomized_response import RandomizedResponse
 from .rr_prior import LabelPrior, RRWithPrior
@@ -31,6 +32,7 @@ __all__ = [
     "Mechanism",
     "NoPrivacy",
     "PlanarLaplace",
+    "PrivEmb",
     "Purkayastha",
     "LabelPrior",
     "RRWithPrior",
@@ -48,6 +50,7 @@ register(ClippedGaussian)
 register(ClippedLaplace)
 register(NoPrivacy)
 register(PlanarLaplace)
+register(PrivEmb)
 register(Purkayastha)
 register(RandomizedResponse)
 register(RRWithPrior)

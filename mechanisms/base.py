@@ -123,6 +123,10 @@ class SentenceMechanism(Mechanism):
 
     level: ClassVar[str] = "sentence"
 
+    def output_dim(self, d: int) -> int:
+        """Columns of a release of d-dimensional inputs (d unless the mechanism projects)."""
+        return d
+
     @abstractmethod
     def sanitize(self, x: torch.Tensor, generator: torch.Generator | None = None) -> torch.Tensor:
         """Return one independent release per row of ``x`` ([n, m]), without a
