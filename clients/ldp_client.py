@@ -3,7 +3,11 @@
 A node holds a cohort of users. On a *query* it reports which users it holds.
 On a *train* message it releases, for the requested users, their sanitized
 document embeddings (M1 -> normalise -> sentence mechanism) and sanitized labels
-(label mechanism). On an *evaluate* message it scores the server's model on its
+(label mechanism; RR-with-prior takes its prior from public class frequencies
+or from the server's model applied to the *sanitized* embedding). M1 is derived
+locally from public values (``identity``, ``random``) or sent by the server
+(``public``; ``leaky``, where the reply also carries the unsanitized M1
+gradient and no local-DP guarantee holds). On an *evaluate* message it scores the server's model on its
 test users' sanitized embeddings (and, as a diagnostic, on the clean ones) and
 returns only confusion counts.
 
@@ -26,6 +30,7 @@ import hashlib
 import json
 import secrets
 from collections.abc import Mapping
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -34,8 +39,11 @@ from flwr.app import Array, ArrayRecord, ConfigRecord, Context, Message, MetricR
 from flwr.clientapp import ClientApp
 
 from fl import config as config_mod
+from fl import datasets as data
+from fl import maps
 from fl.cohort import Cohort, build_cohort
 from fl.pipeline import ServerModel, confusion_matrix, predict
+from mechanisms.rr_prior import LabelPrior
 
 NOISE_KEY = "sanitas.noise"
 
@@ -64,49 +72,104 @@ def _generator(context: Context, cfg: Mapping[str, Any], purpose: str, partition
     return torch.Generator().manual_seed(seed)
 
 
+def node_map(msg: Message, cfg: Mapping[str, Any], c: Cohort) -> torch.Tensor | None:
+    """This round's M1: derived locally from public values, or sent by the server (public/leaky)."""
+    if cfg["map-in"] not in maps.FROM_SERVER:
+        return _local_map(cfg["map-in"], c.encoder_dim, c.map_dim, cfg["map-seed"])
+    if "map-in" not in msg.content:
+        raise ValueError(f"map-in = {cfg['map-in']!r} but the server sent no input map")
+    matrix = torch.as_tensor(msg.content["map-in"]["matrix"].numpy(), dtype=torch.float64)
+    if tuple(matrix.shape) != (c.encoder_dim, c.map_dim):
+        raise ValueError(f"the server's input map has shape {tuple(matrix.shape)}, expected "
+                         f"{(c.encoder_dim, c.map_dim)}")
+    return matrix
+
+
+@lru_cache(maxsize=8)
+def _local_map(kind: str, d: int, m_prime: int, seed: int) -> torch.Tensor | None:
+    return maps.input_map(kind, d, m_prime, seed)
+
+
+def _server_model(msg: Message, cfg: Mapping[str, Any], c: Cohort) -> ServerModel | None:
+    if "arrays" not in msg.content:
+        return None
+    model = ServerModel(c.release_dim, c.encoder_dim, int(cfg["hidden-dim"]), c.num_classes)
+    model.load_state_dict(msg.content["arrays"].to_torch_state_dict())
+    return model.eval()
+
+
+def label_prior(cfg: Mapping[str, Any], released: torch.Tensor, model: ServerModel | None,
+                num_classes: int) -> LabelPrior | None:
+    """The prior of RR-with-prior, from public data or the server model on the *sanitized* rows."""
+    if cfg["label-mechanism"] != "rr_prior":
+        return None
+    if cfg["label-prior"] == "public":
+        public = data.load(cfg).public
+        counts = np.bincount(np.asarray(public["label"], dtype=np.int64), minlength=num_classes)
+        probs = torch.as_tensor(counts / counts.sum(), dtype=torch.float64).expand(released.shape[0], -1)
+        return LabelPrior(probs, source="public")
+    if model is None:
+        raise ValueError("label-prior = 'model' but the server sent no model")
+    with torch.no_grad():
+        probs = torch.softmax(model(released.to(torch.float32)).to(torch.float64), dim=1)
+    return LabelPrior(probs, source="sanitized")
+
+
 def release(
     context: Context,
     cfg: Mapping[str, Any],
     purpose: str,
-    x: torch.Tensor,
-    y: torch.Tensor | None,
+    c: Cohort,
     rows: np.ndarray,
-    num_classes: int,
-    partition_id: int,
-) -> tuple[np.ndarray, np.ndarray | None, np.ndarray]:
-    """Sanitized embeddings (and labels) of ``rows``; returns (emb, labels, fresh mask).
+    matrix: torch.Tensor | None,
+    model: ServerModel | None = None,
+) -> tuple[np.ndarray, np.ndarray | None, np.ndarray, torch.Tensor | None]:
+    """Sanitized embeddings (and, for training, labels) of ``rows``.
 
-    Rows released before are re-sent from the node's state unless
-    ``fresh-noise-per-round`` is set. ``x`` holds all of the cohort's rows.
+    Returns (embeddings, labels, fresh mask, M1 gradient). Rows released before
+    under the same M1 are re-sent from the node's state unless
+    ``fresh-noise-per-round`` is set; a new M1 makes every cached row stale.
+    The M1 gradient is only computed in the ``leaky`` mode (and is not private).
     """
     key = f"sanitas.release.{purpose}"
-    n, m_prime = x.shape
-    if key in context.state:
+    emb, y = (c.train_emb, c.train_y) if purpose == "train" else (c.test_emb, None)
+    n, out_dim = emb.shape[0], c.release_dim
+    version = maps.map_version(matrix)
+    if key in context.state and context.state[key + ".map"]["version"] == version:
         rec = context.state[key]
         emb_cache, lab_cache, done = rec["emb"].numpy(), rec["lab"].numpy(), rec["done"].numpy().astype(bool)
     else:
-        emb_cache = np.zeros((n, m_prime), dtype=np.float32)
+        emb_cache = np.zeros((n, out_dim), dtype=np.float32)
         lab_cache = np.full(n, -1, dtype=np.int64)
         done = np.zeros(n, dtype=bool)
     need = rows if cfg["fresh-noise-per-round"] else rows[~done[rows]]
+    grad = None
     if need.size:
-        gen = _generator(context, cfg, purpose, partition_id)
-        sentence = config_mod.make_mechanism(cfg, "sentence")
-        emb_cache[need] = sentence.sanitize(x[need], generator=gen).to(torch.float32).numpy()
+        gen = _generator(context, cfg, purpose, c.partition_id)
+        mech = config_mod.make_mechanism(cfg, "sentence", input_dim=c.map_dim)
+        if cfg["map-in"] == "leaky" and purpose == "train":
+            assert matrix is not None and model is not None, "the leaky mode needs M1 and the model"
+            released, grad = maps.leaky_map_gradient(matrix, model, emb[need], y[need], mech, gen)
+        else:
+            released = mech.sanitize(maps.apply_input_map(emb[need], matrix), generator=gen)
+        emb_cache[need] = released.to(torch.float32).numpy()
         if y is not None:
             labeler = config_mod.make_mechanism(cfg, "label")
-            lab_cache[need] = labeler.sanitize(y[need], num_classes, generator=gen).numpy()
+            prior = label_prior(cfg, released, model, c.num_classes)
+            extra = {"prior": prior} if prior is not None else {}
+            lab_cache[need] = labeler.sanitize(y[need], c.num_classes, generator=gen, **extra).numpy()
         done[need] = True
         context.state[key] = ArrayRecord(
             {"emb": Array(emb_cache), "lab": Array(lab_cache), "done": Array(done.astype(np.uint8))}
         )
+        context.state[key + ".map"] = ConfigRecord({"version": version})
     fresh = np.isin(rows, need)
-    return emb_cache[rows], (lab_cache[rows] if y is not None else None), fresh
+    return emb_cache[rows], (lab_cache[rows] if y is not None else None), fresh, grad
 
 
-def _guarantees(cfg: Mapping[str, Any]) -> ConfigRecord:
+def _guarantees(cfg: Mapping[str, Any], c: Cohort) -> ConfigRecord:
     return ConfigRecord({
-        channel: json.dumps(config_mod.make_mechanism(cfg, channel).guarantee.to_dict())
+        channel: json.dumps(config_mod.make_mechanism(cfg, channel, input_dim=c.map_dim).guarantee.to_dict())
         for channel in ("sentence", "label")
     })
 
@@ -124,7 +187,7 @@ def handle_query(msg: Message, context: Context, cfg: Mapping[str, Any]) -> Mess
         "num-train-users": c.num_train_users, "num-train-docs": int(c.train_doc_user.size),
         "test-users-lo": c.test_users.start, "test-users-hi": c.test_users.stop,
         "num-test-users": c.num_test_users, "num-classes": c.num_classes,
-        "encoder-dim": c.encoder_dim, "release-dim": c.release_dim,
+        "encoder-dim": c.encoder_dim, "map-dim": c.map_dim, "release-dim": c.release_dim,
     })
     return Message(content=RecordDict({"cohort": info}), reply_to=msg)
 
@@ -134,7 +197,8 @@ def handle_train(msg: Message, context: Context, cfg: Mapping[str, Any]) -> Mess
     c = _cohort(context, cfg)
     requested = np.asarray(msg.content["config"]["user-ids"], dtype=np.int64)
     rows = np.flatnonzero(np.isin(c.train_doc_user, requested))
-    emb, labels, fresh = release(context, cfg, "train", c.train_x, c.train_y, rows, c.num_classes, c.partition_id)
+    matrix, model = node_map(msg, cfg, c), _server_model(msg, cfg, c)
+    emb, labels, fresh, grad = release(context, cfg, "train", c, rows, matrix, model)
     content = RecordDict({
         "release": ArrayRecord({
             "user-ids": Array(c.train_doc_user[rows]),
@@ -144,8 +208,10 @@ def handle_train(msg: Message, context: Context, cfg: Mapping[str, Any]) -> Mess
             "fresh": Array(fresh.astype(np.uint8)),
         }),
         "metrics": MetricRecord({"num-examples": int(rows.size), "fresh-releases": int(fresh.sum())}),
-        "guarantees": _guarantees(cfg),
+        "guarantees": _guarantees(cfg, c),
     })
+    if grad is not None:  # map-in = "leaky" only: an unsanitized function of raw data
+        content["map-in-grad"] = ArrayRecord({"grad": Array(grad.numpy()), "count": Array(np.array([rows.size]))})
     return Message(content=content, reply_to=msg)
 
 
@@ -153,25 +219,28 @@ def handle_evaluate(msg: Message, context: Context, cfg: Mapping[str, Any]) -> M
     """Score the model on sanitized (released) and clean test embeddings; return counts only."""
     c = _cohort(context, cfg)
     k = c.num_classes
-    rows = np.arange(c.test_x.shape[0])
-    emb, _, fresh = release(context, cfg, "test", c.test_x, None, rows, k, c.partition_id)
-    model = ServerModel(c.release_dim, c.encoder_dim, int(cfg["hidden-dim"]), k)
-    model.load_state_dict(msg.content["arrays"].to_torch_state_dict())
+    rows = np.arange(c.test_emb.shape[0])
+    matrix, model = node_map(msg, cfg, c), _server_model(msg, cfg, c)
+    if model is None:
+        raise ValueError("the evaluate message carries no model")
+    emb, _, fresh, _ = release(context, cfg, "test", c, rows, matrix)
     truth = c.test_y.numpy()
     sanitized = predict(model, torch.as_tensor(emb, dtype=torch.float32)).numpy()
-    clean = predict(model, c.test_x.to(torch.float32)).numpy()
+    metrics = {
+        "num-examples": int(rows.size),
+        "fresh-releases": int(fresh.sum()),
+        "confusion": confusion_matrix(truth, sanitized, k).reshape(-1).tolist(),
+    }
+    if c.release_dim == c.map_dim:  # diagnostic: the model on n(M1 x) without noise
+        clean = predict(model, maps.apply_input_map(c.test_emb, matrix).to(torch.float32)).numpy()
+        metrics["clean-confusion"] = confusion_matrix(truth, clean, k).reshape(-1).tolist()
     content = RecordDict({
-        "metrics": MetricRecord({
-            "num-examples": int(rows.size),
-            "fresh-releases": int(fresh.sum()),
-            "confusion": confusion_matrix(truth, sanitized, k).reshape(-1).tolist(),
-            "clean-confusion": confusion_matrix(truth, clean, k).reshape(-1).tolist(),
-        }),
+        "metrics": MetricRecord(metrics),
         "release": ArrayRecord({
             "user-ids": Array(np.arange(c.test_users.start, c.test_users.stop, dtype=np.int64)),
             "fresh": Array(fresh.astype(np.uint8)),
         }),
-        "guarantees": _guarantees(cfg),
+        "guarantees": _guarantees(cfg, c),
     })
     return Message(content=content, reply_to=msg)
 

@@ -1,8 +1,9 @@
 """What one simulated node holds: its cohort of users and their embedded documents.
 
 Built on the node (client side) from the dataset, the user partition, the
-frozen encoder (through the embedding cache) and the public input map M1.
-Cached per process, so a Ray worker that serves a node in several rounds
+frozen encoder (through the embedding cache). The input map M1 is applied at
+release time (``fl.maps``), because in the ``public`` and ``leaky`` modes it
+comes from the server. Cached per process, so a Ray worker that serves a node in several rounds
 builds it once.
 """
 
@@ -20,12 +21,13 @@ from . import datasets as data
 from .config import cache_dir
 from .encoder import best_device, embed_documents, embedding_dim, load_encoder
 from .partition import UserPartition, cohort
-from .pipeline import apply_input_map, input_map, release_dim
+from .maps import map_dim
+from .pipeline import release_dim
 
 
 @dataclass
 class Cohort:
-    """The documents of a node's users, embedded and mapped by M1 (not sanitized)."""
+    """The documents of a node's users, embedded by the frozen encoder (not sanitized)."""
 
     partition_id: int
     num_partitions: int
@@ -35,13 +37,14 @@ class Cohort:
     test_users: range
     train_doc_user: np.ndarray  # per training document: its global user id
     train_doc_rows: np.ndarray  # per training document: its row in the train split
-    train_x: torch.Tensor  # n(M1 G(doc)), float64 [n_docs, m']
+    train_emb: torch.Tensor  # G(doc), float32 [n_docs, d]; never leaves the node
     train_y: torch.Tensor  # true labels (never leave the node unsanitized unless label-mechanism = none)
-    test_x: torch.Tensor
+    test_emb: torch.Tensor
     test_y: torch.Tensor
     num_classes: int
-    encoder_dim: int
-    release_dim: int
+    encoder_dim: int  # d
+    map_dim: int  # m', the mechanism's input dimension
+    release_dim: int  # columns of a release
 
 
 @lru_cache(maxsize=4)
@@ -84,22 +87,22 @@ def _build_cached(key: tuple[tuple[str, Any], ...], partition_id: int, num_parti
     device = best_device(cfg["device"])
     encoder = load_encoder(cfg["encoder"], device)
     d = embedding_dim(encoder)
-    m_prime = release_dim(cfg, d)
-    matrix = input_map(cfg["map-in"], d, m_prime, cfg["map-seed"])
 
     def embed(split: Any, rows: np.ndarray) -> tuple[torch.Tensor, torch.Tensor]:
         if len(rows) == 0:
-            return torch.zeros(0, m_prime, dtype=torch.float64), torch.zeros(0, dtype=torch.int64)
+            return torch.zeros(0, d, dtype=torch.float32), torch.zeros(0, dtype=torch.int64)
         sub = split.select(rows)
         emb = embed_documents(
             sub["text"], cfg["doc-embedding"], cfg["encoder"], cache_dir(cfg), device,
             cfg["encode-batch-size"], progress,
         )
-        return apply_input_map(emb, matrix), torch.as_tensor(np.asarray(sub["label"], dtype=np.int64))
+        x = torch.as_tensor(np.asarray(emb), dtype=torch.float32)
+        return x, torch.as_tensor(np.asarray(sub["label"], dtype=np.int64))
 
-    train_x, train_y = embed(ds.train, doc_rows)
-    test_x, test_y = embed(ds.test, np.arange(test_users.start, test_users.stop))
+    train_emb, train_y = embed(ds.train, doc_rows)
+    test_emb, test_y = embed(ds.test, np.arange(test_users.start, test_users.stop))
     return Cohort(
         partition_id, num_partitions, parts.num_users, len(ds.test), train_users, test_users,
-        doc_user, doc_rows, train_x, train_y, test_x, test_y, ds.num_classes, d, m_prime,
+        doc_user, doc_rows, train_emb, train_y, test_emb, test_y, ds.num_classes, d,
+        map_dim(cfg, d), release_dim(cfg, d),
     )

@@ -40,13 +40,19 @@ DEFAULTS: dict[str, Any] = {
     "doc-embedding": "whole",  # "whole" (one input sequence) or "sentence-mean"
     "cache-dir": "",  # "" = $SANITAS_CACHE_DIR or ~/.cache/sanitas
     # --- client-side release ----------------------------------------------------
-    "map-in": "random",  # public input map M1: "random" (public seed) or "identity"
+    "map-in": "random",  # input map M1: "random" (public seed), "identity", "public" (trained on
+    # the public split, then frozen) or "leaky" (trained through the noise: NOT local DP)
     "map-dim": 16,  # m', output dimension of M1 (ignored by "identity")
-    "map-seed": 0,  # public seed of the random projection
+    "map-seed": 0,  # public seed of the random projection (and of M1's initialisation)
+    "public-epochs": 10,  # map-in = "public": epochs of server-side training on the public split
+    "allow-unaccounted-leakage": False,  # must be true for map-in = "leaky"
     "sentence-mechanism": "purkayastha",
     "sentence-epsilon": 10.0,
+    "sentence-options": "",  # extra mechanism parameters, TOML inline-table body: 'out_dim = 64, variant = "paper"'
     "label-mechanism": "none",
     "label-epsilon": 1.0,
+    "label-options": "",
+    "label-prior": "model",  # rr_prior: "model" (server model on the sanitized embedding) or "public"
     "fresh-noise-per-round": False,  # True: re-draw every round (and pay again)
     "noise-seed": -1,  # -1: secret per-node seed from the OS; >= 0: reproducible simulation
     # --- server -----------------------------------------------------------------
@@ -67,7 +73,8 @@ CHOICES: dict[str, tuple[str, ...]] = {
     "empty-documents": ("error", "drop"),
     "partitioner": ("iid", "dirichlet"),
     "doc-embedding": ("whole", "sentence-mean"),
-    "map-in": ("random", "identity"),
+    "map-in": ("random", "identity", "public", "leaky"),
+    "label-prior": ("model", "public"),
 }
 
 
@@ -119,14 +126,24 @@ def validate(cfg: Mapping[str, Any]) -> None:
         if cfg[key] not in options:
             raise ConfigError(f"{key} must be one of {options}, got {cfg[key]!r}")
     for key in ("num-server-rounds", "server-epochs", "batch-size", "users-per-node", "hidden-dim",
-                "encode-batch-size"):
+                "encode-batch-size", "public-epochs"):
         if cfg[key] < 1:
             raise ConfigError(f"{key} must be >= 1, got {cfg[key]}")
     for key in ("train-size", "test-size", "num-users"):
         if cfg[key] < 0:
             raise ConfigError(f"{key} must be >= 0, got {cfg[key]}")
-    if cfg["map-in"] == "random" and cfg["map-dim"] < 2:
+    if cfg["map-in"] != "identity" and cfg["map-dim"] < 2:
         raise ConfigError(f"map-dim must be >= 2, got {cfg['map-dim']}")
+    if cfg["map-in"] == "leaky" and not cfg["allow-unaccounted-leakage"]:
+        raise ConfigError(
+            "map-in = 'leaky' sends unsanitized gradients of M1 to the server, so no local-DP guarantee "
+            "holds; set allow-unaccounted-leakage = true to run it anyway"
+        )
+    if cfg["map-in"] == "public" and cfg["public-fraction"] <= 0:
+        raise ConfigError("map-in = 'public' trains M1 on the public split: set public-fraction > 0")
+    if cfg["label-mechanism"] == "rr_prior" and cfg["label-prior"] == "public" and cfg["public-fraction"] <= 0:
+        raise ConfigError("label-prior = 'public' takes class frequencies from the public split: "
+                          "set public-fraction > 0")
     if not 0.0 < cfg["fraction-train"] <= 1.0:
         raise ConfigError(f"fraction-train must lie in (0, 1], got {cfg['fraction-train']}")
     if not 0.0 < cfg["test-fraction"] < 1.0:
@@ -141,7 +158,7 @@ def validate(cfg: Mapping[str, Any]) -> None:
     for channel, level in (("sentence", "sentence"), ("label", "label")):
         name = cfg[f"{channel}-mechanism"]
         try:
-            mech = make_mechanism(cfg, channel)
+            mech = make_mechanism(cfg, channel, input_dim=None if cfg["map-in"] == "identity" else cfg["map-dim"])
         except ValueError as err:
             raise ConfigError(f"{channel}-mechanism {name!r}: {err}") from None
         if mech.level != level:
@@ -151,15 +168,34 @@ def validate(cfg: Mapping[str, Any]) -> None:
         raise ConfigError(f"data-dir {data_dir!r} does not exist or is not a folder")
 
 
-def make_mechanism(cfg: Mapping[str, Any], channel: str) -> Any:
-    """Build the ``"sentence"`` or ``"label"`` mechanism the config names."""
+def mechanism_options(text: str, key: str = "options") -> dict[str, Any]:
+    """Parse ``'out_dim = 64, variant = "paper"'`` (a TOML inline-table body) into keyword arguments."""
+    if not text.strip():
+        return {}
+    try:
+        return dict(tomllib.loads(f"o = {{{text}}}")["o"])
+    except tomllib.TOMLDecodeError as err:
+        raise ConfigError(f"{key} must look like 'name = value, name = \"text\"': {err}") from None
+
+
+def make_mechanism(cfg: Mapping[str, Any], channel: str, input_dim: int | None = None) -> Any:
+    """Build the ``"sentence"`` or ``"label"`` mechanism the config names.
+
+    ``<channel>-options`` are passed to the constructor; ``input_dim`` (the
+    mechanism's input dimension, when known) goes to mechanisms that take it.
+    """
+    import inspect
+
     import mechanisms
 
     name = cfg[f"{channel}-mechanism"]
     cls = mechanisms.mechanism_class(name)
+    options = mechanism_options(cfg[f"{channel}-options"], f"{channel}-options")
     if name == "none":
-        return cls(level=channel)
-    return mechanisms.create(name, epsilon=cfg[f"{channel}-epsilon"])
+        return cls(level=channel, **options)
+    if input_dim is not None and "input_dim" in inspect.signature(cls).parameters:
+        options.setdefault("input_dim", int(input_dim))
+    return mechanisms.create(name, epsilon=cfg[f"{channel}-epsilon"], **options)
 
 
 def data_dir(cfg: Mapping[str, Any]) -> Path | None:

@@ -1,9 +1,8 @@
 """The downstream pipeline of Du et al. (2023) with the maps kept honest.
 
-Client side: the public input map M1 (d -> m') then normalisation; the
-sanitizer follows. M1 is *public*: the identity or a Gaussian (JL) projection
-drawn from a public seed. It is never trained on private data here, so the
-mechanism's guarantee holds for the pulled-back metric
+Client side: the input map M1 (d -> m', ``fl.maps``) then normalisation; the
+sanitizer follows. Unless ``map-in = "leaky"``, M1 does not depend on private
+data, so the mechanism's guarantee holds for the pulled-back metric
 ``d_M1(x, x') = d(n(M1 x), n(M1 x'))`` (spec §3.3).
 
 Server side: M2 (m' -> d), tanh, and an MLP classifier, trained only on
@@ -12,7 +11,6 @@ released (sanitized) data, which is post-processing.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from typing import Any
 
@@ -20,36 +18,14 @@ import numpy as np
 import torch
 from torch import nn
 
-from mechanisms.base import normalize_rows
-
-
-def input_map(kind: str, d: int, m_prime: int, seed: int) -> torch.Tensor | None:
-    """The public map M1 as a [d, m'] matrix (``None`` for the identity).
-
-    ``"random"``: entries i.i.d. N(0, 1/m') from ``torch.Generator(seed)``, so the
-    server and every client derive the same matrix from the public seed.
-    """
-    if kind == "identity":
-        return None
-    if kind != "random":
-        raise ValueError(f"unknown map-in {kind!r}; use 'random' or 'identity'")
-    gen = torch.Generator().manual_seed(int(seed))
-    return torch.randn(d, m_prime, generator=gen, dtype=torch.float64) / math.sqrt(m_prime)
+from . import config as config_mod
+from .maps import map_dim
 
 
 def release_dim(cfg: Mapping[str, Any], d: int) -> int:
-    """m', the dimension of the released vectors."""
-    return d if cfg["map-in"] == "identity" else int(cfg["map-dim"])
-
-
-def apply_input_map(emb: np.ndarray | torch.Tensor, matrix: torch.Tensor | None) -> torch.Tensor:
-    """n(M1 x) for each row: float64, unit rows, no gradient path."""
-    x = torch.as_tensor(emb).detach().to(torch.float64)
-    if matrix is not None:
-        if x.shape[1] != matrix.shape[0]:
-            raise ValueError(f"embedding dimension {x.shape[1]} does not match the input map's {matrix.shape[0]}")
-        x = x @ matrix
-    return normalize_rows(x)
+    """Columns of a released vector: the sentence mechanism's output on m' = map_dim inputs."""
+    m_prime = map_dim(cfg, d)
+    return int(config_mod.make_mechanism(cfg, "sentence", input_dim=m_prime).output_dim(m_prime))
 
 
 class ServerModel(nn.Module):

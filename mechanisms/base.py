@@ -127,6 +127,14 @@ class SentenceMechanism(Mechanism):
         """Columns of a release of d-dimensional inputs (d unless the mechanism projects)."""
         return d
 
+    def clean(self, x: torch.Tensor) -> torch.Tensor:
+        """The noise-free counterpart of a release of unit rows ``x``, differentiable.
+
+        Not a release: it only routes gradients in straight-through training on
+        public data (``fl.maps``). The identity unless the mechanism projects.
+        """
+        return x
+
     @abstractmethod
     def sanitize(self, x: torch.Tensor, generator: torch.Generator | None = None) -> torch.Tensor:
         """Return one independent release per row of ``x`` ([n, m]), without a

@@ -105,8 +105,8 @@ class PrivEmb(SentenceMechanism):
     projection_seed : int
         Public seed of Phi; every user must use the same one.
     input_dim : int or None
-        d. Needed up front by the paper variant (its guarantee depends on the
-        drawn Phi); otherwise Phi is drawn at the first call.
+        d; Phi is drawn now, or else at the first call. The paper variant's
+        guarantee depends on the drawn Phi, so it is unknown until then.
     domain : Tensor [N, d] or None
         A finite public input domain (inputs must be its points, checked);
         ``None`` means the unit sphere (inputs are normalised).
@@ -145,8 +145,6 @@ class PrivEmb(SentenceMechanism):
         self.domain = None if domain is None else check_embeddings(domain, "domain").to(torch.float64)
         if input_dim is None and self.domain is not None:
             input_dim = self.domain.shape[1]
-        if variant == "paper" and input_dim is None:
-            raise ValueError("the paper variant needs input_dim: its guarantee depends on the drawn projection")
         self._phi: torch.Tensor | None = None
         self._lipschitz = math.nan
         self.input_dim: int | None = None
@@ -202,6 +200,14 @@ class PrivEmb(SentenceMechanism):
             raise RuntimeError("the exact variant's noise scale needs Phi: pass input_dim or call sanitize")
         return self._lipschitz / self.epsilon
 
+    def clean(self, x: torch.Tensor) -> torch.Tensor:
+        """Phi x (and Phi^T Phi x with ``map_back``), differentiable; not a release."""
+        if self._phi is None:
+            self._draw(x.shape[1])
+        phi = self.phi.to(device=x.device, dtype=x.dtype)
+        w = x @ phi.T
+        return w @ phi if self.map_back else w
+
     # ------------------------------------------------------------------ guarantee
     def _diameter(self) -> float:
         if self.domain is None:
@@ -213,6 +219,8 @@ class PrivEmb(SentenceMechanism):
         if self.variant == "exact":
             return Guarantee(notion="metric", epsilon=self.epsilon, metric="euclidean",
                              diameter=self._diameter(), granularity="sentence")
+        if self._phi is None:
+            raise RuntimeError("the paper variant's guarantee depends on Phi: pass input_dim or call sanitize")
         attained = self.epsilon * max(1.0, self._lipschitz / (1.0 + self.beta))
         return Guarantee(notion="metric", epsilon=attained, delta=self.delta, metric="euclidean",
                          diameter=self._diameter(), granularity="sentence")

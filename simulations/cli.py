@@ -55,6 +55,7 @@ def run(cfg: dict[str, Any]) -> int:
     from flwr.simulation import run_simulation
 
     from clients.ldp_client import make_client_app
+    from strategies.release_training import LEAKY_WARNING
     from strategies.server_app import make_server_app
 
     data.check_source(cfg)
@@ -67,6 +68,8 @@ def run(cfg: dict[str, Any]) -> int:
     nodes = num_nodes(max(train_users, test_users), cfg["users-per-node"])
     logging.getLogger("sanitas").info("%d training users, %d test users on %d nodes", train_users, test_users, nodes)
     print(f"sanitas: {train_users} training users, {test_users} test users on {nodes} simulated nodes", flush=True)
+    if cfg["map-in"] == "leaky":
+        print(f"sanitas: WARNING: {LEAKY_WARNING}", file=sys.stderr, flush=True)
     os.environ.setdefault("RAY_DEDUP_LOGS", "0")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")

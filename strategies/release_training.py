@@ -26,18 +26,27 @@ from typing import Any
 
 import numpy as np
 import torch
-from flwr.app import ArrayRecord, ConfigRecord, Message, MessageType, MetricRecord, RecordDict
+from flwr.app import Array, ArrayRecord, ConfigRecord, Message, MessageType, MetricRecord, RecordDict
 from flwr.serverapp import Grid
 from flwr.serverapp.strategy import Strategy
 from tqdm.auto import tqdm
 
+from fl import config as config_mod
+from fl import datasets as data
+from fl import maps
 from fl.accounting import PrivacyLedger
-from fl.encoder import best_device
+from fl.encoder import best_device, embed_documents
 from fl.pipeline import build_model, scores, train_epochs
 from fl.results import RunWriter
 from mechanisms.guarantee import Guarantee
 
 log = logging.getLogger(__name__)
+
+LEAKY_WARNING = (
+    "NOT LOCAL DP: map-in = 'leaky' trains M1 on clients' unsanitized gradients (computed from raw "
+    "embeddings and true labels through the noise), which reveal the embeddings; the mechanism's "
+    "epsilon does not bound what the server learns (spec §3.2)"
+)
 
 
 class ReleaseTraining(Strategy):
@@ -72,6 +81,10 @@ class ReleaseTraining(Strategy):
         self.guarantees: dict[str, Guarantee] = {}
         self._round_started = 0.0
         self._train_info: dict[str, Any] = {}
+        self.map_matrix: torch.Tensor | None = None  # M1 [d, m'] as the clients use it (None: identity)
+        self.public_info: dict[str, Any] = {}
+        self._map_param: torch.nn.Parameter | None = None  # leaky mode only
+        self._map_optimizer: torch.optim.Optimizer | None = None
 
     # ------------------------------------------------------------------ discovery
     def discover(self, grid: Grid) -> None:
@@ -102,6 +115,7 @@ class ReleaseTraining(Strategy):
         first = next(iter(self.nodes.values()))
         self.num_classes = first["num-classes"]
         self.encoder_dim = first["encoder-dim"]
+        self.map_dim = first["map-dim"]
         self.release_dim = first["release-dim"]
         self.num_train_users = first["num-train-users"]
         self.num_test_users = first["num-test-users"]
@@ -112,10 +126,68 @@ class ReleaseTraining(Strategy):
         self._doc_index: dict[int, int] = {}
         self._x = np.zeros((0, self.release_dim), dtype=np.float32)
         self._y = np.zeros(0, dtype=np.int64)
+        self.setup_map()
         log.info(
             "%d nodes hold %d training users and %d test users; releases are %d-dimensional",
             len(self.nodes), self.num_train_users, self.num_test_users, self.release_dim,
         )
+
+    # ------------------------------------------------------------------ M1
+    @property
+    def leaky(self) -> bool:
+        """True when M1 is trained on clients' unsanitized gradients: no LDP guarantee holds."""
+        return self.cfg["map-in"] == "leaky"
+
+    def setup_map(self) -> None:
+        """Prepare M1: public seed (random), pretraining on the public split (public), or a leaky start."""
+        kind = self.cfg["map-in"]
+        self.map_matrix = maps.input_map(kind, self.encoder_dim, self.map_dim, self.cfg["map-seed"])
+        if kind == "public":
+            self.map_matrix = self.pretrain_public_map()
+        elif kind == "leaky":
+            log.warning("map-in = 'leaky': clients send unsanitized M1 gradients; the run is NOT local DP")
+            assert self.map_matrix is not None
+            self._map_param = torch.nn.Parameter(self.map_matrix.to(self.device, torch.float32).clone())
+            self._map_optimizer = torch.optim.Adam([self._map_param], lr=self.cfg["learning-rate"])
+
+    def pretrain_public_map(self) -> torch.Tensor:
+        """Train M1, M2 and the classifier on the public split only; return the frozen M1.
+
+        The server model keeps its public training as the starting point for
+        training on releases.
+        """
+        cfg = self.cfg
+        public = data.load(cfg).public
+        assert public is not None and self.model is not None and self.map_matrix is not None
+        emb = embed_documents(
+            public["text"], cfg["doc-embedding"], cfg["encoder"], config_mod.cache_dir(cfg), str(self.device),
+            cfg["encode-batch-size"], True,
+        )
+        x = torch.as_tensor(np.asarray(emb), dtype=torch.float32, device=self.device)
+        y = torch.as_tensor(np.asarray(public["label"], dtype=np.int64), device=self.device)
+        mech = config_mod.make_mechanism(cfg, "sentence", input_dim=self.map_dim)
+        epochs = int(cfg["public-epochs"])
+        with tqdm(total=epochs, desc=f"training M1 on {len(y)} public documents", leave=False) as bar:
+            matrix, loss = maps.train_public_map(
+                self.map_matrix, self.model, x, y, mech, epochs, int(cfg["batch-size"]),
+                cfg["learning-rate"], self._gen, progress=lambda: bar.update(1),
+            )
+        self.public_info = {"public_documents": int(len(y)), "public_epochs": epochs, "public_loss": loss}
+        log.info("M1 trained on %d public documents (loss %.4f), frozen", len(y), loss)
+        return matrix
+
+    def _map_record(self) -> dict[str, ArrayRecord]:
+        """M1 for the clients in the modes where the server provides it."""
+        if self.cfg["map-in"] not in maps.FROM_SERVER:
+            return {}
+        assert self.map_matrix is not None
+        return {"map-in": ArrayRecord({"matrix": Array(self.map_matrix.numpy())})}
+
+    def _model_record(self) -> dict[str, ArrayRecord]:
+        """The current server model, sent with training requests when clients need it."""
+        needs = self.leaky or (self.cfg["label-mechanism"] == "rr_prior" and self.cfg["label-prior"] == "model")
+        assert self.model is not None
+        return {"arrays": ArrayRecord(self.model.state_dict())} if needs else {}
 
     def _covered(self) -> bool:
         """True when the nodes seen so far hold every training and every test user."""
@@ -159,9 +231,8 @@ class ReleaseTraining(Strategy):
             if mine.size == 0:
                 continue
             cfg = ConfigRecord({"server-round": server_round, "user-ids": mine.tolist()})
-            messages.append(
-                Message(content=RecordDict({"config": cfg}), dst_node_id=node_id, message_type=MessageType.TRAIN)
-            )
+            content = RecordDict({"config": cfg, **self._map_record(), **self._model_record()})
+            messages.append(Message(content=content, dst_node_id=node_id, message_type=MessageType.TRAIN))
         self._train_info = {"sampled_users": int(users.size)}
         return messages
 
@@ -172,7 +243,12 @@ class ReleaseTraining(Strategy):
         _raise_on_errors(replies, "train")
         assert self.ledger is not None
         fresh_total = 0
+        grads: list[np.ndarray] = []
+        count = 0
         for reply in replies:
+            if "map-in-grad" in reply.content:
+                grads.append(reply.content["map-in-grad"]["grad"].numpy())
+                count += int(reply.content["map-in-grad"]["count"].numpy()[0])
             rel = reply.content["release"]
             doc_ids = rel["doc-ids"].numpy()
             users = rel["user-ids"].numpy()
@@ -183,6 +259,8 @@ class ReleaseTraining(Strategy):
             self.ledger.record("train", users[fresh], guarantees["sentence"], "embedding")
             self.ledger.record("train", users[fresh], guarantees["label"], "label")
             fresh_total += int(fresh.sum())
+        if self.leaky and grads:
+            self._step_leaky_map(np.sum(grads, axis=0) / max(count, 1))
         assert self._x is not None and self._y is not None
         loss = self.fit(server_round, self._x, self._y)
         self._train_info.update({"train_releases_total": int(len(self._y)), "fresh_train_releases": fresh_total,
@@ -190,6 +268,14 @@ class ReleaseTraining(Strategy):
         assert self.model is not None
         arrays = ArrayRecord(self.model.state_dict())
         return arrays, MetricRecord({"num-releases": int(len(self._y)), "train-loss": float(loss)})
+
+    def _step_leaky_map(self, grad: np.ndarray) -> None:
+        """One Adam step on M1 from the clients' mean gradient (leaky mode: not private)."""
+        assert self._map_param is not None and self._map_optimizer is not None
+        self._map_optimizer.zero_grad(set_to_none=True)
+        self._map_param.grad = torch.as_tensor(grad, dtype=torch.float32, device=self.device)
+        self._map_optimizer.step()
+        self.map_matrix = self._map_param.detach().to("cpu", torch.float64)
 
     def _store(self, doc_ids: np.ndarray, emb: np.ndarray, labels: np.ndarray) -> None:
         """Keep the latest release of each document (re-sent releases replace themselves)."""
@@ -210,7 +296,7 @@ class ReleaseTraining(Strategy):
         cfg = ConfigRecord({"server-round": server_round})
         return [
             Message(
-                content=RecordDict({"arrays": arrays, "config": cfg}), dst_node_id=node_id,
+                content=RecordDict({"arrays": arrays, "config": cfg, **self._map_record()}), dst_node_id=node_id,
                 message_type=MessageType.EVALUATE,
             )
             for node_id, info in self.nodes.items()
@@ -228,7 +314,8 @@ class ReleaseTraining(Strategy):
         for reply in replies:
             metrics = reply.content["metrics"]
             conf += np.asarray(metrics["confusion"], dtype=np.int64).reshape(k, k)
-            clean += np.asarray(metrics["clean-confusion"], dtype=np.int64).reshape(k, k)
+            if "clean-confusion" in metrics:  # absent when releases are not in M1's output space
+                clean += np.asarray(metrics["clean-confusion"], dtype=np.int64).reshape(k, k)
             rel = reply.content["release"]
             fresh = rel["fresh"].numpy().astype(bool)
             guarantees = _read_guarantees(reply.content["guarantees"])
@@ -244,21 +331,36 @@ class ReleaseTraining(Strategy):
             "test_users": int(conf.sum()),
             **self._train_info,
             "fresh_test_releases": fresh_total,
-            "privacy": self.ledger.snapshot(),
+            "ldp_guarantee_holds": not self.leaky,
+            "privacy": self.privacy_record(),
             "seconds": round(time.time() - self._round_started, 3),
         }
+        if server_round == 1 and self.public_info:
+            record["public_pretraining"] = self.public_info
         self.records.append(record)
         if self.writer is not None:
             self.writer.append_round(record)
         log.info(
             "round %d: accuracy %.4f, macro-F1 %.4f, clean accuracy %.4f, max eps_ldp %s",
             server_round, record["accuracy"], record["macro_f1"], record["clean_accuracy"],
-            record["privacy"]["epsilon_ldp"],
+            record["privacy"].get("epsilon_ldp", "none (leaky)"),
         )
         return MetricRecord({
             "accuracy": record["accuracy"], "macro-f1": record["macro_f1"],
             "clean-accuracy": record["clean_accuracy"],
         })
+
+    def privacy_record(self) -> dict[str, Any]:
+        """The ledger's snapshot, or, in the leaky mode, a statement that no guarantee holds."""
+        assert self.ledger is not None
+        snapshot = self.ledger.snapshot()
+        if not self.leaky:
+            return snapshot
+        return {
+            "ldp_guarantee_holds": False,
+            "reason": LEAKY_WARNING,
+            "nominal_mechanism_accounting_not_a_guarantee": snapshot,
+        }
 
     def summary(self) -> None:
         log.info(

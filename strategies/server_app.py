@@ -21,7 +21,7 @@ from fl import datasets as data
 from fl.results import RunWriter, run_folder
 
 from .loading import innermost, make_strategy
-from .release_training import ReleaseTraining
+from .release_training import LEAKY_WARNING, ReleaseTraining
 
 log = logging.getLogger(__name__)
 
@@ -30,13 +30,23 @@ def guarantee_statement(cfg: Mapping[str, Any], strategy: ReleaseTraining) -> di
     """What the run's releases guarantee, in numbers and in words."""
     statement: dict[str, Any] = {}
     for channel in ("sentence", "label"):
-        g = strategy.guarantees.get(channel) or config_mod.make_mechanism(cfg, channel).guarantee
+        g = strategy.guarantees.get(channel) or config_mod.make_mechanism(
+            cfg, channel, input_dim=getattr(strategy, "map_dim", None)).guarantee
         statement[channel] = {**g.to_dict(), "pure_ldp_per_release": g.as_ldp()[0], "text": g.describe()}
-    if cfg["map-in"] == "random":
+    pulled_back = {
+        "random": "the public random map M1",
+        "public": "M1 trained on the public split only, then frozen",
+    }
+    if cfg["map-in"] in pulled_back:
         statement["sentence"]["text"] += (
-            " (metric pulled back through the public random map M1: d(n(M1 x), n(M1 x')))"
+            f" (metric pulled back through {pulled_back[cfg['map-in']]}: d(n(M1 x), n(M1 x')))"
         )
-    notes = [
+    statement["ldp_guarantee_holds"] = not strategy.leaky
+    if strategy.leaky:
+        for channel in ("sentence", "label"):
+            statement[channel]["text"] = f"{LEAKY_WARNING}. Nominal mechanism: {statement[channel]['text']}"
+    notes = [LEAKY_WARNING] if strategy.leaky else []
+    notes += [
         "Each user is its own privacy unit; cohorts on a node only batch the work.",
         "Evaluation confusion counts are simulation diagnostics and are not covered by a DP guarantee.",
     ]
@@ -72,6 +82,7 @@ def run_server(grid: Grid, cfg: Mapping[str, Any]) -> dict[str, Any]:
         "final": {k: last.get(k) for k in ("accuracy", "macro_f1", "clean_accuracy", "clean_macro_f1")},
         "best_accuracy": max((r["accuracy"] for r in core.records if not math.isnan(r["accuracy"])), default=None),
         "privacy": last.get("privacy"),
+        "ldp_guarantee_holds": not core.leaky,
         "guarantee": guarantee_statement(cfg, core),
         "users": {"train": core.num_train_users, "test": core.num_test_users, "nodes": len(core.nodes)},
         "wall_seconds": round(time.time() - started, 2),
@@ -79,7 +90,9 @@ def run_server(grid: Grid, cfg: Mapping[str, Any]) -> dict[str, Any]:
     writer.write_json("summary.json", summary)
     mech = cfg["sentence-mechanism"]
     eps = "" if mech == "none" else f" eps={cfg['sentence-epsilon']:g}"
-    writer.plot(f"{cfg['dataset']} | {mech}{eps} | M1={cfg['map-in']} m'={core.release_dim} | label={cfg['label-mechanism']}")
+    leak = " | NOT LDP (leaky M1)" if core.leaky else ""
+    writer.plot(f"{cfg['dataset']} | {mech}{eps} | M1={cfg['map-in']} m'={core.map_dim} | "
+                f"label={cfg['label-mechanism']}{leak}")
     log.info("done in %.1fs: %s", summary["wall_seconds"], writer.folder)
     return summary
 

@@ -7,7 +7,8 @@ import pytest
 import torch
 
 import mechanisms
-from fl.pipeline import ServerModel, apply_input_map, confusion_matrix, input_map, scores, train_epochs
+from fl.maps import apply_input_map, input_map
+from fl.pipeline import ServerModel, confusion_matrix, scores, train_epochs
 
 
 def test_random_map_is_a_function_of_the_public_seed_only() -> None:

@@ -155,6 +155,9 @@ def test_wrapper_strategy(tmp_path: Path, data_dir: Path, cache_dir: Path) -> No
         ({"sentence-mechanism": '"gauss"'}, "unknown mechanism 'gauss'"),
         ({"sentence-epsilon": "-1.0"}, "epsilon must be > 0"),
         ({"dataset": '"20newsgroups"'}, "empty document"),
+        ({"map-in": '"leaky"'}, "allow-unaccounted-leakage"),
+        ({"map-in": '"public"'}, "public-fraction"),
+        ({"sentence-mechanism": '"privemb"', "sentence-options": "'speed = 2'"}, "bad parameters for mechanism"),
     ],
 )
 def test_bad_input_fails_before_writing(tmp_path: Path, data_dir: Path, cache_dir: Path, extra: dict, message: str) -> None:
@@ -171,3 +174,48 @@ def test_existing_results_folder_is_refused_before_running(tmp_path: Path, data_
     proc = _run(tmp_path, data_dir, cache_dir, {})
     assert proc.returncode == 2 and "already exists" in proc.stderr
     assert "Ray" not in proc.stderr and (folder / "summary.json").read_text() == "{}"
+
+
+def test_public_map_with_rr_prior_labels_and_privemb(tmp_path: Path, data_dir: Path, cache_dir: Path) -> None:
+    """map-in = public (M1 trained on the public split, frozen), RR-with-prior labels (prior from the
+    server model on the sanitized rows) and a projecting mechanism (privemb, k = 8)."""
+    extra = {
+        "map-in": '"public"', "public-fraction": "0.3", "public-epochs": "2",
+        "sentence-mechanism": '"privemb"', "sentence-options": "'out_dim = 8'", "sentence-epsilon": "5.0",
+        "label-mechanism": '"rr_prior"', "label-epsilon": "2.0",
+    }
+    proc = _run(tmp_path, data_dir, cache_dir, extra)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    folder = tmp_path / "out" / "r"
+    rounds = _rounds(folder)
+    assert rounds[0]["public_pretraining"]["public_documents"] > 0
+    # M1 is frozen after pretraining: test releases are drawn once and re-sent.
+    assert rounds[0]["fresh_test_releases"] == 40 and rounds[1]["fresh_test_releases"] == 0
+    last = rounds[-1]["privacy"]
+    assert last["epsilon_metric"] == pytest.approx(5.0) and last["epsilon_ldp"] == pytest.approx(10.0)
+    assert last["epsilon_label"] == pytest.approx(2.0) and last["label_protected"] is True
+    assert all(r["ldp_guarantee_holds"] for r in rounds)
+    summary = json.loads((folder / "summary.json").read_text())
+    assert summary["ldp_guarantee_holds"] is True
+    assert "trained on the public split" in summary["guarantee"]["sentence"]["text"]
+    assert summary["final"]["clean_accuracy"] is None  # privemb releases live in R^8, not in M1's space
+
+
+def test_leaky_map_says_ldp_does_not_hold_everywhere(tmp_path: Path, data_dir: Path, cache_dir: Path) -> None:
+    extra = {"map-in": '"leaky"', "allow-unaccounted-leakage": "true"}
+    proc = _run(tmp_path, data_dir, cache_dir, extra)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    folder = tmp_path / "out" / "r"
+    rounds = _rounds(folder)
+    for r in rounds:
+        assert r["ldp_guarantee_holds"] is False
+        assert r["privacy"]["ldp_guarantee_holds"] is False and "NOT LOCAL DP" in r["privacy"]["reason"]
+        assert "epsilon_ldp" not in r["privacy"]
+    # M1 changed after round 1, so round 2's test releases were drawn again.
+    assert rounds[1]["fresh_test_releases"] == 40
+    summary = json.loads((folder / "summary.json").read_text())
+    assert summary["ldp_guarantee_holds"] is False
+    assert summary["guarantee"]["sentence"]["text"].startswith("NOT LOCAL DP")
+    assert any("NOT LOCAL DP" in note for note in summary["guarantee"]["notes"])
+    assert "False" in (folder / "rounds.csv").read_text()
+    assert "NOT LOCAL DP" in proc.stderr

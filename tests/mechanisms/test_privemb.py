@@ -164,6 +164,14 @@ def test_paper_variant_reports_attained_epsilon() -> None:
     assert abs(ratio - g.epsilon * 1.0) < 1e-9  # and the reported epsilon is exactly what is attained
 
 
+def test_paper_guarantee_needs_the_drawn_projection() -> None:
+    mech = PrivEmb(1.0, variant="paper")
+    with pytest.raises(RuntimeError, match="input_dim"):
+        _ = mech.guarantee
+    mech.sanitize(_unit(3, 300, 0))
+    assert mech.guarantee.epsilon >= 1.0
+
+
 def test_map_back_and_output_dim() -> None:
     mech = PrivEmb(1.0, out_dim=8, input_dim=32, map_back=True)
     assert mech.output_dim(32) == 32
@@ -187,7 +195,6 @@ def test_finite_domain_guarantee_and_membership() -> None:
     [
         ({"epsilon": 0.0}, "epsilon"),
         ({"epsilon": 1.0, "variant": "fast"}, "variant"),
-        ({"epsilon": 1.0, "variant": "paper"}, "input_dim"),
         ({"epsilon": 1.0, "variant": "paper", "input_dim": 300, "out_dim": 20}, "below the paper"),
         ({"epsilon": 1.0, "beta": -1.0}, "beta"),
         ({"epsilon": 1.0, "out_dim": 0}, "out_dim"),
