@@ -55,6 +55,15 @@ DEFAULTS: dict[str, Any] = {
     "label-prior": "model",  # rr_prior: "model" (server model on the sanitized embedding) or "public"
     "fresh-noise-per-round": False,  # True: re-draw every round (and pay again)
     "noise-seed": -1,  # -1: secret per-node seed from the OS; >= 0: reproducible simulation
+    "max-epsilon": 0.0,  # per-user lifetime budget (pure-LDP epsilon, embedding + label); 0 = none
+    "shuffle-delta": 1e-6,  # delta of the shuffle-amplification estimate reported each round
+    # --- central DP mode ----------------------------------------------------------
+    "mode": "local",  # "local": local-DP releases; "central": DP-FedAvg on raw embeddings
+    "central-noise-multiplier": 1.0,  # Gaussian noise std / clipping norm (Flower DP wrappers)
+    "central-clip": 1.0,  # clipping norm of a client update
+    "central-clipping": "server",  # "server" or "client" side fixed clipping
+    "central-delta": 1e-5,  # delta of the central (epsilon, delta) account
+    "local-epochs": 1,  # central mode: epochs of local training per round
     # --- server -----------------------------------------------------------------
     "strategy": "",  # "" = sanitas ReleaseTraining, or "package.module:Class"
     "num-server-rounds": 3,
@@ -75,6 +84,8 @@ CHOICES: dict[str, tuple[str, ...]] = {
     "doc-embedding": ("whole", "sentence-mean"),
     "map-in": ("random", "identity", "public", "leaky"),
     "label-prior": ("model", "public"),
+    "mode": ("local", "central"),
+    "central-clipping": ("server", "client"),
 }
 
 
@@ -126,7 +137,7 @@ def validate(cfg: Mapping[str, Any]) -> None:
         if cfg[key] not in options:
             raise ConfigError(f"{key} must be one of {options}, got {cfg[key]!r}")
     for key in ("num-server-rounds", "server-epochs", "batch-size", "users-per-node", "hidden-dim",
-                "encode-batch-size", "public-epochs"):
+                "encode-batch-size", "public-epochs", "local-epochs"):
         if cfg[key] < 1:
             raise ConfigError(f"{key} must be >= 1, got {cfg[key]}")
     for key in ("train-size", "test-size", "num-users"):
@@ -152,6 +163,14 @@ def validate(cfg: Mapping[str, Any]) -> None:
         raise ConfigError(f"public-fraction must lie in [0, 1), got {cfg['public-fraction']}")
     if not (cfg["dirichlet-alpha"] > 0 and math.isfinite(cfg["dirichlet-alpha"])):
         raise ConfigError(f"dirichlet-alpha must be > 0, got {cfg['dirichlet-alpha']}")
+    if not (cfg["max-epsilon"] >= 0 and math.isfinite(cfg["max-epsilon"])):
+        raise ConfigError(f"max-epsilon must be >= 0 and finite (0 = no budget), got {cfg['max-epsilon']}")
+    for key in ("shuffle-delta", "central-delta"):
+        if not 0.0 < cfg[key] < 1.0:
+            raise ConfigError(f"{key} must lie in (0, 1), got {cfg[key]}")
+    for key in ("central-noise-multiplier", "central-clip"):
+        if not (cfg[key] > 0 and math.isfinite(cfg[key])):
+            raise ConfigError(f"{key} must be > 0 and finite, got {cfg[key]}")
     if cfg["learning-rate"] <= 0:
         raise ConfigError(f"learning-rate must be > 0, got {cfg['learning-rate']}")
     # Mechanisms: known names, right level, valid epsilon (their constructors check).
