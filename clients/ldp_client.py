@@ -30,6 +30,7 @@ import hashlib
 import json
 import secrets
 from collections.abc import Mapping
+from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
@@ -115,6 +116,52 @@ def label_prior(cfg: Mapping[str, Any], released: torch.Tensor, model: ServerMod
     return LabelPrior(probs, source="sanitized")
 
 
+@dataclass
+class Release:
+    """What a node sends for one request: the rows it releases and what it refused."""
+
+    rows: np.ndarray  # cohort rows sent (requested rows minus refused ones)
+    emb: np.ndarray
+    labels: np.ndarray | None
+    fresh: np.ndarray  # per sent row: drawn now (costs privacy) or re-sent from the cache (free)
+    refused: int  # fresh draws refused because the user's budget would be exceeded (re-sent if cached)
+    grad: torch.Tensor | None = None  # leaky mode only: unsanitized dLoss/dM1
+
+
+def release_cost(cfg: Mapping[str, Any], c: Cohort, with_label: bool) -> float:
+    """Pure-LDP epsilon of one release (embedding, plus the label for training releases)."""
+    cost = config_mod.make_mechanism(cfg, "sentence", input_dim=c.map_dim).guarantee.as_ldp()[0]
+    if with_label:
+        cost += config_mod.make_mechanism(cfg, "label").guarantee.as_ldp()[0]
+    return cost
+
+
+def within_budget(context: Context, cfg: Mapping[str, Any], purpose: str, users: np.ndarray,
+                  cost: float) -> np.ndarray:
+    """Which of these prospective releases (one per entry of ``users``, in order) fit the
+    users' lifetime budget ``max-epsilon``; records the spend of the allowed ones.
+
+    The node keeps each of its users' spend in its own state: the budget is
+    enforced by the client, whatever the server asks.
+    """
+    budget = cfg["max-epsilon"]
+    if budget <= 0 or users.size == 0:
+        return np.ones(users.size, dtype=bool)
+    key = f"sanitas.spent.{purpose}"
+    spent = dict(zip(*(context.state[key][k].numpy().tolist() for k in ("user", "eps")), strict=True)) \
+        if key in context.state else {}
+    allowed = np.zeros(users.size, dtype=bool)
+    for i, u in enumerate(users.tolist()):  # a few rows per user: this loop is not a hot path
+        if spent.get(u, 0.0) + cost <= budget * (1 + 1e-12):
+            spent[u] = spent.get(u, 0.0) + cost
+            allowed[i] = True
+    context.state[key] = ArrayRecord({
+        "user": Array(np.fromiter(spent.keys(), dtype=np.int64, count=len(spent))),
+        "eps": Array(np.fromiter(spent.values(), dtype=np.float64, count=len(spent))),
+    })
+    return allowed
+
+
 def release(
     context: Context,
     cfg: Mapping[str, Any],
@@ -123,16 +170,20 @@ def release(
     rows: np.ndarray,
     matrix: torch.Tensor | None,
     model: ServerModel | None = None,
-) -> tuple[np.ndarray, np.ndarray | None, np.ndarray, torch.Tensor | None]:
+) -> Release:
     """Sanitized embeddings (and, for training, labels) of ``rows``.
 
-    Returns (embeddings, labels, fresh mask, M1 gradient). Rows released before
-    under the same M1 are re-sent from the node's state unless
-    ``fresh-noise-per-round`` is set; a new M1 makes every cached row stale.
+    Rows released before under the same M1 are re-sent from the node's state
+    unless ``fresh-noise-per-round`` is set; a new M1 makes every cached row
+    stale. A fresh draw that would take its user past ``max-epsilon`` is refused:
+    the row is re-sent from the cache if it has one, else left out and counted.
     The M1 gradient is only computed in the ``leaky`` mode (and is not private).
     """
     key = f"sanitas.release.{purpose}"
-    emb, y = (c.train_emb, c.train_y) if purpose == "train" else (c.test_emb, None)
+    if purpose == "train":
+        emb, y, row_user = c.train_emb, c.train_y, c.train_doc_user
+    else:
+        emb, y, row_user = c.test_emb, None, np.arange(c.test_users.start, c.test_users.stop, dtype=np.int64)
     n, out_dim = emb.shape[0], c.release_dim
     version = maps.map_version(matrix)
     if key in context.state and context.state[key + ".map"]["version"] == version:
@@ -142,7 +193,9 @@ def release(
         emb_cache = np.zeros((n, out_dim), dtype=np.float32)
         lab_cache = np.full(n, -1, dtype=np.int64)
         done = np.zeros(n, dtype=bool)
-    need = rows if cfg["fresh-noise-per-round"] else rows[~done[rows]]
+    want = rows if cfg["fresh-noise-per-round"] else rows[~done[rows]]
+    ok = within_budget(context, cfg, purpose, row_user[want], release_cost(cfg, c, y is not None))
+    need, denied = want[ok], want[~ok]
     grad = None
     if need.size:
         gen = _generator(context, cfg, purpose, c.partition_id)
@@ -163,8 +216,15 @@ def release(
             {"emb": Array(emb_cache), "lab": Array(lab_cache), "done": Array(done.astype(np.uint8))}
         )
         context.state[key + ".map"] = ConfigRecord({"version": version})
-    fresh = np.isin(rows, need)
-    return emb_cache[rows], (lab_cache[rows] if y is not None else None), fresh, grad
+    sent = rows[done[rows]]  # refused rows with an earlier release are re-sent, at no cost
+    return Release(
+        rows=sent,
+        emb=emb_cache[sent],
+        labels=lab_cache[sent] if y is not None else None,
+        fresh=np.isin(sent, need),
+        refused=int(denied.size),
+        grad=grad,
+    )
 
 
 def _guarantees(cfg: Mapping[str, Any], c: Cohort) -> ConfigRecord:
@@ -198,20 +258,22 @@ def handle_train(msg: Message, context: Context, cfg: Mapping[str, Any]) -> Mess
     requested = np.asarray(msg.content["config"]["user-ids"], dtype=np.int64)
     rows = np.flatnonzero(np.isin(c.train_doc_user, requested))
     matrix, model = node_map(msg, cfg, c), _server_model(msg, cfg, c)
-    emb, labels, fresh, grad = release(context, cfg, "train", c, rows, matrix, model)
+    rel = release(context, cfg, "train", c, rows, matrix, model)
     content = RecordDict({
         "release": ArrayRecord({
-            "user-ids": Array(c.train_doc_user[rows]),
-            "doc-ids": Array(c.train_doc_rows[rows]),
-            "embeddings": Array(emb),
-            "labels": Array(labels),
-            "fresh": Array(fresh.astype(np.uint8)),
+            "user-ids": Array(c.train_doc_user[rel.rows]),
+            "doc-ids": Array(c.train_doc_rows[rel.rows]),
+            "embeddings": Array(rel.emb),
+            "labels": Array(rel.labels),
+            "fresh": Array(rel.fresh.astype(np.uint8)),
         }),
-        "metrics": MetricRecord({"num-examples": int(rows.size), "fresh-releases": int(fresh.sum())}),
+        "metrics": MetricRecord({"num-examples": int(rel.rows.size), "fresh-releases": int(rel.fresh.sum()),
+                                 "refused-releases": rel.refused}),
         "guarantees": _guarantees(cfg, c),
     })
-    if grad is not None:  # map-in = "leaky" only: an unsanitized function of raw data
-        content["map-in-grad"] = ArrayRecord({"grad": Array(grad.numpy()), "count": Array(np.array([rows.size]))})
+    if rel.grad is not None:  # map-in = "leaky" only: an unsanitized function of raw data
+        count = Array(np.array([int(rel.fresh.sum())]))
+        content["map-in-grad"] = ArrayRecord({"grad": Array(rel.grad.numpy()), "count": count})
     return Message(content=content, reply_to=msg)
 
 
@@ -223,22 +285,23 @@ def handle_evaluate(msg: Message, context: Context, cfg: Mapping[str, Any]) -> M
     matrix, model = node_map(msg, cfg, c), _server_model(msg, cfg, c)
     if model is None:
         raise ValueError("the evaluate message carries no model")
-    emb, _, fresh, _ = release(context, cfg, "test", c, rows, matrix)
-    truth = c.test_y.numpy()
-    sanitized = predict(model, torch.as_tensor(emb, dtype=torch.float32)).numpy()
+    rel = release(context, cfg, "test", c, rows, matrix)
+    truth = c.test_y.numpy()[rel.rows]
+    sanitized = predict(model, torch.as_tensor(rel.emb, dtype=torch.float32)).numpy()
     metrics = {
-        "num-examples": int(rows.size),
-        "fresh-releases": int(fresh.sum()),
+        "num-examples": int(rel.rows.size),
+        "fresh-releases": int(rel.fresh.sum()),
+        "refused-releases": rel.refused,
         "confusion": confusion_matrix(truth, sanitized, k).reshape(-1).tolist(),
     }
     if c.release_dim == c.map_dim:  # diagnostic: the model on n(M1 x) without noise
-        clean = predict(model, maps.apply_input_map(c.test_emb, matrix).to(torch.float32)).numpy()
+        clean = predict(model, maps.apply_input_map(c.test_emb[rel.rows], matrix).to(torch.float32)).numpy()
         metrics["clean-confusion"] = confusion_matrix(truth, clean, k).reshape(-1).tolist()
     content = RecordDict({
         "metrics": MetricRecord(metrics),
         "release": ArrayRecord({
-            "user-ids": Array(np.arange(c.test_users.start, c.test_users.stop, dtype=np.int64)),
-            "fresh": Array(fresh.astype(np.uint8)),
+            "user-ids": Array(np.arange(c.test_users.start, c.test_users.stop, dtype=np.int64)[rel.rows]),
+            "fresh": Array(rel.fresh.astype(np.uint8)),
         }),
         "guarantees": _guarantees(cfg, c),
     })

@@ -56,7 +56,7 @@ DEFAULTS: dict[str, Any] = {
     "fresh-noise-per-round": False,  # True: re-draw every round (and pay again)
     "noise-seed": -1,  # -1: secret per-node seed from the OS; >= 0: reproducible simulation
     "max-epsilon": 0.0,  # per-user lifetime budget (pure-LDP epsilon, embedding + label); 0 = none
-    "shuffle-delta": 1e-6,  # delta of the shuffle-amplification estimate reported each round
+    "accounting-delta": 1e-6,  # delta of the approximate-DP figures (PLD/advanced composition, shuffling)
     # --- central DP mode ----------------------------------------------------------
     "mode": "local",  # "local": local-DP releases; "central": DP-FedAvg on raw embeddings
     "central-noise-multiplier": 1.0,  # Gaussian noise std / clipping norm (Flower DP wrappers)
@@ -165,12 +165,19 @@ def validate(cfg: Mapping[str, Any]) -> None:
         raise ConfigError(f"dirichlet-alpha must be > 0, got {cfg['dirichlet-alpha']}")
     if not (cfg["max-epsilon"] >= 0 and math.isfinite(cfg["max-epsilon"])):
         raise ConfigError(f"max-epsilon must be >= 0 and finite (0 = no budget), got {cfg['max-epsilon']}")
-    for key in ("shuffle-delta", "central-delta"):
+    for key in ("accounting-delta", "central-delta"):
         if not 0.0 < cfg[key] < 1.0:
             raise ConfigError(f"{key} must lie in (0, 1), got {cfg[key]}")
     for key in ("central-noise-multiplier", "central-clip"):
         if not (cfg[key] > 0 and math.isfinite(cfg[key])):
             raise ConfigError(f"{key} must be > 0 and finite, got {cfg[key]}")
+    if cfg["max-epsilon"] > 0:
+        for channel in ("sentence", "label"):
+            if cfg[f"{channel}-mechanism"] == "none":
+                raise ConfigError(
+                    f"max-epsilon needs every released channel protected, but {channel}-mechanism is 'none' "
+                    "(a release in the clear has no finite epsilon)"
+                )
     if cfg["learning-rate"] <= 0:
         raise ConfigError(f"learning-rate must be > 0, got {cfg['learning-rate']}")
     # Mechanisms: known names, right level, valid epsilon (their constructors check).

@@ -119,7 +119,10 @@ class ReleaseTraining(Strategy):
         self.release_dim = first["release-dim"]
         self.num_train_users = first["num-train-users"]
         self.num_test_users = first["num-test-users"]
-        self.ledger = PrivacyLedger({"train": self.num_train_users, "test": self.num_test_users})
+        self.ledger = PrivacyLedger({"train": self.num_train_users, "test": self.num_test_users},
+                                    target_delta=self.cfg["accounting-delta"])
+        self.shuffle_rounds: list[dict[str, Any]] = []
+        self.refused_total = {"train": 0, "test": 0}
         self.model = build_model(self.cfg, self.release_dim, self.encoder_dim, self.num_classes).to(self.device)
         self.optimizer = torch.optim.Adam(self.model.parameters(), lr=self.cfg["learning-rate"])
         self._gen = torch.Generator().manual_seed(int(self.cfg["seed"]))
@@ -242,10 +245,12 @@ class ReleaseTraining(Strategy):
         replies = list(replies)
         _raise_on_errors(replies, "train")
         assert self.ledger is not None
-        fresh_total = 0
+        fresh_total = refused = 0
         grads: list[np.ndarray] = []
         count = 0
+        self._round_reports: list[tuple[Guarantee, Guarantee | None, int]] = []
         for reply in replies:
+            refused += int(reply.content["metrics"].get("refused-releases", 0))
             if "map-in-grad" in reply.content:
                 grads.append(reply.content["map-in-grad"]["grad"].numpy())
                 count += int(reply.content["map-in-grad"]["count"].numpy()[0])
@@ -258,13 +263,16 @@ class ReleaseTraining(Strategy):
             self.guarantees.update(guarantees)
             self.ledger.record("train", users[fresh], guarantees["sentence"], "embedding")
             self.ledger.record("train", users[fresh], guarantees["label"], "label")
+            self._round_reports.append((guarantees["sentence"], guarantees["label"], int(fresh.sum())))
             fresh_total += int(fresh.sum())
         if self.leaky and grads:
             self._step_leaky_map(np.sum(grads, axis=0) / max(count, 1))
         assert self._x is not None and self._y is not None
-        loss = self.fit(server_round, self._x, self._y)
+        # With every release refused (budgets spent) there may be nothing to train on yet.
+        loss = self.fit(server_round, self._x, self._y) if len(self._y) else float("nan")
+        self.refused_total["train"] += refused
         self._train_info.update({"train_releases_total": int(len(self._y)), "fresh_train_releases": fresh_total,
-                                 "train_loss": loss})
+                                 "refused_train_releases": refused, "train_loss": loss})
         assert self.model is not None
         arrays = ArrayRecord(self.model.state_dict())
         return arrays, MetricRecord({"num-releases": int(len(self._y)), "train-loss": float(loss)})
@@ -310,9 +318,10 @@ class ReleaseTraining(Strategy):
         k = self.num_classes
         conf = np.zeros((k, k), dtype=np.int64)
         clean = np.zeros((k, k), dtype=np.int64)
-        fresh_total = 0
+        fresh_total = refused = 0
         for reply in replies:
             metrics = reply.content["metrics"]
+            refused += int(metrics.get("refused-releases", 0))
             conf += np.asarray(metrics["confusion"], dtype=np.int64).reshape(k, k)
             if "clean-confusion" in metrics:  # absent when releases are not in M1's output space
                 clean += np.asarray(metrics["clean-confusion"], dtype=np.int64).reshape(k, k)
@@ -320,7 +329,9 @@ class ReleaseTraining(Strategy):
             fresh = rel["fresh"].numpy().astype(bool)
             guarantees = _read_guarantees(reply.content["guarantees"])
             self.ledger.record("test", rel["user-ids"].numpy()[fresh], guarantees["sentence"], "embedding")
+            self._round_reports.append((guarantees["sentence"], None, int(fresh.sum())))
             fresh_total += int(fresh.sum())
+        self.refused_total["test"] += refused
         sanitized, clean_scores = scores(conf), scores(clean)
         record = {
             "round": server_round,
@@ -331,6 +342,8 @@ class ReleaseTraining(Strategy):
             "test_users": int(conf.sum()),
             **self._train_info,
             "fresh_test_releases": fresh_total,
+            "refused_test_releases": refused,
+            "refused_releases_total": dict(self.refused_total),
             "ldp_guarantee_holds": not self.leaky,
             "privacy": self.privacy_record(),
             "seconds": round(time.time() - self._round_started, 3),
@@ -354,6 +367,7 @@ class ReleaseTraining(Strategy):
         """The ledger's snapshot, or, in the leaky mode, a statement that no guarantee holds."""
         assert self.ledger is not None
         snapshot = self.ledger.snapshot()
+        snapshot.update(self.shuffle_record())
         if not self.leaky:
             return snapshot
         return {
@@ -361,6 +375,58 @@ class ReleaseTraining(Strategy):
             "reason": LEAKY_WARNING,
             "nominal_mechanism_accounting_not_a_guarantee": snapshot,
         }
+
+    def shuffle_record(self) -> dict[str, Any]:
+        """What a trusted shuffler would turn this round's fresh releases into (an estimate).
+
+        The round's n fresh reports (training and evaluation) are each pure
+        eps0-LDP, eps0 being the largest per-report pure epsilon; Feldman,
+        McMillan & Talwar (2021) bound the shuffled central epsilon at
+        ``accounting-delta``. ``epsilon_shuffled`` covers the embeddings;
+        ``epsilon_shuffled_joint`` the (embedding, label) reports when labels are
+        protected. Over rounds: a user releasing once (cached releases) is covered
+        by its round's bound, so the run's figure is the maximum; with repeated
+        releases the rounds compose. Sanitas has no shuffler: these are what-if
+        numbers, not the run's guarantee.
+        """
+        reports = [(s, lab) for s, lab, k in getattr(self, "_round_reports", []) if k > 0]
+        n = sum(k for *_, k in getattr(self, "_round_reports", []))
+        this = {"shuffled_reports": n}
+        for name, with_label in (("", False), ("_joint", True)):
+            guarantees = [[s] + ([lab] if with_label and lab is not None else []) for s, lab in reports]
+            this.update(self._shuffle_one(name, n, guarantees))
+        self.shuffle_rounds.append(this)
+        self._round_reports = []
+        return {**this, **self._shuffle_total("") , **self._shuffle_total("_joint")}
+
+    def _shuffle_one(self, name: str, n: int, guarantees: list[list[Guarantee]]) -> dict[str, Any]:
+        from fl.accounting import shuffle_bound
+
+        if n == 0:
+            return {f"epsilon_shuffled{name}": 0.0, f"delta_shuffled{name}": 0.0}
+        eps0 = max(sum(g.as_ldp()[0] for g in gs) for gs in guarantees)
+        if not math.isfinite(eps0) or any(g.as_ldp()[1] > 0 for gs in guarantees for g in gs):
+            return {f"epsilon_shuffled{name}": None, f"delta_shuffled{name}": None,
+                    f"shuffle_method{name}": "not computed: a report is not pure LDP (or is in the clear)"}
+        bound = shuffle_bound(eps0, n, float(self.cfg["accounting-delta"]))
+        return {f"epsilon_shuffled{name}": bound.epsilon, f"delta_shuffled{name}": bound.delta,
+                f"shuffle_epsilon0{name}": eps0, f"shuffle_method{name}": bound.method}
+
+    def _shuffle_total(self, name: str) -> dict[str, Any]:
+        from fl.accounting import compose_shuffled
+
+        done = [r for r in self.shuffle_rounds if r["shuffled_reports"]]
+        key_e, key_d = f"epsilon_shuffled{name}", f"delta_shuffled{name}"
+        if not done:
+            return {f"{key_e}_total": 0.0, f"{key_d}_total": 0.0}
+        if any(r[key_e] is None for r in done):
+            return {f"{key_e}_total": None, f"{key_d}_total": None}
+        assert self.ledger is not None
+        if self.ledger.max_releases_per_user() <= 1:
+            return {f"{key_e}_total": max(r[key_e] for r in done), f"{key_d}_total": max(r[key_d] for r in done)}
+        eps, delta = compose_shuffled([r[key_e] for r in done], max(r[key_d] for r in done),
+                                      float(self.cfg["accounting-delta"]))
+        return {f"{key_e}_total": eps, f"{key_d}_total": delta}
 
     def summary(self) -> None:
         log.info(

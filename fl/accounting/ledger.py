@@ -1,12 +1,15 @@
-"""Per-user privacy ledger (basic composition), accounting v1.
+"""Per-user privacy ledger.
 
 Events in, numbers out: every release of a user (training or evaluation) is
 recorded with its :class:`~mechanisms.guarantee.Guarantee`; the ledger keeps,
 per user and channel, the running sums that basic composition gives
 (spec §0.3): metric epsilons add (in the mechanism's own metric), pure-LDP
-equivalents ``Guarantee.as_ldp()`` add, deltas add. A re-sent cached release is
-not an event: it costs nothing. Users of different populations (training and
-test users) are different people; parallel composition applies across users.
+equivalents ``Guarantee.as_ldp()`` add, deltas add. It also counts each user's
+releases per kind of guarantee, so the most exposed user's releases can be
+composed more tightly (advanced composition, PLD; ``composition.py``). A re-sent
+cached release is not an event: it costs nothing. Users of different
+populations (training and test users) are different people; parallel
+composition applies across users.
 """
 
 from __future__ import annotations
@@ -18,11 +21,17 @@ import numpy as np
 
 from mechanisms.guarantee import Guarantee
 
+from .composition import compose
+
 CHANNELS = ("embedding", "label")
 
 
 def _finite_or_none(value: float) -> float | None:
     return float(value) if math.isfinite(value) else None
+
+
+def _jsonable(value: object) -> object:
+    return _finite_or_none(value) if isinstance(value, float) else value
 
 
 class PrivacyLedger:
@@ -34,7 +43,11 @@ class PrivacyLedger:
         Population name (for example ``"train"``, ``"test"``) -> number of users.
     """
 
-    def __init__(self, populations: dict[str, int]) -> None:
+    def __init__(self, populations: dict[str, int], target_delta: float = 1e-6) -> None:
+        self.target_delta = float(target_delta)
+        self._sizes = dict(populations)
+        # (population, channel, (eps0, delta0)) -> per-user release counts
+        self._counts: dict[tuple[str, str, tuple[float, float]], np.ndarray] = {}
         self._eps_metric = {p: {c: np.zeros(n) for c in CHANNELS} for p, n in populations.items()}
         self._eps_ldp = {p: {c: np.zeros(n) for c in CHANNELS} for p, n in populations.items()}
         self._delta = {p: {c: np.zeros(n) for c in CHANNELS} for p, n in populations.items()}
@@ -50,6 +63,10 @@ class PrivacyLedger:
         if ids.size == 0:
             return
         eps0, delta0 = guarantee.as_ldp()
+        key = (population, channel, (float(eps0), float(delta0)))
+        if key not in self._counts:
+            self._counts[key] = np.zeros(self._sizes[population], dtype=np.int64)
+        np.add.at(self._counts[key], ids, 1)
         metric_eps = guarantee.epsilon if guarantee.notion == "metric" else eps0
         np.add.at(self._eps_metric[population][channel], ids, metric_eps)
         np.add.at(self._eps_ldp[population][channel], ids, eps0)
@@ -62,6 +79,35 @@ class PrivacyLedger:
 
     def _all(self, table: dict[str, dict[str, np.ndarray]], channel: str) -> np.ndarray:
         return np.concatenate([table[p][channel] for p in table]) if table else np.zeros(0)
+
+    def max_releases_per_user(self) -> int:
+        """The most fresh embedding releases any one user has made."""
+        return max((int(r.max()) for r in self._releases.values() if r.size), default=0)
+
+    def spent(self, population: str, user_ids: np.ndarray) -> np.ndarray:
+        """Cumulative pure-LDP epsilon (embedding + label) of the given users."""
+        ids = np.asarray(user_ids, dtype=np.int64)
+        return self._eps_ldp[population]["embedding"][ids] + self._eps_ldp[population]["label"][ids]
+
+    def worst_user_composition(self, channels: tuple[str, ...] = CHANNELS) -> dict[str, object]:
+        """Tighter composition of the releases of the user with the largest basic total."""
+        best: tuple[float, str, int] | None = None
+        for pop in self._sizes:
+            total = sum(self._eps_ldp[pop][c] for c in channels)
+            if total.size == 0:
+                continue
+            i = int(np.argmax(total))
+            if best is None or total[i] > best[0]:
+                best = (float(total[i]), pop, i)
+        if best is None:
+            return compose([], self.target_delta).to_dict()
+        _, pop, user = best
+        parts = [
+            (eps, delta, int(counts[user]))
+            for (p, c, (eps, delta)), counts in self._counts.items()
+            if p == pop and c in channels and counts[user] > 0
+        ]
+        return {k: _jsonable(v) for k, v in compose(parts, self.target_delta).to_dict().items()}
 
     def snapshot(self) -> dict[str, object]:
         """Max (and median) cumulative per-user spend over every user seen so far.
@@ -94,4 +140,8 @@ class PrivacyLedger:
             "delta_total": float(delta.max()) if delta.size else 0.0,
             "embedding_protected": bool(np.isfinite(emb_ldp).all()),
             "label_protected": bool(np.isfinite(label).all()),
+            # The most exposed user's releases, composed: basic (pure), and the
+            # best of advanced composition and PLD at delta_approx.
+            "composition_embedding": self.worst_user_composition(("embedding",)),
+            "composition_total": self.worst_user_composition(),
         }

@@ -60,6 +60,10 @@ def test_end_to_end_run_writes_a_complete_results_folder(tmp_path: Path, data_di
         assert 0.0 <= r["accuracy"] <= 1.0 and 0.0 <= r["macro_f1"] <= 1.0 and 0.0 <= r["clean_accuracy"] <= 1.0
         assert r["test_users"] == 40
         assert set(r["privacy"]) >= {"epsilon_metric", "epsilon_ldp", "epsilon_label", "releases"}
+        # What a shuffler would make of the round's fresh embedding reports (pure 10*pi each).
+        if r["privacy"]["shuffled_reports"]:
+            assert 0 < r["privacy"]["epsilon_shuffled"] <= r["privacy"]["shuffle_epsilon0"] == pytest.approx(10 * math.pi)
+        assert r["privacy"]["epsilon_shuffled_joint"] is None  # labels in the clear: no joint figure
     # Cached releases: every user released once; re-sent rows cost nothing more.
     last = rounds[-1]["privacy"]
     assert last["epsilon_metric"] == pytest.approx(10.0)
@@ -219,3 +223,22 @@ def test_leaky_map_says_ldp_does_not_hold_everywhere(tmp_path: Path, data_dir: P
     assert any("NOT LOCAL DP" in note for note in summary["guarantee"]["notes"])
     assert "False" in (folder / "rounds.csv").read_text()
     assert "NOT LOCAL DP" in proc.stderr
+
+
+def test_budget_refusals_reach_the_server_as_normal_replies(tmp_path: Path, data_dir: Path, cache_dir: Path) -> None:
+    """max-epsilon = 4: a training release costs pi*1 + 0.5 = 3.64 and a test release pi = 3.14, so
+    the second round's fresh draws are refused by the clients, the cached releases are re-sent,
+    and no user's spend exceeds the budget."""
+    extra = {"sentence-epsilon": "1.0", "label-mechanism": '"rr"', "label-epsilon": "0.5",
+             "fresh-noise-per-round": "true", "fraction-train": "1.0", "max-epsilon": "4.0"}
+    proc = _run(tmp_path, data_dir, cache_dir, extra)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    rounds = _rounds(tmp_path / "out" / "r")
+    assert rounds[0]["refused_train_releases"] == 0 and rounds[0]["refused_test_releases"] == 0
+    assert rounds[1]["refused_train_releases"] == 60 and rounds[1]["refused_test_releases"] == 40
+    assert rounds[1]["fresh_train_releases"] == 0 and rounds[1]["train_releases_total"] == 60
+    assert rounds[1]["refused_releases_total"] == {"train": 60, "test": 40}
+    last = rounds[-1]["privacy"]
+    assert last["max_releases_per_user"] == 1
+    assert last["epsilon_total"] == pytest.approx(math.pi + 0.5) and last["epsilon_total"] <= 4.0
+    assert 0.0 <= rounds[1]["accuracy"] <= 1.0

@@ -1,0 +1,221 @@
+"""Central-DP accounting for DP-FedAvg over nodes (``mode = "central"``).
+
+Each round the server samples exactly ``k`` of the ``N`` nodes uniformly
+without replacement; every sampled node trains locally and sends a model
+update, which is clipped to L2 norm ``C`` (on the server or on the node); the
+server averages the ``k`` clipped updates with *equal* weights and adds
+Gaussian noise of standard deviation ``z * C / k`` to the average (Flower's
+``DifferentialPrivacy*FixedClipping`` wrappers, McMahan et al. 2018), i.e.
+noise ``N(0, (z C)^2)`` on the sum.
+
+Privacy unit and neighbouring relation
+--------------------------------------
+Every user belongs to exactly one node, so changing one user's data changes at
+most one node's update; changing a whole node's data does the same. Both are
+*replace-one* neighbours at the node level (the number of nodes ``N`` is
+public and fixed), and the clipped sum moves by at most ``2C`` (``u -> u'``
+with ``|u|, |u'| <= C``). The guarantee below therefore holds for one user and
+for one whole node. The sampling is over nodes: ``q = k / N``.
+
+Accountants (dp-accounting 0.6)
+-------------------------------
+* ``rdp``: ``RdpAccountant(REPLACE_ONE)`` on
+  ``SelfComposedDpEvent(SampledWithoutReplacementDpEvent(N, k,
+  GaussianDpEvent(z / 2)), rounds)`` (Wang, Balle & Kasiviswanathan 2019,
+  Thm. 27). dp-accounting's without-replacement bound takes the noise
+  multiplier relative to the *replace-one* sensitivity of the sum (its
+  ``q = 1`` value is ``alpha / (2 sigma^2)``), which is ``2C``: hence
+  ``z / 2``. This amplifies by sampling.
+* ``pld``: ``PLDAccountant(REPLACE_ONE)`` on ``rounds`` full-batch
+  ``GaussianDpEvent(z)`` (dp-accounting's PLD doubles the sensitivity itself
+  under ``REPLACE_ONE``). dp-accounting's PLD does not support sampling
+  without replacement, so this bound ignores the sampling (no amplification);
+  it is still valid, since subsampling never hurts, and it is tighter than
+  RDP when ``q`` is large and there are few rounds.
+
+The reported epsilon is the smaller of the two (both are valid upper bounds
+for the same mechanism) and ``accountant`` says which one it came from.
+
+Not covered: the training metrics a node returns (not used for anything the
+run reports) and the evaluation confusion counts of the *test* users
+(simulation diagnostics, as in local mode). The guarantee also assumes the
+set of sampled nodes stays secret and the noise is drawn as specified (the
+simulation uses numpy's floating-point Gaussian, not a hardened sampler).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from functools import lru_cache
+from typing import Any
+
+import dp_accounting
+from dp_accounting import dp_event
+from dp_accounting.pld import PLDAccountant
+from dp_accounting.rdp import RdpAccountant
+
+#: The MetricRecord key every central-mode node sets to 1.0 and FedAvg weights by:
+#: the noise calibration ``z * C / k`` assumes a uniform average of the k updates
+#: (a num-examples weighting would let one node move the average by more than C / k).
+UNIFORM_WEIGHT_KEY = "uniform-weight"
+
+#: The map-in modes central mode supports (M1 from public values only).
+CENTRAL_MAPS = ("random", "identity")
+
+UNIT = "user (each user in one node; node-level too)"
+NEIGHBOURING = "replace-one (one user's data, or one whole node's data, changed; N nodes fixed)"
+PLD_DISCRETIZATION = 1e-3  # pessimistic PLD rounding: a valid upper bound, ~10x faster than 1e-4
+
+
+def check_central_config(cfg: Mapping[str, Any]) -> None:
+    """Refuse configurations central mode cannot run (ValueError naming the key).
+
+    Reads ``map-in`` and ``strategy``; missing keys count as their defaults.
+    """
+    map_in = cfg.get("map-in", "random")
+    if map_in not in CENTRAL_MAPS:
+        raise ValueError(
+            f"mode = 'central' trains on raw embeddings through a public M1: map-in must be one of "
+            f"{CENTRAL_MAPS}, got {map_in!r} ('public' and 'leaky' are local-mode options)"
+        )
+    if cfg.get("strategy", ""):
+        raise ValueError(
+            "strategy names a custom local-mode strategy; mode = 'central' runs Flower's FedAvg inside "
+            "a DifferentialPrivacy*FixedClipping wrapper (leave strategy empty)"
+        )
+
+
+def num_sampled_nodes(fraction: float, num_nodes: int) -> int:
+    """Nodes sampled per round: ``ceil(fraction * num_nodes)``, at least 1 (as the local mode's users)."""
+    if num_nodes < 1:
+        raise ValueError(f"num_nodes must be >= 1, got {num_nodes}")
+    if not 0.0 < fraction <= 1.0:
+        raise ValueError(f"fraction must lie in (0, 1], got {fraction}")
+    return min(num_nodes, max(1, math.ceil(fraction * num_nodes - 1e-9)))
+
+
+def _check(noise_multiplier: float, num_sampled: int, num_nodes: int, rounds: int, delta: float) -> None:
+    if not (noise_multiplier > 0 and math.isfinite(noise_multiplier)):
+        raise ValueError(f"noise_multiplier must be > 0 and finite, got {noise_multiplier}")
+    if not 1 <= num_sampled <= num_nodes:
+        raise ValueError(f"need 1 <= num_sampled <= num_nodes, got {num_sampled} of {num_nodes}")
+    if rounds < 0:
+        raise ValueError(f"rounds must be >= 0, got {rounds}")
+    if not 0.0 < delta < 1.0:
+        raise ValueError(f"delta must lie in (0, 1), got {delta}")
+
+
+def round_event(noise_multiplier: float, num_sampled: int, num_nodes: int) -> dp_event.DpEvent:
+    """One round for the RDP accountant: k of N nodes without replacement, Gaussian on the sum.
+
+    The Gaussian's noise multiplier is ``z / 2``: relative to the replace-one sensitivity ``2C``.
+    """
+    return dp_event.SampledWithoutReplacementDpEvent(
+        source_dataset_size=int(num_nodes), sample_size=int(num_sampled),
+        event=dp_event.GaussianDpEvent(noise_multiplier / 2.0),
+    )
+
+
+@lru_cache(maxsize=256)
+def _epsilons(noise_multiplier: float, num_sampled: int, num_nodes: int, rounds: int,
+              delta: float) -> tuple[float, float, float]:
+    rdp = RdpAccountant(neighboring_relation=dp_accounting.NeighboringRelation.REPLACE_ONE)
+    rdp.compose(dp_event.SelfComposedDpEvent(round_event(noise_multiplier, num_sampled, num_nodes), rounds))
+    eps_rdp, order = rdp.get_epsilon_and_optimal_order(delta)
+    pld = PLDAccountant(neighboring_relation=dp_accounting.NeighboringRelation.REPLACE_ONE,
+                        value_discretization_interval=PLD_DISCRETIZATION)
+    pld.compose(dp_event.SelfComposedDpEvent(dp_event.GaussianDpEvent(noise_multiplier), rounds))
+    return float(eps_rdp), float(order), float(pld.get_epsilon(delta))
+
+
+def central_epsilon(noise_multiplier: float, num_sampled: int, num_nodes: int, rounds: int,
+                    delta: float) -> dict[str, Any]:
+    """(epsilon, delta) of ``rounds`` rounds of DP-FedAvg with fixed clipping.
+
+    Parameters
+    ----------
+    noise_multiplier : float
+        ``z``: the noise std on the sum of clipped updates over the clipping norm
+        (Flower adds ``z * C / k`` to the average).
+    num_sampled : int
+        ``k``, nodes sampled per round (uniformly, without replacement).
+    num_nodes : int
+        ``N``, nodes in the federation.
+    rounds : int
+        Noisy aggregates released so far.
+    delta : float
+        Target delta.
+
+    Returns
+    -------
+    dict
+        ``epsilon`` (the smaller valid bound), ``delta``, ``accountant``
+        (``"rdp"`` with sampling amplification or ``"pld"`` without),
+        ``epsilon_rdp``, ``rdp_order``, ``epsilon_pld_no_amplification``,
+        ``sampling_rate``, ``rounds``, ``neighbouring``, ``unit``.
+    """
+    _check(noise_multiplier, num_sampled, num_nodes, rounds, delta)
+    if rounds == 0:
+        eps_rdp, order, eps_pld = 0.0, float("nan"), 0.0
+    else:
+        eps_rdp, order, eps_pld = _epsilons(float(noise_multiplier), int(num_sampled), int(num_nodes),
+                                            int(rounds), float(delta))
+    accountant = "rdp" if eps_rdp <= eps_pld else "pld"
+    return {
+        "epsilon": min(eps_rdp, eps_pld),
+        "delta": float(delta),
+        "accountant": accountant,
+        "epsilon_rdp": eps_rdp,
+        "rdp_order": order,
+        "epsilon_pld_no_amplification": eps_pld,
+        "sampling_rate": num_sampled / num_nodes,
+        "rounds": int(rounds),
+        "neighbouring": NEIGHBOURING,
+        "unit": UNIT,
+    }
+
+
+def noise_for_epsilon(target_epsilon: float, num_sampled: int, num_nodes: int, rounds: int, delta: float,
+                      tol: float = 1e-3) -> float:
+    """Smallest noise multiplier ``z`` (to ``tol``, relative) with ``central_epsilon(...)["epsilon"] <= target``."""
+    if not (target_epsilon > 0 and math.isfinite(target_epsilon)):
+        raise ValueError(f"target_epsilon must be > 0 and finite, got {target_epsilon}")
+
+    def eps(z: float) -> float:
+        return central_epsilon(z, num_sampled, num_nodes, rounds, delta)["epsilon"]
+
+    hi = 1.0
+    while eps(hi) > target_epsilon:
+        hi *= 2
+        if hi > 1e4:
+            raise ValueError(f"no noise multiplier below 1e4 reaches epsilon {target_epsilon}")
+    lo = hi / 2
+    while eps(lo) <= target_epsilon and lo > 1e-3:
+        lo, hi = lo / 2, lo
+    while hi - lo > tol * hi:  # eps(lo) > target >= eps(hi)
+        mid = math.sqrt(lo * hi)
+        lo, hi = (mid, hi) if eps(mid) > target_epsilon else (lo, mid)
+    return hi
+
+
+def privacy_record(cfg: Mapping[str, Any], num_sampled: int, num_nodes: int, rounds: int) -> dict[str, Any]:
+    """The ``privacy`` block of a central-mode round record."""
+    acc = central_epsilon(cfg["central-noise-multiplier"], num_sampled, num_nodes, rounds, cfg["central-delta"])
+    return {
+        "mode": "central",
+        "epsilon": acc["epsilon"],
+        "delta": acc["delta"],
+        "accountant": acc["accountant"],
+        "noise_multiplier": float(cfg["central-noise-multiplier"]),
+        "clipping_norm": float(cfg["central-clip"]),
+        "clipping": cfg["central-clipping"],
+        "sampled_nodes": int(num_sampled),
+        "nodes": int(num_nodes),
+        "rounds_accounted": int(rounds),
+        "epsilon_rdp": acc["epsilon_rdp"],
+        "rdp_order": acc["rdp_order"],
+        "epsilon_pld_no_amplification": acc["epsilon_pld_no_amplification"],
+        "neighbouring": acc["neighbouring"],
+        "unit": acc["unit"],
+    }
