@@ -319,13 +319,17 @@ def make_client_app(overrides: Mapping[str, Any] | None = None) -> ClientApp:
     def query(msg: Message, context: Context) -> Message:
         return handle_query(msg, context, resolved(context))
 
-    @app.train()
+    from .central_client import central_clipping_mod, handle_central_evaluate, handle_central_train
+
+    @app.train(mods=[central_clipping_mod])  # fixedclipping_mod when the server sends a clipping norm
     def train(msg: Message, context: Context) -> Message:
-        return handle_train(msg, context, resolved(context))
+        cfg = resolved(context)
+        return (handle_central_train if cfg["mode"] == "central" else handle_train)(msg, context, cfg)
 
     @app.evaluate()
     def evaluate(msg: Message, context: Context) -> Message:
-        return handle_evaluate(msg, context, resolved(context))
+        cfg = resolved(context)
+        return (handle_central_evaluate if cfg["mode"] == "central" else handle_evaluate)(msg, context, cfg)
 
     return app
 

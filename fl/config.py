@@ -171,6 +171,13 @@ def validate(cfg: Mapping[str, Any]) -> None:
     for key in ("central-noise-multiplier", "central-clip"):
         if not (cfg[key] > 0 and math.isfinite(cfg[key])):
             raise ConfigError(f"{key} must be > 0 and finite, got {cfg[key]}")
+    if cfg["mode"] == "central":
+        from fl.accounting.central import check_central_config
+
+        try:
+            check_central_config(cfg)
+        except ValueError as err:
+            raise ConfigError(str(err)) from None
     if cfg["max-epsilon"] > 0:
         for channel in ("sentence", "label"):
             if cfg[f"{channel}-mechanism"] == "none":

@@ -34,7 +34,9 @@ def _jsonable(value: Any) -> Any:
 def run_folder(cfg: Mapping[str, Any]) -> Path:
     """``<out-dir>/<run-name>``; the default name is dataset-mechanism-eps-timestamp."""
     name = cfg["run-name"]
-    if not name:
+    if not name and cfg.get("mode") == "central":
+        name = f"{Path(cfg['dataset']).stem}-central-z{cfg['central-noise-multiplier']:g}-{time.strftime('%Y%m%d-%H%M%S')}"
+    elif not name:
         mech = cfg["sentence-mechanism"]
         eps = "" if mech == "none" else f"-eps{cfg['sentence-epsilon']:g}"
         name = f"{Path(cfg['dataset']).stem}-{mech}{eps}-{time.strftime('%Y%m%d-%H%M%S')}"
@@ -73,8 +75,12 @@ class RunWriter:
             writer.writeheader()
             writer.writerows(rows)
 
-    def plot(self, title: str) -> Path:
-        """Accuracy, macro-F1 and clean accuracy against the round."""
+    def plot(self, title: str, test_label: str = "sanitized test") -> Path:
+        """Accuracy, macro-F1 and clean accuracy against the round.
+
+        ``test_label`` names what the scores were computed on (central DP mode:
+        "raw test", where the clean line is the same).
+        """
         import matplotlib
 
         matplotlib.use("Agg")
@@ -83,10 +89,12 @@ class RunWriter:
         rounds = [r["round"] for r in self.rounds]
         fig, ax = plt.subplots(figsize=(6, 4))
         for key, label, style in (
-            ("accuracy", "accuracy (sanitized test)", "o-"),
-            ("macro_f1", "macro-F1 (sanitized test)", "s--"),
+            ("accuracy", f"accuracy ({test_label})", "o-"),
+            ("macro_f1", f"macro-F1 ({test_label})", "s--"),
             ("clean_accuracy", "accuracy (clean test)", "^:"),
         ):
+            if key == "clean_accuracy" and test_label != "sanitized test":
+                continue
             values = [r.get(key) for r in self.rounds]
             ax.plot(rounds, [math.nan if v is None else v for v in values], style, label=label)
         ax.set_xlabel("round")

@@ -2,7 +2,8 @@
 write the summary and the plot.
 
 Used by ``flwr run .`` (``[tool.flwr.app.components] serverapp``) and by
-``sanitas run`` (which passes its resolved config as overrides).
+``sanitas run`` (which passes its resolved config as overrides). ``mode =
+"central"`` runs DP-FedAvg instead (``strategies.central``).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from fl import config as config_mod
 from fl import datasets as data
 from fl.results import RunWriter, run_folder
 
+from .central import run_central
 from .loading import innermost, make_strategy
 from .release_training import LEAKY_WARNING, ReleaseTraining
 
@@ -63,6 +65,8 @@ def run_server(grid: Grid, cfg: Mapping[str, Any]) -> dict[str, Any]:
 
     Nothing is written before the config and the data source have been checked.
     """
+    if cfg["mode"] == "central":
+        return run_central(grid, cfg)
     started = time.time()
     source = data.check_source(cfg)
     writer = RunWriter(run_folder(cfg))

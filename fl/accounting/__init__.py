@@ -1,15 +1,29 @@
 """Privacy accounting: per-user ledgers of releases, composition, and shuffle amplification."""
 
+from .central import (
+    UNIFORM_WEIGHT_KEY,
+    central_epsilon,
+    check_central_config,
+    noise_for_epsilon,
+    num_sampled_nodes,
+    privacy_record,
+)
 from .composition import Composed, compose
 from .ledger import PrivacyLedger
 from .shuffle import ShuffleBound, compose_shuffled, shuffle_amplification, shuffle_bound
 
 __all__ = [
+    "UNIFORM_WEIGHT_KEY",
     "Composed",
     "PrivacyLedger",
     "ShuffleBound",
+    "central_epsilon",
+    "check_central_config",
     "compose",
     "compose_shuffled",
+    "noise_for_epsilon",
+    "num_sampled_nodes",
+    "privacy_record",
     "shuffle_amplification",
     "shuffle_bound",
 ]
