@@ -71,9 +71,9 @@ def build_cohort(cfg: Mapping[str, Any], partition_id: int, num_partitions: int,
     return _build_cached(key, partition_id, num_partitions, progress)
 
 
-# Large enough that a Ray worker serving many nodes does not rebuild cohorts every
-# round (a cohort is a few MB at most: n_docs x m' float64).
-@lru_cache(maxsize=256)
+# Large enough that a Ray worker serving many nodes (thousands, with small cohorts)
+# does not rebuild cohorts every round; a cohort holds n_docs x d float32.
+@lru_cache(maxsize=4096)
 def _build_cached(key: tuple[tuple[str, Any], ...], partition_id: int, num_partitions: int, progress: bool) -> Cohort:
     cfg = dict(key)
     ds = data.load(cfg)

@@ -93,6 +93,9 @@ def _digests(model: str, texts: Sequence[str]) -> np.ndarray:
     return out
 
 
+_CACHES: dict[tuple[str, str], EmbeddingCache] = {}
+
+
 class EmbeddingCache:
     """Content-addressed store of embeddings for one encoder, under ``root``."""
 
@@ -110,9 +113,18 @@ class EmbeddingCache:
             if shard in self._seen:
                 continue
             keys = np.load(keys_file)
-            for row, key in enumerate(keys):
-                self._index.setdefault(key.tobytes(), (shard, row))
+            for row, key in enumerate(map(bytes, keys)):
+                self._index.setdefault(key, (shard, row))
             self._seen.add(shard)
+
+    @classmethod
+    def shared(cls, root: Path, model: str) -> EmbeddingCache:
+        """One instance per (root, model) and process: the key index is read once,
+        then only new shards are added (a simulation builds thousands of cohorts)."""
+        key = (str(Path(root).resolve()), model)
+        if key not in _CACHES:
+            _CACHES[key] = cls(root, model)
+        return _CACHES[key]
 
     def lookup(self, texts: Sequence[str]) -> tuple[np.ndarray, list[np.ndarray | None]]:
         """Digests of ``texts`` and the cached vector of each (``None`` on a miss)."""
@@ -155,7 +167,7 @@ def encode(
     Only unique texts that miss the cache are encoded (in batches on ``device``,
     with a progress bar); the result is identical to encoding every text.
     """
-    cache = EmbeddingCache(cache_root, model_id(encoder))
+    cache = EmbeddingCache.shared(cache_root, model_id(encoder))
     unique, inverse = np.unique(np.asarray(texts, dtype=object), return_inverse=True)
     unique_list = [str(t) for t in unique]
     digests, found = cache.lookup(unique_list)
