@@ -76,6 +76,7 @@ def embedding_dim(model) -> int:
     return int(getter())
 
 
+@lru_cache(maxsize=16)
 def model_id(name: str) -> str:
     """A stable identity for cache keys: the name plus, for local folders, its weights' size."""
     path = Path(resolve_model(name))
