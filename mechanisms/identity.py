@@ -33,6 +33,14 @@ class NoPrivacy(Mechanism):
     def guarantee(self) -> Guarantee:
         return no_privacy(self.level)
 
+    def output_dim(self, d: int) -> int:
+        """Releases keep the input's dimension (as ``SentenceMechanism.output_dim``)."""
+        return d
+
+    def clean(self, x: torch.Tensor) -> torch.Tensor:
+        """The release itself (as ``SentenceMechanism.clean``)."""
+        return x
+
     @torch.no_grad()
     def sanitize(
         self,

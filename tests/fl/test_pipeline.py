@@ -53,3 +53,19 @@ def test_training_learns_a_separable_problem() -> None:
     model = ServerModel(16, 32, 32, 2)
     train_epochs(model, torch.optim.Adam(model.parameters(), lr=1e-2), x, y, 30, 64, gen)
     assert (model(x).argmax(1) == y).float().mean() > 0.95
+
+
+def test_release_dim_for_every_sentence_mechanism() -> None:
+    """Every mechanism a run can name at sentence level (the "none" baseline included) tells
+    the pipeline its release dimension."""
+    import mechanisms
+    from fl.config import resolve
+    from fl.pipeline import release_dim
+
+    for name in mechanisms.names():
+        if mechanisms.mechanism_class(name).level not in ("sentence", ""):
+            continue
+        if name != "none" and mechanisms.mechanism_class(name).level != "sentence":
+            continue
+        assert release_dim(resolve({"sentence-mechanism": name}), 384) == 16, name
+        assert release_dim(resolve({"sentence-mechanism": name, "map-in": "identity"}), 384) == 384, name
