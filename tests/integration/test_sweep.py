@@ -1,0 +1,266 @@
+"""``sanitas sweep``: grid parsing, the product, run names, rows from results
+folders, the tables and the plot, resume and failures.
+
+No simulation runs here: runs are fake runners that write ``summary.json``
+files (or fail), and the one real subprocess is a ``python -c`` one-liner.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from fl.config import ConfigError
+from simulations import sweep as sw
+
+GRID = [
+    'sentence-mechanism="purkayastha","planar_laplace"',
+    "sentence-epsilon=2,6,10",
+    'map-in="random","public"',
+]
+REFERENCES = ['sentence-mechanism="none"', 'map-in="identity","random","public"']
+
+
+def _runs() -> list[sw.Run]:
+    return sw.expand([[sw.parse_grid(g) for g in GRID], [sw.parse_grid(g) for g in REFERENCES]])
+
+
+def _summary(folder: Path, accuracy: float, epsilon: float | None, pure: float | None) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    summary = {
+        "results_folder": str(folder),
+        "final": {"accuracy": accuracy, "macro_f1": accuracy - 0.01, "clean_accuracy": accuracy + 0.01},
+        "best_accuracy": accuracy + 0.02,
+        "ldp_guarantee_holds": True,
+        "guarantee": {"sentence": {"notion": "metric" if epsilon else "pure", "epsilon": epsilon,
+                                   "pure_ldp_per_release": pure}},
+        "wall_seconds": 12.5,
+    }
+    (folder / "summary.json").write_text(json.dumps(summary))
+
+
+def _fake_summary_for(run: sw.Run, folder: Path) -> None:
+    """A plausible summary.json for a run, from its grid values."""
+    mech = run.values["sentence-mechanism"]
+    if mech == "none":
+        _summary(folder, 0.8, None, None)
+    else:
+        eps = float(run.values["sentence-epsilon"])
+        diameter = math.pi if mech == "purkayastha" else 2.0
+        _summary(folder, 0.5 + eps / 100, eps, eps * diameter)
+
+
+# --- parsing -------------------------------------------------------------------------------------
+
+
+def test_grid_values_parse_as_toml_and_split_outside_quotes_and_brackets() -> None:
+    axis = sw.parse_grid('sentence-mechanism="purkayastha","planar_laplace"')
+    assert axis.key == "sentence-mechanism"
+    assert axis.values == ("purkayastha", "planar_laplace")
+    assert axis.texts == ('"purkayastha"', '"planar_laplace"')
+    assert sw.parse_grid("sentence-epsilon=2, 6.5 ,10").values == (2, 6.5, 10)
+    assert sw.parse_grid("map-in=random,public").values == ("random", "public")  # bare words: strings
+    assert sw.parse_grid("fresh-noise-per-round=true,false").values == (True, False)
+    # Commas inside quotes (basic and literal strings, escaped quotes) and brackets do not split.
+    options = sw.parse_grid("""sentence-options='out_dim = 64, variant = "paper"',"a \\", b\"""")
+    assert options.values == ('out_dim = 64, variant = "paper"', 'a ", b')
+    assert sw.split_values("[1, 2],{a = 1, b = 2}, 3") == ["[1, 2]", "{a = 1, b = 2}", "3"]
+
+
+@pytest.mark.parametrize("spec", [
+    "sentence-epsilon", "=1,2", "no-such-key=1", 'map-in="random,public', "sentence-epsilon=1,,2",
+    "sentence-epsilon=[1,2", "sentence-epsilon=1]", "sentence-epsilon=2,2.0",
+])
+def test_bad_grid_specs_are_refused(spec: str) -> None:
+    with pytest.raises(ConfigError):
+        sw.parse_grid(spec)
+
+
+# --- the product and run names ---------------------------------------------------------------
+
+
+def test_product_in_order_then_the_next_block() -> None:
+    runs = _runs()
+    assert len(runs) == 2 * 3 * 2 + 3
+    assert runs[0].values == {"sentence-mechanism": "purkayastha", "sentence-epsilon": 2, "map-in": "random"}
+    assert runs[1].values["map-in"] == "public"  # last key varies fastest
+    assert runs[2].values["sentence-epsilon"] == 6
+    assert runs[11].values == {"sentence-mechanism": "planar_laplace", "sentence-epsilon": 10, "map-in": "public"}
+    assert [r.values for r in runs[12:]] == [{"sentence-mechanism": "none", "map-in": m}
+                                             for m in ("identity", "random", "public")]
+    assert sw.grid_keys(runs) == ["sentence-mechanism", "sentence-epsilon", "map-in"]
+
+
+def test_run_names_are_readable_unique_and_path_safe() -> None:
+    runs = _runs()
+    assert runs[0].name == "sentence-mechanism=purkayastha__sentence-epsilon=2__map-in=random"
+    assert runs[-1].name == "sentence-mechanism=none__map-in=public"
+    assert len({r.name for r in runs}) == len(runs)
+    assert sw.run_name({"sentence-epsilon": 2.0}) == "sentence-epsilon=2"
+    name = sw.run_name({"sentence-options": 'out_dim = 64, variant = "paper"'})
+    assert "/" not in name and " " not in name and '"' not in name
+
+
+def test_repeated_keys_and_repeated_grid_points_are_refused() -> None:
+    axis = sw.parse_grid("sentence-epsilon=1,2")
+    with pytest.raises(ConfigError, match="twice"):
+        sw.expand([[axis, axis]])
+    with pytest.raises(ConfigError, match="same name"):
+        sw.expand([[axis], [axis]])
+
+
+def test_each_run_passes_its_grid_values_and_name_as_sets(tmp_path: Path) -> None:
+    run = _runs()[0]
+    command = sw.run_command("c.toml", run, ["noise-seed=1"], tmp_path)
+    assert command[:5] == [sys.executable, "-m", "simulations.cli", "run", "c.toml"]
+    assert command[-2:] == ["--out", str(tmp_path)]
+    sets = [command[i + 1] for i, arg in enumerate(command) if arg == "--set"]
+    assert sets == ["noise-seed=1", 'sentence-mechanism="purkayastha"', "sentence-epsilon=2",
+                    'map-in="random"', f'run-name="{run.name}"']
+
+
+def test_every_run_config_is_checked_before_anything_runs(tmp_path: Path, data_dir: Path) -> None:
+    config = tmp_path / "c.toml"
+    config.write_text(f'dataset = "sst2"\ndata-dir = "{data_dir}"\npublic-fraction = 0.1\n')
+    runs = _runs()
+    sw.check_runs(str(config), runs, ["noise-seed=0"], tmp_path / "out")
+    cfg = sw.resolve_run(str(config), runs[1], [], tmp_path / "out")
+    assert (cfg["sentence-mechanism"], cfg["sentence-epsilon"], cfg["map-in"]) == ("purkayastha", 2.0, "public")
+    assert cfg["run-name"] == runs[1].name and cfg["out-dir"] == str(tmp_path / "out")
+    with pytest.raises(ConfigError, match="sentence-epsilon=-1"):
+        sw.check_runs(str(config), sw.expand([[sw.parse_grid("sentence-epsilon=1,-1")]]), [], tmp_path)
+    with pytest.raises(ConfigError, match="both in --set and --grid"):
+        sw.check_runs(str(config), runs, ["map-in=identity"], tmp_path)
+
+
+# --- rows, tables, plot -------------------------------------------------------------------------
+
+
+def test_rows_come_from_summary_and_status_files(tmp_path: Path) -> None:
+    runs = _runs()
+    keys = sw.grid_keys(runs)
+    _fake_summary_for(runs[0], tmp_path / runs[0].name)
+    row = sw.collect_row(runs[0], tmp_path, keys)
+    assert row["status"] == "ok" and row["sentence-mechanism"] == "purkayastha" and row["sentence-epsilon"] == 2
+    assert row["accuracy"] == pytest.approx(0.52) and row["macro_f1"] == pytest.approx(0.51)
+    assert row["best_accuracy"] == pytest.approx(0.54) and row["clean_accuracy"] == pytest.approx(0.53)
+    assert row["sentence_epsilon"] == 2 and row["pure_ldp_epsilon"] == pytest.approx(2 * math.pi)
+    assert row["ldp_guarantee_holds"] is True and row["wall_seconds"] == 12.5
+    assert row["results_folder"] == str(tmp_path / runs[0].name)
+    assert sw.collect_row(runs[1], tmp_path, keys)["status"] == "pending"
+    reference = sw.collect_row(runs[-1], tmp_path, keys)
+    assert reference["sentence-epsilon"] is None  # not a grid key of that block
+
+
+def test_tables_and_plot_are_written(tmp_path: Path) -> None:
+    runs = _runs()
+    for run in runs[:-1]:  # the last one stays pending
+        _fake_summary_for(run, tmp_path / run.name)
+    rows = sw.write_outputs(runs, tmp_path)
+    assert len(rows) == 15
+    with (tmp_path / "sweep.csv").open() as fh:
+        table = list(csv.DictReader(fh))
+    assert len(table) == 15
+    assert list(table[0])[:4] == ["sentence-mechanism", "sentence-epsilon", "map-in", "status"]
+    assert {"accuracy", "macro_f1", "best_accuracy", "clean_accuracy", "sentence_epsilon", "pure_ldp_epsilon",
+            "ldp_guarantee_holds", "wall_seconds", "results_folder"} <= set(table[0])
+    assert table[0]["ldp_guarantee_holds"] == "true" and table[-1]["status"] == "pending"
+    assert table[12]["sentence_epsilon"] == "" and table[12]["sentence-mechanism"] == "none"
+    lines = [json.loads(line) for line in (tmp_path / "sweep.jsonl").read_text().splitlines()]
+    assert lines == rows and lines[12]["sentence_epsilon"] is None
+    png = tmp_path / "accuracy_vs_epsilon.png"
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_plot_with_no_finished_run(tmp_path: Path) -> None:
+    runs = _runs()[:2]
+    sw.write_outputs(runs, tmp_path)
+    assert (tmp_path / "accuracy_vs_epsilon.png").stat().st_size > 0
+
+
+# --- running: resume, failures ------------------------------------------------------------------
+
+
+class FakeRunner:
+    """Writes a summary for each run, except the ones told to fail or to write nothing."""
+
+    def __init__(self, sweep_dir: Path, fail: set[str] = frozenset(), silent: set[str] = frozenset()) -> None:
+        self.sweep_dir, self.fail, self.silent = sweep_dir, fail, silent
+        self.calls: list[str] = []
+
+    def __call__(self, run: sw.Run, log_path: Path) -> sw.Outcome:
+        self.calls.append(run.name)
+        if run.name in self.fail:
+            (self.sweep_dir / run.name).mkdir(parents=True, exist_ok=True)
+            (self.sweep_dir / run.name / "config.json").write_text("{}")  # half-written folder
+            return sw.Outcome(2, 1.0, "sanitas: error: boom")
+        if run.name not in self.silent:
+            _fake_summary_for(run, self.sweep_dir / run.name)
+        return sw.Outcome(0, 3.0)
+
+
+def test_resume_skips_runs_with_a_summary(tmp_path: Path) -> None:
+    runs = _runs()[:4]
+    _fake_summary_for(runs[0], tmp_path / runs[0].name)
+    _fake_summary_for(runs[2], tmp_path / runs[2].name)
+    runner = FakeRunner(tmp_path)
+    rows = sw.run_sweep(runs, tmp_path, runner, progress=False)
+    assert runner.calls == [runs[1].name, runs[3].name]
+    assert [r["status"] for r in rows] == ["ok"] * 4
+    assert rows[1]["process_seconds"] == 3.0 and rows[0]["process_seconds"] is None
+    runner = FakeRunner(tmp_path)
+    sw.run_sweep(runs, tmp_path, runner, progress=False)
+    assert runner.calls == []
+
+
+def test_a_failed_run_is_recorded_and_the_sweep_goes_on(tmp_path: Path) -> None:
+    runs = _runs()[:4]
+    runner = FakeRunner(tmp_path, fail={runs[1].name}, silent={runs[2].name})
+    rows = sw.run_sweep(runs, tmp_path, runner, progress=False)
+    assert runner.calls == [r.name for r in runs]
+    assert [r["status"] for r in rows] == ["ok", "failed", "failed", "ok"]
+    assert rows[1]["error"] == "sanitas: error: boom"
+    assert rows[2]["error"] == "the run exited 0 but wrote no summary.json"
+    status = json.loads((tmp_path / "logs" / f"{runs[1].name}.status.json").read_text())
+    assert status["returncode"] == 2 and status["status"] == "failed"
+    assert "failed" in (tmp_path / "sweep.csv").read_text()
+    # Resume: failed runs run again; the half-written folder is moved aside first.
+    runner = FakeRunner(tmp_path)
+    rows = sw.run_sweep(runs, tmp_path, runner, progress=False)
+    assert runner.calls == [runs[1].name, runs[2].name]
+    assert [r["status"] for r in rows] == ["ok"] * 4
+    assert [p.name.startswith(runs[1].name) for p in (tmp_path / "incomplete").iterdir()] == [True]
+
+
+def test_execute_records_a_crashing_process(tmp_path: Path) -> None:
+    code = "import sys; print('progress'); print('sanitas: error: bad thing', file=sys.stderr); print('tail'); sys.exit(3)"
+    outcome = sw.execute([sys.executable, "-c", code], tmp_path / "logs" / "r.log")
+    assert outcome.returncode == 3 and outcome.error == "sanitas: error: bad thing"
+    assert "progress" in (tmp_path / "logs" / "r.log").read_text()
+    assert sw.execute([sys.executable, "-c", "pass"], tmp_path / "ok.log").error is None
+    slow = sw.execute([sys.executable, "-c", "import time; time.sleep(30)"], tmp_path / "slow.log", timeout=0.5)
+    assert slow.returncode == 124 and "timed out" in slow.error
+    assert sw.last_error("a\nTraceback\nValueError: x\nnoise\n") == "ValueError: x"
+
+
+def test_cli_splits_grid_products_at_also(monkeypatch: pytest.MonkeyPatch) -> None:
+    from simulations import cli
+
+    seen: dict[str, Any] = {}
+
+    def fake_sweep(config: str, blocks: list[list[str]], sets: list[str], out: str, **kw: Any) -> int:
+        seen.update(config=config, blocks=blocks, sets=sets, out=out, **kw)
+        return 0
+
+    monkeypatch.setattr(sw, "sweep", fake_sweep)
+    argv = ["sweep", "c.toml", "--grid", GRID[0], "--grid", GRID[1], "--also", "--grid", REFERENCES[0],
+            "--set", "noise-seed=0", "--out", "o", "--name", "n"]
+    assert cli.main(argv) == 0
+    assert seen["blocks"] == [GRID[:2], REFERENCES[:1]]
+    assert seen["sets"] == ["noise-seed=0"] and seen["out"] == "o" and seen["name"] == "n"
