@@ -16,7 +16,14 @@ import torch
 from scipy import stats
 
 import mechanisms
-from mechanisms.purkayastha import purarc_log_density, sample_purarc, tangent_directions
+from mechanisms.purkayastha import (
+    GUIDE_BUCKETS,
+    _cell_index,
+    purarc_guide,
+    purarc_log_density,
+    sample_purarc,
+    tangent_directions,
+)
 
 N_SAMPLES = 20_000
 P_MIN = 1e-4  # family-wise threshold of spec §11
@@ -103,6 +110,53 @@ def test_ks_rejects_wrong_samplers(wrong: str, m: int, eps: float) -> None:
         theta = np.random.default_rng(1).gamma(m - 1, 1 / eps, N_SAMPLES)
         theta = theta[theta < np.pi]
     assert stats.kstest(oracle_cdf(theta, m, eps), "uniform").pvalue < 1e-6
+
+
+@pytest.mark.parametrize(("m", "eps"), [(3, 0.01), (16, 10.0), (16, 1000.0), (768, 10.0), (1024, 1000.0)])
+def test_indexed_search_equals_searchsorted(m: int, eps: float) -> None:
+    """The CPU guide-table search returns exactly ``searchsorted(cdf, u, right=True)``,
+    on random u and on the hard points: bucket edges, table entries and their neighbours."""
+    cdf, first, narrow = purarc_guide(m, eps)
+    g = torch.Generator().manual_seed(9)
+    edges = torch.arange(GUIDE_BUCKETS, dtype=torch.float64) / GUIDE_BUCKETS
+    inner = cdf[(cdf > 0) & (cdf < 1)]
+    u = torch.cat([
+        torch.rand(200_000, generator=g, dtype=torch.float64),
+        edges, torch.nextafter(edges[1:], torch.zeros(1, dtype=torch.float64)),
+        inner, torch.nextafter(inner, torch.zeros(1, dtype=torch.float64)),
+        torch.nextafter(inner, torch.ones(1, dtype=torch.float64)),
+        torch.tensor([0.0, 1.0 - 2.0**-53], dtype=torch.float64),
+    ])
+    u = u[u < 1]
+    expected = torch.searchsorted(cdf, u, right=True)
+    assert torch.equal(_cell_index(u, cdf, first, narrow).long(), expected)
+
+
+def test_float32_release_law() -> None:
+    """float32 inputs (Gaussians drawn in float32, arithmetic in float64): theta and
+    the tangent direction keep their laws at (16, 10); the direction test has power."""
+    m, eps = 16, 10.0
+    g = torch.Generator().manual_seed(8)
+    x = (3 * torch.randn(1, m, generator=g)).expand(N_SAMPLES, m).contiguous()
+    y = mechanisms.create("purkayastha", epsilon=eps).sanitize(x, generator=g)
+    assert y.dtype == torch.float32
+    mu = torch.nn.functional.normalize(x[:1].double(), dim=1)
+    cos = (y.double() @ mu.T).squeeze(1)
+    tangent = y.double() - cos[:, None] * mu
+    sin = tangent.norm(dim=1)
+    theta = torch.atan2(sin, cos).numpy()
+    assert stats.kstest(oracle_cdf(theta, m, eps), "uniform").pvalue > P_MIN
+    # xi uniform on the unit sphere of mu^perp: (1 + xi . e) / 2 ~ Beta((m-2)/2, (m-2)/2) for a unit e _|_ mu.
+    e = torch.randn(m, generator=g, dtype=torch.float64)
+    e = e - (e @ mu[0]) * mu[0]
+    e = e / e.norm()
+    law = stats.beta((m - 2) / 2, (m - 2) / 2).cdf
+    assert stats.kstest(((1 + tangent @ e / sin) / 2).numpy(), law).pvalue > P_MIN
+    # Power: a direction whose Gaussian has 1.2x the spread along e is refuted.
+    r = torch.randn(N_SAMPLES, m, generator=g, dtype=torch.float64)
+    r = r + 0.2 * (r @ e)[:, None] * e
+    r = r - (r @ mu[0])[:, None] * mu
+    assert stats.kstest(((1 + r @ e / r.norm(dim=1)) / 2).numpy(), law).pvalue < 1e-6
 
 
 # (m, eps, E[theta], sd[theta], E[cos theta]) from spec §1.5 (exact quadrature).

@@ -1,0 +1,168 @@
+"""Throughput of every sentence-level mechanism against torch.randn (JSON).
+
+Usage: python benchmarks/bench_mechanisms.py [--sizes 16,384,768] [--n 100000]
+       [--epsilon 10] [--repeats 5] [--threads T] [--out FILE]
+
+For each registered mechanism whose class level is "sentence" ("none" is
+skipped: its level is set per instance, and ``torch.randn`` is the reference
+anyway), each m in --sizes and each device (CPU, and CUDA when available), it
+times ``sanitize`` on an [n, m] float32 batch: one warm-up call, then the
+median of --repeats calls. Each figure is given as samples (rows) per second
+and as a ratio to ``torch.randn(n, m)`` timed the same way, in the same run,
+on the same device ("x_randn": 3.0 means three times as slow as randn). On
+CUDA the generator lives on the device and timings are bracketed by
+``torch.cuda.synchronize()``.
+
+It also times the Purkayastha tables a new (m, epsilon) pair has to build:
+``purarc_table`` (the inverse-CDF table) and ``purarc_guide`` (the index of
+the CPU search), with their lru caches cleared before each build.
+
+The mechanisms are constructed with ``mechanisms.create(name, epsilon=...)``
+only; one that needs other parameters, or fails, is reported with its error.
+The output width is recorded, since a mechanism may change the dimension.
+
+Timings are wall-clock, so other work on the machine skews them; the load
+average is recorded. On an oversubscribed machine, multi-threaded torch ops
+stall at every OpenMP barrier; --threads 1 gives steadier figures there.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Callable
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmark this checkout
+
+import torch  # noqa: E402
+
+import mechanisms  # noqa: E402
+from mechanisms import purkayastha  # noqa: E402
+
+
+def time_call(fn: Callable[[], object], repeats: int, device: torch.device) -> float:
+    """Median wall seconds of ``fn`` over ``repeats`` calls, after one warm-up call."""
+
+    def sync() -> None:
+        if device.type == "cuda":
+            torch.cuda.synchronize(device)
+
+    fn()
+    sync()
+    seconds = []
+    for _ in range(repeats):
+        sync()
+        start = time.perf_counter()
+        fn()
+        sync()
+        seconds.append(time.perf_counter() - start)
+    return statistics.median(seconds)
+
+
+def sentence_mechanisms() -> list[str]:
+    return [name for name in mechanisms.names() if mechanisms.mechanism_class(name).level == "sentence"]
+
+
+def device_name(device: torch.device) -> str:
+    if device.type == "cuda":
+        return torch.cuda.get_device_name(device)
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def bench_device(device: torch.device, names: list[str], sizes: list[int], n: int, epsilon: float,
+                 repeats: int) -> dict:
+    gen = torch.Generator(device=device).manual_seed(0)
+    out: dict = {"device": device_name(device), "sizes": {}}
+    for m in sizes:
+        x = torch.randn(n, m, generator=gen, device=device)
+        randn_s = time_call(lambda: torch.randn(n, m, generator=gen, device=device), repeats, device)
+        row: dict = {"randn": {"seconds": round(randn_s, 5), "samples_per_second": round(n / randn_s)}}
+        for name in names:
+            try:
+                mech = mechanisms.create(name, epsilon=epsilon)
+                width = mech.sanitize(x[:2], generator=gen).shape[1]
+                seconds = time_call(lambda: mech.sanitize(x, generator=gen), repeats, device)
+            except Exception as err:  # report and go on: one broken mechanism must not hide the rest
+                row[name] = {"error": f"{type(err).__name__}: {err}"}
+                continue
+            row[name] = {
+                "seconds": round(seconds, 5),
+                "samples_per_second": round(n / seconds),
+                "x_randn": round(seconds / randn_s, 2),
+                "out_dim": width,
+            }
+        out["sizes"][str(m)] = row
+    return out
+
+
+def bench_purkayastha_tables(sizes: list[int], epsilon: float, repeats: int) -> dict:
+    """Milliseconds to build the tables of a new (m, epsilon), caches cleared (median of repeats)."""
+    out = {}
+    for m in sizes:
+        table_ms, guide_ms = [], []
+        for _ in range(max(repeats, 1)):
+            purkayastha.purarc_table.cache_clear()
+            purkayastha.purarc_guide.cache_clear()
+            start = time.perf_counter()
+            purkayastha.purarc_table(m, epsilon)
+            middle = time.perf_counter()
+            purkayastha.purarc_guide(m, epsilon)
+            end = time.perf_counter()
+            table_ms.append((middle - start) * 1e3)
+            guide_ms.append((end - middle) * 1e3)
+        table, guide = statistics.median(table_ms), statistics.median(guide_ms)
+        out[str(m)] = {"purarc_table_ms": round(table, 2), "purarc_guide_ms": round(guide, 2),
+                       "total_ms": round(table + guide, 2)}
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", default="16,384,768", help="comma-separated input dimensions m")
+    parser.add_argument("--n", type=int, default=100_000, help="rows per call")
+    parser.add_argument("--epsilon", type=float, default=10.0)
+    parser.add_argument("--repeats", type=int, default=5, help="timed calls per figure (median)")
+    parser.add_argument("--threads", type=int, default=0, help="torch CPU threads (0: torch's default)")
+    parser.add_argument("--out", default="", help="also write the JSON to this file")
+    args = parser.parse_args()
+    if args.threads > 0:
+        torch.set_num_threads(args.threads)
+    sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
+
+    names = sentence_mechanisms()
+    devices = [torch.device("cpu")] + ([torch.device("cuda")] if torch.cuda.is_available() else [])
+    result = {
+        "torch": torch.__version__,
+        "threads": torch.get_num_threads(),
+        "cpu_count": os.cpu_count(),
+        "load_average_at_start": [round(v, 2) for v in os.getloadavg()],  # other work on the machine skews timings
+        "n": args.n,
+        "epsilon": args.epsilon,
+        "repeats": args.repeats,
+        "input": "float32 torch.randn rows",
+        "mechanisms": names,
+        "skipped": [name for name in mechanisms.names() if name == "none"],
+        "devices": {d.type: bench_device(d, names, sizes, args.n, args.epsilon, args.repeats) for d in devices},
+        "purkayastha_table_build": bench_purkayastha_tables(sizes, args.epsilon, args.repeats),
+    }
+    result["load_average_at_end"] = [round(v, 2) for v in os.getloadavg()]
+    text = json.dumps(result, indent=1)
+    print(text)
+    if args.out:
+        Path(args.out).write_text(text + "\n")
+
+
+if __name__ == "__main__":
+    main()
