@@ -8,12 +8,13 @@ The contract later issues and outside checks rely on::
     m.level                                  # "word" | "sentence" | "document" | "label"
     m.guarantee.as_ldp()                     # (epsilon0, delta0)
     y = m.sanitize(x, generator=g)           # sentence: x [n, m] -> [n, m]
+    w = mechanisms.create("cmp", epsilon=10.0).sanitize_text(["some text"], generator=g)  # word
     r = mechanisms.create("rr", epsilon=2.0).sanitize(labels, num_classes=2)
 """
 
 from __future__ import annotations
 
-from .base import LabelMechanism, Mechanism, SentenceMechanism, check_epsilon
+from .base import LabelMechanism, Mechanism, SentenceMechanism, WordMechanism, check_epsilon
 from .clipped_additive import ClippedGaussian, ClippedLaplace
 from .guarantee import Guarantee, no_privacy
 from .identity import NoPrivacy
@@ -23,12 +24,15 @@ from .purkayastha import Purkayastha
 from .randomized_response import RandomizedResponse
 from .rr_prior import LabelPrior, RRWithPrior
 from .registry import create, mechanism_class, names, register
+from .words import CMP, Mahalanobis, TrLaplace, WordGaussian, WordLaplace, WordSpace
 
 __all__ = [
+    "CMP",
     "ClippedGaussian",
     "ClippedLaplace",
     "Guarantee",
     "LabelMechanism",
+    "Mahalanobis",
     "Mechanism",
     "NoPrivacy",
     "PlanarLaplace",
@@ -38,6 +42,11 @@ __all__ = [
     "RRWithPrior",
     "RandomizedResponse",
     "SentenceMechanism",
+    "TrLaplace",
+    "WordGaussian",
+    "WordLaplace",
+    "WordMechanism",
+    "WordSpace",
     "check_epsilon",
     "create",
     "mechanism_class",
@@ -46,6 +55,7 @@ __all__ = [
     "register",
 ]
 
+register(CMP)
 register(ClippedGaussian)
 register(ClippedLaplace)
 register(NoPrivacy)
@@ -54,3 +64,7 @@ register(PrivEmb)
 register(Purkayastha)
 register(RandomizedResponse)
 register(RRWithPrior)
+register(Mahalanobis)
+register(TrLaplace)
+register(WordGaussian)
+register(WordLaplace)

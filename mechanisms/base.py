@@ -151,3 +151,66 @@ class LabelMechanism(Mechanism):
         self, y: torch.Tensor, num_classes: int, generator: torch.Generator | None = None
     ) -> torch.Tensor:
         """Return one independent release per entry of ``y`` (LongTensor [n])."""
+
+
+class WordMechanism(Mechanism):
+    """Sanitizes the words of texts: one word token = one privacy unit.
+
+    A word mechanism perturbs the vector of each word in a public word space
+    (``self.space``, a :class:`mechanisms.words.WordSpace`) and maps the noisy
+    vector back to a vocabulary word. ``guarantee`` is per word;
+    :meth:`document_guarantee` composes it over the words of a document
+    (spec §0.1, §0.3). Only the words are protected: the separators between
+    them (whitespace, punctuation), hence the number and positions of the
+    words, are released as they are, and neighbouring documents are documents
+    of the same length.
+    """
+
+    level: ClassVar[str] = "word"
+
+    @property
+    @abstractmethod
+    def space(self):  # -> mechanisms.words.WordSpace
+        """The public word space the mechanism perturbs in and projects back to."""
+
+    @abstractmethod
+    def sanitize_ids(self, ids: torch.Tensor, generator: torch.Generator | None = None) -> torch.Tensor:
+        """One independent release per entry of ``ids`` (LongTensor [m] of space ids,
+        ``space.unk`` included): the ids of the output words, never ``unk``."""
+
+    def sanitize_text(self, texts: list[str], generator: torch.Generator | None = None) -> list[str]:
+        """Rewrite each text word by word (one output word per input word, separators kept).
+
+        Out-of-vocabulary words go through ``<unk>`` and are perturbed like any
+        other word. All words of all texts are sanitized in one vectorized call.
+        """
+        from .words.tokenize import detokenize, tokenize
+
+        if isinstance(texts, str) or not all(isinstance(t, str) for t in texts):
+            raise TypeError("texts must be a list of str (wrap a single text in a list)")
+        split = [tokenize(t) for t in texts]
+        space = self.space
+        ids = space.lookup([tok for tokens, _ in split for tok in tokens])
+        words = space.decode(self.sanitize_ids(ids, generator).cpu())
+        out, pos = [], 0
+        for tokens, separators in split:
+            out.append(detokenize(words[pos : pos + len(tokens)], separators))
+            pos += len(tokens)
+        return out
+
+    def document_guarantee(self, num_words: int) -> Guarantee:
+        """Guarantee for a whole document of ``num_words`` words (basic composition, spec §0.3).
+
+        metric eps*d per word -> eps * sum_i d(w_i, w'_i) over equal-length documents
+        (metric ``<metric>_sum``, diameter num_words * D); pure eps -> num_words * eps;
+        (eps, delta) -> (num_words * eps, min(1, num_words * delta)).
+        """
+        if isinstance(num_words, bool) or not isinstance(num_words, int) or num_words < 0:
+            raise ValueError(f"num_words must be an integer >= 0, got {num_words!r}")
+        g = self.guarantee
+        if g.notion == "metric":
+            diameter = None if g.diameter is None else num_words * g.diameter
+            return Guarantee(notion="metric", epsilon=g.epsilon, delta=min(1.0, num_words * g.delta),
+                             metric=f"{g.metric}_sum", diameter=diameter, granularity="document")
+        return Guarantee(notion=g.notion, epsilon=num_words * g.epsilon, delta=min(1.0, num_words * g.delta),
+                         granularity="document")
