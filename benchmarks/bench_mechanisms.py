@@ -8,10 +8,11 @@ skipped: its level is set per instance, and ``torch.randn`` is the reference
 anyway), each m in --sizes and each device (CPU, and CUDA when available), it
 times ``sanitize`` on an [n, m] float32 batch: one warm-up call, then the
 median of --repeats calls. Each figure is given as samples (rows) per second
-and as a ratio to ``torch.randn(n, m)`` timed the same way, in the same run,
-on the same device ("x_randn": 3.0 means three times as slow as randn). On
-CUDA the generator lives on the device and timings are bracketed by
-``torch.cuda.synchronize()``.
+and as a ratio to ``torch.randn(n, m)`` on the same device, timed alternately
+with that mechanism's calls so that both see the same machine ("x_randn": 3.0
+means three times as slow as randn; the "randn" entry is the median of all
+those reference calls). On CUDA the generator lives on the device and timings
+are bracketed by ``torch.cuda.synchronize()``.
 
 It also times the Purkayastha tables a new (m, epsilon) pair has to build:
 ``purarc_table`` (the inverse-CDF table) and ``purarc_guide`` (the index of
@@ -46,23 +47,27 @@ import mechanisms  # noqa: E402
 from mechanisms import purkayastha  # noqa: E402
 
 
-def time_call(fn: Callable[[], object], repeats: int, device: torch.device) -> float:
-    """Median wall seconds of ``fn`` over ``repeats`` calls, after one warm-up call."""
+def time_pair(fn: Callable[[], object], reference: Callable[[], object], repeats: int,
+              device: torch.device) -> tuple[float, list[float]]:
+    """Median wall seconds of ``fn``, and the wall seconds of ``reference`` timed
+    alternately with it (so that both see the same machine), after one warm-up call each."""
 
-    def sync() -> None:
+    def timed(call: Callable[[], object]) -> float:
         if device.type == "cuda":
             torch.cuda.synchronize(device)
-
-    fn()
-    sync()
-    seconds = []
-    for _ in range(repeats):
-        sync()
         start = time.perf_counter()
-        fn()
-        sync()
-        seconds.append(time.perf_counter() - start)
-    return statistics.median(seconds)
+        call()
+        if device.type == "cuda":
+            torch.cuda.synchronize(device)
+        return time.perf_counter() - start
+
+    timed(fn)
+    timed(reference)
+    seconds, reference_seconds = [], []
+    for _ in range(repeats):
+        reference_seconds.append(timed(reference))
+        seconds.append(timed(fn))
+    return statistics.median(seconds), reference_seconds
 
 
 def sentence_mechanisms() -> list[str]:
@@ -87,23 +92,32 @@ def bench_device(device: torch.device, names: list[str], sizes: list[int], n: in
     out: dict = {"device": device_name(device), "sizes": {}}
     for m in sizes:
         x = torch.randn(n, m, generator=gen, device=device)
-        randn_s = time_call(lambda: torch.randn(n, m, generator=gen, device=device), repeats, device)
-        row: dict = {"randn": {"seconds": round(randn_s, 5), "samples_per_second": round(n / randn_s)}}
+
+        def randn() -> torch.Tensor:
+            return torch.randn(n, m, generator=gen, device=device)
+
+        row: dict = {}
+        all_randn: list[float] = []
         for name in names:
             try:
                 mech = mechanisms.create(name, epsilon=epsilon)
                 width = mech.sanitize(x[:2], generator=gen).shape[1]
-                seconds = time_call(lambda: mech.sanitize(x, generator=gen), repeats, device)
+                seconds, randn_times = time_pair(lambda: mech.sanitize(x, generator=gen), randn, repeats, device)
             except Exception as err:  # report and go on: one broken mechanism must not hide the rest
                 row[name] = {"error": f"{type(err).__name__}: {err}"}
                 continue
+            all_randn += randn_times
             row[name] = {
                 "seconds": round(seconds, 5),
                 "samples_per_second": round(n / seconds),
-                "x_randn": round(seconds / randn_s, 2),
+                "x_randn": round(seconds / statistics.median(randn_times), 2),
                 "out_dim": width,
             }
-        out["sizes"][str(m)] = row
+        if not all_randn:
+            _, all_randn = time_pair(randn, randn, repeats, device)
+        randn_s = statistics.median(all_randn)
+        reference = {"seconds": round(randn_s, 5), "samples_per_second": round(n / randn_s)}
+        out["sizes"][str(m)] = {"randn": reference, **row}
     return out
 
 
