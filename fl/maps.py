@@ -110,26 +110,15 @@ def train_public_map(
     are used, so the result is public. Returns the frozen M1 (float64, detached)
     and the last epoch's loss; ``model`` is trained in place.
     """
+    from .pipeline import train_epochs  # here: fl.pipeline imports this module
+
     w = nn.Parameter(weight.detach().to(emb.device, torch.float32).clone())
     optimizer = torch.optim.Adam([w, *model.parameters()], lr=lr)
-    loss_fn = nn.CrossEntropyLoss()
-    n, last = emb.shape[0], float("nan")
-    model.train()
-    for _ in range(epochs):
-        order = torch.randperm(n, generator=generator).to(emb.device)
-        total = 0.0
-        for start in range(0, n, batch_size):
-            idx = order[start : start + batch_size]
-            optimizer.zero_grad(set_to_none=True)
-            released = straight_through(mech, _mapped(emb[idx], w), generator)
-            loss = loss_fn(model(released), labels[idx])
-            loss.backward()
-            optimizer.step()
-            total += float(loss.detach()) * idx.numel()
-        last = total / max(n, 1)
-        if progress is not None:
-            progress()
-    model.eval()
+
+    def forward(batch: torch.Tensor) -> torch.Tensor:
+        return model(straight_through(mech, _mapped(batch, w), generator))
+
+    last = train_epochs(model, optimizer, emb, labels, epochs, batch_size, generator, progress, forward=forward)
     return w.detach().to("cpu", torch.float64), last
 
 

@@ -11,7 +11,7 @@ released (sanitized) data, which is post-processing.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
@@ -55,12 +55,16 @@ def train_epochs(
     batch_size: int,
     generator: torch.Generator,
     progress: Any = None,
+    forward: Callable[[torch.Tensor], torch.Tensor] | None = None,
 ) -> float:
     """Minibatch cross-entropy training; returns the last epoch's mean loss.
 
     ``x``/``y`` already live on the model's device; batches are index slices of a
-    permutation (no DataLoader, no Python work per example).
+    permutation (no DataLoader, no Python work per example). ``forward`` maps a
+    batch of ``x`` to logits (default: ``model``); the optimizer may hold more
+    parameters than the model's (``fl.maps.train_public_map`` trains M1 too).
     """
+    forward = forward or model
     model.train()
     loss_fn = nn.CrossEntropyLoss()
     n = x.shape[0]
@@ -71,7 +75,7 @@ def train_epochs(
         for start in range(0, n, batch_size):
             idx = order[start : start + batch_size]
             optimizer.zero_grad(set_to_none=True)
-            loss = loss_fn(model(x[idx]), y[idx])
+            loss = loss_fn(forward(x[idx]), y[idx])
             loss.backward()
             optimizer.step()
             total += float(loss.detach()) * idx.numel()
