@@ -20,9 +20,8 @@ from dataclasses import dataclass
 
 import torch
 
-from .base import LabelMechanism, check_epsilon, check_labels, sample_device
-from .guarantee import Guarantee
-from .randomized_response import keep_probability
+from .base import check_labels, sample_device
+from .randomized_response import RandomizedResponse, keep_probability
 
 ALLOWED_SOURCES = ("public", "sanitized")
 
@@ -53,21 +52,15 @@ def top_k_sets(probs: torch.Tensor, epsilon: float) -> tuple[torch.Tensor, torch
     return order, score.argmax(dim=1) + 1
 
 
-class RRWithPrior(LabelMechanism):
+class RRWithPrior(RandomizedResponse):
     """RR-with-prior: pure epsilon-LDP per label for a label-independent prior.
 
     ``sanitize(y, num_classes, generator, prior=LabelPrior(...))``; without a
-    prior it falls back to a uniform prior, which is exactly K-ary RR.
+    prior it falls back to a uniform prior, which is exactly K-ary RR (whose
+    constructor and guarantee it shares).
     """
 
     name = "rr_prior"
-
-    def __init__(self, epsilon: float) -> None:
-        self.epsilon = check_epsilon(epsilon)
-
-    @property
-    def guarantee(self) -> Guarantee:
-        return Guarantee(notion="pure", epsilon=self.epsilon, granularity="label")
 
     @torch.no_grad()
     def sanitize(
