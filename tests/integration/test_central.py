@@ -8,23 +8,15 @@ epsilon is the one ``fl.accounting.central`` gives for the same parameters.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from fl.accounting.central import central_epsilon
-from tests.conftest import REPO
+from tests.integration.test_simulation import _run as run_cli
 
-BASE = {
-    "dataset": '"sst2"',
-    "train-size": "60",
-    "test-size": "40",
-    "users-per-node": "6",
-    "num-server-rounds": "2",
-    "fraction-train": "0.5",
+CENTRAL = {  # on top of test_simulation's BASE (same users, nodes and rounds)
     "mode": '"central"',
     "central-noise-multiplier": "1.0",
     "central-clip": "1.0",
@@ -37,14 +29,7 @@ NODES, SAMPLED = 10, 5  # ceil(60 / 6) nodes; ceil(0.5 * 10) sampled per round
 
 
 def _run(tmp_path: Path, data_dir: Path, cache_dir: Path, extra: dict[str, str]) -> subprocess.CompletedProcess:
-    cfg = tmp_path / "run.toml"
-    cfg.write_text("".join(f"{k} = {v}\n" for k, v in {**BASE, **extra}.items()))
-    env = {**os.environ, "SANITAS_DATA_DIR": str(data_dir), "SANITAS_CACHE_DIR": str(cache_dir)}
-    return subprocess.run(
-        [sys.executable, "-m", "simulations.cli", "run", str(cfg), "--out", str(tmp_path / "out"),
-         "--set", 'run-name="r"'],
-        cwd=REPO, env=env, capture_output=True, text=True, timeout=900,
-    )
+    return run_cli(tmp_path, data_dir, cache_dir, {**CENTRAL, **extra})
 
 
 def _check_run(folder: Path, clipping: str) -> list[dict]:
