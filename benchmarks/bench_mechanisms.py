@@ -32,7 +32,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import statistics
 import sys
 import time
@@ -44,6 +43,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmark this c
 import torch  # noqa: E402
 
 import mechanisms  # noqa: E402
+from _common import device_name, mechanisms_at_level  # noqa: E402  (benchmarks/ is sys.path[0])
 from mechanisms import purkayastha  # noqa: E402
 
 
@@ -70,20 +70,6 @@ def time_pair(fn: Callable[[], object], reference: Callable[[], object], repeats
     return statistics.median(seconds), reference_seconds
 
 
-def sentence_mechanisms() -> list[str]:
-    return [name for name in mechanisms.names() if mechanisms.mechanism_class(name).level == "sentence"]
-
-
-def device_name(device: torch.device) -> str:
-    if device.type == "cuda":
-        return torch.cuda.get_device_name(device)
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
 
 
 def bench_device(device: torch.device, names: list[str], sizes: list[int], n: int, epsilon: float,
@@ -155,7 +141,7 @@ def main() -> None:
         torch.set_num_threads(args.threads)
     sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
 
-    names = sentence_mechanisms()
+    names = mechanisms_at_level("sentence")
     devices = [torch.device("cpu")] + ([torch.device("cuda")] if torch.cuda.is_available() else [])
     result = {
         "torch": torch.__version__,

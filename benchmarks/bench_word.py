@@ -29,7 +29,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import statistics
 import sys
 import time
@@ -42,6 +41,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmark this c
 import torch  # noqa: E402
 
 import mechanisms  # noqa: E402
+from _common import device_name, mechanisms_at_level  # noqa: E402  (benchmarks/ is sys.path[0])
 from mechanisms.words import load_glove, tokenize  # noqa: E402
 
 TEXT_WORDS = 20
@@ -67,20 +67,6 @@ def time_call(fn: Callable[[], object], repeats: int, device: torch.device,
     return statistics.median(seconds)
 
 
-def word_mechanisms() -> list[str]:
-    return [name for name in mechanisms.names() if mechanisms.mechanism_class(name).level == "word"]
-
-
-def device_name(device: torch.device) -> str:
-    if device.type == "cuda":
-        return torch.cuda.get_device_name(device)
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
 
 
 def setup_costs(names: list[str], vocab_sizes: list[int], epsilon: float) -> dict:
@@ -149,7 +135,7 @@ def main() -> None:
     vocab_sizes = [int(s) for s in args.vocab_sizes.split(",") if s.strip()]
     warnings.simplefilter("ignore", UserWarning)  # trlaplace's large-delta warning
 
-    names = word_mechanisms()
+    names = mechanisms_at_level("word")
     devices = [torch.device("cpu")] + ([torch.device("cuda")] if torch.cuda.is_available() else [])
     result = {
         "torch": torch.__version__,
