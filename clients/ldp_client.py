@@ -2,7 +2,9 @@
 
 A node holds a cohort of users. On a *query* it reports which users it holds.
 On a *train* message it releases, for the requested users, their sanitized
-document embeddings (M1 -> normalise -> sentence mechanism) and sanitized labels
+document embeddings (M1 -> normalise -> sentence mechanism; or, with a
+``word-mechanism``, the embedding of the word-level rewrite of the text,
+``fl.rewrite``) and sanitized labels
 (label mechanism; RR-with-prior takes its prior from public class frequencies
 or from the server's model applied to the *sanitized* embedding). M1 is derived
 locally from public values (``identity``, ``random``) or sent by the server
@@ -42,9 +44,11 @@ from flwr.clientapp import ClientApp
 from fl import config as config_mod
 from fl import datasets as data
 from fl import maps
+from fl import rewrite as rewrite_mod
 from fl.cohort import Cohort, build_cohort
 from fl.pipeline import ServerModel, confusion_matrix, predict
 from mechanisms.rr_prior import LabelPrior
+from mechanisms.words.tokenize import tokenize
 
 NOISE_KEY = "sanitas.noise"
 
@@ -57,20 +61,53 @@ def node_partition(context: Context) -> tuple[int, int]:
         raise ValueError("node_config must define partition-id and num-partitions (simulation nodes do)") from None
 
 
-def _generator(context: Context, cfg: Mapping[str, Any], purpose: str, partition_id: int) -> torch.Generator:
-    """A fresh generator for the next draw of this node (never seeded from data)."""
+def _noise_secret(context: Context, cfg: Mapping[str, Any]) -> ConfigRecord:
+    """This node's noise state: its secret (from the OS, or ``noise-seed``) and draw counter."""
     state = context.state
     if NOISE_KEY in state:
-        noise = state[NOISE_KEY]
-    else:
-        secret = cfg["noise-seed"] if cfg["noise-seed"] >= 0 else secrets.randbits(62)
-        noise = ConfigRecord({"secret": int(secret), "draws": 0})
+        return state[NOISE_KEY]
+    secret = cfg["noise-seed"] if cfg["noise-seed"] >= 0 else secrets.randbits(62)
+    noise = ConfigRecord({"secret": int(secret), "draws": 0})
+    state[NOISE_KEY] = noise
+    return noise
+
+
+def _derived_seed(secret: int, partition_id: int, purpose: str, draw: int) -> int:
+    material = f"{secret}|{partition_id}|{purpose}|{draw}".encode()
+    return int.from_bytes(hashlib.sha256(material).digest()[:8], "little") >> 1
+
+
+def _generator(context: Context, cfg: Mapping[str, Any], purpose: str, partition_id: int) -> torch.Generator:
+    """A fresh generator for the next draw of this node (never seeded from data)."""
+    noise = _noise_secret(context, cfg)
     draw = int(noise["draws"])
     noise["draws"] = draw + 1
-    state[NOISE_KEY] = noise
-    material = f"{noise['secret']}|{partition_id}|{purpose}|{draw}".encode()
-    seed = int.from_bytes(hashlib.sha256(material).digest()[:8], "little") >> 1
-    return torch.Generator().manual_seed(seed)
+    context.state[NOISE_KEY] = noise
+    return torch.Generator().manual_seed(_derived_seed(int(noise["secret"]), partition_id, purpose, draw))
+
+
+def _rewrite(context: Context, cfg: Mapping[str, Any], purpose: str, c: Cohort, fresh: bool
+             ) -> rewrite_mod.RewrittenSplit:
+    """The word-level rewrite in force for this split: draw 0, or a new draw per call with fresh noise.
+
+    A row is released from one draw at most once (the release cache and the
+    ``fresh-noise-per-round`` rule guarantee it), so every release of a row
+    uses independent noise.
+    """
+    key = f"sanitas.word.{purpose}"
+    done = int(context.state[key]["draws"]) if key in context.state else 0
+    draw = done if fresh else 0
+    context.state[key] = ConfigRecord({"draws": draw + 1 if fresh else 1})
+    secret = int(_noise_secret(context, cfg)["secret"])
+    texts = c.train_text if purpose == "train" else c.test_text
+    seed = _derived_seed(secret, c.partition_id, f"word-{purpose}", draw)
+    return rewrite_mod.rewritten_split(cfg, texts, purpose, (c.partition_id, c.num_partitions), draw, seed)
+
+
+def _num_words(purpose: str, c: Cohort) -> np.ndarray:
+    """Word tokens per document of the split (the same in every draw: one output word per input word)."""
+    texts = c.train_text if purpose == "train" else c.test_text
+    return np.fromiter((len(tokenize(t)[0]) for t in texts), dtype=np.int64, count=len(texts))
 
 
 def node_map(msg: Message, cfg: Mapping[str, Any], c: Cohort) -> torch.Tensor | None:
@@ -126,20 +163,31 @@ class Release:
     fresh: np.ndarray  # per sent row: drawn now (costs privacy) or re-sent from the cache (free)
     refused: int  # fresh draws refused because the user's budget would be exceeded (re-sent if cached)
     grad: torch.Tensor | None = None  # leaky mode only: unsanitized dLoss/dM1
+    num_words: np.ndarray | None = None  # word level: per sent row, the words its guarantee composes
 
 
-def release_cost(cfg: Mapping[str, Any], c: Cohort, with_label: bool) -> float:
-    """Pure-LDP epsilon of one release (embedding, plus the label for training releases)."""
-    cost = config_mod.make_mechanism(cfg, "sentence", input_dim=c.map_dim).guarantee.as_ldp()[0]
+def release_costs(cfg: Mapping[str, Any], c: Cohort, with_label: bool, num_words: np.ndarray) -> np.ndarray:
+    """Pure-LDP epsilon of one release per row (embedding, plus the label for training releases).
+
+    At the word level a row's embedding costs its number of words times the
+    per-word pure epsilon (basic composition); ``num_words`` is ignored otherwise.
+    """
+    if rewrite_mod.enabled(cfg):
+        per_word = rewrite_mod.word_mechanism(cfg).guarantee.as_ldp()[0]
+        # 0 words cost nothing (0 * inf would be nan)
+        cost = np.where(num_words > 0, num_words * per_word, 0.0).astype(np.float64)
+    else:
+        cost = np.full(num_words.shape, config_mod.make_mechanism(cfg, "sentence", input_dim=c.map_dim)
+                       .guarantee.as_ldp()[0])
     if with_label:
-        cost += config_mod.make_mechanism(cfg, "label").guarantee.as_ldp()[0]
+        cost = cost + config_mod.make_mechanism(cfg, "label").guarantee.as_ldp()[0]
     return cost
 
 
 def within_budget(context: Context, cfg: Mapping[str, Any], purpose: str, users: np.ndarray,
-                  cost: float) -> np.ndarray:
-    """Which of these prospective releases (one per entry of ``users``, in order) fit the
-    users' lifetime budget ``max-epsilon``; records the spend of the allowed ones.
+                  costs: np.ndarray) -> np.ndarray:
+    """Which of these prospective releases (one per entry of ``users``, in order, costing
+    ``costs``) fit the users' lifetime budget ``max-epsilon``; records the spend of the allowed ones.
 
     The node keeps each of its users' spend in its own state: the budget is
     enforced by the client, whatever the server asks.
@@ -151,7 +199,7 @@ def within_budget(context: Context, cfg: Mapping[str, Any], purpose: str, users:
     spent = dict(zip(*(context.state[key][k].numpy().tolist() for k in ("user", "eps")), strict=True)) \
         if key in context.state else {}
     allowed = np.zeros(users.size, dtype=bool)
-    for i, u in enumerate(users.tolist()):  # a few rows per user: this loop is not a hot path
+    for i, (u, cost) in enumerate(zip(users.tolist(), costs.tolist(), strict=True)):  # not a hot path
         if spent.get(u, 0.0) + cost <= budget * (1 + 1e-12):
             spent[u] = spent.get(u, 0.0) + cost
             allowed[i] = True
@@ -194,17 +242,22 @@ def release(
         lab_cache = np.full(n, -1, dtype=np.int64)
         done = np.zeros(n, dtype=bool)
     want = rows if cfg["fresh-noise-per-round"] else rows[~done[rows]]
-    ok = within_budget(context, cfg, purpose, row_user[want], release_cost(cfg, c, y is not None))
+    word_level = rewrite_mod.enabled(cfg)
+    num_words = _num_words(purpose, c) if word_level else np.zeros(n, dtype=np.int64)
+    ok = within_budget(context, cfg, purpose, row_user[want], release_costs(cfg, c, y is not None, num_words[want]))
     need, denied = want[ok], want[~ok]
     grad = None
     if need.size:
         gen = _generator(context, cfg, purpose, c.partition_id)
         mech = config_mod.make_mechanism(cfg, "sentence", input_dim=c.map_dim)
+        # Word level: the embedding of the rewritten text (sentence-mechanism is then "none").
+        source = _rewrite(context, cfg, purpose, c, cfg["fresh-noise-per-round"]).emb[need] if word_level \
+            else emb[need]
         if cfg["map-in"] == "leaky" and purpose == "train":
             assert matrix is not None and model is not None, "the leaky mode needs M1 and the model"
-            released, grad = maps.leaky_map_gradient(matrix, model, emb[need], y[need], mech, gen)
+            released, grad = maps.leaky_map_gradient(matrix, model, source, y[need], mech, gen)
         else:
-            released = mech.sanitize(maps.apply_input_map(emb[need], matrix), generator=gen)
+            released = mech.sanitize(maps.apply_input_map(source, matrix), generator=gen)
         emb_cache[need] = released.to(torch.float32).numpy()
         if y is not None:
             labeler = config_mod.make_mechanism(cfg, "label")
@@ -224,14 +277,27 @@ def release(
         fresh=np.isin(sent, need),
         refused=int(denied.size),
         grad=grad,
+        num_words=num_words[sent] if word_level else None,
     )
 
 
 def _guarantees(cfg: Mapping[str, Any], c: Cohort) -> ConfigRecord:
-    return ConfigRecord({
+    """Per-release guarantees by channel; at the word level also ``"word"``, per word
+    (a release then composes it over its ``num-words``)."""
+    record = {
         channel: json.dumps(config_mod.make_mechanism(cfg, channel, input_dim=c.map_dim).guarantee.to_dict())
         for channel in ("sentence", "label")
-    })
+    }
+    if rewrite_mod.enabled(cfg):
+        record["word"] = json.dumps(rewrite_mod.word_mechanism(cfg).guarantee.to_dict())
+    return ConfigRecord(record)
+
+
+def _release_arrays(rel: Release, arrays: dict[str, Array]) -> ArrayRecord:
+    """The reply's release record, with the per-row word counts at the word level."""
+    if rel.num_words is not None:
+        arrays["num-words"] = Array(rel.num_words.astype(np.int64))
+    return ArrayRecord(arrays)
 
 
 def _cohort(context: Context, cfg: Mapping[str, Any]) -> Cohort:
@@ -260,7 +326,7 @@ def handle_train(msg: Message, context: Context, cfg: Mapping[str, Any]) -> Mess
     matrix, model = node_map(msg, cfg, c), _server_model(msg, cfg, c)
     rel = release(context, cfg, "train", c, rows, matrix, model)
     content = RecordDict({
-        "release": ArrayRecord({
+        "release": _release_arrays(rel, {
             "user-ids": Array(c.train_doc_user[rel.rows]),
             "doc-ids": Array(c.train_doc_rows[rel.rows]),
             "embeddings": Array(rel.emb),
@@ -299,7 +365,7 @@ def handle_evaluate(msg: Message, context: Context, cfg: Mapping[str, Any]) -> M
         metrics["clean-confusion"] = confusion_matrix(truth, clean, k).reshape(-1).tolist()
     content = RecordDict({
         "metrics": MetricRecord(metrics),
-        "release": ArrayRecord({
+        "release": _release_arrays(rel, {
             "user-ids": Array(np.arange(c.test_users.start, c.test_users.stop, dtype=np.int64)[rel.rows]),
             "fresh": Array(rel.fresh.astype(np.uint8)),
         }),

@@ -41,6 +41,8 @@ class Cohort:
     train_y: torch.Tensor  # true labels (never leave the node unsanitized unless label-mechanism = none)
     test_emb: torch.Tensor
     test_y: torch.Tensor
+    train_text: list[str]  # raw documents (word-level rewriting starts from them); never leave the node
+    test_text: list[str]
     num_classes: int
     encoder_dim: int  # d
     map_dim: int  # m', the mechanism's input dimension
@@ -88,21 +90,21 @@ def _build_cached(key: tuple[tuple[str, Any], ...], partition_id: int, num_parti
     encoder = load_encoder(cfg["encoder"], device)
     d = embedding_dim(encoder)
 
-    def embed(split: Any, rows: np.ndarray) -> tuple[torch.Tensor, torch.Tensor]:
+    def embed(split: Any, rows: np.ndarray) -> tuple[torch.Tensor, torch.Tensor, list[str]]:
         if len(rows) == 0:
-            return torch.zeros(0, d, dtype=torch.float32), torch.zeros(0, dtype=torch.int64)
+            return torch.zeros(0, d, dtype=torch.float32), torch.zeros(0, dtype=torch.int64), []
         sub = split.select(rows)
         emb = embed_documents(
             sub["text"], cfg["doc-embedding"], cfg["encoder"], cache_dir(cfg), device,
             cfg["encode-batch-size"], progress,
         )
         x = torch.as_tensor(np.asarray(emb), dtype=torch.float32)
-        return x, torch.as_tensor(np.asarray(sub["label"], dtype=np.int64))
+        return x, torch.as_tensor(np.asarray(sub["label"], dtype=np.int64)), list(sub["text"])
 
-    train_emb, train_y = embed(ds.train, doc_rows)
-    test_emb, test_y = embed(ds.test, np.arange(test_users.start, test_users.stop))
+    train_emb, train_y, train_text = embed(ds.train, doc_rows)
+    test_emb, test_y, test_text = embed(ds.test, np.arange(test_users.start, test_users.stop))
     return Cohort(
         partition_id, num_partitions, parts.num_users, len(ds.test), train_users, test_users,
-        doc_user, doc_rows, train_emb, train_y, test_emb, test_y, ds.num_classes, d,
+        doc_user, doc_rows, train_emb, train_y, test_emb, test_y, train_text, test_text, ds.num_classes, d,
         map_dim(cfg, d), release_dim(cfg, d),
     )

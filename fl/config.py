@@ -46,6 +46,12 @@ DEFAULTS: dict[str, Any] = {
     "map-seed": 0,  # public seed of the random projection (and of M1's initialisation)
     "public-epochs": 10,  # map-in = "public": epochs of server-side training on the public split
     "allow-unaccounted-leakage": False,  # must be true for map-in = "leaky"
+    "word-mechanism": "none",  # word-level rewrite before encoding ("cmp", "trlaplace", ...; needs
+    # sentence-mechanism = "none": the embedding of the rewritten text is released without further noise)
+    "word-epsilon": 10.0,  # per word
+    "word-options": "",  # e.g. 'space = "glove", vocab_size = 100000, clip = 5.0'
+    "word-quality-docs": 500,  # test documents rewritten by the driver for N_w / ROUGE-1 / BLEU (0 = skip)
+    "word-support-words": 10,  # frequent words whose S_w is measured over 1000 draws each (0 = skip)
     "sentence-mechanism": "purkayastha",
     "sentence-epsilon": 10.0,
     "sentence-options": "",  # extra mechanism parameters, TOML inline-table body: 'out_dim = 64, variant = "paper"'
@@ -178,8 +184,22 @@ def validate(cfg: Mapping[str, Any]) -> None:
             check_central_config(cfg)
         except ValueError as err:
             raise ConfigError(str(err)) from None
+    for key in ("word-quality-docs", "word-support-words"):
+        if cfg[key] < 0:
+            raise ConfigError(f"{key} must be >= 0, got {cfg[key]}")
+    if cfg["word-mechanism"] != "none":
+        if cfg["sentence-mechanism"] != "none":
+            raise ConfigError(
+                f"word-mechanism = {cfg['word-mechanism']!r} releases the embedding of the rewritten text "
+                f"without further noise: set sentence-mechanism = \"none\" (got {cfg['sentence-mechanism']!r}; "
+                "stacking a word- and a sentence-level mechanism is not supported)"
+            )
+        if cfg["mode"] == "central":
+            raise ConfigError("word-mechanism is a local-DP rewrite: it cannot be combined with mode = 'central'")
     if cfg["max-epsilon"] > 0:
         for channel in ("sentence", "label"):
+            if channel == "sentence" and cfg["word-mechanism"] != "none":
+                continue  # the embedding is covered by the word-level guarantee
             if cfg[f"{channel}-mechanism"] == "none":
                 raise ConfigError(
                     f"max-epsilon needs every released channel protected, but {channel}-mechanism is 'none' "
@@ -188,7 +208,7 @@ def validate(cfg: Mapping[str, Any]) -> None:
     if cfg["learning-rate"] <= 0:
         raise ConfigError(f"learning-rate must be > 0, got {cfg['learning-rate']}")
     # Mechanisms: known names, right level, valid epsilon (their constructors check).
-    for channel, level in (("sentence", "sentence"), ("label", "label")):
+    for channel, level in (("sentence", "sentence"), ("label", "label"), ("word", "word")):
         name = cfg[f"{channel}-mechanism"]
         try:
             mech = make_mechanism(cfg, channel, input_dim=None if cfg["map-in"] == "identity" else cfg["map-dim"])
@@ -212,7 +232,7 @@ def mechanism_options(text: str, key: str = "options") -> dict[str, Any]:
 
 
 def make_mechanism(cfg: Mapping[str, Any], channel: str, input_dim: int | None = None) -> Any:
-    """Build the ``"sentence"`` or ``"label"`` mechanism the config names.
+    """Build the ``"sentence"``, ``"label"`` or ``"word"`` mechanism the config names.
 
     ``<channel>-options`` are passed to the constructor; ``input_dim`` (the
     mechanism's input dimension, when known) goes to mechanisms that take it.

@@ -162,11 +162,14 @@ def encode(
     device: str = "cpu",
     batch_size: int = 64,
     progress: bool = True,
+    store: bool = True,
 ) -> np.ndarray:
     """Embeddings ``[len(texts), d]`` (float32) of ``texts``, from the cache where possible.
 
     Only unique texts that miss the cache are encoded (in batches on ``device``,
     with a progress bar); the result is identical to encoding every text.
+    ``store=False`` reads the cache but adds nothing to it (one-off texts such
+    as word-level rewrites, which have their own cache).
     """
     cache = EmbeddingCache.shared(cache_root, model_id(encoder))
     unique, inverse = np.unique(np.asarray(texts, dtype=object), return_inverse=True)
@@ -180,7 +183,8 @@ def encode(
             [unique_list[i] for i in missing], batch_size=batch_size, convert_to_numpy=True,
             show_progress_bar=progress and len(missing) > batch_size,
         ).astype(np.float32)
-        cache.store(digests[missing], vectors)
+        if store:
+            cache.store(digests[missing], vectors)
         for j, i in enumerate(missing):
             found[i] = vectors[j]
     if not unique_list:
@@ -199,8 +203,9 @@ def embed_documents(
     device: str = "cpu",
     batch_size: int = 64,
     progress: bool = True,
+    store: bool = True,
 ) -> np.ndarray:
-    """Document embeddings ``[len(docs), d]``.
+    """Document embeddings ``[len(docs), d]`` (``store`` as in :func:`encode`).
 
     ``"whole"`` encodes each document as one input sequence (the encoder
     truncates long ones); ``"sentence-mean"`` averages the embeddings of the
@@ -211,12 +216,12 @@ def embed_documents(
     if empty:
         raise ValueError(f"{len(empty)} empty document(s) reached the encoder (first at position {empty[0]})")
     if mode == "whole":
-        return encode(docs, encoder, cache_root, device, batch_size, progress)
+        return encode(docs, encoder, cache_root, device, batch_size, progress, store)
     if mode != "sentence-mean":
         raise ValueError(f"unknown doc-embedding mode {mode!r}")
     pieces = [split_sentences(d) for d in docs]
     flat = [s for p in pieces for s in p]
-    emb = encode(flat, encoder, cache_root, device, batch_size, progress)
+    emb = encode(flat, encoder, cache_root, device, batch_size, progress, store)
     owner = np.repeat(np.arange(len(docs)), [len(p) for p in pieces])
     sums = np.zeros((len(docs), emb.shape[1]), dtype=np.float64)
     np.add.at(sums, owner, emb)

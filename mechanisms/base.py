@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import math
 from abc import ABC, abstractmethod
+from dataclasses import dataclass
 from typing import ClassVar
 
 import torch
 
-from .guarantee import Guarantee
+from .guarantee import Guarantee, compose_units
 
 LEVELS: tuple[str, ...] = ("word", "sentence", "document", "label")
 
@@ -153,6 +154,22 @@ class LabelMechanism(Mechanism):
         """Return one independent release per entry of ``y`` (LongTensor [n])."""
 
 
+@dataclass(frozen=True)
+class WordRewrite:
+    """A word-level rewrite of some texts: the released texts and, for diagnostics, the ids.
+
+    ``input_ids`` / ``output_ids`` are the space ids of every word token of every
+    text, in order (``unk`` marks out-of-vocabulary inputs); ``num_words[i]`` is
+    the number of word tokens of text i, the privacy units its guarantee composes.
+    """
+
+    texts: list[str]
+    input_ids: torch.Tensor
+    output_ids: torch.Tensor
+    num_words: torch.Tensor
+    unk: int
+
+
 class WordMechanism(Mechanism):
     """Sanitizes the words of texts: one word token = one privacy unit.
 
@@ -178,8 +195,8 @@ class WordMechanism(Mechanism):
         """One independent release per entry of ``ids`` (LongTensor [m] of space ids,
         ``space.unk`` included): the ids of the output words, never ``unk``."""
 
-    def sanitize_text(self, texts: list[str], generator: torch.Generator | None = None) -> list[str]:
-        """Rewrite each text word by word (one output word per input word, separators kept).
+    def rewrite(self, texts: list[str], generator: torch.Generator | None = None) -> WordRewrite:
+        """Rewrite each text word by word, keeping the ids (for N_w and the per-document word count).
 
         Out-of-vocabulary words go through ``<unk>`` and are perturbed like any
         other word. All words of all texts are sanitized in one vectorized call.
@@ -191,12 +208,22 @@ class WordMechanism(Mechanism):
         split = [tokenize(t) for t in texts]
         space = self.space
         ids = space.lookup([tok for tokens, _ in split for tok in tokens])
-        words = space.decode(self.sanitize_ids(ids, generator).cpu())
+        out_ids = self.sanitize_ids(ids, generator).cpu()
+        words = space.decode(out_ids)
         out, pos = [], 0
         for tokens, separators in split:
             out.append(detokenize(words[pos : pos + len(tokens)], separators))
             pos += len(tokens)
-        return out
+        num_words = torch.tensor([len(tokens) for tokens, _ in split], dtype=torch.int64)
+        return WordRewrite(texts=out, input_ids=ids, output_ids=out_ids, num_words=num_words, unk=space.unk)
+
+    def sanitize_text(self, texts: list[str], generator: torch.Generator | None = None) -> list[str]:
+        """Rewrite each text word by word (one output word per input word, separators kept).
+
+        Out-of-vocabulary words go through ``<unk>`` and are perturbed like any
+        other word. All words of all texts are sanitized in one vectorized call.
+        """
+        return self.rewrite(texts, generator).texts
 
     def document_guarantee(self, num_words: int) -> Guarantee:
         """Guarantee for a whole document of ``num_words`` words (basic composition, spec §0.3).
@@ -207,10 +234,4 @@ class WordMechanism(Mechanism):
         """
         if isinstance(num_words, bool) or not isinstance(num_words, int) or num_words < 0:
             raise ValueError(f"num_words must be an integer >= 0, got {num_words!r}")
-        g = self.guarantee
-        if g.notion == "metric":
-            diameter = None if g.diameter is None else num_words * g.diameter
-            return Guarantee(notion="metric", epsilon=g.epsilon, delta=min(1.0, num_words * g.delta),
-                             metric=f"{g.metric}_sum", diameter=diameter, granularity="document")
-        return Guarantee(notion=g.notion, epsilon=num_words * g.epsilon, delta=min(1.0, num_words * g.delta),
-                         granularity="document")
+        return compose_units(self.guarantee, num_words, "document")

@@ -73,6 +73,11 @@ class Guarantee:
         """True when the release is covered by a finite epsilon."""
         return math.isfinite(self.epsilon)
 
+    @property
+    def is_vacuous(self) -> bool:
+        """True when delta is 1 (to 1e-9): the (eps, delta) inequality then holds for any mechanism."""
+        return self.delta >= 1.0 - 1e-9
+
     def as_ldp(self) -> tuple[float, float]:
         """Return the (epsilon0, delta0) local-DP guarantee implied per release.
 
@@ -102,6 +107,8 @@ class Guarantee:
             text = f"{self.epsilon:g}-LDP (pure) per {self.granularity}"
         if self.notion == "metric" and self.delta > 0:
             text += f", delta={delta0:g}"
+        if self.is_vacuous:
+            text += " -- VACUOUS (delta ~ 1: no guarantee)"
         return text
 
     def to_dict(self) -> dict[str, Any]:
@@ -124,6 +131,28 @@ class Guarantee:
             diameter=None if data.get("diameter") is None else float(data["diameter"]),
             granularity=data.get("granularity", "sentence"),
         )
+
+
+def compose_units(g: Guarantee, count: int, granularity: str) -> Guarantee:
+    """Basic composition of ``count`` releases of ``g``, one per unit, as one guarantee (spec §0.3).
+
+    Used for a document of ``count`` words sanitized word by word, neighbouring
+    documents having the same number of words:
+
+    * metric eps*d per unit -> eps * sum_i d(u_i, u'_i) (metric ``<metric>_sum``,
+      diameter ``count * D``);
+    * pure eps -> ``count * eps``;
+    * (eps, delta) -> (``count * eps``, ``min(1, count * delta)``): at 1 the
+      approximate guarantee is vacuous and says so (``is_vacuous``).
+    """
+    if isinstance(count, bool) or not isinstance(count, int) or count < 0:
+        raise ValueError(f"count must be an integer >= 0, got {count!r}")
+    delta = min(1.0, count * g.delta)
+    if g.notion == "metric":
+        diameter = None if g.diameter is None else count * g.diameter
+        return Guarantee(notion="metric", epsilon=g.epsilon, delta=delta, metric=f"{g.metric}_sum",
+                         diameter=diameter, granularity=granularity)
+    return Guarantee(notion=g.notion, epsilon=count * g.epsilon, delta=delta, granularity=granularity)
 
 
 def no_privacy(granularity: str) -> Guarantee:

@@ -19,6 +19,7 @@ from typing import Any
 
 from fl import config as config_mod
 from fl import datasets as data
+from fl import rewrite
 from fl.cohort import population_sizes
 from fl.partition import num_nodes
 from fl.results import run_folder
@@ -70,6 +71,10 @@ def run(cfg: dict[str, Any]) -> int:
     print(f"sanitas: {train_users} training users, {test_users} test users on {nodes} simulated nodes", flush=True)
     if cfg["map-in"] == "leaky":
         print(f"sanitas: WARNING: {LEAKY_WARNING}", file=sys.stderr, flush=True)
+    if rewrite.enabled(cfg):
+        warning = rewrite.delta_warning(rewrite.word_mechanism(cfg).guarantee, train_users + test_users)
+        if warning:
+            print(f"sanitas: WARNING: {warning}", file=sys.stderr, flush=True)
     os.environ.setdefault("RAY_DEDUP_LOGS", "0")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")

@@ -57,11 +57,16 @@ from fl import config as config_mod
 
 #: Metric columns of ``sweep.csv`` / ``sweep.jsonl``, after the grid keys.
 METRIC_COLUMNS: tuple[str, ...] = (
-    "status", "accuracy", "macro_f1", "best_accuracy", "clean_accuracy", "sentence_epsilon",
+    "status", "accuracy", "macro_f1", "best_accuracy", "clean_accuracy", "level", "epsilon", "sentence_epsilon",
     "pure_ldp_epsilon", "ldp_guarantee_holds", "wall_seconds", "process_seconds", "run_name",
     "results_folder", "error",
 )
-EPSILON_KEY = "sentence-epsilon"
+EPSILON_KEYS = ("sentence-epsilon", "word-epsilon")  # the x axis of the plot, not a line label
+# Word-level runs: the per-document guarantee (median-length document) and the rewrite's quality.
+WORD_COLUMNS: tuple[str, ...] = (
+    "pure_ldp_per_word", "words_median", "document_epsilon_median", "document_delta_median",
+    "document_epsilon_longest", "document_delta_longest", "N_w", "S_w_median", "rouge1_f", "bleu",
+)
 _OPEN, _CLOSE = "[{", "]}"
 
 
@@ -290,20 +295,45 @@ def collect_row(run: Run, sweep_dir: Path, keys: Sequence[str]) -> dict[str, Any
         row["error"] = status.get("error")
         return row
     final = summary.get("final") or {}
-    sentence = (summary.get("guarantee") or {}).get("sentence") or {}
+    guarantee = summary.get("guarantee") or {}
+    sentence = guarantee.get("sentence") or {}
+    word = guarantee.get("word")
     row.update(
         status="ok",
         accuracy=final.get("accuracy"),
         macro_f1=final.get("macro_f1"),
         best_accuracy=summary.get("best_accuracy"),
         clean_accuracy=final.get("clean_accuracy"),
-        sentence_epsilon=sentence.get("epsilon"),
-        pure_ldp_epsilon=sentence.get("pure_ldp_per_release"),
+        level="word" if word else "sentence",
+        epsilon=word.get("epsilon") if word else sentence.get("epsilon"),
+        sentence_epsilon=None if word else sentence.get("epsilon"),
+        pure_ldp_epsilon=(summary.get("privacy") or {}).get("epsilon_ldp") if word
+        else sentence.get("pure_ldp_per_release"),
         ldp_guarantee_holds=summary.get("ldp_guarantee_holds"),
         wall_seconds=summary.get("wall_seconds"),
         results_folder=summary.get("results_folder", str(folder)),
     )
+    if word:
+        row.update(_word_columns(summary))
     return row
+
+
+def _word_columns(summary: Mapping[str, Any]) -> dict[str, Any]:
+    level = ((summary.get("privacy") or {}).get("word_level")) or {}
+    quality = summary.get("rewrite_quality") or {}
+    median, longest = level.get("per_document_median") or {}, level.get("per_document_longest") or {}
+    return {
+        "pure_ldp_per_word": (level.get("per_word") or {}).get("pure_ldp"),
+        "words_median": level.get("median_words_per_document"),
+        "document_epsilon_median": median.get("pure_ldp"),
+        "document_delta_median": median.get("delta"),
+        "document_epsilon_longest": longest.get("pure_ldp"),
+        "document_delta_longest": longest.get("delta"),
+        "N_w": quality.get("N_w"),
+        "S_w_median": (quality.get("support") or {}).get("S_w_median"),
+        "rouge1_f": quality.get("rouge1_f"),
+        "bleu": quality.get("bleu"),
+    }
 
 
 def write_tables(rows: Sequence[Mapping[str, Any]], sweep_dir: Path) -> tuple[Path, Path]:
@@ -327,15 +357,15 @@ def _cell(value: Any) -> Any:
 
 
 def plot_accuracy(rows: Sequence[Mapping[str, Any]], keys: Sequence[str], path: Path, title: str = "") -> Path:
-    """Final accuracy against the sentence epsilon: one line per combination of the grid
-    keys other than ``sentence-epsilon``; runs without a finite epsilon (mechanism
-    ``none``) as horizontal dashed lines."""
+    """Final accuracy against epsilon (per release, or per word at the word level): one
+    line per combination of the grid keys other than the epsilons; runs without a
+    finite epsilon (mechanism ``none``) as horizontal dashed lines."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    others = [k for k in keys if k != EPSILON_KEY]
+    others = [k for k in keys if k not in EPSILON_KEYS]
     done = [r for r in rows if r.get("status") == "ok" and r.get("accuracy") is not None]
     groups: dict[str, list[Mapping[str, Any]]] = {}
     for row in done:
@@ -345,16 +375,16 @@ def plot_accuracy(rows: Sequence[Mapping[str, Any]], keys: Sequence[str], path: 
     fig, ax = plt.subplots(figsize=(10, 4.8))
     for i, (label, group) in enumerate(groups.items()):
         color = colors[i % len(colors)]
-        private = sorted((r for r in group if r.get("sentence_epsilon") is not None), key=lambda r: r["sentence_epsilon"])
+        private = sorted((r for r in group if r.get("epsilon") is not None), key=lambda r: r["epsilon"])
         if private:
-            ax.plot([r["sentence_epsilon"] for r in private], [r["accuracy"] for r in private], "o-",
+            ax.plot([r["epsilon"] for r in private], [r["accuracy"] for r in private], "o-",
                     color=color, label=label)
         for r in group:
-            if r.get("sentence_epsilon") is None:
+            if r.get("epsilon") is None:
                 ax.axhline(r["accuracy"], linestyle="--", color=color, label=f"{label} (no privacy)")
     if not done:
         ax.text(0.5, 0.5, "no finished runs", ha="center", va="center", transform=ax.transAxes)
-    ax.set_xlabel("sentence epsilon per release (mechanism's own metric)")
+    ax.set_xlabel("epsilon per release (sentence level) or per word (word level), mechanism's own metric")
     ax.set_ylabel("final accuracy (sanitized test)")
     ax.set_title(title, fontsize=9)
     ax.grid(alpha=0.3)

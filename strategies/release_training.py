@@ -34,11 +34,12 @@ from tqdm.auto import tqdm
 from fl import config as config_mod
 from fl import datasets as data
 from fl import maps
+from fl import rewrite as rewrite_mod
 from fl.accounting import PrivacyLedger
 from fl.encoder import best_device, embed_documents
 from fl.pipeline import build_model, scores, train_epochs
 from fl.results import RunWriter
-from mechanisms.guarantee import Guarantee
+from mechanisms.guarantee import Guarantee, compose_units
 
 log = logging.getLogger(__name__)
 
@@ -121,6 +122,13 @@ class ReleaseTraining(Strategy):
         self.num_test_users = first["num-test-users"]
         self.ledger = PrivacyLedger({"train": self.num_train_users, "test": self.num_test_users},
                                     target_delta=self.cfg["accounting-delta"])
+        self._words: list[np.ndarray] = []  # word level: word counts of the fresh releases
+        self.word_delta_warning: str | None = None
+        if rewrite_mod.enabled(self.cfg):
+            self.word_delta_warning = rewrite_mod.delta_warning(
+                rewrite_mod.word_mechanism(self.cfg).guarantee, self.num_train_users + self.num_test_users)
+            if self.word_delta_warning:
+                log.warning("WORD-LEVEL DELTA TOO LARGE: %s", self.word_delta_warning)
         self.shuffle_rounds: list[dict[str, Any]] = []
         self.refused_total = {"train": 0, "test": 0}
         self.model = build_model(self.cfg, self.release_dim, self.encoder_dim, self.num_classes).to(self.device)
@@ -261,9 +269,9 @@ class ReleaseTraining(Strategy):
             self._store(doc_ids, rel["embeddings"].numpy(), rel["labels"].numpy())
             guarantees = _read_guarantees(reply.content["guarantees"])
             self.guarantees.update(guarantees)
-            self.ledger.record("train", users[fresh], guarantees["sentence"], "embedding")
+            report = self._record_embedding("train", users[fresh], rel, fresh, guarantees)
             self.ledger.record("train", users[fresh], guarantees["label"], "label")
-            self._round_reports.append((guarantees["sentence"], guarantees["label"], int(fresh.sum())))
+            self._round_reports.append((report, guarantees["label"], int(fresh.sum())))
             fresh_total += int(fresh.sum())
         if self.leaky and grads:
             self._step_leaky_map(np.sum(grads, axis=0) / max(count, 1))
@@ -276,6 +284,46 @@ class ReleaseTraining(Strategy):
         assert self.model is not None
         arrays = ArrayRecord(self.model.state_dict())
         return arrays, MetricRecord({"num-releases": int(len(self._y)), "train-loss": float(loss)})
+
+    def _record_embedding(self, population: str, users: np.ndarray, rel: ArrayRecord, fresh: np.ndarray,
+                          guarantees: dict[str, Guarantee]) -> Guarantee:
+        """Enter the fresh embedding releases of one reply in the ledger; returns the
+        per-release guarantee of the reply's most exposed row (for shuffling estimates).
+
+        At the word level (a ``"word"`` guarantee and per-row ``num-words``), a
+        release composes the per-word guarantee over its document's words.
+        """
+        assert self.ledger is not None
+        if "word" not in guarantees:
+            self.ledger.record(population, users, guarantees["sentence"], "embedding")
+            return guarantees["sentence"]
+        words = rel["num-words"].numpy()[fresh]
+        self.ledger.record(population, users, guarantees["word"], "embedding", units=words)
+        self._words.append(words)
+        return compose_units(guarantees["word"], int(words.max()) if words.size else 0, "document")
+
+    def word_record(self) -> dict[str, Any]:
+        """Word level: the per-word guarantee, the document guarantee at the longest and the
+        median released document, and the delta warning (empty otherwise)."""
+        g = self.guarantees.get("word")
+        if g is None:
+            return {}
+        words = np.concatenate(self._words) if self._words else np.zeros(0, dtype=np.int64)
+        longest = int(words.max()) if words.size else 0
+        median = int(np.median(words)) if words.size else 0
+        # The mechanism's own composition over words (TrLaplace's is tighter than basic composition).
+        document = rewrite_mod.word_mechanism(self.cfg).document_guarantee if rewrite_mod.enabled(self.cfg) \
+            else (lambda k: compose_units(g, k, "document"))
+        doc, doc_median = document(longest), document(median)
+        return {
+            "per_word": {**g.to_dict(), "pure_ldp": _finite(g.as_ldp()[0]), "text": g.describe()},
+            "max_words_per_document": longest,
+            "median_words_per_document": median,
+            "per_document_longest": {**doc.to_dict(), "pure_ldp": _finite(doc.as_ldp()[0]), "text": doc.describe()},
+            "per_document_median": {**doc_median.to_dict(), "pure_ldp": _finite(doc_median.as_ldp()[0]),
+                                    "text": doc_median.describe()},
+            "delta_warning": self.word_delta_warning,
+        }
 
     def _step_leaky_map(self, grad: np.ndarray) -> None:
         """One Adam step on M1 from the clients' mean gradient (leaky mode: not private)."""
@@ -328,8 +376,8 @@ class ReleaseTraining(Strategy):
             rel = reply.content["release"]
             fresh = rel["fresh"].numpy().astype(bool)
             guarantees = _read_guarantees(reply.content["guarantees"])
-            self.ledger.record("test", rel["user-ids"].numpy()[fresh], guarantees["sentence"], "embedding")
-            self._round_reports.append((guarantees["sentence"], None, int(fresh.sum())))
+            report = self._record_embedding("test", rel["user-ids"].numpy()[fresh], rel, fresh, guarantees)
+            self._round_reports.append((report, None, int(fresh.sum())))
             fresh_total += int(fresh.sum())
         self.refused_total["test"] += refused
         sanitized, clean_scores = scores(conf), scores(clean)
@@ -368,6 +416,8 @@ class ReleaseTraining(Strategy):
         assert self.ledger is not None
         snapshot = self.ledger.snapshot()
         snapshot.update(self.shuffle_record())
+        if self.guarantees.get("word") is not None:
+            snapshot["word_level"] = self.word_record()
         if not self.leaky:
             return snapshot
         return {
@@ -440,6 +490,10 @@ def _raise_on_errors(replies: list[Message], stage: str) -> None:
     errors = [r.error.reason for r in replies if r.has_error()]
     if errors:
         raise RuntimeError(f"{len(errors)} node(s) failed during {stage}: {errors[0]}")
+
+
+def _finite(value: float) -> float | None:
+    return float(value) if math.isfinite(value) else None
 
 
 def _read_guarantees(record: ConfigRecord) -> dict[str, Guarantee]:

@@ -19,6 +19,7 @@ from flwr.serverapp import Grid, ServerApp
 
 from fl import config as config_mod
 from fl import datasets as data
+from fl import rewrite as rewrite_mod
 from fl.results import RunWriter, run_folder
 
 from .central import run_central
@@ -43,6 +44,14 @@ def guarantee_statement(cfg: Mapping[str, Any], strategy: ReleaseTraining) -> di
         statement["sentence"]["text"] += (
             f" (metric pulled back through {pulled_back[cfg['map-in']]}: d(n(M1 x), n(M1 x')))"
         )
+    if rewrite_mod.enabled(cfg):
+        g = strategy.guarantees.get("word") or rewrite_mod.word_mechanism(cfg).guarantee
+        statement["word"] = {**g.to_dict(), "pure_ldp_per_word": g.as_ldp()[0], "text": g.describe()}
+        statement["sentence"]["text"] = (
+            f"the embedding of the word-level rewrite, released without further noise: {g.describe()}, "
+            "composed over the document's words (k words: see privacy.word_level); the number of words is "
+            "not hidden"
+        )
     statement["ldp_guarantee_holds"] = not strategy.leaky
     if strategy.leaky:
         for channel in ("sentence", "label"):
@@ -54,6 +63,8 @@ def guarantee_statement(cfg: Mapping[str, Any], strategy: ReleaseTraining) -> di
     ]
     if not strategy.guarantees.get("label", config_mod.make_mechanism(cfg, "label").guarantee).is_private:
         notes.append("Labels are released in the clear: the (embedding, label) pair has no finite epsilon.")
+    if getattr(strategy, "word_delta_warning", None):
+        notes.append(f"WARNING: {strategy.word_delta_warning}")
     if cfg["noise-seed"] >= 0:
         notes.append("noise-seed is fixed for reproducibility; a server that knew it could remove the noise.")
     statement["notes"] = notes
@@ -76,6 +87,14 @@ def run_server(grid: Grid, cfg: Mapping[str, Any]) -> dict[str, Any]:
     if not isinstance(core, ReleaseTraining):
         raise TypeError("the innermost strategy must be a ReleaseTraining")
     log.info("results go to %s", writer.folder)
+    quality = None
+    if rewrite_mod.enabled(cfg) and cfg["word-quality-docs"] > 0:
+        from fl.word_quality import rewrite_quality
+
+        quality = rewrite_quality(cfg)
+        writer.write_json("rewrite_quality.json", quality)
+        log.info("word-level rewrite on %d sampled test documents: N_w %.3f, ROUGE-1 F %.3f, BLEU %.1f",
+                 quality["documents"], quality["N_w"], quality["rouge1_f"], quality["bleu"])
     strategy.start(grid=grid, initial_arrays=ArrayRecord(), num_rounds=int(cfg["num-server-rounds"]))
     last = core.records[-1] if core.records else {}
     summary = {
@@ -88,12 +107,15 @@ def run_server(grid: Grid, cfg: Mapping[str, Any]) -> dict[str, Any]:
         "privacy": last.get("privacy"),
         "ldp_guarantee_holds": not core.leaky,
         "guarantee": guarantee_statement(cfg, core),
+        **({"rewrite_quality": quality} if quality is not None else {}),
         "users": {"train": core.num_train_users, "test": core.num_test_users, "nodes": len(core.nodes)},
         "wall_seconds": round(time.time() - started, 2),
     }
     writer.write_json("summary.json", summary)
-    mech = cfg["sentence-mechanism"]
-    eps = "" if mech == "none" else f" eps={cfg['sentence-epsilon']:g}"
+    mech, eps_key = ("word-mechanism", "word-epsilon") if rewrite_mod.enabled(cfg) else \
+        ("sentence-mechanism", "sentence-epsilon")
+    mech = cfg[mech]
+    eps = "" if mech == "none" else f" eps={cfg[eps_key]:g}" + ("/word" if rewrite_mod.enabled(cfg) else "")
     leak = " | NOT LDP (leaky M1)" if core.leaky else ""
     writer.plot(f"{cfg['dataset']} | {mech}{eps} | M1={cfg['map-in']} m'={core.map_dim} | "
                 f"label={cfg['label-mechanism']}{leak}")

@@ -95,6 +95,9 @@ def compose(parts: list[tuple[float, float, int]], target_delta: float) -> Compo
     delta_approx = delta_b + target_delta
     if r == 0 or not math.isfinite(eps_b):
         return Composed(r, eps_b, delta_b, target_delta, None, None, None, delta_approx, "basic")
+    if delta_approx >= 1.0:  # e.g. many TrLaplace words at small epsilon: no (eps, delta < 1) statement
+        return Composed(r, eps_b, min(1.0, delta_b), target_delta, None, None, None, 1.0,
+                        "vacuous: the composed delta reaches 1")
     nonzero = [p for p in parts if p[2] > 0]
     adv = advanced(nonzero[0][0], nonzero[0][1], r, target_delta)[0] if len(nonzero) == 1 else None
     pld_eps = pld(nonzero, delta_approx) if r <= MAX_PLD_RELEASES else None

@@ -55,27 +55,46 @@ class PrivacyLedger:
         self.metrics: dict[str, str] = {}
         self.events = 0
 
-    def record(self, population: str, user_ids: Iterable[int], guarantee: Guarantee, channel: str) -> None:
-        """Add one release per entry of ``user_ids`` (repeats = several releases)."""
+    def record(self, population: str, user_ids: Iterable[int], guarantee: Guarantee, channel: str,
+               units: Iterable[int] | None = None) -> None:
+        """Add one release per entry of ``user_ids`` (repeats = several releases).
+
+        ``units`` (one count per entry) says how many independent releases of
+        ``guarantee`` each release composes: the words of a word-level rewrite,
+        each sanitized with its own noise. The spend and the composition counts
+        grow by ``units`` (basic composition over the words, and PLD/advanced
+        composition over all of a user's words), the release count by one.
+        In a metric guarantee composed over words the metric becomes the sum of
+        the per-word distances (``<metric>_sum``) and its epsilon is not multiplied.
+        """
         if channel not in CHANNELS:
             raise ValueError(f"unknown channel {channel!r}")
         ids = np.asarray(list(user_ids) if not isinstance(user_ids, np.ndarray) else user_ids, dtype=np.int64)
         if ids.size == 0:
             return
+        if units is None:
+            k = np.ones(ids.size, dtype=np.int64)
+        else:
+            k = np.asarray(list(units) if not isinstance(units, np.ndarray) else units, dtype=np.int64)
+            if k.shape != ids.shape or (k < 0).any():
+                raise ValueError(f"units must be one count >= 0 per release, got shape {k.shape} for {ids.size}")
         eps0, delta0 = guarantee.as_ldp()
         key = (population, channel, (float(eps0), float(delta0)))
         if key not in self._counts:
             self._counts[key] = np.zeros(self._sizes[population], dtype=np.int64)
-        np.add.at(self._counts[key], ids, 1)
-        metric_eps = guarantee.epsilon if guarantee.notion == "metric" else eps0
+        np.add.at(self._counts[key], ids, k)
+        # A release of zero units costs nothing whatever the per-unit epsilon (and 0 * inf is nan).
+        some = k > 0
+        per_unit = np.where(some, eps0, 0.0)
+        metric_eps = np.where(some, guarantee.epsilon, 0.0) if guarantee.notion == "metric" else per_unit * k
         np.add.at(self._eps_metric[population][channel], ids, metric_eps)
-        np.add.at(self._eps_ldp[population][channel], ids, eps0)
-        np.add.at(self._delta[population][channel], ids, delta0)
+        np.add.at(self._eps_ldp[population][channel], ids, per_unit * k)
+        np.add.at(self._delta[population][channel], ids, np.minimum(1.0, delta0 * k))
         if channel == "embedding":
             np.add.at(self._releases[population], ids, 1)
             self.events += int(ids.size)
         if guarantee.notion == "metric":
-            self.metrics[channel] = guarantee.metric or ""
+            self.metrics[channel] = (guarantee.metric or "") + ("_sum" if units is not None else "")
 
     def _all(self, table: dict[str, dict[str, np.ndarray]], channel: str) -> np.ndarray:
         return np.concatenate([table[p][channel] for p in table]) if table else np.zeros(0)
@@ -121,7 +140,7 @@ class PrivacyLedger:
         emb_metric = self._all(self._eps_metric, "embedding")
         emb_ldp = self._all(self._eps_ldp, "embedding")
         label = self._all(self._eps_ldp, "label")
-        delta = self._all(self._delta, "embedding") + self._all(self._delta, "label")
+        delta = np.minimum(1.0, self._all(self._delta, "embedding") + self._all(self._delta, "label"))
         total = emb_ldp + label
 
         def stat(values: np.ndarray, fn) -> float | None:

@@ -18,7 +18,6 @@ from typing import Any
 import torch
 
 from ..base import WordMechanism
-from .tokenize import tokenize
 
 
 def unchanged_fraction(input_ids: torch.Tensor, output_ids: torch.Tensor, unk: int | None = None) -> float:
@@ -69,22 +68,12 @@ def rewrite_statistics(mech: WordMechanism, texts: list[str], generator: torch.G
     went through <unk>, "N_w": fraction of tokens unchanged}`` (an OOV token is
     never unchanged: its output is a vocabulary word).
     """
-    from .tokenize import detokenize
-
-    split = [tokenize(t) for t in texts]
-    space = mech.space
-    ids = space.lookup([tok for tokens, _ in split for tok in tokens])
-    out = mech.sanitize_ids(ids, generator).cpu()
-    words = space.decode(out)
-    rewritten, pos = [], 0
-    for tokens, separators in split:
-        rewritten.append(detokenize(words[pos : pos + len(tokens)], separators))
-        pos += len(tokens)
+    r = mech.rewrite(texts, generator)
     return {
-        "texts": rewritten,
-        "words": int(ids.numel()),
-        "oov": int((ids == space.unk).sum()),
-        "N_w": unchanged_fraction(ids, out, unk=space.unk),
+        "texts": r.texts,
+        "words": int(r.input_ids.numel()),
+        "oov": int((r.input_ids == r.unk).sum()),
+        "N_w": unchanged_fraction(r.input_ids, r.output_ids, unk=r.unk),
     }
 
 

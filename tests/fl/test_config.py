@@ -39,6 +39,14 @@ def test_quickstart_config_resolves() -> None:
         ({"fraction-train": 1.5}, "fraction-train"),
         ({"train-size": "many"}, "train-size must be an integer"),
         ({"data-dir": "/no/such/folder"}, "data-dir '/no/such/folder' does not exist"),
+        ({"word-mechanism": "cmp"}, 'releases the embedding of the rewritten text.*sentence-mechanism = "none"'),
+        ({"word-mechanism": "cmp", "sentence-mechanism": "none", "mode": "central"}, "cannot be combined"),
+        ({"word-mechanism": "glove", "sentence-mechanism": "none"}, "unknown mechanism 'glove'"),
+        ({"word-mechanism": "purkayastha", "sentence-mechanism": "none"}, "is a sentence-level mechanism"),
+        ({"word-mechanism": "cmp", "sentence-mechanism": "none", "word-epsilon": -2.0}, "word-mechanism 'cmp'"),
+        ({"word-mechanism": "cmp", "sentence-mechanism": "none", "word-options": "speed = 2"},
+         "bad parameters for mechanism 'cmp'"),
+        ({"word-quality-docs": -1}, "word-quality-docs must be >= 0"),
     ],
 )
 def test_bad_config_is_refused_with_a_clear_message(overrides: dict, message: str) -> None:
@@ -52,3 +60,13 @@ def test_parse_value() -> None:
     assert config.parse_value("true") is True
     assert config.parse_value('"rr"') == "rr"
     assert config.parse_value("rr") == "rr"
+
+
+def test_word_level_config_resolves_and_counts_as_a_protected_embedding() -> None:
+    cfg = config.resolve({"word-mechanism": "trlaplace", "word-epsilon": 20.0, "sentence-mechanism": "none",
+                          "label-mechanism": "rr", "max-epsilon": 500.0, "word-options": "vocab_size = 1000"})
+    mech = config.make_mechanism(cfg, "word")
+    assert mech.level == "word" and mech.epsilon == 20.0 and mech.space.num_words == 1000
+    # Without the word mechanism the budget refuses an embedding in the clear.
+    with pytest.raises(ValueError, match="sentence-mechanism is 'none'"):
+        config.resolve({"sentence-mechanism": "none", "label-mechanism": "rr", "max-epsilon": 500.0})

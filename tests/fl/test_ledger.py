@@ -46,3 +46,39 @@ def test_clear_channels_report_none_and_unprotected() -> None:
     snap = ledger.snapshot()
     assert snap["epsilon_ldp"] is None and snap["epsilon_label"] is None and snap["epsilon_total"] is None
     assert snap["embedding_protected"] is False and snap["label_protected"] is False
+
+
+def test_word_level_releases_compose_over_their_words() -> None:
+    """A release of k words costs k per-word epsilons; it is one release, and k composition units."""
+    ledger = PrivacyLedger({"train": 3})
+    per_word = mechanisms.Guarantee(notion="pure", epsilon=2.0, granularity="word")
+    ledger.record("train", [0, 1, 2], per_word, "embedding", units=[5, 3, 0])
+    snap = ledger.snapshot()
+    assert snap["epsilon_ldp"] == pytest.approx(10.0) and snap["epsilon_ldp_median"] == pytest.approx(6.0)
+    assert snap["releases"] == 3 and snap["max_releases_per_user"] == 1
+    comp = snap["composition_embedding"]
+    assert comp["releases"] == 5 and comp["epsilon_basic"] == pytest.approx(10.0)
+    with pytest.raises(ValueError, match="one count >= 0 per release"):
+        ledger.record("train", [0, 1], per_word, "embedding", units=[1])
+
+
+def test_word_level_metric_and_approximate_guarantees() -> None:
+    ledger = PrivacyLedger({"train": 2})
+    cmp = mechanisms.Guarantee(notion="metric", epsilon=3.0, metric="euclidean", diameter=2.0, granularity="word")
+    ledger.record("train", [0, 1], cmp, "embedding", units=[4, 1])
+    snap = ledger.snapshot()
+    # eps * sum_i d(w_i, w'_i): the metric epsilon is per unit of summed distance, not multiplied by k.
+    assert snap["metric"] == "euclidean_sum" and snap["epsilon_metric"] == pytest.approx(3.0)
+    assert snap["epsilon_ldp"] == pytest.approx(4 * 3.0 * 2.0)
+    # TrLaplace-like deltas add per word and saturate at 1: no approximate statement is left.
+    ledger = PrivacyLedger({"train": 1})
+    approx = mechanisms.Guarantee(notion="approx", epsilon=1.0, delta=0.3, granularity="word")
+    ledger.record("train", [0], approx, "embedding", units=[4])
+    snap = ledger.snapshot()
+    assert snap["delta_total"] == 1.0 and snap["epsilon_ldp"] == pytest.approx(4.0)
+    assert snap["composition_embedding"]["method"].startswith("vacuous")
+    assert snap["composition_embedding"]["epsilon_best_approx"] is None
+    # A zero-word document under a clear-text per-word guarantee costs nothing (no nan).
+    ledger = PrivacyLedger({"train": 1})
+    ledger.record("train", [0], mechanisms.no_privacy("word"), "embedding", units=[0])
+    assert ledger.snapshot()["epsilon_ldp"] == 0.0

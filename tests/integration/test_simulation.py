@@ -242,3 +242,42 @@ def test_budget_refusals_reach_the_server_as_normal_replies(tmp_path: Path, data
     assert last["max_releases_per_user"] == 1
     assert last["epsilon_total"] == pytest.approx(math.pi + 0.5) and last["epsilon_total"] <= 4.0
     assert 0.0 <= rounds[1]["accuracy"] <= 1.0
+
+
+def test_word_level_rewrite_with_budget_warning_and_quality(tmp_path: Path, data_dir: Path, cache_dir: Path) -> None:
+    """word-mechanism = trlaplace (eps 20 per word, delta 0.0532 > 1/100 users): documents are
+    rewritten on the nodes and their embeddings released without further noise. The ledger charges
+    k * 20 per k-word document (+ 2 for the RR label), the clients refuse documents over the
+    budget of 150, the delta warning is loud, and the rewrite diagnostics are written."""
+    extra = {"sentence-mechanism": '"none"', "map-in": '"identity"', "word-mechanism": '"trlaplace"',
+             "word-epsilon": "20.0", "word-options": "'vocab_size = 20000'", "word-quality-docs": "20",
+             "word-support-words": "1", "label-mechanism": '"rr"', "label-epsilon": "2.0",
+             "max-epsilon": "150.0"}
+    proc = _run(tmp_path, data_dir, cache_dir, extra)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "WARNING: the word mechanism's delta per word is 0.0532" in proc.stderr
+    folder = tmp_path / "out" / "r"
+    rounds = _rounds(folder)
+    privacy = rounds[-1]["privacy"]
+    word = privacy["word_level"]
+    assert word["per_word"]["epsilon"] == 20.0 and word["per_word"]["delta"] == pytest.approx(0.0532, abs=1e-4)
+    assert "0.0532" in word["delta_warning"]
+    # Only documents of at most 7 words fit the budget: 7 * 20 + 2 = 142 <= 150 < 8 * 20 + 2.
+    refused = sum(r["refused_train_releases"] + r["refused_test_releases"] for r in rounds)
+    assert refused > 0 and word["max_words_per_document"] <= 7
+    assert privacy["epsilon_total"] <= 150.0
+    assert privacy["epsilon_ldp"] == pytest.approx(20.0 * word["max_words_per_document"])
+    longest = word["per_document_longest"]
+    assert longest["epsilon"] == pytest.approx(privacy["epsilon_ldp"])
+    assert longest["delta"] == pytest.approx(1 - (1 - word["per_word"]["delta"]) ** word["max_words_per_document"])
+    summary = json.loads((folder / "summary.json").read_text())
+    assert "word-level rewrite" in summary["guarantee"]["sentence"]["text"]
+    assert any("delta per word" in note for note in summary["guarantee"]["notes"])
+    quality = json.loads((folder / "rewrite_quality.json").read_text())
+    assert quality["documents"] == 20 and 0.0 <= quality["N_w"] <= 1.0 and 0.0 <= quality["rouge1_f"] <= 1.0
+    assert summary["rewrite_quality"]["bleu"] == quality["bleu"]
+    from simulations import sweep as sw
+
+    columns = sw._word_columns(summary)
+    assert columns["pure_ldp_per_word"] == 20.0 and columns["N_w"] == quality["N_w"]
+    assert columns["document_epsilon_longest"] == pytest.approx(privacy["epsilon_ldp"])

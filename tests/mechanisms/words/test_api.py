@@ -115,3 +115,33 @@ def test_cmp_on_glove_end_to_end() -> None:
     assert all(o.split(" ")[-3] == "." and o.endswith(" !") and "Qzxwvbn" not in o for o in out)
     g = mech.guarantee
     assert g.diameter == pytest.approx(21.1036, abs=1e-4) and g.as_ldp()[0] == pytest.approx(50 * g.diameter)
+
+
+def test_document_guarantee_composes_per_notion(space16: WordSpace) -> None:
+    """pure -> k eps; metric -> eps on the summed distance (diameter k D); approx -> (k eps, min(1, k delta))."""
+    lap = mechanisms.create("word_laplace", epsilon=1.5, space=space16).document_guarantee(4)
+    assert (lap.notion, lap.epsilon, lap.delta, lap.granularity) == ("pure", 6.0, 0.0, "document")
+    cmp = mechanisms.create("cmp", epsilon=2.0, space=space16)
+    doc = cmp.document_guarantee(3)
+    assert doc.metric == "euclidean_sum" and doc.epsilon == 2.0
+    assert doc.diameter == pytest.approx(3 * cmp.guarantee.diameter)
+    assert doc.as_ldp()[0] == pytest.approx(3 * cmp.guarantee.as_ldp()[0])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the large-delta warning of TrLaplace at epsilon = 1
+        tr = mechanisms.create("trlaplace", epsilon=1.0, space=space16)
+        _ = tr.guarantee
+    small = tr.document_guarantee(1)
+    assert small.delta == pytest.approx(tr.guarantee.delta) and not small.is_vacuous
+    big = tr.document_guarantee(50)
+    # TrLaplace composes its support leak exactly: 1 - (1 - delta)^k, here within 1e-11 of 1.
+    assert big.delta == pytest.approx(1 - (1 - tr.guarantee.delta) ** 50, abs=1e-15)
+    assert big.is_vacuous and "VACUOUS" in big.describe() and not tr.document_guarantee(3).is_vacuous
+
+
+def test_rewrite_keeps_ids_and_word_counts(space16: WordSpace) -> None:
+    mech = mechanisms.create("cmp", epsilon=1e4, space=space16)
+    r = mech.rewrite(["w1 w2, w3", "", "zzz w4"], torch.Generator().manual_seed(0))
+    assert r.num_words.tolist() == [3, 0, 2]
+    assert r.input_ids.tolist() == [1, 2, 3, space16.unk, 4]
+    assert r.texts[0] == "w1 w2, w3" and r.texts[1] == ""  # huge epsilon: words kept, separators kept
+    assert r.output_ids[3] != space16.unk and r.texts[2].endswith(" w4")
