@@ -14,7 +14,7 @@ The contract later issues and outside checks rely on::
 
 from __future__ import annotations
 
-from .base import LabelMechanism, Mechanism, SentenceMechanism, WordMechanism, check_epsilon
+from .base import DocumentMechanism, LabelMechanism, Mechanism, SentenceMechanism, WordMechanism, check_epsilon
 from .clipped_additive import ClippedGaussian, ClippedLaplace
 from .guarantee import Guarantee, no_privacy
 from .identity import NoPrivacy
@@ -30,6 +30,7 @@ __all__ = [
     "CMP",
     "ClippedGaussian",
     "ClippedLaplace",
+    "DocumentMechanism",
     "Guarantee",
     "LabelMechanism",
     "Mahalanobis",

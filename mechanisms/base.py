@@ -235,3 +235,52 @@ class WordMechanism(Mechanism):
         if isinstance(num_words, bool) or not isinstance(num_words, int) or num_words < 0:
             raise ValueError(f"num_words must be an integer >= 0, got {num_words!r}")
         return compose_units(self.guarantee, num_words, "document")
+
+
+def check_documents(docs: list[torch.Tensor], dim: int | None = None, min_sentences: int = 2
+                    ) -> list[torch.Tensor]:
+    """Check a batch of documents given as sentence embeddings (``[k_i, d]`` each) and detach them.
+
+    Every document needs ``k_i >= min_sentences`` (SentDP is about replacing one
+    sentence of several: a one-sentence document has no private release here;
+    the pipeline drops or refuses such documents by its ``short-documents``
+    policy), the same ``d`` (``dim`` when given), finite floating values.
+    """
+    if isinstance(docs, torch.Tensor) or not isinstance(docs, list | tuple):
+        raise TypeError("docs must be a list of tensors [k_i, d] (one per document)")
+    out = []
+    for i, doc in enumerate(docs):
+        if not isinstance(doc, torch.Tensor) or doc.dim() != 2:
+            raise ValueError(f"document {i} must be a tensor [k, d], got "
+                             f"{tuple(doc.shape) if isinstance(doc, torch.Tensor) else type(doc).__name__}")
+        if doc.shape[0] < min_sentences:
+            raise ValueError(f"document {i} has {doc.shape[0]} sentence(s): sentence-level DP needs at least "
+                             f"{min_sentences} (drop or refuse such documents before sanitizing)")
+        if dim is not None and doc.shape[1] != dim:
+            raise ValueError(f"document {i} has sentence embeddings of dimension {doc.shape[1]}, expected {dim}")
+        if not torch.is_floating_point(doc):
+            raise ValueError(f"document {i} must be a floating-point tensor, got {doc.dtype}")
+        if not bool(torch.isfinite(doc).all()):
+            raise ValueError(f"document {i} contains NaN or infinite values")
+        out.append(doc.detach())
+    return out
+
+
+class DocumentMechanism(Mechanism):
+    """Sanitizes whole documents given as their sentence embeddings (Meehan et al. 2022, SentDP).
+
+    One call releases one output per document. ``guarantee`` is per *sentence*:
+    neighbouring documents have the same number of sentences k and differ in one
+    sentence (k is revealed). :meth:`document_guarantee` covers replacing the
+    whole document.
+    """
+
+    level: ClassVar[str] = "document"
+
+    @abstractmethod
+    def sanitize(self, docs: list[torch.Tensor], generator: torch.Generator | None = None) -> torch.Tensor:
+        """One independent release per document of ``docs`` (each ``[k_i, d]``, k_i >= 2)."""
+
+    @abstractmethod
+    def document_guarantee(self, num_sentences: int) -> Guarantee:
+        """The guarantee against replacing all ``num_sentences`` sentences of a document."""
