@@ -19,6 +19,7 @@ import torch
 
 from . import datasets as data
 from .config import cache_dir
+from .documents import SentenceDocs, embed_sentences
 from .encoder import best_device, embed_documents, embedding_dim, load_encoder
 from .partition import UserPartition, cohort
 from .maps import map_dim
@@ -41,12 +42,14 @@ class Cohort:
     train_y: torch.Tensor  # true labels (never leave the node unsanitized unless label-mechanism = none)
     test_emb: torch.Tensor
     test_y: torch.Tensor
-    train_text: list[str]  # raw documents (word-level rewriting starts from them); never leave the node
-    test_text: list[str]
     num_classes: int
     encoder_dim: int  # d
     map_dim: int  # m', the mechanism's input dimension
     release_dim: int  # columns of a release
+    train_text: list[str]  # raw documents (word-level rewriting starts from them); never leave the node
+    test_text: list[str]
+    train_docs: SentenceDocs | None = None  # document level: sentence embeddings per document
+    test_docs: SentenceDocs | None = None
 
 
 @lru_cache(maxsize=4)
@@ -90,10 +93,18 @@ def _build_cached(key: tuple[tuple[str, Any], ...], partition_id: int, num_parti
     encoder = load_encoder(cfg["encoder"], device)
     d = embedding_dim(encoder)
 
+    document_level = cfg["document-mechanism"] != "none"
+    sentence_docs: list[SentenceDocs] = []
+
     def embed(split: Any, rows: np.ndarray) -> tuple[torch.Tensor, torch.Tensor, list[str]]:
         if len(rows) == 0:
+            sentence_docs.append(SentenceDocs(torch.zeros(0, d), np.zeros(1, dtype=np.int64)))
             return torch.zeros(0, d, dtype=torch.float32), torch.zeros(0, dtype=torch.int64), []
         sub = split.select(rows)
+        if document_level:  # the clean document embedding is the mean of its sentences' (spec §8.2)
+            docs = embed_sentences(sub["text"], cfg, progress)
+            sentence_docs.append(docs)
+            return docs.means(), torch.as_tensor(np.asarray(sub["label"], dtype=np.int64)), list(sub["text"])
         emb = embed_documents(
             sub["text"], cfg["doc-embedding"], cfg["encoder"], cache_dir(cfg), device,
             cfg["encode-batch-size"], progress,
@@ -105,6 +116,7 @@ def _build_cached(key: tuple[tuple[str, Any], ...], partition_id: int, num_parti
     test_emb, test_y, test_text = embed(ds.test, np.arange(test_users.start, test_users.stop))
     return Cohort(
         partition_id, num_partitions, parts.num_users, len(ds.test), train_users, test_users,
-        doc_user, doc_rows, train_emb, train_y, test_emb, test_y, train_text, test_text, ds.num_classes, d,
-        map_dim(cfg, d), release_dim(cfg, d),
+        doc_user, doc_rows, train_emb, train_y, test_emb, test_y, ds.num_classes, d,
+        map_dim(cfg, d), release_dim(cfg, d), train_text, test_text,
+        *(sentence_docs if document_level else (None, None)),
     )

@@ -52,6 +52,16 @@ DEFAULTS: dict[str, Any] = {
     "word-options": "",  # e.g. 'space = "glove", vocab_size = 100000, clip = 5.0'
     "word-quality-docs": 500,  # test documents rewritten by the driver for N_w / ROUGE-1 / BLEU (0 = skip)
     "word-support-words": 10,  # frequent words whose S_w is measured over 1000 draws each (0 = skip)
+    "document-mechanism": "none",  # sentence-level DP of whole documents: "deepcandidate" or "truncation"
+    # (needs sentence-mechanism = "none", map-in = "identity", a public split for the recoder/box)
+    "document-epsilon": 10.0,  # per sentence (SentDP); a whole document of k sentences costs more
+    "document-options": "",
+    "num-projections": 0,  # deepcandidate: p directions; 0 = tuned on public validation docs over 10..100
+    "num-candidates": 5000,  # deepcandidate: public candidate documents (at most)
+    "candidate-min-sentences": 8,  # deepcandidate: candidates have at least this many sentences
+    "recoder-epochs": 20,  # deepcandidate: at most this many epochs of recoder training (best on validation)
+    "recoder-clusters": 50,  # deepcandidate: k-means clusters the recoder learns to preserve
+    "short-documents": "drop",  # document level: documents with < 2 sentences are "drop"ped (counted) or an "error"
     "sentence-mechanism": "purkayastha",
     "sentence-epsilon": 10.0,
     "sentence-options": "",  # extra mechanism parameters, TOML inline-table body: 'out_dim = 64, variant = "paper"'
@@ -92,6 +102,7 @@ CHOICES: dict[str, tuple[str, ...]] = {
     "label-prior": ("model", "public"),
     "mode": ("local", "central"),
     "central-clipping": ("server", "client"),
+    "short-documents": ("drop", "error"),
 }
 
 
@@ -196,9 +207,26 @@ def validate(cfg: Mapping[str, Any]) -> None:
             )
         if cfg["mode"] == "central":
             raise ConfigError("word-mechanism is a local-DP rewrite: it cannot be combined with mode = 'central'")
+    for key in ("num-candidates", "candidate-min-sentences", "recoder-epochs", "recoder-clusters"):
+        if cfg[key] < (2 if key in ("num-candidates", "candidate-min-sentences", "recoder-clusters") else 1):
+            raise ConfigError(f"{key} must be >= {2 if key != 'recoder-epochs' else 1}, got {cfg[key]}")
+    if not 0 <= cfg["num-projections"] <= 10_000:
+        raise ConfigError(f"num-projections must lie in [0, 10000] (0 = tune), got {cfg['num-projections']}")
+    if cfg["document-mechanism"] != "none":
+        clashes = [f"{k} = {cfg[k]!r}" for k, ok in (("sentence-mechanism", "none"), ("word-mechanism", "none"),
+                                                   ("map-in", "identity"), ("mode", "local")) if cfg[k] != ok]
+        if clashes:
+            raise ConfigError(
+                f"document-mechanism = {cfg['document-mechanism']!r} releases one sanitized document embedding "
+                f"(or candidate) per user: it needs sentence-mechanism = \"none\", word-mechanism = \"none\", "
+                f"map-in = \"identity\" and mode = \"local\" (got {', '.join(clashes)})"
+            )
+        if cfg["public-fraction"] <= 0:
+            raise ConfigError(f"document-mechanism = {cfg['document-mechanism']!r} builds its recoder, candidates or "
+                              "clipping box from public documents: set public-fraction > 0")
     if cfg["max-epsilon"] > 0:
         for channel in ("sentence", "label"):
-            if channel == "sentence" and cfg["word-mechanism"] != "none":
+            if channel == "sentence" and (cfg["word-mechanism"] != "none" or cfg["document-mechanism"] != "none"):
                 continue  # the embedding is covered by the word-level guarantee
             if cfg[f"{channel}-mechanism"] == "none":
                 raise ConfigError(
@@ -208,8 +236,21 @@ def validate(cfg: Mapping[str, Any]) -> None:
     if cfg["learning-rate"] <= 0:
         raise ConfigError(f"learning-rate must be > 0, got {cfg['learning-rate']}")
     # Mechanisms: known names, right level, valid epsilon (their constructors check).
-    for channel, level in (("sentence", "sentence"), ("label", "label"), ("word", "word")):
+    for channel, level in (("sentence", "sentence"), ("label", "label"), ("word", "word"),
+                           ("document", "document")):
         name = cfg[f"{channel}-mechanism"]
+        if channel == "document" and name != "none":
+            # Document mechanisms are built from public data (candidates, box) at run time: check
+            # the name, the level, epsilon and the options' syntax here.
+            try:
+                cls = mechanisms.mechanism_class(name)
+                mechanisms.check_epsilon(cfg["document-epsilon"], "document-epsilon")
+            except ValueError as err:
+                raise ConfigError(f"document-mechanism {name!r}: {err}") from None
+            mechanism_options(cfg["document-options"], "document-options")
+            if cls.level != "document":
+                raise ConfigError(f"document-mechanism {name!r} is a {cls.level}-level mechanism")
+            continue
         try:
             mech = make_mechanism(cfg, channel, input_dim=None if cfg["map-in"] == "identity" else cfg["map-dim"])
         except ValueError as err:

@@ -41,6 +41,8 @@ class DatasetSpec:
     hub_label: str
     local_splits: Mapping[str, str]
     notes: str = ""
+    local_folder: str = ""  # "" = the name; variants of one dataset share its files
+    label_groups: tuple[tuple[str, tuple[int, ...]], ...] = ()  # merged classes: (name, original ids)
 
 
 REGISTRY: dict[str, DatasetSpec] = {
@@ -54,6 +56,17 @@ REGISTRY: dict[str, DatasetSpec] = {
         DatasetSpec("20newsgroups", "SetFit/20_newsgroups", None, {"train": "train", "test": "test"},
                     ("text",), "label", {"train": "train", "test": "test"},
                     "bydate split, headers removed"),
+        # Meehan et al. (2022) merge the 20 groups into 9 categories without listing them; ours:
+        # the five comp.* groups, misc.forsale, the two vehicle groups, the two sports groups, the four
+        # sci.* groups, the three religion groups, and the three talk.politics.* groups kept apart.
+        DatasetSpec("20newsgroups9", "SetFit/20_newsgroups", None, {"train": "train", "test": "test"},
+                    ("text",), "label", {"train": "train", "test": "test"},
+                    "20 Newsgroups merged into 9 categories (see label_groups)", local_folder="20newsgroups",
+                    label_groups=(
+                        ("computers", (1, 2, 3, 4, 5)), ("forsale", (6,)), ("vehicles", (7, 8)),
+                        ("sports", (9, 10)), ("science", (11, 12, 13, 14)), ("religion", (0, 15, 19)),
+                        ("politics.guns", (16,)), ("politics.mideast", (17,)), ("politics.misc", (18,)),
+                    )),
         DatasetSpec("agnews", "fancyzhx/ag_news", None, {"train": "train", "test": "test"},
                     ("text",), "label", {"pool": "test"},
                     "locally only the 7,600-row test split exists: it is split train/test (seeded)"),
@@ -93,6 +106,7 @@ class TextDataset:
     label_names: list[str]
     source: str
     dropped_empty: dict[str, int] = field(default_factory=dict)
+    dropped_short: dict[str, int] = field(default_factory=dict)  # document level: < 2 sentences
 
     def describe(self) -> dict[str, Any]:
         return {
@@ -103,6 +117,7 @@ class TextDataset:
             "public_documents": 0 if self.public is None else len(self.public),
             "num_classes": self.num_classes,
             "dropped_empty_documents": self.dropped_empty,
+            "dropped_short_documents": self.dropped_short,
         }
 
 
@@ -131,7 +146,7 @@ def check_source(cfg: Mapping[str, Any]) -> str:
     if root is None:
         spec = REGISTRY[name]
         return f"hub {spec.hub_path}" + (f"/{spec.hub_name}" if spec.hub_name else "")
-    folder = root / name
+    folder = root / (REGISTRY[name].local_folder or name)
     missing = [s for s in REGISTRY[name].local_splits.values() if not (folder / f"{s}.jsonl.gz").is_file()]
     if missing:
         raise FileNotFoundError(
@@ -207,6 +222,19 @@ def _read_user_files(cfg: Mapping[str, Any]) -> tuple[dict[str, datasets.Dataset
     return splits, values
 
 
+def _merge_labels(splits: dict[str, datasets.Dataset], groups: tuple[tuple[str, tuple[int, ...]], ...],
+                  num_original: int) -> tuple[dict[str, datasets.Dataset], list[str]]:
+    """Relabel original class ids into merged groups (every original id in exactly one group)."""
+    table = np.full(num_original, -1, dtype=np.int64)
+    for new, (_, members) in enumerate(groups):
+        table[list(members)] = new
+    if (table < 0).any() or sum(len(m) for _, m in groups) != num_original:
+        raise ValueError("label_groups must cover every original class exactly once")
+    merged = {role: ds.map(lambda b: {"label": table[np.asarray(b["label"], dtype=np.int64)].tolist()},
+                           batched=True) for role, ds in splits.items()}
+    return merged, [name for name, _ in groups]
+
+
 def _handle_empty(ds: datasets.Dataset, policy: str, split: str, dropped: dict[str, int]) -> datasets.Dataset:
     texts = ds["text"]
     empty = np.array([t is None or not str(t).strip() for t in texts])
@@ -220,6 +248,21 @@ def _handle_empty(ds: datasets.Dataset, policy: str, split: str, dropped: dict[s
         ds = ds.select(np.flatnonzero(~empty))
     dropped[split] = int(empty.sum())
     return ds
+
+
+def _handle_short(ds: datasets.Dataset, policy: str, split: str, dropped: dict[str, int]) -> datasets.Dataset:
+    """Document level: SentDP needs >= 2 sentences; shorter documents are dropped (counted) or refused."""
+    from .sentences import split_sentences
+
+    short = np.array([len(split_sentences(t)) < 2 for t in ds["text"]], dtype=bool)
+    if short.any() and policy == "error":
+        first = int(np.flatnonzero(short)[0])
+        raise ValueError(
+            f"{int(short.sum())} document(s) of the {split} split have fewer than 2 sentences (first at row "
+            f"{first}): sentence-level DP cannot protect them; set short-documents = \"drop\" to drop and count them"
+        )
+    dropped[split] = int(short.sum())
+    return ds.select(np.flatnonzero(~short)) if short.any() else ds
 
 
 def _subsample(ds: datasets.Dataset, size: int, seed: int) -> datasets.Dataset:
@@ -241,13 +284,19 @@ def _load_cached(key: tuple[tuple[str, Any], ...]) -> TextDataset:
     else:
         spec = REGISTRY[name]
         root = data_dir(cfg)
-        splits, label_names = _read_local(spec, root / name) if root else _read_hub(spec)
+        splits, label_names = _read_local(spec, root / (spec.local_folder or name)) if root else _read_hub(spec)
+        if spec.label_groups:
+            splits, label_names = _merge_labels(splits, spec.label_groups, len(label_names))
     if "pool" in splits:
         parts = splits["pool"].train_test_split(test_size=cfg["test-fraction"], seed=seed)
         splits = {"train": parts["train"], "test": parts["test"]}
     dropped: dict[str, int] = {}
     train = _handle_empty(splits["train"], cfg["empty-documents"], "train", dropped)
     test = _handle_empty(splits["test"], cfg["empty-documents"], "test", dropped)
+    short: dict[str, int] = {}
+    if cfg["document-mechanism"] != "none":
+        train = _handle_short(train, cfg["short-documents"], "train", short)
+        test = _handle_short(test, cfg["short-documents"], "test", short)
     train = _subsample(train, cfg["train-size"], seed)
     test = _subsample(test, cfg["test-size"], seed + 1)
     public = None
@@ -259,11 +308,12 @@ def _load_cached(key: tuple[tuple[str, Any], ...]) -> TextDataset:
     test = test.add_column("row", np.arange(len(test), dtype=np.int64))
     if len(train) == 0 or len(test) == 0:
         raise ValueError(f"dataset {name!r} has an empty train or test split after filtering")
-    return TextDataset(name, train, test, public, len(label_names), label_names, source, dropped)
+    return TextDataset(name, train, test, public, len(label_names), label_names, source, dropped, short)
 
 
 DATA_KEYS = ("dataset", "data-dir", "test-file", "text-column", "label-column", "test-fraction",
-             "train-size", "test-size", "public-fraction", "empty-documents", "seed")
+             "train-size", "test-size", "public-fraction", "empty-documents", "document-mechanism",
+             "short-documents", "seed")
 
 
 def load(cfg: Mapping[str, Any]) -> TextDataset:

@@ -95,3 +95,34 @@ def test_missing_local_files_named(tmp_path: Path) -> None:
 def test_env_var_data_dir(data_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("SANITAS_DATA_DIR", str(data_dir))
     assert datasets.check_source(config.resolve({})).startswith("local")
+
+
+def test_20newsgroups_merged_into_nine_categories(data_dir: Path) -> None:
+    """Every one of the 20 groups lands in exactly one of 9 categories; counts add up."""
+    full = datasets.load(_cfg(data_dir, dataset="20newsgroups", **{"empty-documents": "drop"}))
+    nine = datasets.load(_cfg(data_dir, dataset="20newsgroups9", **{"empty-documents": "drop"}))
+    assert nine.num_classes == 9 and len(nine.label_names) == 9 and len(nine.train) == len(full.train)
+    groups = dict(datasets.REGISTRY["20newsgroups9"].label_groups)
+    old = np.asarray(full.train["label"])
+    new = np.asarray(nine.train["label"])
+    for k, name in enumerate(nine.label_names):
+        members = groups[name]
+        assert np.isin(old[new == k], members).all()
+        assert (new == k).sum() == np.isin(old, members).sum()
+    assert full.label_names[17] == "talk.politics.mideast" and nine.label_names[new[old == 17][0]] == "politics.mideast"
+
+
+def test_short_documents_policy_at_the_document_level(tmp_path: Path) -> None:
+    rows = ["One sentence only.", "Two sentences here. And here.", "Three. Four five. Six!", "",
+            "Short", "A. B is two."]
+    path = tmp_path / "docs.jsonl"
+    path.write_text("".join(f'{{"text": "{t}", "label": {i % 2}}}\n' for i, t in enumerate(rows)))
+    base = {"dataset": str(path), "empty-documents": "drop", "test-fraction": 0.5, "public-fraction": 0.0}
+    # Without a document mechanism nothing is filtered by length.
+    assert len(datasets.load(config.resolve(base)).train) + len(datasets.load(config.resolve(base)).test) == 5
+    doc = {**base, "document-mechanism": "truncation", "sentence-mechanism": "none", "map-in": "identity",
+           "public-fraction": 0.01}
+    with pytest.raises(ValueError, match="fewer than 2 sentences.*short-documents"):
+        datasets.load(config.resolve({**doc, "short-documents": "error"}))
+    ds = datasets.load(config.resolve(doc))
+    assert sum(ds.dropped_short.values()) == 3  # "A." is an initial: "A. B is two." is one sentence and ds.describe()["dropped_short_documents"] == ds.dropped_short
