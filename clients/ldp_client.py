@@ -44,7 +44,9 @@ from flwr.clientapp import ClientApp
 from fl import config as config_mod
 from fl import datasets as data
 from fl import maps
+from fl import document_level
 from fl import rewrite as rewrite_mod
+from fl.document_level import DocumentSetup
 from fl.cohort import Cohort, build_cohort
 from fl.pipeline import ServerModel, confusion_matrix, predict
 from mechanisms.rr_prior import LabelPrior
@@ -164,15 +166,25 @@ class Release:
     refused: int  # fresh draws refused because the user's budget would be exceeded (re-sent if cached)
     grad: torch.Tensor | None = None  # leaky mode only: unsanitized dLoss/dM1
     num_words: np.ndarray | None = None  # word level: per sent row, the words its guarantee composes
+    num_sentences: np.ndarray | None = None  # document level: per sent row, its k (revealed)
+    candidate_ids: np.ndarray | None = None  # deepcandidate: per sent row, the chosen public candidate
 
 
-def release_costs(cfg: Mapping[str, Any], c: Cohort, with_label: bool, num_words: np.ndarray) -> np.ndarray:
+def release_costs(cfg: Mapping[str, Any], c: Cohort, with_label: bool, num_words: np.ndarray,
+                  num_sentences: np.ndarray | None = None, setup: DocumentSetup | None = None) -> np.ndarray:
     """Pure-LDP epsilon of one release per row (embedding, plus the label for training releases).
 
     At the word level a row's embedding costs its number of words times the
-    per-word pure epsilon (basic composition); ``num_words`` is ignored otherwise.
+    per-word pure epsilon (basic composition); at the document level the whole
+    document's guarantee for its number of sentences (``document_guarantee(k)``:
+    the budget protects the user's entire document, not one sentence).
     """
-    if rewrite_mod.enabled(cfg):
+    if setup is not None:
+        assert num_sentences is not None
+        mech = setup.mechanism(cfg)
+        per_k = {int(k): mech.document_guarantee(int(k)).as_ldp()[0] for k in np.unique(num_sentences)}
+        cost = np.array([per_k[int(k)] for k in num_sentences], dtype=np.float64)
+    elif rewrite_mod.enabled(cfg):
         per_word = rewrite_mod.word_mechanism(cfg).guarantee.as_ldp()[0]
         # 0 words cost nothing (0 * inf would be nan)
         cost = np.where(num_words > 0, num_words * per_word, 0.0).astype(np.float64)
@@ -218,6 +230,7 @@ def release(
     rows: np.ndarray,
     matrix: torch.Tensor | None,
     model: ServerModel | None = None,
+    setup: DocumentSetup | None = None,
 ) -> Release:
     """Sanitized embeddings (and, for training, labels) of ``rows``.
 
@@ -226,6 +239,8 @@ def release(
     stale. A fresh draw that would take its user past ``max-epsilon`` is refused:
     the row is re-sent from the cache if it has one, else left out and counted.
     The M1 gradient is only computed in the ``leaky`` mode (and is not private).
+    At the document level ``setup`` (the server's public material) defines the
+    mechanism, which sees each document's sentence embeddings.
     """
     key = f"sanitas.release.{purpose}"
     if purpose == "train":
@@ -233,18 +248,24 @@ def release(
     else:
         emb, y, row_user = c.test_emb, None, np.arange(c.test_users.start, c.test_users.stop, dtype=np.int64)
     n, out_dim = emb.shape[0], c.release_dim
-    version = maps.map_version(matrix)
+    version = maps.map_version(matrix) + ("" if setup is None else f"|{setup.version()}")
     if key in context.state and context.state[key + ".map"]["version"] == version:
         rec = context.state[key]
         emb_cache, lab_cache, done = rec["emb"].numpy(), rec["lab"].numpy(), rec["done"].numpy().astype(bool)
+        cand_cache = rec["cand"].numpy()
     else:
         emb_cache = np.zeros((n, out_dim), dtype=np.float32)
         lab_cache = np.full(n, -1, dtype=np.int64)
+        cand_cache = np.full(n, -1, dtype=np.int64)
         done = np.zeros(n, dtype=bool)
     want = rows if cfg["fresh-noise-per-round"] else rows[~done[rows]]
     word_level = rewrite_mod.enabled(cfg)
     num_words = _num_words(purpose, c) if word_level else np.zeros(n, dtype=np.int64)
-    ok = within_budget(context, cfg, purpose, row_user[want], release_costs(cfg, c, y is not None, num_words[want]))
+    docs = (c.train_docs if purpose == "train" else c.test_docs) if setup is not None else None
+    num_sentences = docs.num_sentences if docs is not None else None
+    costs = release_costs(cfg, c, y is not None, num_words[want],
+                          None if num_sentences is None else num_sentences[want], setup)
+    ok = within_budget(context, cfg, purpose, row_user[want], costs)
     need, denied = want[ok], want[~ok]
     grad = None
     if need.size:
@@ -252,8 +273,13 @@ def release(
         mech = config_mod.make_mechanism(cfg, "sentence", input_dim=c.map_dim)
         # Word level: the embedding of the rewritten text (sentence-mechanism is then "none").
         source = _rewrite(context, cfg, purpose, c, cfg["fresh-noise-per-round"]).emb[need] if word_level \
-            else emb[need]
-        if cfg["map-in"] == "leaky" and purpose == "train":
+            else emb[need]  # (unused at the document level)
+        if setup is not None:  # document level: one release per document from its sentences
+            assert docs is not None
+            released, chosen = setup.release(cfg, docs.select(need), gen)
+            if chosen is not None:
+                cand_cache[need] = chosen.numpy()
+        elif cfg["map-in"] == "leaky" and purpose == "train":
             assert matrix is not None and model is not None, "the leaky mode needs M1 and the model"
             released, grad = maps.leaky_map_gradient(matrix, model, source, y[need], mech, gen)
         else:
@@ -265,9 +291,8 @@ def release(
             extra = {"prior": prior} if prior is not None else {}
             lab_cache[need] = labeler.sanitize(y[need], c.num_classes, generator=gen, **extra).numpy()
         done[need] = True
-        context.state[key] = ArrayRecord(
-            {"emb": Array(emb_cache), "lab": Array(lab_cache), "done": Array(done.astype(np.uint8))}
-        )
+        context.state[key] = ArrayRecord({"emb": Array(emb_cache), "lab": Array(lab_cache),
+                                          "cand": Array(cand_cache), "done": Array(done.astype(np.uint8))})
         context.state[key + ".map"] = ConfigRecord({"version": version})
     sent = rows[done[rows]]  # refused rows with an earlier release are re-sent, at no cost
     return Release(
@@ -278,6 +303,8 @@ def release(
         refused=int(denied.size),
         grad=grad,
         num_words=num_words[sent] if word_level else None,
+        num_sentences=None if num_sentences is None else num_sentences[sent],
+        candidate_ids=cand_cache[sent] if setup is not None and setup.kind == "deepcandidate" else None,
     )
 
 
@@ -294,10 +321,35 @@ def _guarantees(cfg: Mapping[str, Any], c: Cohort) -> ConfigRecord:
 
 
 def _release_arrays(rel: Release, arrays: dict[str, Array]) -> ArrayRecord:
-    """The reply's release record, with the per-row word counts at the word level."""
+    """The reply's release record, with the per-row word counts at the word level, the per-row
+    sentence counts at the document level, and DeepCandidate's candidate indices *instead of*
+    embeddings (the server looks the public candidates up)."""
     if rel.num_words is not None:
         arrays["num-words"] = Array(rel.num_words.astype(np.int64))
+    if rel.num_sentences is not None:
+        arrays["num-sentences"] = Array(rel.num_sentences.astype(np.int64))
+    if rel.candidate_ids is not None:
+        arrays.pop("embeddings", None)
+        arrays["candidate-ids"] = Array(rel.candidate_ids.astype(np.int64))
     return ArrayRecord(arrays)
+
+
+SETUP_KEY = "sanitas.document-setup"
+
+
+def node_document_setup(msg: Message, context: Context, cfg: Mapping[str, Any]) -> DocumentSetup | None:
+    """The document level's public material: sent by the server once, then kept in the node's state."""
+    if not document_level.enabled(cfg):
+        return None
+    if "document-setup" in msg.content:
+        context.state[SETUP_KEY] = msg.content["document-setup"]
+    if SETUP_KEY not in context.state:
+        raise ValueError("document-mechanism is set but the server sent no document setup to this node")
+    return _parse_setup(context.state[SETUP_KEY], cfg)
+
+
+def _parse_setup(record: ArrayRecord, cfg: Mapping[str, Any]) -> DocumentSetup:
+    return DocumentSetup.from_record(record, cfg)
 
 
 def _cohort(context: Context, cfg: Mapping[str, Any]) -> Cohort:
@@ -324,7 +376,7 @@ def handle_train(msg: Message, context: Context, cfg: Mapping[str, Any]) -> Mess
     requested = np.asarray(msg.content["config"]["user-ids"], dtype=np.int64)
     rows = np.flatnonzero(np.isin(c.train_doc_user, requested))
     matrix, model = node_map(msg, cfg, c), _server_model(msg, cfg, c)
-    rel = release(context, cfg, "train", c, rows, matrix, model)
+    rel = release(context, cfg, "train", c, rows, matrix, model, node_document_setup(msg, context, cfg))
     content = RecordDict({
         "release": _release_arrays(rel, {
             "user-ids": Array(c.train_doc_user[rel.rows]),
@@ -351,7 +403,8 @@ def handle_evaluate(msg: Message, context: Context, cfg: Mapping[str, Any]) -> M
     matrix, model = node_map(msg, cfg, c), _server_model(msg, cfg, c)
     if model is None:
         raise ValueError("the evaluate message carries no model")
-    rel = release(context, cfg, "test", c, rows, matrix)
+    setup = node_document_setup(msg, context, cfg)
+    rel = release(context, cfg, "test", c, rows, matrix, setup=setup)
     truth = c.test_y.numpy()[rel.rows]
     sanitized = predict(model, torch.as_tensor(rel.emb, dtype=torch.float32)).numpy()
     metrics = {
@@ -360,7 +413,15 @@ def handle_evaluate(msg: Message, context: Context, cfg: Mapping[str, Any]) -> M
         "refused-releases": rel.refused,
         "confusion": confusion_matrix(truth, sanitized, k).reshape(-1).tolist(),
     }
-    if c.release_dim == c.map_dim:  # diagnostic: the model on n(M1 x) without noise
+    if setup is not None:  # diagnostics: the model on the clean document embedding; scores by k
+        assert c.test_docs is not None and rel.num_sentences is not None
+        clean = predict(model, setup.clean(c.test_docs.select(rel.rows))).numpy()
+        metrics["clean-confusion"] = confusion_matrix(truth, clean, k).reshape(-1).tolist()
+        metrics["confusion-by-k"] = document_level.confusion_by_k(truth, sanitized, rel.num_sentences, k) \
+            .reshape(-1).tolist()
+        metrics["clean-confusion-by-k"] = document_level.confusion_by_k(truth, clean, rel.num_sentences, k) \
+            .reshape(-1).tolist()
+    elif c.release_dim == c.map_dim:  # diagnostic: the model on n(M1 x) without noise
         clean = predict(model, maps.apply_input_map(c.test_emb[rel.rows], matrix).to(torch.float32)).numpy()
         metrics["clean-confusion"] = confusion_matrix(truth, clean, k).reshape(-1).tolist()
     content = RecordDict({

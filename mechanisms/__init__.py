@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from .base import DocumentMechanism, LabelMechanism, Mechanism, SentenceMechanism, WordMechanism, check_epsilon
 from .clipped_additive import ClippedGaussian, ClippedLaplace
+from .deepcandidate import DeepCandidate
 from .guarantee import Guarantee, no_privacy
 from .identity import NoPrivacy
 from .planar_laplace import PlanarLaplace
@@ -24,12 +25,14 @@ from .purkayastha import Purkayastha
 from .randomized_response import RandomizedResponse
 from .rr_prior import LabelPrior, RRWithPrior
 from .registry import create, mechanism_class, names, register
+from .truncation import Truncation
 from .words import CMP, Mahalanobis, TrLaplace, WordGaussian, WordLaplace, WordSpace
 
 __all__ = [
     "CMP",
     "ClippedGaussian",
     "ClippedLaplace",
+    "DeepCandidate",
     "DocumentMechanism",
     "Guarantee",
     "LabelMechanism",
@@ -44,6 +47,7 @@ __all__ = [
     "RandomizedResponse",
     "SentenceMechanism",
     "TrLaplace",
+    "Truncation",
     "WordGaussian",
     "WordLaplace",
     "WordMechanism",
@@ -59,6 +63,7 @@ __all__ = [
 register(CMP)
 register(ClippedGaussian)
 register(ClippedLaplace)
+register(DeepCandidate)
 register(NoPrivacy)
 register(PlanarLaplace)
 register(PrivEmb)
@@ -67,5 +72,6 @@ register(RandomizedResponse)
 register(RRWithPrior)
 register(Mahalanobis)
 register(TrLaplace)
+register(Truncation)
 register(WordGaussian)
 register(WordLaplace)

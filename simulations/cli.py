@@ -159,11 +159,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     p_run.add_argument("--out", default=None, help="results parent folder (config key out-dir)")
     _add_sweep_parser(sub)
     _add_compare_parser(sub)
+    p_doc = sub.add_parser("report-documents", help="document level: macro-F1 vs epsilon and vs k (plots + CSV)",
+                           description="From a sweep folder of document-level runs, write f1_vs_epsilon.png/.csv "
+                                       "and f1_vs_sentences.png/.csv (Meehan et al. Fig. 4), with the "
+                                       "random-guess line.")
+    p_doc.add_argument("sweep_dir", help="a folder written by 'sanitas sweep'")
+    p_doc.add_argument("--epsilon", type=float, default=10.0, help="epsilon of the k breakdown (default 10)")
     args = parser.parse_args(argv)
     _setup_logging()
     try:
         if args.command == "sweep":
             return _sweep(args)
+        if args.command == "report-documents":
+            from simulations.doc_report import report
+
+            return report(args.sweep_dir, args.epsilon)
         if args.command == "compare":
             from simulations.compare import compare
 

@@ -58,10 +58,10 @@ from fl import config as config_mod
 #: Metric columns of ``sweep.csv`` / ``sweep.jsonl``, after the grid keys.
 METRIC_COLUMNS: tuple[str, ...] = (
     "status", "accuracy", "macro_f1", "best_accuracy", "clean_accuracy", "level", "epsilon", "sentence_epsilon",
-    "pure_ldp_epsilon", "ldp_guarantee_holds", "wall_seconds", "process_seconds", "run_name",
+    "pure_ldp_epsilon", "random_guess_f1", "ldp_guarantee_holds", "wall_seconds", "process_seconds", "run_name",
     "results_folder", "error",
 )
-EPSILON_KEYS = ("sentence-epsilon", "word-epsilon")  # the x axis of the plot, not a line label
+EPSILON_KEYS = ("sentence-epsilon", "word-epsilon", "document-epsilon")  # the x axis of the plot, not a line label
 # Word-level runs: the per-document guarantee (median-length document) and the rewrite's quality.
 WORD_COLUMNS: tuple[str, ...] = (
     "pure_ldp_per_word", "words_median", "document_epsilon_median", "document_delta_median",
@@ -298,23 +298,32 @@ def collect_row(run: Run, sweep_dir: Path, keys: Sequence[str]) -> dict[str, Any
     guarantee = summary.get("guarantee") or {}
     sentence = guarantee.get("sentence") or {}
     word = guarantee.get("word")
+    document = guarantee.get("document")
     row.update(
         status="ok",
         accuracy=final.get("accuracy"),
         macro_f1=final.get("macro_f1"),
         best_accuracy=summary.get("best_accuracy"),
         clean_accuracy=final.get("clean_accuracy"),
-        level="word" if word else "sentence",
-        epsilon=word.get("epsilon") if word else sentence.get("epsilon"),
-        sentence_epsilon=None if word else sentence.get("epsilon"),
-        pure_ldp_epsilon=(summary.get("privacy") or {}).get("epsilon_ldp") if word
+        level="word" if word else "document" if document else "sentence",
+        epsilon=(word or document or sentence).get("epsilon"),
+        sentence_epsilon=None if word or document else sentence.get("epsilon"),
+        pure_ldp_epsilon=(summary.get("privacy") or {}).get("epsilon_ldp") if word or document
         else sentence.get("pure_ldp_per_release"),
+        random_guess_f1=final.get("random_guess_f1"),
+        dataset=row.get("dataset") or summary.get("dataset"),
         ldp_guarantee_holds=summary.get("ldp_guarantee_holds"),
         wall_seconds=summary.get("wall_seconds"),
         results_folder=summary.get("results_folder", str(folder)),
     )
     if word:
         row.update(_word_columns(summary))
+    if document:
+        level = ((summary.get("privacy") or {}).get("document_level")) or {}
+        row.update(document_mechanism=level.get("mechanism"), num_projections=level.get("num_projections"),
+                   sentences_median=level.get("median_sentences_per_document"),
+                   document_epsilon_median=(level.get("per_document_median") or {}).get("epsilon"),
+                   document_epsilon_longest=(level.get("per_document_longest") or {}).get("epsilon"))
     return row
 
 

@@ -34,7 +34,9 @@ from tqdm.auto import tqdm
 from fl import config as config_mod
 from fl import datasets as data
 from fl import maps
+from fl import document_level
 from fl import rewrite as rewrite_mod
+from fl.document_level import DocumentSetup
 from fl.accounting import PrivacyLedger
 from fl.encoder import best_device, embed_documents
 from fl.pipeline import build_model, scores, train_epochs
@@ -138,6 +140,15 @@ class ReleaseTraining(Strategy):
         self._x = np.zeros((0, self.release_dim), dtype=np.float32)
         self._y = np.zeros(0, dtype=np.int64)
         self.setup_map()
+        self.document_setup: DocumentSetup | None = None
+        self._setup_sent: set[int] = set()
+        self._k_confusion: dict[str, np.ndarray] = {}
+        self._sentences: list[np.ndarray] = []  # document level: k of the fresh releases
+        if document_level.enabled(self.cfg):
+            self.document_setup = document_level.build_setup(self.cfg, self.device)
+            self.public_info = {**self.public_info, "document_setup": self.document_setup.info}
+            log.info("document level: %s set up from public documents (%s)", self.cfg["document-mechanism"],
+                     json.dumps({k: v for k, v in self.document_setup.info.items() if k != "recoder"}))
         log.info(
             "%d nodes hold %d training users and %d test users; releases are %d-dimensional",
             len(self.nodes), self.num_train_users, self.num_test_users, self.release_dim,
@@ -194,6 +205,13 @@ class ReleaseTraining(Strategy):
         assert self.map_matrix is not None
         return {"map-in": ArrayRecord({"matrix": Array(self.map_matrix.numpy())})}
 
+    def _document_record(self, node_id: int) -> dict[str, ArrayRecord]:
+        """The document level's public material, sent to each node once."""
+        if self.document_setup is None or node_id in self._setup_sent:
+            return {}
+        self._setup_sent.add(node_id)
+        return {"document-setup": self.document_setup.to_record()}
+
     def _model_record(self) -> dict[str, ArrayRecord]:
         """The current server model, sent with training requests when clients need it."""
         needs = self.leaky or (self.cfg["label-mechanism"] == "rr_prior" and self.cfg["label-prior"] == "model")
@@ -242,7 +260,8 @@ class ReleaseTraining(Strategy):
             if mine.size == 0:
                 continue
             cfg = ConfigRecord({"server-round": server_round, "user-ids": mine.tolist()})
-            content = RecordDict({"config": cfg, **self._map_record(), **self._model_record()})
+            content = RecordDict({"config": cfg, **self._map_record(), **self._model_record(),
+                                  **self._document_record(node_id)})
             messages.append(Message(content=content, dst_node_id=node_id, message_type=MessageType.TRAIN))
         self._train_info = {"sampled_users": int(users.size)}
         return messages
@@ -266,7 +285,7 @@ class ReleaseTraining(Strategy):
             doc_ids = rel["doc-ids"].numpy()
             users = rel["user-ids"].numpy()
             fresh = rel["fresh"].numpy().astype(bool)
-            self._store(doc_ids, rel["embeddings"].numpy(), rel["labels"].numpy())
+            self._store(doc_ids, self._embeddings(rel), rel["labels"].numpy())
             guarantees = _read_guarantees(reply.content["guarantees"])
             self.guarantees.update(guarantees)
             report = self._record_embedding("train", users[fresh], rel, fresh, guarantees)
@@ -285,6 +304,14 @@ class ReleaseTraining(Strategy):
         arrays = ArrayRecord(self.model.state_dict())
         return arrays, MetricRecord({"num-releases": int(len(self._y)), "train-loss": float(loss)})
 
+    def _embeddings(self, rel: ArrayRecord) -> np.ndarray:
+        """The released rows: sent as embeddings, or (DeepCandidate) as indices of public candidates."""
+        if "candidate-ids" not in rel:
+            return rel["embeddings"].numpy()
+        assert self.document_setup is not None and self.document_setup.candidates is not None
+        ids = torch.as_tensor(rel["candidate-ids"].numpy(), dtype=torch.int64)
+        return self.document_setup.candidates[ids].numpy()
+
     def _record_embedding(self, population: str, users: np.ndarray, rel: ArrayRecord, fresh: np.ndarray,
                           guarantees: dict[str, Guarantee]) -> Guarantee:
         """Enter the fresh embedding releases of one reply in the ledger; returns the
@@ -294,6 +321,13 @@ class ReleaseTraining(Strategy):
         release composes the per-word guarantee over its document's words.
         """
         assert self.ledger is not None
+        if self.document_setup is not None:  # the user's whole document: document_guarantee(k) per release
+            mech = self.document_setup.mechanism(self.cfg)
+            ks = rel["num-sentences"].numpy()[fresh]
+            self._sentences.append(ks)
+            for k in np.unique(ks):  # a handful of distinct k per reply
+                self.ledger.record(population, users[ks == k], mech.document_guarantee(int(k)), "embedding")
+            return mech.document_guarantee(int(ks.max()) if ks.size else 0)
         if "word" not in guarantees:
             self.ledger.record(population, users, guarantees["sentence"], "embedding")
             return guarantees["sentence"]
@@ -301,6 +335,30 @@ class ReleaseTraining(Strategy):
         self.ledger.record(population, users, guarantees["word"], "embedding", units=words)
         self._words.append(words)
         return compose_units(guarantees["word"], int(words.max()) if words.size else 0, "document")
+
+    def document_record(self) -> dict[str, Any]:
+        """Document level: the per-sentence (SentDP) guarantee and the whole-document guarantee at the
+        longest and the median released document (empty otherwise)."""
+        if self.document_setup is None:
+            return {}
+        mech = self.document_setup.mechanism(self.cfg)
+        ks = np.concatenate(self._sentences) if self._sentences else np.zeros(0, dtype=np.int64)
+        longest, median = (int(ks.max()), int(np.median(ks))) if ks.size else (0, 0)
+
+        def described(g: Guarantee) -> dict[str, Any]:
+            return {**g.to_dict(), "pure_ldp": _finite(g.as_ldp()[0]), "text": g.describe()}
+
+        return {
+            "mechanism": mech.name,
+            "per_sentence": {**described(mech.guarantee),
+                             "text": f"{mech.guarantee.describe()} of a document (SentDP: neighbouring documents "
+                                     "have the same number of sentences k and differ in one sentence; k is revealed)"},
+            "max_sentences_per_document": longest,
+            "median_sentences_per_document": median,
+            "per_document_longest": described(mech.document_guarantee(longest)),
+            "per_document_median": described(mech.document_guarantee(median)),
+            "num_projections": self.document_setup.num_projections or None,
+        }
 
     def word_record(self) -> dict[str, Any]:
         """Word level: the per-word guarantee, the document guarantee at the longest and the
@@ -352,8 +410,9 @@ class ReleaseTraining(Strategy):
         cfg = ConfigRecord({"server-round": server_round})
         return [
             Message(
-                content=RecordDict({"arrays": arrays, "config": cfg, **self._map_record()}), dst_node_id=node_id,
-                message_type=MessageType.EVALUATE,
+                content=RecordDict({"arrays": arrays, "config": cfg, **self._map_record(),
+                                    **self._document_record(node_id)}),
+                dst_node_id=node_id, message_type=MessageType.EVALUATE,
             )
             for node_id, info in self.nodes.items()
             if info["test-users-hi"] > info["test-users-lo"]
@@ -366,6 +425,7 @@ class ReleaseTraining(Strategy):
         k = self.num_classes
         conf = np.zeros((k, k), dtype=np.int64)
         clean = np.zeros((k, k), dtype=np.int64)
+        by_k: dict[str, Any] = {}
         fresh_total = refused = 0
         for reply in replies:
             metrics = reply.content["metrics"]
@@ -373,6 +433,10 @@ class ReleaseTraining(Strategy):
             conf += np.asarray(metrics["confusion"], dtype=np.int64).reshape(k, k)
             if "clean-confusion" in metrics:  # absent when releases are not in M1's output space
                 clean += np.asarray(metrics["clean-confusion"], dtype=np.int64).reshape(k, k)
+            for name in ("confusion-by-k", "clean-confusion-by-k"):
+                if name in metrics:
+                    counts = np.asarray(metrics[name], dtype=np.int64).reshape(-1, k, k)
+                    by_k[name] = by_k.get(name, 0) + counts
             rel = reply.content["release"]
             fresh = rel["fresh"].numpy().astype(bool)
             guarantees = _read_guarantees(reply.content["guarantees"])
@@ -388,6 +452,7 @@ class ReleaseTraining(Strategy):
             "clean_accuracy": clean_scores["accuracy"],
             "clean_macro_f1": clean_scores["macro_f1"],
             "test_users": int(conf.sum()),
+            "random_guess_f1": _random_guess(conf),
             **self._train_info,
             "fresh_test_releases": fresh_total,
             "refused_test_releases": refused,
@@ -396,6 +461,8 @@ class ReleaseTraining(Strategy):
             "privacy": self.privacy_record(),
             "seconds": round(time.time() - self._round_started, 3),
         }
+        if "confusion-by-k" in by_k:
+            record["by_sentences"] = _by_sentences(by_k["confusion-by-k"], by_k.get("clean-confusion-by-k"))
         if server_round == 1 and self.public_info:
             record["public_pretraining"] = self.public_info
         self.records.append(record)
@@ -418,6 +485,8 @@ class ReleaseTraining(Strategy):
         snapshot.update(self.shuffle_record())
         if self.guarantees.get("word") is not None:
             snapshot["word_level"] = self.word_record()
+        if self.document_setup is not None:
+            snapshot["document_level"] = self.document_record()
         if not self.leaky:
             return snapshot
         return {
@@ -490,6 +559,28 @@ def _raise_on_errors(replies: list[Message], stage: str) -> None:
     errors = [r.error.reason for r in replies if r.has_error()]
     if errors:
         raise RuntimeError(f"{len(errors)} node(s) failed during {stage}: {errors[0]}")
+
+
+def _random_guess(confusion: np.ndarray) -> float | None:
+    """sum_i q_i^2 over the test label frequencies q: the score of guessing labels at random with
+    those frequencies (the paper's random-guess line)."""
+    total = confusion.sum()
+    return float(((confusion.sum(axis=1) / total) ** 2).sum()) if total else None
+
+
+def _by_sentences(conf: np.ndarray, clean: np.ndarray | None) -> list[dict[str, Any]]:
+    """Scores per bucket of the number of sentences k (empty buckets left out)."""
+    out = []
+    for b in range(conf.shape[0]):
+        if conf[b].sum() == 0:
+            continue
+        s = scores(conf[b])
+        row = {"k": document_level.bucket_label(b), "k_min": document_level.K_EDGES[b], "documents": int(conf[b].sum()),
+               "accuracy": s["accuracy"], "macro_f1": s["macro_f1"], "random_guess_f1": _random_guess(conf[b])}
+        if clean is not None:
+            row["clean_macro_f1"] = scores(clean[b])["macro_f1"]
+        out.append(row)
+    return out
 
 
 def _finite(value: float) -> float | None:

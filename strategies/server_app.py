@@ -52,6 +52,17 @@ def guarantee_statement(cfg: Mapping[str, Any], strategy: ReleaseTraining) -> di
             "composed over the document's words (k words: see privacy.word_level); the number of words is "
             "not hidden"
         )
+    setup = getattr(strategy, "document_setup", None)
+    if setup is not None:
+        mech = setup.mechanism(cfg)
+        g = mech.guarantee
+        statement["document"] = {**g.to_dict(), "pure_per_changed_sentence": g.as_ldp()[0], "text": g.describe()}
+        whole = "epsilon * k / 2" if mech.name == "deepcandidate" else "k * epsilon"
+        statement["sentence"]["text"] = (
+            f"a document embedding under sentence-level DP ({mech.name}): {g.describe()} of a document "
+            f"(any one sentence replaced); a whole document of k sentences: pure {whole} "
+            "(see privacy.document_level); the number of sentences k is revealed"
+        )
     statement["ldp_guarantee_holds"] = not strategy.leaky
     if strategy.leaky:
         for channel in ("sentence", "label"):
@@ -102,7 +113,8 @@ def run_server(grid: Grid, cfg: Mapping[str, Any]) -> dict[str, Any]:
         "dataset": cfg["dataset"],
         "strategy": type(strategy).__name__,
         "rounds": len(core.records),
-        "final": {k: last.get(k) for k in ("accuracy", "macro_f1", "clean_accuracy", "clean_macro_f1")},
+        "final": {k: last.get(k) for k in ("accuracy", "macro_f1", "clean_accuracy", "clean_macro_f1",
+                                           "random_guess_f1", "by_sentences")},
         "best_accuracy": max((r["accuracy"] for r in core.records if not math.isnan(r["accuracy"])), default=None),
         "privacy": last.get("privacy"),
         "ldp_guarantee_holds": not core.leaky,
@@ -113,6 +125,7 @@ def run_server(grid: Grid, cfg: Mapping[str, Any]) -> dict[str, Any]:
     }
     writer.write_json("summary.json", summary)
     mech, eps_key = ("word-mechanism", "word-epsilon") if rewrite_mod.enabled(cfg) else \
+        ("document-mechanism", "document-epsilon") if cfg["document-mechanism"] != "none" else \
         ("sentence-mechanism", "sentence-epsilon")
     mech = cfg[mech]
     eps = "" if mech == "none" else f" eps={cfg[eps_key]:g}" + ("/word" if rewrite_mod.enabled(cfg) else "")

@@ -281,3 +281,39 @@ def test_word_level_rewrite_with_budget_warning_and_quality(tmp_path: Path, data
     columns = sw._word_columns(summary)
     assert columns["pure_ldp_per_word"] == 20.0 and columns["N_w"] == quality["N_w"]
     assert columns["document_epsilon_longest"] == pytest.approx(privacy["epsilon_ldp"])
+
+
+DOCUMENT_LEVEL = {
+    "dataset": '"imdb"', "train-size": "80", "test-size": "20", "public-fraction": "0.5", "users-per-node": "10",
+    "sentence-mechanism": '"none"', "map-in": '"identity"', "document-epsilon": "10.0",
+    "recoder-clusters": "4", "recoder-epochs": "2", "num-candidates": "20", "candidate-min-sentences": "4",
+}
+
+
+@pytest.mark.parametrize("mechanism", ["deepcandidate", "truncation"])
+def test_document_level_releases(tmp_path: Path, data_dir: Path, cache_dir: Path, mechanism: str) -> None:
+    """Sentence-level DP of IMDB reviews: the server builds the public material (recoder, candidates and a
+    tuned p, or the clipping box) from public reviews, nodes release one document each, the ledger charges
+    the whole-document guarantee (eps k / 2 or eps k), and scores are broken down by k."""
+    proc = _run(tmp_path, data_dir, cache_dir, {**DOCUMENT_LEVEL, "document-mechanism": f'"{mechanism}"'})
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    folder = tmp_path / "out" / "r"
+    rounds = _rounds(folder)
+    level = rounds[-1]["privacy"]["document_level"]
+    k_max = level["max_sentences_per_document"]
+    assert level["mechanism"] == mechanism and level["per_sentence"]["epsilon"] == 10.0 and k_max >= 2
+    whole = 10.0 * k_max / 2 if mechanism == "deepcandidate" else 10.0 * k_max
+    assert level["per_document_longest"]["epsilon"] == pytest.approx(whole)
+    assert rounds[-1]["privacy"]["epsilon_ldp"] == pytest.approx(whole)  # one release per user, cached after
+    assert rounds[0]["fresh_test_releases"] == 20 and rounds[1]["fresh_test_releases"] == 0
+    buckets = rounds[-1]["by_sentences"]
+    assert sum(b["documents"] for b in buckets) == 20 and all(0 <= b["macro_f1"] <= 1 for b in buckets)
+    assert 0.5 - 1e-9 <= rounds[-1]["random_guess_f1"] <= 1.0  # sum q_i^2 >= 1/K for K = 2 classes
+    setup = rounds[0]["public_pretraining"]["document_setup"]
+    summary = json.loads((folder / "summary.json").read_text())
+    assert "number of sentences k is revealed" in summary["guarantee"]["sentence"]["text"]
+    if mechanism == "deepcandidate":
+        assert setup["candidates"] <= 20 and setup["projection_tuning"]["chosen"] in (10, 25, 50, 100)
+        assert level["num_projections"] == setup["projection_tuning"]["chosen"]
+    else:
+        assert setup["box_mean_width"] > 0
