@@ -21,7 +21,9 @@ embeddings G(s_1..s_k) (k >= 2; shorter documents are dropped or refused by
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -34,7 +36,8 @@ import mechanisms
 from mechanisms.base import DocumentMechanism
 
 from . import datasets as data
-from .config import mechanism_options
+from .config import cache_dir, mechanism_options
+from .config import data_dir as config_data_dir
 from .documents import SentenceDocs, embed_sentences
 from .pipeline import confusion_matrix
 from .recoder import PROJECTION_GRID, Recoder, recode, select_candidates, train_recoder, tune_projections
@@ -166,15 +169,10 @@ def build_setup(cfg: Mapping[str, Any], device: str | torch.device = "cpu", prog
         return DocumentSetup(kind, eps, lo=lo.to(torch.float32), hi=hi.to(torch.float32), info=info)
     if kind != "deepcandidate":
         raise ValueError(f"unknown document mechanism {kind!r}")
-    training = train_recoder(public, labels, ds.num_classes, clusters=int(cfg["recoder-clusters"]),
-                             epochs=int(cfg["recoder-epochs"]), seed=seed, device=device, progress=progress)
-    recoder = training.recoder.cpu()
-    recoded = recode(recoder, public.emb)
-    val = np.asarray(training.info.pop("validation_rows"), dtype=np.int64)
-    chosen, candidates = select_candidates(public, recoded, int(cfg["candidate-min-sentences"]),
-                                           int(cfg["num-candidates"]), seed, exclude=val)
+    recoder, classifier, val, chosen, candidates, recoder_info = _public_recoder(cfg, public, labels, ds.num_classes,
+                                                                                device, progress)
     setup = DocumentSetup(kind, eps, recoder, candidates, int(cfg["num-projections"]), seed)
-    info: dict[str, Any] = {"recoder": training.info, "candidates": int(len(chosen))}
+    info: dict[str, Any] = {"recoder": recoder_info, "candidates": int(len(chosen))}
     if setup.num_projections == 0:  # tune p on the public validation documents (no privacy cost)
         val_docs = public.select(val)
         blocks = val_docs.docs(emb=recode(recoder, val_docs.emb))
@@ -184,12 +182,49 @@ def build_setup(cfg: Mapping[str, Any], device: str | torch.device = "cpu", prog
             return mechanisms.create("deepcandidate", epsilon=eps, candidates=candidates.to(torch.float64),
                                      num_projections=p, projection_seed=seed, **options)
 
-        best, scores = tune_projections(make, candidates, training.classifier.cpu(), blocks,
+        best, scores = tune_projections(make, candidates, classifier, blocks,
                                         labels[val].numpy(), ds.num_classes, PROJECTION_GRID, seed)
         setup.num_projections = best
         info["projection_tuning"] = {"grid": list(PROJECTION_GRID), "validation_macro_f1": scores, "chosen": best}
     setup.info = info
     return setup
+
+
+def _public_recoder(cfg: Mapping[str, Any], public: SentenceDocs, labels: torch.Tensor, num_classes: int,
+                    device: str | torch.device, progress: bool) -> tuple[Recoder, torch.nn.Module, np.ndarray,
+                                                                       np.ndarray, torch.Tensor, dict[str, Any]]:
+    """H, C_dc, the validation rows, the candidates' rows and F: trained once per public data and
+    settings, then read back from ``<cache-dir>/document-setup/`` (a function of public data only,
+    shared by every epsilon of a sweep)."""
+    keys = (*data.DATA_KEYS, "encoder", "recoder-clusters", "recoder-epochs", "num-candidates",
+            "candidate-min-sentences")
+    material = json.dumps({"v": 1, **{k: cfg[k] for k in keys}, "data": str(config_data_dir(cfg))},
+                          sort_keys=True, default=str)
+    path = cache_dir(cfg) / "document-setup" / f"{hashlib.sha256(material.encode()).hexdigest()[:32]}.pt"
+    d, seed = public.dim, int(cfg["seed"])
+    classifier = torch.nn.Sequential(torch.nn.Linear(d, 256), torch.nn.ReLU(), torch.nn.Linear(256, num_classes))
+    if path.is_file():
+        saved = torch.load(path, weights_only=True)
+        recoder = Recoder(d)
+        recoder.load_state_dict(saved["recoder"])
+        classifier.load_state_dict(saved["classifier"])
+        info = json.loads(saved["info"])
+        log.info("document level: recoder and candidates read from %s", path)
+        return (recoder.eval(), classifier.eval(), saved["val"].numpy(), saved["chosen"].numpy(),
+                saved["candidates"], {**info, "cached": str(path)})
+    training = train_recoder(public, labels, num_classes, clusters=int(cfg["recoder-clusters"]),
+                             epochs=int(cfg["recoder-epochs"]), seed=seed, device=device, progress=progress)
+    recoder, classifier = training.recoder.cpu().eval(), training.classifier.cpu().eval()
+    recoded = recode(recoder, public.emb)
+    val = np.asarray(training.info.pop("validation_rows"), dtype=np.int64)
+    chosen, candidates = select_candidates(public, recoded, int(cfg["candidate-min-sentences"]),
+                                           int(cfg["num-candidates"]), seed, exclude=val)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(f".{os.getpid()}.tmp")
+    torch.save({"recoder": recoder.state_dict(), "classifier": classifier.state_dict(), "val": torch.as_tensor(val),
+                "chosen": torch.as_tensor(chosen), "candidates": candidates, "info": json.dumps(training.info)}, tmp)
+    os.replace(tmp, path)
+    return recoder, classifier, val, chosen, candidates, training.info
 
 
 def bucket_index(num_sentences: np.ndarray) -> np.ndarray:
