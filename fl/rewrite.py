@@ -79,8 +79,8 @@ def delta_warning(guarantee: Guarantee, num_users: int) -> str | None:
         return None
     return (f"the word mechanism's delta per word is {guarantee.delta:.4g}, more than 1/(number of users) "
             f"= {1.0 / num_users:.3g}: with probability up to delta a word can be revealed, and a document of "
-            f"k words composes to delta = min(1, k * {guarantee.delta:.4g}); this (eps, delta) guarantee is "
-            "weak or vacuous at this epsilon")
+            f"k words composes to a delta of up to min(1, k * {guarantee.delta:.4g}); this (eps, delta) "
+            "guarantee is weak or vacuous at this epsilon")
 
 
 @dataclass(frozen=True)

@@ -195,11 +195,13 @@ def test_moment_check_has_power() -> None:
 def test_geometry(m: int) -> None:
     """Outputs lie on the sphere; xi is a unit vector orthogonal to mu; mu^T Y = cos(theta)."""
     g = torch.Generator().manual_seed(3)
-    x = torch.randn(2000, m, dtype=torch.float64) * 5
+    x = torch.randn(2000, m, dtype=torch.float64, generator=torch.Generator().manual_seed(4)) * 5
     mu = x / x.norm(dim=1, keepdim=True)
     xi = tangent_directions(mu, generator=g)
     assert torch.allclose(xi.norm(dim=1), torch.ones(2000, dtype=torch.float64), atol=1e-12)
-    assert float((xi * mu).sum(dim=1).abs().max()) < 1e-12
+    # One Gram-Schmidt pass leaves xi . mu ~ u |r| / |r_perp| (u = 2^-53): tiny unless r is nearly
+    # parallel to mu, which happens in 2-D (|r_perp| / |r| = |sin| ~ 1e-4 over 2000 draws).
+    assert float((xi * mu).sum(dim=1).abs().max()) < 1e-9
     y = mechanisms.create("purkayastha", epsilon=3.0).sanitize(x, generator=g)
     assert float((y.norm(dim=1) - 1).abs().max()) < 1e-6
     cos = (y * mu).sum(dim=1)
