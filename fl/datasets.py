@@ -293,10 +293,6 @@ def _load_cached(key: tuple[tuple[str, Any], ...]) -> TextDataset:
     dropped: dict[str, int] = {}
     train = _handle_empty(splits["train"], cfg["empty-documents"], "train", dropped)
     test = _handle_empty(splits["test"], cfg["empty-documents"], "test", dropped)
-    short: dict[str, int] = {}
-    if cfg["document-mechanism"] != "none":
-        train = _handle_short(train, cfg["short-documents"], "train", short)
-        test = _handle_short(test, cfg["short-documents"], "test", short)
     train = _subsample(train, cfg["train-size"], seed)
     test = _subsample(test, cfg["test-size"], seed + 1)
     public = None
@@ -304,6 +300,12 @@ def _load_cached(key: tuple[tuple[str, Any], ...]) -> TextDataset:
         is_public = np.random.default_rng(seed + 2).random(len(train)) < cfg["public-fraction"]
         public = train.select(np.flatnonzero(is_public))
         train = train.select(np.flatnonzero(~is_public))
+    # After subsampling and the public split, so that a document-level run and its non-private
+    # reference (document-mechanism = "none") draw the same documents, less the short ones.
+    short: dict[str, int] = {}
+    if cfg["document-mechanism"] != "none":
+        train = _handle_short(train, cfg["short-documents"], "train", short)
+        test = _handle_short(test, cfg["short-documents"], "test", short)
     train = train.add_column("row", np.arange(len(train), dtype=np.int64))
     test = test.add_column("row", np.arange(len(test), dtype=np.int64))
     if len(train) == 0 or len(test) == 0:

@@ -155,6 +155,9 @@ class EmbeddingCache:
             os.replace(tmp, self.folder / f"{shard}{suffix}")
 
 
+STORE_EVERY = 16_384  # texts encoded between two cache writes
+
+
 def encode(
     texts: Sequence[str],
     encoder: str,
@@ -179,14 +182,17 @@ def encode(
     if missing:
         model = load_encoder(encoder, device)
         log.info("encoding %d new texts with %s on %s", len(missing), encoder, device)
-        vectors = model.encode(
-            [unique_list[i] for i in missing], batch_size=batch_size, convert_to_numpy=True,
-            show_progress_bar=progress and len(missing) > batch_size,
-        ).astype(np.float32)
-        if store:
-            cache.store(digests[missing], vectors)
-        for j, i in enumerate(missing):
-            found[i] = vectors[j]
+        # Stored shard by shard: an interrupted long encode keeps what it finished.
+        for start in range(0, len(missing), STORE_EVERY):
+            part = missing[start : start + STORE_EVERY]
+            vectors = model.encode(
+                [unique_list[i] for i in part], batch_size=batch_size, convert_to_numpy=True,
+                show_progress_bar=progress and len(part) > batch_size,
+            ).astype(np.float32)
+            if store:
+                cache.store(digests[part], vectors)
+            for j, i in enumerate(part):
+                found[i] = vectors[j]
     if not unique_list:
         return np.zeros((0, 0), dtype=np.float32)
     table = np.stack(found)  # type: ignore[arg-type]

@@ -52,3 +52,14 @@ def test_empty_document_refused(tmp_path: Path) -> None:
 def test_unknown_encoder_is_a_clear_error() -> None:
     with pytest.raises(ValueError, match="cannot load encoder '/no/such/model'"):
         encoder.load_encoder("/no/such/model", "cpu")
+
+
+def test_long_encodes_are_stored_shard_by_shard(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An interrupted encode keeps the shards it finished: one cache write per STORE_EVERY texts."""
+    monkeypatch.setattr(encoder, "STORE_EVERY", 2)
+    texts = [f"sentence number {i}" for i in range(5)]
+    out = encoder.encode(texts, "all-MiniLM-L6-v2", tmp_path, progress=False)
+    assert out.shape == (5, 384)
+    assert len(list(tmp_path.rglob("*.keys.npy"))) == 3  # 2 + 2 + 1 texts
+    again = encoder.encode(texts[::-1], "all-MiniLM-L6-v2", tmp_path, progress=False)
+    assert np.allclose(again, out[::-1], atol=1e-6) and len(list(tmp_path.rglob("*.keys.npy"))) == 3
