@@ -45,6 +45,19 @@ def _write_csv(path: Path, rows: Sequence[Mapping[str, Any]]) -> None:
         writer.writerows(rows)
 
 
+def _finish(fig: Any, ax: Any, stem: Path, table: Sequence[Mapping[str, Any]]) -> None:
+    """Grid, legend outside the axes, ``<stem>.png`` and ``<stem>.csv``."""
+    import matplotlib.pyplot as plt
+
+    ax.grid(alpha=0.3)
+    if table:
+        ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    fig.tight_layout()
+    fig.savefig(stem.with_suffix(".png"), dpi=120)
+    plt.close(fig)
+    _write_csv(stem.with_suffix(".csv"), table)
+
+
 def f1_vs_epsilon(rows: Sequence[Mapping[str, Any]], out: Path) -> list[dict[str, Any]]:
     """Plot and tabulate macro-F1 against the per-sentence epsilon; returns the table rows."""
     import matplotlib
@@ -76,13 +89,7 @@ def f1_vs_epsilon(rows: Sequence[Mapping[str, Any]], out: Path) -> list[dict[str
         ax.axhline(value, linestyle=":", color="gray", label=f"{dataset or ''} random guess".strip())
     ax.set_xlabel("epsilon per sentence (SentDP)")
     ax.set_ylabel("test macro-F1 (sanitized test documents)")
-    ax.grid(alpha=0.3)
-    if table:
-        ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
-    fig.tight_layout()
-    fig.savefig(out / "f1_vs_epsilon.png", dpi=120)
-    plt.close(fig)
-    _write_csv(out / "f1_vs_epsilon.csv", table)
+    _finish(fig, ax, out / "f1_vs_epsilon", table)
     return table
 
 
@@ -111,13 +118,7 @@ def f1_vs_sentences(rows: Sequence[Mapping[str, Any]], out: Path, epsilon: float
     ax.set_ylabel("test macro-F1")
     ax.set_title(f"macro-F1 by document length at epsilon = {epsilon:g} (dotted: random guess per bucket)",
                  fontsize=9)
-    ax.grid(alpha=0.3)
-    if table:
-        ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
-    fig.tight_layout()
-    fig.savefig(out / "f1_vs_sentences.png", dpi=120)
-    plt.close(fig)
-    _write_csv(out / "f1_vs_sentences.csv", table)
+    _finish(fig, ax, out / "f1_vs_sentences", table)
     return table
 
 
