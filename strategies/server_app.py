@@ -121,6 +121,7 @@ def run_server(grid: Grid, cfg: Mapping[str, Any]) -> dict[str, Any]:
         "guarantee": guarantee_statement(cfg, core),
         **({"rewrite_quality": quality} if quality is not None else {}),
         "users": {"train": core.num_train_users, "test": core.num_test_users, "nodes": len(core.nodes)},
+        "data": data.load(cfg).describe(),  # includes documents dropped as empty or (document level) short
         "wall_seconds": round(time.time() - started, 2),
     }
     writer.write_json("summary.json", summary)

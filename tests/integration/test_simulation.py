@@ -312,6 +312,7 @@ def test_document_level_releases(tmp_path: Path, data_dir: Path, cache_dir: Path
     setup = rounds[0]["public_pretraining"]["document_setup"]
     summary = json.loads((folder / "summary.json").read_text())
     assert "number of sentences k is revealed" in summary["guarantee"]["sentence"]["text"]
+    assert set(summary["data"]["dropped_short_documents"]) == {"train", "test"}  # counted, even if 0
     if mechanism == "deepcandidate":
         assert setup["candidates"] <= 20 and setup["projection_tuning"]["chosen"] in (10, 25, 50, 100)
         assert level["num_projections"] == setup["projection_tuning"]["chosen"]
