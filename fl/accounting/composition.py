@@ -53,6 +53,8 @@ def advanced(eps: float, delta: float, r: int, delta_slack: float) -> tuple[floa
     """Advanced composition of r identical (eps, delta) mechanisms (Dwork, Rothblum & Vadhan 2010)."""
     if r == 0:
         return 0.0, 0.0
+    if eps > 700.0:  # e^eps overflows a float; the bound is then useless anyway
+        return math.inf, r * delta + delta_slack
     value = eps * math.sqrt(2 * r * math.log(1 / delta_slack)) + r * eps * math.expm1(eps)
     return value, r * delta + delta_slack
 
@@ -100,7 +102,9 @@ def compose(parts: list[tuple[float, float, int]], target_delta: float) -> Compo
                         "vacuous: the composed delta reaches 1")
     nonzero = [p for p in parts if p[2] > 0]
     adv = advanced(nonzero[0][0], nonzero[0][1], r, target_delta)[0] if len(nonzero) == 1 else None
-    pld_eps = pld(nonzero, delta_approx) if r <= MAX_PLD_RELEASES else None
+    # dp-accounting computes e^eps: above ~700 it overflows (and basic composition is tight there).
+    pld_eps = pld(nonzero, delta_approx) if r <= MAX_PLD_RELEASES and max(e for e, _, _ in nonzero) <= 700 \
+        else None
     # Basic composition's (eps_b, delta_b) also holds at the larger delta_approx.
     candidates = {k: v for k, v in (("basic", eps_b), ("advanced", adv), ("pld", pld_eps)) if v is not None}
     method, best = min(candidates.items(), key=lambda kv: kv[1])

@@ -71,3 +71,13 @@ def test_clear_channel_is_infinite_not_a_number() -> None:
     snap = ledger.snapshot()
     assert snap["epsilon_total"] is None and snap["composition_total"]["epsilon_basic"] is None
     assert snap["composition_embedding"]["epsilon_basic"] == pytest.approx(2 * math.pi)
+
+
+def test_huge_per_release_epsilons_do_not_overflow() -> None:
+    """A long document under DeepCandidate at eps = 23 costs eps k / 2 > 700: e^eps overflows a float.
+    The advanced bound is then infinite, and basic composition (exact for pure releases) wins."""
+    from fl.accounting.composition import compose
+
+    out = compose([(1150.0, 0.0, 2)], 1e-6)
+    assert out.epsilon_advanced == float("inf") and out.epsilon_best_approx == pytest.approx(2300.0)
+    assert out.epsilon_basic == pytest.approx(2300.0)
