@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import json
+import os
 import platform
 from pathlib import Path
+from typing import Any
 
 import torch
 
@@ -26,3 +29,22 @@ def device_name(device: torch.device) -> str:
     except OSError:
         pass
     return platform.processor() or platform.machine()
+
+
+def run_header() -> dict[str, Any]:
+    """What a timing depends on besides the code: torch, threads, cores, the machine's load."""
+    return {
+        "torch": torch.__version__,
+        "threads": torch.get_num_threads(),
+        "cpu_count": os.cpu_count(),
+        "load_average_at_start": [round(v, 2) for v in os.getloadavg()],  # other work on the machine skews timings
+    }
+
+
+def emit(result: dict[str, Any], out: str) -> None:
+    """Add the load at the end, print the JSON, and write it to ``out`` when given."""
+    result["load_average_at_end"] = [round(v, 2) for v in os.getloadavg()]
+    text = json.dumps(result, indent=1)
+    print(text)
+    if out:
+        Path(out).write_text(text + "\n")

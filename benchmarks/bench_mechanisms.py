@@ -30,8 +30,6 @@ stall at every OpenMP barrier; --threads 1 gives steadier figures there.
 from __future__ import annotations
 
 import argparse
-import json
-import os
 import statistics
 import sys
 import time
@@ -43,7 +41,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmark this c
 import torch  # noqa: E402
 
 import mechanisms  # noqa: E402
-from _common import device_name, mechanisms_at_level  # noqa: E402  (benchmarks/ is sys.path[0])
+from _common import device_name, emit, mechanisms_at_level, run_header  # noqa: E402  (benchmarks/ is sys.path[0])
 from mechanisms import purkayastha  # noqa: E402
 
 
@@ -144,10 +142,7 @@ def main() -> None:
     names = mechanisms_at_level("sentence")
     devices = [torch.device("cpu")] + ([torch.device("cuda")] if torch.cuda.is_available() else [])
     result = {
-        "torch": torch.__version__,
-        "threads": torch.get_num_threads(),
-        "cpu_count": os.cpu_count(),
-        "load_average_at_start": [round(v, 2) for v in os.getloadavg()],  # other work on the machine skews timings
+        **run_header(),
         "n": args.n,
         "epsilon": args.epsilon,
         "repeats": args.repeats,
@@ -157,11 +152,7 @@ def main() -> None:
         "devices": {d.type: bench_device(d, names, sizes, args.n, args.epsilon, args.repeats) for d in devices},
         "purkayastha_table_build": bench_purkayastha_tables(sizes, args.epsilon, args.repeats),
     }
-    result["load_average_at_end"] = [round(v, 2) for v in os.getloadavg()]
-    text = json.dumps(result, indent=1)
-    print(text)
-    if args.out:
-        Path(args.out).write_text(text + "\n")
+    emit(result, args.out)
 
 
 if __name__ == "__main__":

@@ -27,8 +27,6 @@ and timings are bracketed by ``torch.cuda.synchronize()``.
 from __future__ import annotations
 
 import argparse
-import json
-import os
 import statistics
 import sys
 import time
@@ -41,7 +39,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmark this c
 import torch  # noqa: E402
 
 import mechanisms  # noqa: E402
-from _common import device_name, mechanisms_at_level  # noqa: E402  (benchmarks/ is sys.path[0])
+from _common import device_name, emit, mechanisms_at_level, run_header  # noqa: E402  (benchmarks/ is sys.path[0])
 from mechanisms.words import load_glove, tokenize  # noqa: E402
 
 TEXT_WORDS = 20
@@ -138,10 +136,7 @@ def main() -> None:
     names = mechanisms_at_level("word")
     devices = [torch.device("cpu")] + ([torch.device("cuda")] if torch.cuda.is_available() else [])
     result = {
-        "torch": torch.__version__,
-        "threads": torch.get_num_threads(),
-        "cpu_count": os.cpu_count(),
-        "load_average_at_start": [round(v, 2) for v in os.getloadavg()],  # other work on the machine skews timings
+        **run_header(),
         "space": "glove-6b-50d",
         "epsilon": args.epsilon,
         "repeats": args.repeats,
@@ -151,11 +146,7 @@ def main() -> None:
         "devices": {d.type: bench_device(d, names, vocab_sizes, args.cpu_n if d.type == "cpu" else args.n,
                                          args.epsilon, args.repeats) for d in devices},
     }
-    result["load_average_at_end"] = [round(v, 2) for v in os.getloadavg()]
-    text = json.dumps(result, indent=1)
-    print(text)
-    if args.out:
-        Path(args.out).write_text(text + "\n")
+    emit(result, args.out)
 
 
 if __name__ == "__main__":

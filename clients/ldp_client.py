@@ -50,7 +50,6 @@ from fl.document_level import DocumentSetup
 from fl.cohort import Cohort, build_cohort
 from fl.pipeline import ServerModel, confusion_matrix, predict
 from mechanisms.rr_prior import LabelPrior
-from mechanisms.words.tokenize import tokenize
 
 NOISE_KEY = "sanitas.noise"
 
@@ -104,12 +103,6 @@ def _rewrite(context: Context, cfg: Mapping[str, Any], purpose: str, c: Cohort, 
     texts = c.train_text if purpose == "train" else c.test_text
     seed = _derived_seed(secret, c.partition_id, f"word-{purpose}", draw)
     return rewrite_mod.rewritten_split(cfg, texts, purpose, (c.partition_id, c.num_partitions), draw, seed)
-
-
-def _num_words(purpose: str, c: Cohort) -> np.ndarray:
-    """Word tokens per document of the split (the same in every draw: one output word per input word)."""
-    texts = c.train_text if purpose == "train" else c.test_text
-    return np.fromiter((len(tokenize(t)[0]) for t in texts), dtype=np.int64, count=len(texts))
 
 
 def node_map(msg: Message, cfg: Mapping[str, Any], c: Cohort) -> torch.Tensor | None:
@@ -260,7 +253,8 @@ def release(
         done = np.zeros(n, dtype=bool)
     want = rows if cfg["fresh-noise-per-round"] else rows[~done[rows]]
     word_level = rewrite_mod.enabled(cfg)
-    num_words = _num_words(purpose, c) if word_level else np.zeros(n, dtype=np.int64)
+    num_words = (c.train_words if purpose == "train" else c.test_words) if word_level \
+        else np.zeros(n, dtype=np.int64)
     docs = (c.train_docs if purpose == "train" else c.test_docs) if setup is not None else None
     num_sentences = docs.num_sentences if docs is not None else None
     costs = release_costs(cfg, c, y is not None, num_words[want],
@@ -270,20 +264,21 @@ def release(
     grad = None
     if need.size:
         gen = _generator(context, cfg, purpose, c.partition_id)
-        mech = config_mod.make_mechanism(cfg, "sentence", input_dim=c.map_dim)
-        # Word level: the embedding of the rewritten text (sentence-mechanism is then "none").
-        source = _rewrite(context, cfg, purpose, c, cfg["fresh-noise-per-round"]).emb[need] if word_level \
-            else emb[need]  # (unused at the document level)
         if setup is not None:  # document level: one release per document from its sentences
             assert docs is not None
             released, chosen = setup.release(cfg, docs.select(need), gen)
             if chosen is not None:
                 cand_cache[need] = chosen.numpy()
-        elif cfg["map-in"] == "leaky" and purpose == "train":
-            assert matrix is not None and model is not None, "the leaky mode needs M1 and the model"
-            released, grad = maps.leaky_map_gradient(matrix, model, source, y[need], mech, gen)
         else:
-            released = mech.sanitize(maps.apply_input_map(source, matrix), generator=gen)
+            mech = config_mod.make_mechanism(cfg, "sentence", input_dim=c.map_dim)
+            # Word level: the embedding of the rewritten text (sentence-mechanism is then "none").
+            source = _rewrite(context, cfg, purpose, c, cfg["fresh-noise-per-round"]).emb[need] if word_level \
+                else emb[need]
+            if cfg["map-in"] == "leaky" and purpose == "train":
+                assert matrix is not None and model is not None, "the leaky mode needs M1 and the model"
+                released, grad = maps.leaky_map_gradient(matrix, model, source, y[need], mech, gen)
+            else:
+                released = mech.sanitize(maps.apply_input_map(source, matrix), generator=gen)
         emb_cache[need] = released.to(torch.float32).numpy()
         if y is not None:
             labeler = config_mod.make_mechanism(cfg, "label")

@@ -17,6 +17,8 @@ from typing import Any
 import numpy as np
 import torch
 
+from mechanisms.words.tokenize import tokenize
+
 from . import datasets as data
 from .config import cache_dir
 from .documents import SentenceDocs, embed_sentences
@@ -50,6 +52,8 @@ class Cohort:
     test_text: list[str]
     train_docs: SentenceDocs | None = None  # document level: sentence embeddings per document
     test_docs: SentenceDocs | None = None
+    train_words: np.ndarray | None = None  # word level: word tokens per document (the guarantee's units)
+    test_words: np.ndarray | None = None
 
 
 @lru_cache(maxsize=4)
@@ -119,4 +123,10 @@ def _build_cached(key: tuple[tuple[str, Any], ...], partition_id: int, num_parti
         doc_user, doc_rows, train_emb, train_y, test_emb, test_y, ds.num_classes, d,
         map_dim(cfg, d), release_dim(cfg, d), train_text, test_text,
         *(sentence_docs if document_level else (None, None)),
+        *((word_counts(train_text), word_counts(test_text)) if cfg["word-mechanism"] != "none" else (None, None)),
     )
+
+
+def word_counts(texts: list[str]) -> np.ndarray:
+    """Word tokens per text (int64): a word-level rewrite has one output word per input word."""
+    return np.fromiter((len(tokenize(t)[0]) for t in texts), dtype=np.int64, count=len(texts))

@@ -66,6 +66,7 @@ class DocumentSetup:
     lo: torch.Tensor | None = None  # truncation: the box
     hi: torch.Tensor | None = None
     info: dict[str, Any] = field(default_factory=dict)  # how it was built (server side only)
+    _version: str | None = field(default=None, init=False, repr=False, compare=False)
 
     def to_record(self) -> ArrayRecord:
         """The wire format sent to nodes (tensors only; ``info`` stays on the server)."""
@@ -95,15 +96,21 @@ class DocumentSetup:
                    int(meta[0]), int(meta[1]), tensors.get("lo"), tensors.get("hi"))
 
     def version(self) -> str:
-        """A fingerprint of the public material (nodes cache their mechanism by it)."""
-        h = hashlib.sha256(f"{self.kind}|{self.epsilon}|{self.num_projections}|{self.projection_seed}".encode())
-        for value in (self.candidates, self.lo, self.hi):
-            if value is not None:
-                h.update(value.detach().cpu().to(torch.float32).numpy().tobytes())
-        if self.recoder is not None:
-            for v in self.recoder.state_dict().values():
-                h.update(v.detach().cpu().numpy().tobytes())
-        return h.hexdigest()[:16]
+        """A fingerprint of the public material (nodes cache their mechanism by it).
+
+        Hashed once (megabytes of weights and candidates): a setup is complete
+        when built and is not modified afterwards.
+        """
+        if self._version is None:
+            h = hashlib.sha256(f"{self.kind}|{self.epsilon}|{self.num_projections}|{self.projection_seed}".encode())
+            for value in (self.candidates, self.lo, self.hi):
+                if value is not None:
+                    h.update(value.detach().cpu().to(torch.float32).numpy().tobytes())
+            if self.recoder is not None:
+                for v in self.recoder.state_dict().values():
+                    h.update(v.detach().cpu().numpy().tobytes())
+            self._version = h.hexdigest()[:16]
+        return self._version
 
     def mechanism(self, cfg: Mapping[str, Any]) -> DocumentMechanism:
         """The document mechanism this setup defines (cached per process by version)."""
@@ -171,23 +178,20 @@ def build_setup(cfg: Mapping[str, Any], device: str | torch.device = "cpu", prog
         raise ValueError(f"unknown document mechanism {kind!r}")
     recoder, classifier, val, chosen, candidates, recoder_info = _public_recoder(cfg, public, labels, ds.num_classes,
                                                                                 device, progress)
-    setup = DocumentSetup(kind, eps, recoder, candidates, int(cfg["num-projections"]), seed)
     info: dict[str, Any] = {"recoder": recoder_info, "candidates": int(len(chosen))}
-    if setup.num_projections == 0:  # tune p on the public validation documents (no privacy cost)
+    num_projections = int(cfg["num-projections"])
+    if num_projections == 0:  # tune p on the public validation documents (no privacy cost)
         val_docs = public.select(val)
         blocks = val_docs.docs(emb=recode(recoder, val_docs.emb))
-        options = mechanism_options(cfg["document-options"], "document-options")
 
         def make(p: int) -> DocumentMechanism:
-            return mechanisms.create("deepcandidate", epsilon=eps, candidates=candidates.to(torch.float64),
-                                     num_projections=p, projection_seed=seed, **options)
+            return DocumentSetup(kind, eps, recoder, candidates, p, seed).mechanism(cfg)
 
-        best, scores = tune_projections(make, candidates, classifier, blocks,
-                                        labels[val].numpy(), ds.num_classes, PROJECTION_GRID, seed)
-        setup.num_projections = best
-        info["projection_tuning"] = {"grid": list(PROJECTION_GRID), "validation_macro_f1": scores, "chosen": best}
-    setup.info = info
-    return setup
+        num_projections, scores = tune_projections(make, candidates, classifier, blocks,
+                                                   labels[val].numpy(), ds.num_classes, PROJECTION_GRID, seed)
+        info["projection_tuning"] = {"grid": list(PROJECTION_GRID), "validation_macro_f1": scores,
+                                     "chosen": num_projections}
+    return DocumentSetup(kind, eps, recoder, candidates, num_projections, seed, info=info)
 
 
 def _public_recoder(cfg: Mapping[str, Any], public: SentenceDocs, labels: torch.Tensor, num_classes: int,

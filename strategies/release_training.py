@@ -369,9 +369,9 @@ class ReleaseTraining(Strategy):
         words = np.concatenate(self._words) if self._words else np.zeros(0, dtype=np.int64)
         longest = int(words.max()) if words.size else 0
         median = int(np.median(words)) if words.size else 0
-        # The mechanism's own composition over words (TrLaplace's is tighter than basic composition).
-        document = rewrite_mod.word_mechanism(self.cfg).document_guarantee if rewrite_mod.enabled(self.cfg) \
-            else (lambda k: compose_units(g, k, "document"))
+        # The mechanism's own composition over words (TrLaplace's is tighter than basic composition);
+        # a "word" guarantee only comes back when the config names a word mechanism.
+        document = rewrite_mod.word_mechanism(self.cfg).document_guarantee
         doc, doc_median = document(longest), document(median)
         return {
             "per_word": {**g.to_dict(), "pure_ldp": _finite(g.as_ldp()[0]), "text": g.describe()},
