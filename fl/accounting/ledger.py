@@ -21,7 +21,7 @@ import numpy as np
 
 from mechanisms.guarantee import Guarantee
 
-from .composition import compose
+from .composition import compose_worst
 
 CHANNELS = ("embedding", "label")
 
@@ -109,24 +109,20 @@ class PrivacyLedger:
         return self._eps_ldp[population]["embedding"][ids] + self._eps_ldp[population]["label"][ids]
 
     def worst_user_composition(self, channels: tuple[str, ...] = CHANNELS) -> dict[str, object]:
-        """Tighter composition of the releases of the user with the largest basic total."""
-        best: tuple[float, str, int] | None = None
-        for pop in self._sizes:
-            total = sum(self._eps_ldp[pop][c] for c in channels)
-            if total.size == 0:
-                continue
-            i = int(np.argmax(total))
-            if best is None or total[i] > best[0]:
-                best = (float(total[i]), pop, i)
-        if best is None:
-            return compose([], self.target_delta).to_dict()
-        _, pop, user = best
-        parts = [
-            (eps, delta, int(counts[user]))
-            for (p, c, (eps, delta)), counts in self._counts.items()
-            if p == pop and c in channels and counts[user] > 0
-        ]
-        return {k: _jsonable(v) for k, v in compose(parts, self.target_delta).to_dict().items()}
+        """Tighter-than-basic composition that holds for every user (``composition.compose_worst``).
+
+        Users of different populations are different people, so their release
+        profiles are pooled; the figures are maxima over all of them.
+        """
+        keys = [key for key in self._counts if key[1] in channels]
+        kinds = list(dict.fromkeys(kind for _, _, kind in keys))
+        blocks = {pop: np.zeros((size, len(kinds)), dtype=np.int64) for pop, size in self._sizes.items()}
+        for key in keys:  # the same (eps, delta) in two channels: one kind, counts added
+            pop, _, kind = key
+            blocks[pop][:, kinds.index(kind)] += self._counts[key]
+        counts = np.concatenate(list(blocks.values())) if blocks else np.zeros((0, len(kinds)), dtype=np.int64)
+        out = compose_worst(kinds, counts, self.target_delta)
+        return {k: _jsonable(v) for k, v in out.items()}
 
     def snapshot(self) -> dict[str, object]:
         """Max (and median) cumulative per-user spend over every user seen so far.

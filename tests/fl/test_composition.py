@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pytest
 from dp_accounting import ComposedDpEvent, NeighboringRelation, RandomizedResponseDpEvent
 from dp_accounting.pld import PLDAccountant
@@ -81,3 +82,49 @@ def test_huge_per_release_epsilons_do_not_overflow() -> None:
     out = compose([(1150.0, 0.0, 2)], 1e-6)
     assert out.epsilon_advanced == float("inf") and out.epsilon_best_approx == pytest.approx(2300.0)
     assert out.epsilon_basic == pytest.approx(2300.0)
+
+
+def test_worst_case_is_the_maximum_over_users_not_the_largest_basic_total() -> None:
+    """Issue 11 item 4. User 0 makes 100 releases at eps 0.1 (basic 10, PLD 4.77 at 1e-6); user 1
+    makes one release at eps 9 (basic 9, every method 9). The user with the largest basic total
+    is user 0, but user 1 has the larger tight epsilon: the ledger must report ~9, not 4.77
+    (composing only the largest basic total reported user 0's figure)."""
+    small = Guarantee("pure", 0.1, granularity="sentence")
+    big = Guarantee("pure", 9.0, granularity="sentence")
+    ledger = PrivacyLedger({"train": 3})
+    for _ in range(100):
+        ledger.record("train", [0], small, "embedding")
+    ledger.record("train", [1], big, "embedding")
+    alone = compose([(0.1, 0.0, 100)], 1e-6)
+    assert alone.epsilon_best_approx < 5.0  # user 0's own tight figure (4.77)
+    comp = ledger.snapshot()["composition_embedding"]
+    assert comp["epsilon_basic"] == pytest.approx(10.0)
+    assert comp["epsilon_best_approx"] == pytest.approx(9.0, abs=1e-2)
+    assert comp["epsilon_pld"] == pytest.approx(9.0, abs=1e-2)
+    assert comp["users_composed"] == 2 and comp["over"].startswith("every user")
+
+
+def test_worst_case_uses_one_delta_for_every_user() -> None:
+    """Users with different summed deltas are all stated at the largest summed delta + target."""
+    from fl.accounting.composition import compose_worst
+
+    out = compose_worst([(1.0, 1e-5), (0.5, 0.0)], np.array([[3, 0], [0, 40], [1, 10]]), 1e-6)
+    assert out["delta_approx"] == pytest.approx(3e-5 + 1e-6)
+    each = [compose(parts, 1e-6, 3e-5 + 1e-6) for parts in ([(1.0, 1e-5, 3)], [(0.5, 0.0, 40)],
+                                                            [(1.0, 1e-5, 1), (0.5, 0.0, 10)])]
+    assert out["epsilon_best_approx"] == pytest.approx(max(c.epsilon_best_approx for c in each))
+    assert out["epsilon_advanced"] is None  # the mixed user has no advanced bound
+    assert out["epsilon_basic"] == pytest.approx(20.0) and out["releases"] == 40
+
+
+def test_dominated_users_are_skipped_and_many_profiles_use_the_envelope(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A user below another elementwise cannot be worse; past MAX_PROFILES the elementwise
+    maximum (a user dominating everyone) bounds the population."""
+    from fl.accounting import composition
+
+    out = composition.compose_worst([(1.0, 0.0), (2.0, 0.0)], np.array([[1, 1], [2, 1], [0, 1], [2, 0]]), 1e-6)
+    assert out["users_composed"] == 1 and out["epsilon_basic"] == pytest.approx(4.0)
+    monkeypatch.setattr(composition, "MAX_PROFILES", 1)
+    out = composition.compose_worst([(1.0, 0.0), (2.0, 0.0)], np.array([[3, 0], [0, 2]]), 1e-6)
+    assert out["over"].endswith("maximum of the users' release counts)")
+    assert out["epsilon_basic"] == pytest.approx(7.0)  # the envelope (3, 2): at least max(3, 4)
