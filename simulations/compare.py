@@ -16,12 +16,22 @@ Runs, all from the same config (same data, users, seeds):
 Every run is an ordinary ``sanitas run`` (through :mod:`simulations.sweep`, so
 an interrupted comparison resumes). ``compare.csv`` has one row per point:
 
-* ``local-ldp``: x = the per-user pure-LDP epsilon0 of the run (embedding, plus
-  label when labels are protected), the guarantee every user has against the server;
+* ``local-ldp``: x = the per-user pure-LDP epsilon0 of the whole record
+  (embedding + label), the guarantee every user has against the server;
 * ``local-shuffled``: x = the shuffle-amplified central epsilon of the same run
   (Feldman et al. 2021; what a trusted shuffler would give, an estimate);
-* ``central``: x = the central (epsilon, delta) of DP-FedAvg (dp-accounting);
+* ``central``: x = the central (epsilon, delta) of DP-FedAvg (dp-accounting),
+  which covers the whole record;
 * ``non-private``: no epsilon (a horizontal line).
+
+A local run whose labels are released in the clear (``label-mechanism =
+"none"``) has no whole-record epsilon: its ``epsilon`` is empty,
+``label_protected`` is false, and the embedding-only figure is kept in
+``epsilon_embedding_only``. Such points are never drawn on the epsilon axis
+with central DP; ``compare.png`` shows them in a separate panel labelled
+"labels in the clear". A run without an LDP guarantee (``ldp_guarantee_holds``
+false) gets no local epsilon at all. ``evaluation_covered`` is false for every
+row (``fl.accounting.scope``).
 
 ``compare.png`` plots accuracy against epsilon (log scale) for the three.
 """
@@ -39,7 +49,8 @@ from fl import config as config_mod
 
 from . import sweep as sw
 
-COLUMNS = ("series", "parameter", "value", "epsilon", "delta", "accuracy", "macro_f1", "run_name", "results_folder")
+COLUMNS = ("series", "parameter", "value", "epsilon", "delta", "label_protected", "epsilon_embedding_only",
+           "accuracy", "macro_f1", "ldp_guarantee_holds", "evaluation_covered", "run_name", "results_folder")
 
 
 def _axis(key: str, values: Sequence[str]) -> sw.GridAxis:
@@ -84,24 +95,30 @@ def rows_for(run: sw.Run, sweep_dir: Path) -> list[dict[str, Any]]:
         return []
     final, privacy = summary.get("final") or {}, summary.get("privacy") or {}
     base = {"accuracy": final.get("accuracy"), "macro_f1": final.get("macro_f1"), "run_name": run.name,
-            "results_folder": str(folder)}
+            "results_folder": str(folder), "ldp_guarantee_holds": summary.get("ldp_guarantee_holds"),
+            "evaluation_covered": summary.get("evaluation_covered", False)}
     if run.values.get("mode") == "central":
         z = run.values["central-noise-multiplier"]
         return [{**base, "series": "central", "parameter": "central-noise-multiplier", "value": z,
-                 "epsilon": privacy.get("epsilon"), "delta": privacy.get("delta")}]
+                 "epsilon": privacy.get("epsilon"), "delta": privacy.get("delta"), "label_protected": True}]
+    labels = bool(privacy.get("label_protected"))
     if run.values.get("sentence-mechanism") == "none":
         return [{**base, "series": "non-private", "parameter": "sentence-mechanism", "value": "none",
-                 "epsilon": None, "delta": None}]
+                 "epsilon": None, "delta": None, "label_protected": labels}]
     eps = run.values["sentence-epsilon"]
-    joint = privacy.get("label_protected") and privacy.get("epsilon_shuffled_joint_total") is not None
-    ldp = privacy.get("epsilon_total") if privacy.get("label_protected") else privacy.get("epsilon_ldp")
-    shuffled = privacy.get("epsilon_shuffled_joint_total" if joint else "epsilon_shuffled_total")
-    shuffled_delta = privacy.get("delta_shuffled_joint_total" if joint else "delta_shuffled_total")
+    if summary.get("ldp_guarantee_holds") is not True:  # e.g. a leaky M1: no local epsilon to report
+        privacy = {}
+    # Only a protected label makes the local figure a whole-record epsilon, comparable with central DP.
+    ldp = privacy.get("epsilon_total") if labels else None
+    shuffled = privacy.get("epsilon_shuffled_joint_total") if labels else None
+    shuffled_delta = privacy.get("delta_shuffled_joint_total") if labels else None
     return [
         {**base, "series": "local-ldp", "parameter": "sentence-epsilon", "value": eps, "epsilon": ldp,
-         "delta": privacy.get("delta_total", 0.0)},
+         "delta": privacy.get("delta_total", 0.0) if labels else None, "label_protected": labels,
+         "epsilon_embedding_only": privacy.get("epsilon_ldp")},
         {**base, "series": "local-shuffled", "parameter": "sentence-epsilon", "value": eps, "epsilon": shuffled,
-         "delta": shuffled_delta},
+         "delta": shuffled_delta, "label_protected": labels,
+         "epsilon_embedding_only": privacy.get("epsilon_shuffled_total")},
     ]
 
 
@@ -111,36 +128,67 @@ def write(rows: Sequence[Mapping[str, Any]], sweep_dir: Path, title: str) -> tup
     with csv_path.open("w", newline="") as fh:
         writer = csv.DictWriter(fh, fieldnames=COLUMNS)
         writer.writeheader()
-        writer.writerows({k: ("" if r.get(k) is None else r.get(k)) for k in COLUMNS} for r in rows)
+        writer.writerows({k: _cell(r.get(k)) for k in COLUMNS} for r in rows)
     return csv_path, plot(rows, sweep_dir / "compare.png", title)
 
 
+def _cell(value: Any) -> Any:
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return value
+
+
+def _points(rows: Sequence[Mapping[str, Any]], series: str, key: str) -> list[tuple[float, float]]:
+    return sorted(
+        (r[key], r["accuracy"]) for r in rows
+        if r["series"] == series and r.get(key) is not None and r.get("accuracy") is not None
+        and math.isfinite(r[key]) and r[key] > 0
+    )
+
+
 def plot(rows: Sequence[Mapping[str, Any]], path: Path, title: str) -> Path:
-    """Accuracy against epsilon (log x) for local (by epsilon0 and shuffled) and central DP."""
+    """Accuracy against epsilon (log x) for local (by epsilon0 and shuffled) and central DP.
+
+    Only whole-record epsilons share the axis. Local runs with labels in the clear
+    (``epsilon`` empty, ``epsilon_embedding_only`` set) go to a second panel labelled
+    "labels in the clear": their figure protects the embedding only.
+    """
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     styles = {
-        "local-ldp": ("o-", "local DP: per-user epsilon0 (pure)"),
+        "local-ldp": ("o-", "local DP: per-user epsilon0 (pure, embedding + label)"),
         "local-shuffled": ("s--", "local DP: shuffled central epsilon (estimate)"),
-        "central": ("^-", "central DP (DP-FedAvg, user-level)"),
+        "central": ("^-", "central DP (DP-FedAvg)"),
     }
-    fig, ax = plt.subplots(figsize=(7.5, 4.8))
+    clear = any(r.get("label_protected") is False and r.get("epsilon_embedding_only") is not None for r in rows)
+    if clear:
+        fig, (ax, ax_clear) = plt.subplots(1, 2, figsize=(12, 4.8), sharey=True)
+        for series, (style, label) in styles.items():
+            points = _points([r for r in rows if r.get("label_protected") is False], series, "epsilon_embedding_only")
+            if points:
+                ax_clear.plot(*zip(*points, strict=True), style, color="gray", label=label.split(" (")[0])
+        ax_clear.set_xscale("log")
+        ax_clear.set_title("labels in the clear: embedding-only epsilon,\nnot a whole-record guarantee",
+                           fontsize=8, color="crimson")
+        ax_clear.set_xlabel("epsilon of the embedding alone (log scale)")
+        ax_clear.grid(alpha=0.3, which="both")
+        ax_clear.legend(fontsize=7, loc="best")
+    else:
+        fig, ax = plt.subplots(figsize=(7.5, 4.8))
     for series, (style, label) in styles.items():
-        points = sorted(
-            (r["epsilon"], r["accuracy"]) for r in rows
-            if r["series"] == series and r.get("epsilon") is not None and r.get("accuracy") is not None
-            and math.isfinite(r["epsilon"]) and r["epsilon"] > 0
-        )
+        points = _points(rows, series, "epsilon")
         if points:
             ax.plot(*zip(*points, strict=True), style, label=label)
     for r in rows:
         if r["series"] == "non-private" and r.get("accuracy") is not None:
             ax.axhline(r["accuracy"], color="gray", linestyle=":", label="no privacy")
     ax.set_xscale("log")
-    ax.set_xlabel("epsilon (log scale; delta in compare.csv)")
+    ax.set_xlabel("whole-record epsilon (log scale; delta in compare.csv)")
     ax.set_ylabel("final test accuracy")
     ax.set_title(title, fontsize=9)
     ax.grid(alpha=0.3, which="both")

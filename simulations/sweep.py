@@ -56,9 +56,16 @@ from typing import Any
 from fl import config as config_mod
 
 #: Metric columns of ``sweep.csv`` / ``sweep.jsonl``, after the grid keys.
+#: ``epsilon`` is the mechanism's own per-unit epsilon (per release, per word or per sentence in a
+#: document); ``max_user_pure_epsilon_embedding`` the ledger's largest per-user pure-LDP total over
+#: every embedding release a user made (re-draws, test releases and every word or sentence included),
+#: ``max_user_pure_epsilon_total`` the same with the label channel added (empty when labels are
+#: released in the clear). All three are empty when ``ldp_guarantee_holds`` is false: such a run has
+#: no guarantee to report. ``evaluation_covered`` is false for every run (``fl.accounting.scope``).
 METRIC_COLUMNS: tuple[str, ...] = (
     "status", "accuracy", "macro_f1", "best_accuracy", "clean_accuracy", "level", "epsilon", "sentence_epsilon",
-    "pure_ldp_epsilon", "random_guess_f1", "ldp_guarantee_holds", "wall_seconds", "process_seconds", "run_name",
+    "max_user_pure_epsilon_embedding", "max_user_pure_epsilon_total", "label_protected", "random_guess_f1",
+    "ldp_guarantee_holds", "evaluation_covered", "wall_seconds", "process_seconds", "run_name",
     "results_folder", "error",
 )
 EPSILON_KEYS = ("sentence-epsilon", "word-epsilon", "document-epsilon")  # the x axis of the plot, not a line label
@@ -299,6 +306,8 @@ def collect_row(run: Run, sweep_dir: Path, keys: Sequence[str]) -> dict[str, Any
     sentence = guarantee.get("sentence") or {}
     word = guarantee.get("word")
     document = guarantee.get("document")
+    holds = summary.get("ldp_guarantee_holds") is True  # leaky and central runs have no local guarantee
+    privacy = (summary.get("privacy") or {}) if holds else {}
     row.update(
         status="ok",
         accuracy=final.get("accuracy"),
@@ -306,19 +315,21 @@ def collect_row(run: Run, sweep_dir: Path, keys: Sequence[str]) -> dict[str, Any
         best_accuracy=summary.get("best_accuracy"),
         clean_accuracy=final.get("clean_accuracy"),
         level="word" if word else "document" if document else "sentence",
-        epsilon=(word or document or sentence).get("epsilon"),
-        sentence_epsilon=None if word or document else sentence.get("epsilon"),
-        pure_ldp_epsilon=(summary.get("privacy") or {}).get("epsilon_ldp") if word or document
-        else sentence.get("pure_ldp_per_release"),
+        epsilon=(word or document or sentence).get("epsilon") if holds else None,
+        sentence_epsilon=None if word or document or not holds else sentence.get("epsilon"),
+        max_user_pure_epsilon_embedding=privacy.get("epsilon_ldp"),
+        max_user_pure_epsilon_total=privacy.get("epsilon_total") if privacy.get("label_protected") else None,
+        label_protected=(summary.get("privacy") or {}).get("label_protected"),
         random_guess_f1=final.get("random_guess_f1"),
         dataset=row.get("dataset") or summary.get("dataset"),
         ldp_guarantee_holds=summary.get("ldp_guarantee_holds"),
+        evaluation_covered=summary.get("evaluation_covered", False),
         wall_seconds=summary.get("wall_seconds"),
         results_folder=summary.get("results_folder", str(folder)),
     )
-    if word:
+    if word and holds:
         row.update(_word_columns(summary))
-    if document:
+    if document and holds:
         level = ((summary.get("privacy") or {}).get("document_level")) or {}
         row.update(document_mechanism=level.get("mechanism"), num_projections=level.get("num_projections"),
                    sentences_median=level.get("median_sentences_per_document"),
@@ -365,23 +376,41 @@ def _cell(value: Any) -> Any:
     return value
 
 
+def plot_groups(rows: Sequence[Mapping[str, Any]], keys: Sequence[str]
+                ) -> tuple[dict[str, list[Mapping[str, Any]]], list[Mapping[str, Any]]]:
+    """Finished runs split for the plot: lines on the epsilon axis (one per combination of the
+    grid keys other than the epsilons) and the runs whose LDP guarantee does not hold, which
+    never enter the epsilon axis."""
+    others = [k for k in keys if k not in EPSILON_KEYS]
+    finished = [r for r in rows if r.get("status") == "ok" and r.get("accuracy") is not None]
+    groups: dict[str, list[Mapping[str, Any]]] = {}
+    for row in finished:
+        if row.get("ldp_guarantee_holds") is not False:
+            label = ", ".join(f"{k}={format_value(row[k])}" for k in others if row.get(k) is not None) or "runs"
+            groups.setdefault(label, []).append(row)
+    return groups, [r for r in finished if r.get("ldp_guarantee_holds") is False]
+
+
 def plot_accuracy(rows: Sequence[Mapping[str, Any]], keys: Sequence[str], path: Path, title: str = "") -> Path:
     """Final accuracy against epsilon (per release, or per word at the word level): one
     line per combination of the grid keys other than the epsilons; runs without a
-    finite epsilon (mechanism ``none``) as horizontal dashed lines."""
+    finite epsilon (mechanism ``none``) as horizontal dashed lines. Runs whose LDP
+    guarantee does not hold (``map-in = "leaky"``) are never drawn on the epsilon axis:
+    they go to a separate panel labelled "not LDP", against their mechanism setting."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    others = [k for k in keys if k not in EPSILON_KEYS]
-    done = [r for r in rows if r.get("status") == "ok" and r.get("accuracy") is not None]
-    groups: dict[str, list[Mapping[str, Any]]] = {}
-    for row in done:
-        label = ", ".join(f"{k}={format_value(row[k])}" for k in others if row.get(k) is not None) or "runs"
-        groups.setdefault(label, []).append(row)
+    groups, not_ldp = plot_groups(rows, keys)
+    done = [r for group in groups.values() for r in group]
     colors = plt.get_cmap("tab10").colors
-    fig, ax = plt.subplots(figsize=(10, 4.8))
+    if not_ldp:
+        fig, (ax, ax_leak) = plt.subplots(1, 2, figsize=(13, 4.8), gridspec_kw={"width_ratios": [3, 1]},
+                                          sharey=True)
+        _plot_not_ldp(ax_leak, not_ldp, keys)
+    else:
+        fig, ax = plt.subplots(figsize=(10, 4.8))
     for i, (label, group) in enumerate(groups.items()):
         color = colors[i % len(colors)]
         private = sorted((r for r in group if r.get("epsilon") is not None), key=lambda r: r["epsilon"])
@@ -392,7 +421,8 @@ def plot_accuracy(rows: Sequence[Mapping[str, Any]], keys: Sequence[str], path: 
             if r.get("epsilon") is None:
                 ax.axhline(r["accuracy"], linestyle="--", color=color, label=f"{label} (no privacy)")
     if not done:
-        ax.text(0.5, 0.5, "no finished runs", ha="center", va="center", transform=ax.transAxes)
+        ax.text(0.5, 0.5, "no finished LDP runs" if not_ldp else "no finished runs", ha="center", va="center",
+                transform=ax.transAxes)
     ax.set_xlabel("epsilon per release (sentence level) or per word (word level), mechanism's own metric")
     ax.set_ylabel("final accuracy (sanitized test)")
     ax.set_title(title, fontsize=9)
@@ -403,6 +433,23 @@ def plot_accuracy(rows: Sequence[Mapping[str, Any]], keys: Sequence[str], path: 
     fig.savefig(path, dpi=120)
     plt.close(fig)
     return path
+
+
+def _plot_not_ldp(ax: Any, rows: Sequence[Mapping[str, Any]], keys: Sequence[str]) -> None:
+    """Runs without an LDP guarantee, apart: x is the mechanism's epsilon *setting* (a config
+    value, not a guarantee), each point labelled by its grid keys."""
+    setting = [k for k in EPSILON_KEYS if k in keys]
+    for i, row in enumerate(rows):
+        x = next((row[k] for k in setting if row.get(k) is not None), None)
+        label = ", ".join(f"{k}={format_value(row[k])}" for k in keys if k not in EPSILON_KEYS
+                          and row.get(k) is not None)
+        ax.plot([i if x is None else x], [row["accuracy"]], "x", color="crimson", markersize=9)
+        ax.annotate(label, (i if x is None else x, row["accuracy"]), fontsize=6, xytext=(3, 3),
+                    textcoords="offset points")
+    ax.set_title("not LDP: no guarantee holds\n(e.g. leaky M1 trained on unsanitized gradients)", fontsize=8,
+                 color="crimson")
+    ax.set_xlabel("mechanism epsilon setting (not a guarantee)")
+    ax.grid(alpha=0.3)
 
 
 def write_outputs(runs: Sequence[Run], sweep_dir: Path, plot: bool = True) -> list[dict[str, Any]]:

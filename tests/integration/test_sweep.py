@@ -31,17 +31,27 @@ def _runs() -> list[sw.Run]:
     return sw.expand([[sw.parse_grid(g) for g in GRID], [sw.parse_grid(g) for g in REFERENCES]])
 
 
-def _summary(folder: Path, accuracy: float, epsilon: float | None, pure: float | None) -> None:
+def _summary(folder: Path, accuracy: float, epsilon: float | None, pure: float | None, holds: bool = True,
+             releases: int = 1) -> None:
+    """A summary.json as a run writes it; the ledger's per-user total is ``releases`` times ``pure``
+    (re-draws), plus a label epsilon of 1 with protected labels."""
     folder.mkdir(parents=True, exist_ok=True)
+    user = None if pure is None else releases * pure
     summary = {
         "results_folder": str(folder),
         "final": {"accuracy": accuracy, "macro_f1": accuracy - 0.01, "clean_accuracy": accuracy + 0.01},
         "best_accuracy": accuracy + 0.02,
-        "ldp_guarantee_holds": True,
+        "ldp_guarantee_holds": holds,
+        "evaluation_covered": False,
         "guarantee": {"sentence": {"notion": "metric" if epsilon else "pure", "epsilon": epsilon,
                                    "pure_ldp_per_release": pure}},
+        "privacy": {"epsilon_ldp": user, "epsilon_total": None if user is None else user + 1.0,
+                    "label_protected": pure is not None},
         "wall_seconds": 12.5,
     }
+    if not holds:  # the leaky mode keeps the ledger's numbers only as nominal figures
+        summary["privacy"] = {"ldp_guarantee_holds": False,
+                              "nominal_mechanism_accounting_not_a_guarantee": summary["privacy"]}
     (folder / "summary.json").write_text(json.dumps(summary))
 
 
@@ -150,8 +160,10 @@ def test_rows_come_from_summary_and_status_files(tmp_path: Path) -> None:
     assert row["status"] == "ok" and row["sentence-mechanism"] == "purkayastha" and row["sentence-epsilon"] == 2
     assert row["accuracy"] == pytest.approx(0.52) and row["macro_f1"] == pytest.approx(0.51)
     assert row["best_accuracy"] == pytest.approx(0.54) and row["clean_accuracy"] == pytest.approx(0.53)
-    assert row["sentence_epsilon"] == 2 and row["pure_ldp_epsilon"] == pytest.approx(2 * math.pi)
+    assert row["sentence_epsilon"] == 2 and row["max_user_pure_epsilon_embedding"] == pytest.approx(2 * math.pi)
+    assert row["max_user_pure_epsilon_total"] == pytest.approx(2 * math.pi + 1) and row["label_protected"] is True
     assert row["ldp_guarantee_holds"] is True and row["wall_seconds"] == 12.5
+    assert row["evaluation_covered"] is False
     assert row["results_folder"] == str(tmp_path / runs[0].name)
     assert sw.collect_row(runs[1], tmp_path, keys)["status"] == "pending"
     reference = sw.collect_row(runs[-1], tmp_path, keys)
@@ -168,13 +180,46 @@ def test_tables_and_plot_are_written(tmp_path: Path) -> None:
         table = list(csv.DictReader(fh))
     assert len(table) == 15
     assert list(table[0])[:4] == ["sentence-mechanism", "sentence-epsilon", "map-in", "status"]
-    assert {"accuracy", "macro_f1", "best_accuracy", "clean_accuracy", "sentence_epsilon", "pure_ldp_epsilon",
-            "ldp_guarantee_holds", "wall_seconds", "results_folder"} <= set(table[0])
+    assert {"accuracy", "macro_f1", "best_accuracy", "clean_accuracy", "sentence_epsilon",
+            "max_user_pure_epsilon_embedding", "max_user_pure_epsilon_total", "ldp_guarantee_holds",
+            "evaluation_covered", "wall_seconds", "results_folder"} <= set(table[0])
     assert table[0]["ldp_guarantee_holds"] == "true" and table[-1]["status"] == "pending"
+    assert {r["evaluation_covered"] for r in table if r["status"] == "ok"} == {"false"}
     assert table[12]["sentence_epsilon"] == "" and table[12]["sentence-mechanism"] == "none"
     lines = [json.loads(line) for line in (tmp_path / "sweep.jsonl").read_text().splitlines()]
     assert lines == rows and lines[12]["sentence_epsilon"] is None
     png = tmp_path / "accuracy_vs_epsilon.png"
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_per_user_epsilon_counts_redraws(tmp_path: Path) -> None:
+    """Issue 11 item 3: the per-user column is the ledger's total over every release of a user
+    (3 fresh draws at pi * 2 each), not one release's pure epsilon (``pure_ldp_per_release``)."""
+    run = _runs()[0]
+    _summary(tmp_path / run.name, 0.6, 2.0, 2 * math.pi, releases=3)
+    row = sw.collect_row(run, tmp_path, sw.grid_keys(_runs()))
+    assert row["max_user_pure_epsilon_embedding"] == pytest.approx(3 * 2 * math.pi)
+    assert "pure_ldp_epsilon" not in row
+
+
+def test_runs_without_ldp_get_no_epsilon_and_are_plotted_apart(tmp_path: Path) -> None:
+    """Issue 11 item 3: a leaky-mode run (ldp_guarantee_holds false) has no guarantee, so its
+    epsilon columns are empty, and the plot keeps it off the epsilon axis ("not LDP" panel)."""
+    runs = _runs()
+    keys = sw.grid_keys(runs)
+    leaky, private = runs[0], runs[1]
+    _summary(tmp_path / leaky.name, 0.9, 2.0, 2 * math.pi, holds=False)
+    _fake_summary_for(private, tmp_path / private.name)
+    row = sw.collect_row(leaky, tmp_path, keys)
+    assert row["ldp_guarantee_holds"] is False
+    for column in ("epsilon", "sentence_epsilon", "max_user_pure_epsilon_embedding", "max_user_pure_epsilon_total"):
+        assert row[column] is None, column
+    rows = [row, sw.collect_row(private, tmp_path, keys)]
+    groups, not_ldp = sw.plot_groups(rows, keys)
+    assert not_ldp == [row]
+    assert all(r is not row for group in groups.values() for r in group)
+    assert [r["run_name"] for group in groups.values() for r in group] == [private.name]
+    png = sw.plot_accuracy(rows, keys, tmp_path / "p.png")
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
