@@ -120,36 +120,21 @@ def compose(parts: list[tuple[float, float, int]], target_delta: float,
     return Composed(r, eps_b, delta_b, target_delta, adv, pld_eps, best, delta_approx, method)
 
 
-# Above this many distinct non-dominated release profiles, the worst case is
-# bounded through their envelope (a cheaper, looser, still valid bound).
-MAX_PROFILES = 256
-
-
-def _pareto_maximal(profiles: np.ndarray) -> np.ndarray:
-    """Rows of ``profiles`` (distinct, non-negative counts) not dominated elementwise by another row."""
-    keep = np.ones(len(profiles), dtype=bool)
-    for i, row in enumerate(profiles):
-        dominated = (profiles >= row).all(axis=1) & (profiles != row).any(axis=1)
-        keep[i] = not dominated.any()
-    return profiles[keep]
-
-
 def compose_worst(kinds: list[tuple[float, float]], counts: np.ndarray, target_delta: float) -> dict[str, object]:
     """A composition statement that holds for **every** user, not only the one with the
     largest basic total.
 
     ``counts[u, j]`` is how many releases of kind ``kinds[j] = (eps, delta)``
-    user ``u`` made. Users with the same counts share one computation; a user
-    whose counts are elementwise below another's is dominated (every method's
-    epsilon grows with extra releases), so only the Pareto-maximal profiles
-    are composed. All of them are evaluated at one common
-    ``delta_approx = max_u summed delta_u + target_delta``, so each reported
-    epsilon is the maximum over users at that delta: ``epsilon_best_approx`` is
-    max over users of that user's best method (a user with many small releases
-    can have a larger PLD epsilon than the user with the largest basic total).
-    With more than ``MAX_PROFILES`` maximal profiles the elementwise maximum of
-    the counts (a fictitious user that dominates every real one) is composed
-    instead, which is looser but still a valid bound (``over`` says which).
+    user ``u`` made. Every user is stated at one common
+    ``delta_approx = max_u summed delta_u + target_delta`` and each reported
+    epsilon is the maximum over users at that delta; ``epsilon_best_approx``
+    is the maximum over users of that user's best method (a user with many
+    small releases can have a larger PLD epsilon than the user with the
+    largest basic total). Basic and advanced composition are closed forms,
+    computed for every distinct release profile; PLD is computed in
+    decreasing order of min(basic, advanced) and stops once that bound falls
+    below the largest best figure found, since no remaining user can exceed
+    it (nor, to PLD's pessimistic discretisation, have a larger PLD epsilon).
     Written by hand: dp-accounting composes one event sequence, not a
     population's worst case.
     """
@@ -159,31 +144,43 @@ def compose_worst(kinds: list[tuple[float, float]], counts: np.ndarray, target_d
     used = counts[(counts > 0).any(axis=1)] if counts.size else counts
     if used.shape[0] == 0:
         return {**compose([], target_delta).to_dict(), "users_composed": 0, "over": "every user"}
-    profiles = _pareto_maximal(np.unique(used, axis=0))
-    over = "every user (max over users of each figure)"
-    if len(profiles) > MAX_PROFILES:
-        profiles = used.max(axis=0, keepdims=True)
-        over = "every user (bounded by the elementwise maximum of the users' release counts)"
-    parts_of = [[(e, d, int(c)) for (e, d), c in zip(kinds, row, strict=True) if c > 0] for row in profiles]
-    delta_common = max(basic(parts)[1] for parts in parts_of) + target_delta
-    results = [compose(parts, target_delta, delta_common if delta_common < 1.0 else None) for parts in parts_of]
-
-    def worst(values: list[float | None]) -> float | None:
-        return None if any(v is None for v in values) else max(values)  # type: ignore[type-var]
-
-    binding = max(results, key=lambda c: (c.epsilon_best_approx is None, c.epsilon_best_approx or 0.0,
-                                          c.epsilon_basic))
-    vacuous = any(c.method.startswith("vacuous") for c in results)
+    profiles = np.unique(used, axis=0)
+    eps = np.array([e for e, _ in kinds], dtype=np.float64)
+    deltas = np.array([d for _, d in kinds], dtype=np.float64)
+    with np.errstate(invalid="ignore"):  # 0 * inf: a kind the profile does not use
+        eps_b = np.where(profiles > 0, profiles * eps, 0.0).sum(axis=1)
+    delta_b = profiles @ deltas
+    delta_common = float(delta_b.max()) + target_delta
+    out = {"releases": int(profiles.sum(axis=1).max()), "epsilon_basic": float(eps_b.max()),
+           "delta_basic": float(delta_b.max()), "target_delta": target_delta, "over": "every user"}
+    if not np.isfinite(eps_b).all() or delta_common >= 1.0:
+        method = "basic" if delta_common < 1.0 else "vacuous: the composed delta reaches 1"
+        return {**out, "epsilon_advanced": None, "epsilon_pld": None, "epsilon_best_approx": None,
+                "delta_approx": min(1.0, delta_common), "method": method, "users_composed": 0}
+    single = (profiles > 0).sum(axis=1) == 1
+    adv = np.full(len(profiles), np.nan)
+    for i in np.flatnonzero(single):
+        j = int(np.flatnonzero(profiles[i])[0])
+        adv[i] = advanced(eps[j], deltas[j], int(profiles[i, j]), delta_common - delta_b[i])[0]
+    bound = np.where(np.isnan(adv), eps_b, np.minimum(eps_b, adv))  # >= each user's best figure
+    best = pld_max = -math.inf
+    method, evaluated, pld_missing = "basic", 0, False
+    for i in np.argsort(-bound, kind="stable"):
+        if bound[i] <= best:
+            break  # no remaining user can have a larger best figure
+        parts = [(float(e), float(d), int(c)) for e, d, c in zip(eps, deltas, profiles[i], strict=True) if c > 0]
+        c = compose(parts, target_delta, delta_common)
+        evaluated += 1
+        pld_missing |= c.epsilon_pld is None
+        pld_max = max(pld_max, c.epsilon_pld if c.epsilon_pld is not None else -math.inf)
+        if c.epsilon_best_approx is not None and c.epsilon_best_approx > best:
+            best, method = c.epsilon_best_approx, c.method
     return {
-        "releases": max(c.releases for c in results),
-        "epsilon_basic": max(c.epsilon_basic for c in results),
-        "delta_basic": max(c.delta_basic for c in results),
-        "target_delta": target_delta,
-        "epsilon_advanced": worst([c.epsilon_advanced for c in results]),
-        "epsilon_pld": worst([c.epsilon_pld for c in results]),
-        "epsilon_best_approx": None if vacuous else worst([c.epsilon_best_approx for c in results]),
-        "delta_approx": 1.0 if vacuous else min(1.0, delta_common),
-        "method": binding.method,
-        "users_composed": len(profiles),
-        "over": over,
+        **out,
+        "epsilon_advanced": None if not single.all() else float(adv.max()),
+        "epsilon_pld": None if pld_missing else float(pld_max),
+        "epsilon_best_approx": float(best),
+        "delta_approx": delta_common,
+        "method": method,
+        "users_composed": evaluated,
     }

@@ -101,7 +101,7 @@ def test_worst_case_is_the_maximum_over_users_not_the_largest_basic_total() -> N
     assert comp["epsilon_basic"] == pytest.approx(10.0)
     assert comp["epsilon_best_approx"] == pytest.approx(9.0, abs=1e-2)
     assert comp["epsilon_pld"] == pytest.approx(9.0, abs=1e-2)
-    assert comp["users_composed"] == 2 and comp["over"].startswith("every user")
+    assert comp["over"] == "every user" and comp["users_composed"] == 1  # user 0's advanced bound 6.3 < 9
 
 
 def test_worst_case_uses_one_delta_for_every_user() -> None:
@@ -117,14 +117,15 @@ def test_worst_case_uses_one_delta_for_every_user() -> None:
     assert out["epsilon_basic"] == pytest.approx(20.0) and out["releases"] == 40
 
 
-def test_dominated_users_are_skipped_and_many_profiles_use_the_envelope(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A user below another elementwise cannot be worse; past MAX_PROFILES the elementwise
-    maximum (a user dominating everyone) bounds the population."""
-    from fl.accounting import composition
+def test_pld_stops_once_no_user_can_exceed_the_worst_found() -> None:
+    """Users are composed by PLD in decreasing order of their closed-form bound and the loop
+    stops when the next bound is below the worst figure found; users 1 and 2 (one release each,
+    bounds 4 and 2) cannot exceed user 0's 6, so only one user is composed by PLD."""
+    from fl.accounting.composition import compose_worst
 
-    out = composition.compose_worst([(1.0, 0.0), (2.0, 0.0)], np.array([[1, 1], [2, 1], [0, 1], [2, 0]]), 1e-6)
-    assert out["users_composed"] == 1 and out["epsilon_basic"] == pytest.approx(4.0)
-    monkeypatch.setattr(composition, "MAX_PROFILES", 1)
-    out = composition.compose_worst([(1.0, 0.0), (2.0, 0.0)], np.array([[3, 0], [0, 2]]), 1e-6)
-    assert out["over"].endswith("maximum of the users' release counts)")
-    assert out["epsilon_basic"] == pytest.approx(7.0)  # the envelope (3, 2): at least max(3, 4)
+    out = compose_worst([(6.0, 0.0), (4.0, 0.0), (2.0, 0.0)], np.array([[1, 0, 0], [0, 1, 0], [0, 0, 1]]), 1e-6)
+    assert out["users_composed"] == 1 and out["epsilon_best_approx"] == pytest.approx(6.0, abs=1e-2)
+    assert out["epsilon_basic"] == 6.0 and out["epsilon_advanced"] is not None
+    # An unprotected channel for some user: no finite figure at all.
+    clear = compose_worst([(1.0, 0.0), (math.inf, 0.0)], np.array([[2, 0], [1, 1]]), 1e-6)
+    assert clear["epsilon_basic"] == math.inf and clear["epsilon_best_approx"] is None
