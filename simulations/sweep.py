@@ -406,7 +406,7 @@ def plot_accuracy(rows: Sequence[Mapping[str, Any]], keys: Sequence[str], path: 
     done = [r for group in groups.values() for r in group]
     colors = plt.get_cmap("tab10").colors
     if not_ldp:
-        fig, (ax, ax_leak) = plt.subplots(1, 2, figsize=(13, 4.8), gridspec_kw={"width_ratios": [3, 1]},
+        fig, (ax, ax_leak) = plt.subplots(1, 2, figsize=(13, 6.0), gridspec_kw={"width_ratios": [2, 1]},
                                           sharey=True)
         _plot_not_ldp(ax_leak, not_ldp, keys)
     else:
@@ -428,7 +428,10 @@ def plot_accuracy(rows: Sequence[Mapping[str, Any]], keys: Sequence[str], path: 
     ax.set_title(title, fontsize=9)
     ax.grid(alpha=0.3)
     if groups:
-        ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))  # outside: no line hidden
+        if not_ldp:  # below the axes: the "not LDP" panel sits on the right
+            ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.18))
+        else:
+            ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))  # outside: no line hidden
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
@@ -439,13 +442,15 @@ def _plot_not_ldp(ax: Any, rows: Sequence[Mapping[str, Any]], keys: Sequence[str
     """Runs without an LDP guarantee, apart: x is the mechanism's epsilon *setting* (a config
     value, not a guarantee), each point labelled by its grid keys."""
     setting = [k for k in EPSILON_KEYS if k in keys]
+    groups: dict[str, list[tuple[float, float]]] = {}
     for i, row in enumerate(rows):
-        x = next((row[k] for k in setting if row.get(k) is not None), None)
+        x = next((row[k] for k in setting if row.get(k) is not None), i)
         label = ", ".join(f"{k}={format_value(row[k])}" for k in keys if k not in EPSILON_KEYS
-                          and row.get(k) is not None)
-        ax.plot([i if x is None else x], [row["accuracy"]], "x", color="crimson", markersize=9)
-        ax.annotate(label, (i if x is None else x, row["accuracy"]), fontsize=6, xytext=(3, 3),
-                    textcoords="offset points")
+                          and row.get(k) is not None) or "runs"
+        groups.setdefault(label, []).append((x, row["accuracy"]))
+    for marker, (label, points) in zip("xP*Dv^<>", groups.items(), strict=False):
+        ax.plot(*zip(*sorted(points), strict=True), marker=marker, linestyle=":", markersize=8, label=label)
+    ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.18))
     ax.set_title("not LDP: no guarantee holds\n(e.g. leaky M1 trained on unsanitized gradients)", fontsize=8,
                  color="crimson")
     ax.set_xlabel("mechanism epsilon setting (not a guarantee)")
