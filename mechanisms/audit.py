@@ -60,7 +60,14 @@ The pair and the statistic
   x is its top right singular vector, the direction it stretches most. T is the
   projection of the release onto a = mean(pilot M(x)) - mean(pilot M(x')), so
   the output may have any dimension.
-* ``"label"``: labels 0 and 1 out of K (default 2); T = 1{output == 0}.
+* ``"label"``: labels 0 and 1 out of K (default 2); T = 1{output == 0}. A
+  mechanism whose ``sanitize`` takes a ``prior`` (RR-with-prior) can be audited
+  under a public prior: ``prior`` is a probability vector over the K labels,
+  passed to every release as ``LabelPrior(prior repeated per row, "public")``.
+  Without one it runs with its default (uniform prior: plain K-ary RR). With a
+  non-uniform prior, put the pair inside the prior's top-k* set: there the
+  log-ratio is eps exactly (the tight pair); a label outside the set is output
+  uniformly over the set and reveals less.
 
 The claimed epsilon for the pair is eps * d(x, x') for metric guarantees
 (``"angular"``: arccos of the cosine, ``"euclidean"``: ||x - x'||_2; other
@@ -71,6 +78,7 @@ guarantee's delta.
 
 from __future__ import annotations
 
+import inspect
 import math
 from dataclasses import asdict, dataclass
 from typing import Any, Callable
@@ -81,6 +89,7 @@ from scipy import stats
 
 from .base import Mechanism
 from .guarantee import Guarantee
+from .rr_prior import LabelPrior
 
 Sampler = Callable[[int, torch.Generator], torch.Tensor]
 """``sampler(n, generator)`` returns n independent releases, first dimension n."""
@@ -159,6 +168,8 @@ class AuditResult:
         Embedding dimension in and out (sentence level).
     num_classes : int or None
         K (label level).
+    prior : list of float or None
+        The public label prior every release was drawn under (label level).
     pair_distance : float or None
         d(x, x') in the guarantee's metric (metric guarantees).
     """
@@ -185,6 +196,7 @@ class AuditResult:
     input_dim: int | None = None
     output_dim: int | None = None
     num_classes: int | None = None
+    prior: list[float] | None = None
     pair_distance: float | None = None
 
     @property
@@ -482,6 +494,23 @@ def _public_projection(mech: Mechanism, dim: int) -> torch.Tensor | None:
     return None
 
 
+def _check_prior(mech: Mechanism, prior: Any, num_classes: int) -> torch.Tensor:
+    """The prior as a normalised float64 [K] tensor, after checking it and that ``mech`` takes one."""
+    try:
+        takes_prior = "prior" in inspect.signature(mech.sanitize).parameters  # type: ignore[attr-defined]
+    except (TypeError, ValueError):
+        takes_prior = False
+    if not takes_prior:
+        raise ValueError(f"mechanism {mech.name!r} does not take a label prior (its sanitize has no 'prior')")
+    row = torch.as_tensor(prior, dtype=torch.float64).reshape(-1).clone()
+    if row.numel() != num_classes or not bool(torch.isfinite(row).all()) or bool((row < 0).any()):
+        raise ValueError(f"prior must be {num_classes} finite, non-negative numbers, got {prior!r}")
+    total = float(row.sum())
+    if not total > 0:
+        raise ValueError("prior must have a positive sum")
+    return row / total
+
+
 def audit_mechanism(
     mech: Mechanism,
     num_samples: int = 10**6,
@@ -490,6 +519,7 @@ def audit_mechanism(
     dim: int = 16,
     num_classes: int = 2,
     pair: tuple[Any, Any] | None = None,
+    prior: Any = None,
     alpha: float = DEFAULT_ALPHA,
     pilot_samples: int | None = None,
     num_thresholds: int = DEFAULT_THRESHOLDS,
@@ -513,22 +543,34 @@ def audit_mechanism(
         Override the pair: two [dim] tensors (sentence; inputs must already lie
         in the mechanism's domain for the claimed epsilon to mean anything), or
         two ints (label). Default: :func:`default_pair` / labels (0, 1).
+    prior : sequence of K floats or None
+        Label level only: a public prior over the K labels (finite,
+        non-negative, positive sum; normalised here), given to every release as
+        ``mechanisms.rr_prior.LabelPrior(prior per row, "public")``. The
+        mechanism's ``sanitize`` must accept a ``prior`` argument (ValueError
+        otherwise). ``None``: the mechanism's default (no prior).
     alpha, pilot_samples, num_thresholds, chunk_size, device :
         As in :func:`audit_pair`.
     """
     guarantee = mech.guarantee
     delta = float(guarantee.delta)
     sanitize = mech.sanitize  # type: ignore[attr-defined]
+    if prior is not None and mech.level != "label":
+        raise ValueError("a label prior only applies to label mechanisms")
     if mech.level == "label":
         k = int(num_classes)
         y0, y1 = (0, 1) if pair is None else (int(pair[0]), int(pair[1]))
         if y0 == y1:
             raise ValueError("the two labels of the pair must differ")
+        prior_row = None if prior is None else _check_prior(mech, prior, k)
 
         def label_sampler(label: int) -> Sampler:
             def draw(n: int, gen: torch.Generator) -> torch.Tensor:
                 y = torch.full((n,), label, dtype=torch.int64, device=gen.device)
-                return sanitize(y, num_classes=k, generator=gen)
+                if prior_row is None:
+                    return sanitize(y, num_classes=k, generator=gen)
+                probs = prior_row.to(gen.device).unsqueeze(0).expand(n, k)
+                return sanitize(y, num_classes=k, generator=gen, prior=LabelPrior(probs, "public"))
             return draw
 
         def is_first(out: torch.Tensor) -> torch.Tensor:
@@ -540,7 +582,7 @@ def audit_mechanism(
             claimed_epsilon=claimed_epsilon(guarantee), chunk_size=chunk_size, device=device,
         )
         return result.with_info(mechanism=mech.name, level=mech.level, guarantee=guarantee.to_dict(),
-                                num_classes=k)
+                                num_classes=k, prior=None if prior_row is None else prior_row.tolist())
 
     if mech.level != "sentence":
         raise ValueError(f"audit_mechanism handles sentence and label mechanisms, not level {mech.level!r}")

@@ -5,9 +5,12 @@ These tests check three things:
 
 * every registered private sentence/label mechanism passes its audit, and the
   audit is not vacuous: on the tight pairs (Purkayastha and planar Laplace on
-  x' = -x, RR on two labels) epsilon_lb reaches most of the claimed epsilon;
+  x' = -x, RR on two labels, RR-with-prior on two labels of its top-k* set
+  under a non-uniform public prior) epsilon_lb reaches most of the claimed
+  epsilon;
 * power: a mechanism that samples with 3x its stated epsilon (or a third of its
-  noise) is caught, epsilon_lb > claimed (sphere, additive and label mechanisms);
+  noise) is caught, epsilon_lb > claimed (sphere, additive, PrivEmb and label
+  mechanisms, RR-with-prior audited under its prior);
 * the statistics: Clopper-Pearson bounds against scipy's exact binomial CI,
   the Bonferroni level, delta handling, and the coverage of the bound.
 
@@ -26,7 +29,16 @@ import torch
 from scipy import stats
 
 import mechanisms
-from mechanisms import ClippedGaussian, ClippedLaplace, PlanarLaplace, Purkayastha, RandomizedResponse
+from mechanisms import (
+    ClippedGaussian,
+    ClippedLaplace,
+    LabelPrior,
+    PlanarLaplace,
+    PrivEmb,
+    Purkayastha,
+    RandomizedResponse,
+    RRWithPrior,
+)
 from mechanisms.audit import (
     AuditResult,
     audit_mechanism,
@@ -41,6 +53,7 @@ from mechanisms.audit import (
 from mechanisms.base import SentenceMechanism, normalize_rows
 from mechanisms.guarantee import Guarantee
 from mechanisms.noise import gamma_radius_noise
+from mechanisms.rr_prior import top_k_sets
 
 N = 200_000
 SEED = 1
@@ -50,7 +63,7 @@ SEED = 1
 # outputs near x, whose mass shrinks like sin^(m-2); at m = 2 the audit is nearly
 # tight. Fractions reached at N = 2e5 over seeds 0..5: purkayastha 0.91-0.93,
 # planar_laplace 0.88-0.90, laplace 0.77-0.80, gaussian 0.62-0.73, privemb
-# (out_dim 3) 0.78-0.81, rr 0.99-1.00, rr_prior 0.99-1.00.
+# (out_dim 3) 0.78-0.81, rr 0.99-1.00, rr_prior under RR_PRIOR 0.99 (seeds 0..3).
 AUDIT_CONFIGS: dict[str, tuple[dict, int, float]] = {
     "purkayastha": ({"epsilon": 0.5}, 2, 0.8),  # claimed pi * 0.5 = 1.571
     "planar_laplace": ({"epsilon": 1.0}, 2, 0.8),  # claimed 2 * 1.0
@@ -58,8 +71,14 @@ AUDIT_CONFIGS: dict[str, tuple[dict, int, float]] = {
     "gaussian": ({"epsilon": 2.0}, 2, 0.5),  # (2, 1e-5): delta subtracted
     "privemb": ({"epsilon": 1.0, "out_dim": 3}, 2, 0.65),  # output dim 3 != input dim 2
     "rr": ({"epsilon": 2.0}, 0, 0.95),
-    "rr_prior": ({"epsilon": 2.0}, 0, 0.95),  # no prior: K-ary RR
+    "rr_prior": ({"epsilon": 2.0}, 0, 0.95),  # under RR_PRIOR, see AUDIT_KWARGS
 }
+# A public prior over K = 5 labels with k* = 3 at epsilon 2 (Y_k* = {0, 1, 2}): the
+# default pair (0, 1) lies inside the top-k* set, where P[0 | 0] / P[0 | 1] = e^eps
+# exactly (the tight pair); labels 3 and 4 are output uniformly over the set.
+RR_PRIOR = (0.45, 0.35, 0.10, 0.05, 0.05)
+# Extra audit_mechanism arguments per mechanism.
+AUDIT_KWARGS: dict[str, dict] = {"rr_prior": {"num_classes": 5, "prior": RR_PRIOR}}
 # A mechanism registered later without a config is audited with these defaults
 # (the upper check only).
 FALLBACK = ({"epsilon": 1.0}, 4, 0.0)
@@ -92,7 +111,7 @@ def test_audit_respects_claim_and_has_power(name: str) -> None:
     noise is too small for its stated guarantee (upper check) and an audit that
     has lost its power, e.g. a wrong direction or threshold grid (lower check)."""
     mech, dim, frac = _create(name)
-    result = audit_mechanism(mech, N, seed=SEED, dim=max(dim, 2))
+    result = audit_mechanism(mech, N, seed=SEED, dim=max(dim, 2), **AUDIT_KWARGS.get(name, {}))
     assert result.claimed_epsilon is not None and math.isfinite(result.claimed_epsilon)
     assert result.epsilon_lb <= result.claimed_epsilon, result.to_dict()
     assert result.consistent
@@ -145,23 +164,96 @@ class TooLittleRR(RandomizedResponse):
         return RandomizedResponse(3 * self.epsilon).sanitize(y, num_classes, generator)
 
 
-# (mechanism, dim); epsilon_lb / claimed at N = 2e5 over seeds 0..5 in comments.
+class TooLittleRRPrior(RRWithPrior):
+    """Claims epsilon, samples RR-with-prior at 3 * epsilon (with the prior it is given)."""
+
+    def sanitize(self, y: torch.Tensor, num_classes: int, generator: torch.Generator | None = None,
+                 prior: LabelPrior | None = None) -> torch.Tensor:
+        return RRWithPrior(3 * self.epsilon).sanitize(y, num_classes, generator, prior)
+
+
+class TooLittlePrivEmb(PrivEmb):
+    """PrivEmb whose Gamma-norm noise scale is a third of L / epsilon."""
+
+    @property
+    def noise_scale(self) -> float:
+        return super().noise_scale / 3
+
+
+# (mechanism, dim, extra audit arguments); epsilon_lb / claimed at N = 2e5 over seeds 0..5 in comments.
 BROKEN = {
-    "purkayastha": (TooLittlePurkayastha(0.5), 2),  # 2.79-2.84
-    "planar_laplace_m16": (TooLittlePlanarLaplace(0.5), 16),  # 1.72-2.06
-    "laplace": (TooLittleLaplace(2.0), 4),  # 2.00-2.05
-    "gaussian_m16": (TooLittleGaussian(1.0), 16),  # 2.14-2.23
-    "rr": (TooLittleRR(1.0), 0),  # 2.97-2.99
+    "purkayastha": (TooLittlePurkayastha(0.5), 2, {}),  # 2.79-2.84
+    "planar_laplace_m16": (TooLittlePlanarLaplace(0.5), 16, {}),  # 1.72-2.06
+    "laplace": (TooLittleLaplace(2.0), 4, {}),  # 2.00-2.05
+    "gaussian_m16": (TooLittleGaussian(1.0), 16, {}),  # 2.14-2.23
+    "privemb": (TooLittlePrivEmb(1.0, out_dim=3), 2, {}),  # 2.39-2.44 (seeds 0..3)
+    "rr": (TooLittleRR(1.0), 0, {}),  # 2.97-2.99
+    "rr_prior": (TooLittleRRPrior(2.0), 0, AUDIT_KWARGS["rr_prior"]),  # 2.93-2.99 (seeds 0..3)
 }
 
 
 @pytest.mark.parametrize("case", sorted(BROKEN))
 def test_audit_catches_too_little_noise(case: str) -> None:
-    """Power: a sampler with 3x the epsilon it states is refuted (epsilon_lb > claimed)."""
-    mech, dim = BROKEN[case]
-    result = audit_mechanism(mech, N, seed=SEED, dim=max(dim, 2))
+    """Power: a sampler with 3x the epsilon it states (a third of its noise) is refuted
+    (epsilon_lb > claimed); RR-with-prior is audited under its non-uniform prior."""
+    mech, dim, kwargs = BROKEN[case]
+    result = audit_mechanism(mech, N, seed=SEED, dim=max(dim, 2), **kwargs)
     assert result.epsilon_lb > 1.3 * result.claimed_epsilon, result.to_dict()
     assert not result.consistent
+
+
+def test_every_audited_mechanism_has_a_power_check() -> None:
+    """Every registered private sentence/label mechanism has a deliberately broken variant in
+    BROKEN (catches a mechanism added to the audit without its power check)."""
+    covered = {case.split("_m16")[0] for case in BROKEN}
+    assert set(_audited_names()) <= covered, set(_audited_names()) - covered
+
+
+def test_rr_prior_audit_uses_the_tight_pair() -> None:
+    """The rr_prior audit configuration is what it claims: RR_PRIOR is not uniform, its k* at
+    epsilon 2 is 3 < K, the pair (0, 1) lies in the top-k* set, and the mechanism's own law gives
+    log P[0 | 0] - log P[0 | 1] = epsilon exactly there."""
+    eps = AUDIT_CONFIGS["rr_prior"][0]["epsilon"]
+    k = AUDIT_KWARGS["rr_prior"]["num_classes"]
+    probs = torch.tensor([RR_PRIOR], dtype=torch.float64)
+    order, k_star = top_k_sets(probs, eps)
+    assert len(set(RR_PRIOR)) > 1 and int(k_star) == 3 < k
+    assert {0, 1} <= set(order[0, : int(k_star)].tolist())
+    law = RRWithPrior(eps).log_output_probabilities(torch.tensor([0, 1]), k, LabelPrior(probs.expand(2, k), "public"))
+    assert float(law[0, 0] - law[1, 0]) == pytest.approx(eps, rel=1e-12)
+
+
+def test_audit_passes_the_prior_to_the_mechanism() -> None:
+    """With the prior, labels 0 (in Y_k*) and 4 (outside: uniform over Y_k*) are audited against
+    the law the prior implies: epsilon_lb stays below the largest log-ratio of the events
+    {out == 0} and {out != 0} computed from the mechanism's own probabilities (1.14 < eps = 2)
+    and reaches 90% of it; without the prior (plain RR) the same pair gives about eps. Catches
+    an audit that drops the prior."""
+    mech, eps, k = RRWithPrior(2.0), 2.0, 5
+    prior = LabelPrior(torch.tensor([RR_PRIOR], dtype=torch.float64).expand(2, k), "public")
+    p = mech.output_probabilities(torch.tensor([0, 4]), k, prior)[:, 0].tolist()
+    bound = max(abs(math.log(p[0] / p[1])), abs(math.log((1 - p[0]) / (1 - p[1]))))
+    assert bound < 0.6 * eps
+    with_prior = audit_mechanism(mech, N, seed=SEED, num_classes=k, pair=(0, 4), prior=RR_PRIOR)
+    assert 0.9 * bound <= with_prior.epsilon_lb <= bound, with_prior.to_dict()
+    assert with_prior.prior == pytest.approx(list(RR_PRIOR))
+    without = audit_mechanism(mech, N, seed=SEED, num_classes=k, pair=(0, 4))
+    assert without.epsilon_lb >= 0.95 * eps and without.prior is None
+
+
+def test_audit_prior_is_checked() -> None:
+    """A prior is refused for a mechanism that takes none, for sentence mechanisms, and when it
+    is not K finite non-negative numbers with a positive sum; it is normalised."""
+    with pytest.raises(ValueError, match="does not take a label prior"):
+        audit_mechanism(RandomizedResponse(1.0), 100, num_classes=5, prior=RR_PRIOR)
+    with pytest.raises(ValueError, match="label mechanisms"):
+        audit_mechanism(Purkayastha(1.0), 100, prior=RR_PRIOR)
+    for bad in ([0.5, 0.5], [0.5, -0.1, 0.2, 0.2, 0.2], [math.nan, 1, 1, 1, 1], [0, 0, 0, 0, 0]):
+        with pytest.raises(ValueError, match="prior"):
+            audit_mechanism(RRWithPrior(1.0), 100, num_classes=5, prior=bad)
+    res = audit_mechanism(RRWithPrior(1.0), 1000, num_classes=5, prior=[9, 7, 2, 1, 1])
+    assert res.prior == pytest.approx(list(RR_PRIOR))
+    json.dumps(res.to_dict(), allow_nan=False)
 
 
 # --------------------------------------------------------------------------- other output dimensions
@@ -198,6 +290,15 @@ def test_audit_output_dimension_differs() -> None:
     assert (result.input_dim, result.output_dim) == (16, 5)
     assert result.claimed_epsilon == pytest.approx(2.0)
     assert 0.5 * result.claimed_epsilon <= result.epsilon_lb <= result.claimed_epsilon, result.to_dict()
+
+
+def test_audit_output_dimension_differs_has_power() -> None:
+    """Power: the same projecting mechanism with a third of its noise is refuted through the
+    same pilot projection (epsilon_lb > 1.3 * claimed)."""
+    mech = ProjectedLaplace(1.0, m=16, k=5)
+    mech.lipschitz /= 3
+    result = audit_mechanism(mech, N, seed=SEED, dim=16)
+    assert result.epsilon_lb > 1.3 * result.claimed_epsilon, result.to_dict()
 
 
 # --------------------------------------------------------------------------- the statistics
@@ -259,11 +360,14 @@ def test_identical_distributions_give_zero() -> None:
 def test_bound_coverage_on_tight_rr() -> None:
     """Coverage: on exactly tight RR, P[epsilon_lb > epsilon] <= alpha. With
     alpha = 0.2 over 300 seeds, at most 60 + 3 sd exceedances (the exact bounds
-    give 9). Plugging in point estimates instead of confidence bounds gives 186."""
+    give 9). Power: plugging in point estimates instead of confidence bounds
+    (``epsilon_hat`` of the same runs) exceeds that limit (186 exceedances)."""
     eps, alpha, runs = 1.0, 0.2, 300
     mech = RandomizedResponse(eps)
-    above = sum(audit_mechanism(mech, 300, seed=s, alpha=alpha).epsilon_lb > eps for s in range(runs))
-    assert above <= runs * alpha + 3 * math.sqrt(runs * alpha * (1 - alpha))
+    results = [audit_mechanism(mech, 300, seed=s, alpha=alpha) for s in range(runs)]
+    limit = runs * alpha + 3 * math.sqrt(runs * alpha * (1 - alpha))
+    assert sum(r.epsilon_lb > eps for r in results) <= limit
+    assert sum(r.epsilon_hat > eps for r in results) > limit
 
 
 def test_claimed_epsilon_per_notion() -> None:
@@ -314,5 +418,5 @@ def test_rejects_other_levels_and_bad_alpha() -> None:
 def test_audit_full_size_m16(name: str) -> None:
     """Spec §11.1 item 8 at full size: N = 1e6 per input, m = 16, 95% bounds."""
     mech, _, _ = _create(name)
-    result = audit_mechanism(mech, 10**6, seed=SEED, dim=16)
+    result = audit_mechanism(mech, 10**6, seed=SEED, dim=16, **AUDIT_KWARGS.get(name, {}))
     assert result.epsilon_lb <= result.claimed_epsilon, result.to_dict()

@@ -1,4 +1,8 @@
-"""Clipped Laplace and analytic Gaussian baselines (spec §7.2, §7.3, §11.5 items 3-4)."""
+"""Clipped Laplace and analytic Gaussian baselines (spec §7.2, §7.3, §11.5 items 3-4).
+
+Each statistical test has a power check: a mis-scaled noise law, noise shared
+between rows, a mechanism that does not clip.
+"""
 
 from __future__ import annotations
 
@@ -23,6 +27,11 @@ def _noise(name: str, d: int, seed: int = 0, **params: float) -> tuple[np.ndarra
     return mech.sanitize(x, generator=torch.Generator().manual_seed(seed)).numpy(), mech
 
 
+def _row_correlation(z: np.ndarray) -> float:
+    """|correlation| of the first noise coordinate between consecutive rows."""
+    return abs(np.corrcoef(z[:-1, 0], z[1:, 0])[0, 1])
+
+
 @pytest.mark.parametrize("d", [16, 300])
 @pytest.mark.parametrize("eps", [0.1, 1.0, 10.0])
 def test_laplace_noise_law(d: int, eps: float) -> None:
@@ -31,7 +40,14 @@ def test_laplace_noise_law(d: int, eps: float) -> None:
     b = 2 * 0.5 * math.sqrt(d) / eps
     assert mech.scale(d) == pytest.approx(b)
     assert stats.kstest(z.ravel()[:200_000], stats.laplace(scale=b).cdf).pvalue > P_MIN
-    assert abs(np.corrcoef(z[:-1, 0], z[1:, 0])[0, 1]) < 5 / math.sqrt(N)
+    assert _row_correlation(z) < 5 / math.sqrt(N)
+
+
+def test_row_independence_check_has_power() -> None:
+    """Power: noise shared by each pair of consecutive rows (a partial broadcast, spec §7.6) fails
+    the row-correlation check of ``test_laplace_noise_law``."""
+    z, _ = _noise("laplace", 16, epsilon=1.0, clip=0.5)
+    assert _row_correlation(np.repeat(z[::2], 2, axis=0)) > 5 / math.sqrt(N)
 
 
 def test_laplace_law_test_has_power() -> None:
@@ -65,20 +81,41 @@ def test_gaussian_noise_law(d: int) -> None:
     assert stats.kstest(z.ravel()[:200_000], stats.norm(scale=0.9 * mech.sigma).cdf).pvalue < 1e-6
 
 
+def _clip_inputs() -> torch.Tensor:
+    """1000 seeded Gaussian rows of dimension 32 with norms spread over 1e-3..1e3 * sqrt(32)."""
+    x = torch.randn(1000, 32, dtype=torch.float64, generator=torch.Generator().manual_seed(13))
+    return x * torch.logspace(-3, 3, 1000, dtype=torch.float64)[:, None]
+
+
+def _release_near_clip(name: str) -> bool:
+    """A release at huge epsilon stays within a few noise scales of clip_l2(x, 2) in every entry."""
+    from mechanisms.noise import clip_l2
+
+    x = _clip_inputs()
+    mech = mechanisms.create(name, epsilon=1e6, clip=2.0)
+    y = mech.sanitize(x, generator=torch.Generator().manual_seed(0))
+    bound = 8 * mech.sigma if name == "gaussian" else 20 * mech.scale(32)
+    return float((y - clip_l2(x, 2.0)).abs().max()) < bound
+
+
 @pytest.mark.parametrize("name", ["laplace", "gaussian"])
 def test_clip(name: str) -> None:
     """||clip(x)|| <= C(1 + 1e-12), and x is unchanged inside the ball (checked with huge epsilon)."""
     from mechanisms.noise import clip_l2
 
-    x = torch.randn(1000, 32, dtype=torch.float64) * torch.logspace(-3, 3, 1000, dtype=torch.float64)[:, None]
+    x = _clip_inputs()
     c = clip_l2(x, 2.0)
     assert float(c.norm(dim=1).max()) <= 2.0 * (1 + 1e-12)
     inside = x.norm(dim=1) <= 2.0
     assert torch.equal(c[inside], x[inside])
-    mech = mechanisms.create(name, epsilon=1e6, clip=2.0)
-    y = mech.sanitize(x, generator=torch.Generator().manual_seed(0))
-    bound = 8 * mech.sigma if name == "gaussian" else 20 * mech.scale(32)
-    assert float((y - c).abs().max()) < bound
+    assert _release_near_clip(name)
+
+
+@pytest.mark.parametrize("name", ["laplace", "gaussian"])
+def test_clip_check_has_power(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Power: the same mechanism with its clip removed (patched to the identity) fails the check."""
+    monkeypatch.setattr("mechanisms.clipped_additive.clip_l2", lambda x, radius: x)
+    assert not _release_near_clip(name)
 
 
 def test_guarantees_and_bad_parameters() -> None:

@@ -263,7 +263,7 @@ def document_pairs() -> dict[int, tuple[torch.Tensor, torch.Tensor]]:
 def test_whole_document_bound(document_pairs, eps: float) -> None:
     """Replacing all k sentences costs at most eps k / 2 (spec §8.5), and more than eps for k = 10,
     16: the per-sentence epsilon does not cover whole documents."""
-    mech = DeepCandidate(eps, torch.randn(2, D), num_projections=P)
+    mech = DeepCandidate(eps, torch.randn(2, D, generator=torch.Generator().manual_seed(17)), num_projections=P)
     for k, (u, u_other) in document_pairs.items():
         loss = (exponential_log_probs(u, eps) - exponential_log_probs(u_other, eps)).abs().amax(1).max()
         assert mech.document_guarantee(k).epsilon == eps * k / 2
@@ -274,7 +274,8 @@ def test_whole_document_bound(document_pairs, eps: float) -> None:
 
 # ---------------------------------------------------------------------------------- contract
 def test_registry_contract_and_guarantees() -> None:
-    cand = torch.randn(20, 5)
+    g = torch.Generator().manual_seed(18)
+    cand = torch.randn(20, 5, generator=g)
     mech = mechanisms.create("deepcandidate", epsilon=2.0, candidates=cand, num_projections=7, projection_seed=3)
     assert isinstance(mech, DeepCandidate) and isinstance(mech, DocumentMechanism)
     assert "deepcandidate" in mechanisms.names() and mech.level == "document"
@@ -285,30 +286,32 @@ def test_registry_contract_and_guarantees() -> None:
     for bad in (-1, 2.5, True):
         with pytest.raises(ValueError, match="num_sentences"):
             mech.document_guarantee(bad)
-    idx = mech.sanitize([torch.randn(3, 5), torch.randn(6, 5)], generator=torch.Generator().manual_seed(0))
+    idx = mech.sanitize([torch.randn(3, 5, generator=g), torch.randn(6, 5, generator=g)],
+                        generator=torch.Generator().manual_seed(0))
     assert idx.dtype == torch.int64 and idx.shape == (2,) and bool(((idx >= 0) & (idx < 20)).all())
     assert mech.sanitize([]).shape == (0,)
     assert DeepCandidate(1.0, cand).num_projections == 100
 
 
 def test_invalid_inputs_are_refused() -> None:
-    cand = torch.randn(20, 5)
+    g = torch.Generator().manual_seed(19)
+    cand = torch.randn(20, 5, generator=g)
     mech = DeepCandidate(1.0, cand, num_projections=4)
     with pytest.raises(ValueError, match="sentence"):
-        mech.sanitize([torch.randn(3, 5), torch.randn(1, 5)])
+        mech.sanitize([torch.randn(3, 5, generator=g), torch.randn(1, 5, generator=g)])
     with pytest.raises(ValueError, match="dimension"):
-        mech.sanitize([torch.randn(3, 4)])
+        mech.sanitize([torch.randn(3, 4, generator=g)])
     with pytest.raises(ValueError, match="NaN"):
         mech.log_probs(torch.tensor([[0.0] * 5, [math.nan] * 5]))
     with pytest.raises(TypeError):
-        mech.sanitize(torch.randn(3, 5))
+        mech.sanitize(torch.randn(3, 5, generator=g))
     for bad in (0.0, -1.0, math.nan, math.inf):
         with pytest.raises(ValueError, match="epsilon"):
             mechanisms.create("deepcandidate", epsilon=bad, candidates=cand, num_projections=4, projection_seed=0)
     for bad in (0, 10_001, 2.5, True, None):
         with pytest.raises(ValueError, match="num_projections"):
             DeepCandidate(1.0, cand, num_projections=bad)
-    for bad in (torch.randn(5), torch.randn(1, 5), torch.ones(4, 5, dtype=torch.int64),
+    for bad in (torch.randn(5, generator=g), torch.randn(1, 5, generator=g), torch.ones(4, 5, dtype=torch.int64),
                 torch.tensor([[0.0, 1.0], [math.nan, 0.0]])):
         with pytest.raises(ValueError, match="candidates"):
             DeepCandidate(1.0, bad)
@@ -329,7 +332,9 @@ def test_reproducible_with_a_seeded_generator() -> None:
     b = mech.sanitize(docs, generator=torch.Generator().manual_seed(42))
     c = mech.sanitize(docs, generator=torch.Generator().manual_seed(43))
     assert torch.equal(a, b) and not torch.equal(a, c)
-    assert mech.sanitize(docs).shape == (200,)  # global RNG
+    with torch.random.fork_rng():  # the default (global) RNG path, seeded and restored afterwards
+        torch.manual_seed(0)
+        assert mech.sanitize(docs).shape == (200,)
 
 
 def test_projections_are_public_and_independent_of_the_data() -> None:
@@ -338,7 +343,7 @@ def test_projections_are_public_and_independent_of_the_data() -> None:
     m1 = DeepCandidate(1.0, torch.randn(30, 6, generator=g), num_projections=9, projection_seed=5)
     m2 = DeepCandidate(3.0, 100 * torch.randn(7, 6, generator=g), num_projections=9, projection_seed=5)
     before = m1.directions.clone()
-    m1.sanitize([torch.randn(4, 6, generator=g) for _ in range(10)])
+    m1.sanitize([torch.randn(4, 6, generator=g) for _ in range(10)], generator=torch.Generator().manual_seed(1))
     assert torch.equal(m1.directions, before) and torch.equal(m1.directions, m2.directions)
     assert torch.equal(m1.directions, random_directions(6, 9, 5))
     assert torch.allclose(m1.directions.norm(dim=1), torch.ones(9, dtype=torch.float64), atol=1e-12)

@@ -1,8 +1,9 @@
 """Statistical and analytic tests of PrivEmb (spec §6, §11.2 items 1, 2, 4, 5).
 
 Each distribution test has a power check: the TrLap code's std = 1/k projection,
-an exponential noise norm, and the paper's (1 + beta) calibration on a Phi whose
-realised Lipschitz constant exceeds 1 + beta.
+an exponential noise norm, the paper's (1 + beta) calibration on a Phi whose
+realised Lipschitz constant exceeds 1 + beta, and for the noise direction a
+non-uniform direction, a radius tied to the direction and noise shared by rows.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import torch
 from scipy import stats
 
 import mechanisms
+from mechanisms.noise import gamma_integer_shape, uniform_directions
 from mechanisms.privemb import PrivEmb, lipschitz_constant, paper_out_dim, projection
 
 N = 20_000
@@ -105,6 +107,31 @@ def test_noise_norm_is_gamma_exact(d: int, eps: float) -> None:
     assert stats.kstest(norms, stats.gamma(a=d, scale=mech.lipschitz / eps).cdf).pvalue > P_MIN
 
 
+def _exponential_norm(n: int, m: int, scale: float, generator, device) -> torch.Tensor:
+    """The "exponential norm" bug: radius ~ Exp(scale) instead of Gamma(m, scale), uniform direction."""
+    return (gamma_integer_shape(n, 1, generator, device) * scale)[:, None] * uniform_directions(n, m, generator, device)
+
+
+class _ThirdOfTheNoise(PrivEmb):
+    @property
+    def noise_scale(self) -> float:
+        return super().noise_scale / 3
+
+
+@pytest.mark.parametrize("wrong", ["third of the scale", "exponential norm"])
+def test_noise_norm_exact_check_has_power(wrong: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Power: the KS test of ``test_noise_norm_is_gamma_exact`` (d = 16, eps = 1) rejects the exact
+    variant run with a third of its noise scale, and with the exponential-norm noise patched in."""
+    d, eps = 16, 1.0
+    if wrong == "exponential norm":
+        monkeypatch.setattr("mechanisms.privemb.gamma_radius_noise", _exponential_norm)
+        mech = PrivEmb(eps, input_dim=d)
+    else:
+        mech = _ThirdOfTheNoise(eps, input_dim=d)
+    norms = np.linalg.norm(_noise(mech, d), axis=1)
+    assert stats.kstest(norms, stats.gamma(a=d, scale=mech.lipschitz / eps).cdf).pvalue < 1e-6
+
+
 def test_noise_norm_paper_variant_and_power() -> None:
     """Paper variant: Gamma(k, (1+beta)/eps); the exact variant's L/eps scale fails that KS test."""
     d, eps = 300, 1.0
@@ -118,15 +145,59 @@ def test_noise_norm_paper_variant_and_power() -> None:
     assert stats.kstest(expo, stats.gamma(a=k, scale=1.5 / eps).cdf).pvalue < 1e-6
 
 
+def _direction_stats(z: np.ndarray) -> tuple[float, float, float]:
+    """(KS p-value of u_0^2 against Beta(1/2, (k-1)/2) for u = kappa/||kappa||, |corr(||kappa||, u_0)|,
+    |corr(kappa_0 of row i, kappa_0 of row i+1)|)."""
+    k = z.shape[1]
+    norms = np.linalg.norm(z, axis=1)
+    u = z / norms[:, None]
+    return (stats.kstest(u[:, 0] ** 2, stats.beta(0.5, (k - 1) / 2).cdf).pvalue,
+            abs(stats.pearsonr(norms, u[:, 0]).statistic),
+            abs(np.corrcoef(z[:-1, 0], z[1:, 0])[0, 1]))
+
+
 def test_noise_direction_uniform_and_independent() -> None:
     """Squared coordinates of kappa/||kappa|| ~ Beta(1/2, (k-1)/2); no correlation across rows or with the radius."""
     mech = PrivEmb(1.0, out_dim=16, input_dim=64)
-    z = _noise(mech, 64)
-    norms = np.linalg.norm(z, axis=1)
-    u = z / norms[:, None]
-    assert stats.kstest(u[:, 0] ** 2, stats.beta(0.5, 7.5).cdf).pvalue > P_MIN
-    assert abs(stats.pearsonr(norms, u[:, 0]).statistic) < 4 / math.sqrt(N)
-    assert abs(np.corrcoef(z[:-1, 0], z[1:, 0])[0, 1]) < 4 / math.sqrt(N)
+    ks_p, radius_corr, row_corr = _direction_stats(_noise(mech, 64))
+    assert ks_p > P_MIN
+    assert radius_corr < 4 / math.sqrt(N)
+    assert row_corr < 4 / math.sqrt(N)
+
+
+def _stretched_direction(n: int, m: int, scale: float, generator, device) -> torch.Tensor:
+    """Wrong noise: Gamma radius, but the direction's Gaussian has 1.3x the spread on coordinate 0."""
+    r = torch.randn((n, m), generator=generator, dtype=torch.float64, device=device)
+    r[:, 0] *= 1.3
+    return (gamma_integer_shape(n, m, generator, device) * scale)[:, None] * r / r.norm(dim=1, keepdim=True)
+
+
+def _radius_tied_to_direction(n: int, m: int, scale: float, generator, device) -> torch.Tensor:
+    """Wrong noise: uniform direction u, radius Gamma(m, scale) * (1 + u_0 / 2)."""
+    u = uniform_directions(n, m, generator, device)
+    return (gamma_integer_shape(n, m, generator, device) * scale * (1 + u[:, 0] / 2))[:, None] * u
+
+
+def _shared_by_row_pairs(n: int, m: int, scale: float, generator, device) -> torch.Tensor:
+    """Wrong noise: one correct noise vector for each pair of consecutive rows (a partial broadcast)."""
+    half = (gamma_integer_shape((n + 1) // 2, m, generator, device) * scale)[:, None] * uniform_directions(
+        (n + 1) // 2, m, generator, device)
+    return half.repeat_interleave(2, dim=0)[:n]
+
+
+@pytest.mark.parametrize(("wrong", "which"), [(_stretched_direction, 0), (_radius_tied_to_direction, 1),
+                                              (_shared_by_row_pairs, 2)])
+def test_noise_direction_checks_have_power(wrong, which: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Power: PrivEmb run with a wrong noise sampler (patched into the mechanism) fails the
+    matching check of ``test_noise_direction_uniform_and_independent`` (same helper, same thresholds):
+    a non-uniform direction fails the Beta KS test, a radius tied to the direction the radius
+    correlation, noise shared by consecutive rows the row correlation."""
+    monkeypatch.setattr("mechanisms.privemb.gamma_radius_noise", wrong)
+    stats_ = _direction_stats(_noise(PrivEmb(1.0, out_dim=16, input_dim=64), 64))
+    if which == 0:
+        assert stats_[0] < 1e-6
+    else:
+        assert stats_[which] > 4 / math.sqrt(N)
 
 
 def _log_density_ratio(mech: PrivEmb, y: torch.Tensor, x: torch.Tensor, xp: torch.Tensor) -> torch.Tensor:
@@ -168,14 +239,14 @@ def test_paper_guarantee_needs_the_drawn_projection() -> None:
     mech = PrivEmb(1.0, variant="paper")
     with pytest.raises(RuntimeError, match="input_dim"):
         _ = mech.guarantee
-    mech.sanitize(_unit(3, 300, 0))
+    mech.sanitize(_unit(3, 300, 0), generator=torch.Generator().manual_seed(0))
     assert mech.guarantee.epsilon >= 1.0
 
 
 def test_map_back_and_output_dim() -> None:
     mech = PrivEmb(1.0, out_dim=8, input_dim=32, map_back=True)
     assert mech.output_dim(32) == 32
-    assert mech.sanitize(_unit(4, 32, 0)).shape == (4, 32)
+    assert mech.sanitize(_unit(4, 32, 0), generator=torch.Generator().manual_seed(0)).shape == (4, 32)
     assert PrivEmb(1.0, out_dim=8).output_dim(32) == 8
 
 
@@ -185,7 +256,7 @@ def test_finite_domain_guarantee_and_membership() -> None:
     mech = PrivEmb(1.0, out_dim=20, domain=vocab)
     assert mech.lipschitz < lipschitz_constant(mech.phi)
     assert mech.guarantee.diameter == pytest.approx(float(torch.cdist(vocab, vocab).max()))
-    assert mech.sanitize(vocab[:5]).shape == (5, 20)
+    assert mech.sanitize(vocab[:5], generator=torch.Generator().manual_seed(0)).shape == (5, 20)
     with pytest.raises(ValueError, match="not one of its points"):
         mech.sanitize(vocab[:5] + 0.1)
 

@@ -1,6 +1,10 @@
 """Statistical tests of K-ary randomized response (spec §11.3, items 1-3).
 
-Each test has a power check: a deliberately wrong RR must fail it.
+The mechanism states its own exact law (``log_transition_matrix`` /
+``log_output_probabilities``); the tests check the sampler against that law
+(Clopper-Pearson bounds on every cell of the empirical transition matrix and a
+pooled chi-square), and the e^eps bound and its tightness on it. Each test has
+a power check: a deliberately wrong RR (or a wrong law) must fail it.
 """
 
 from __future__ import annotations
@@ -14,7 +18,9 @@ import torch
 from scipy import stats
 
 import mechanisms
-from mechanisms.randomized_response import keep_probability
+from mechanisms.randomized_response import RandomizedResponse, keep_probability
+
+from ._label_law import check_law, check_ratio, release_counts
 
 N = 100_000
 P_MIN = 1e-4
@@ -112,12 +118,74 @@ def test_transition_matrix_check_has_power() -> None:
 
 @pytest.mark.parametrize("k", [2, 3, 10, 100])
 @pytest.mark.parametrize("eps", [0.01, 1.0, 10.0, 1000.0])
-def test_analytic_matrix_ratio_is_exactly_e_eps(k: int, eps: float) -> None:
-    """The analytic transition matrix has max column ratio e^eps (tight), computed in logs."""
-    log_keep = -math.log1p((k - 1) * math.exp(-eps))
-    log_other = log_keep - eps  # 1/(e^eps + K - 1) = p_keep * e^-eps
-    assert math.isclose(log_keep - log_other, eps, rel_tol=1e-12)
-    assert math.isclose(math.exp(log_keep) + (k - 1) * math.exp(log_other), 1.0, rel_tol=1e-12)
+def test_transition_law_is_normalised_and_exactly_e_eps(k: int, eps: float) -> None:
+    """The mechanism's own law (``log_transition_matrix``): rows sum to 1, every entry is finite
+    (eps = 1000 included), the diagonal is ``keep_probability`` (what the sampler uses), rows of
+    ``log_output_probabilities`` are the matrix rows of their labels, and the largest column
+    log-ratio is exactly eps (tight). Catches a law that is not normalised, overflows, or is
+    looser or tighter than e^eps."""
+    mech = RandomizedResponse(eps)
+    log_p = mech.log_transition_matrix(k)
+    assert log_p.shape == (k, k) and log_p.dtype == torch.float64
+    ratio = check_ratio(log_p)
+    assert ratio.normalised and ratio.same_support and ratio.finite_on_support
+    assert ratio.bounded_by(eps)
+    assert ratio.max_log_ratio == pytest.approx(eps, rel=1e-12)
+    assert torch.allclose(log_p.diagonal().exp(), torch.full((k,), keep_probability(eps, k), dtype=torch.float64),
+                          rtol=1e-12, atol=0)
+    y = torch.randint(0, k, (50,), generator=torch.Generator().manual_seed(k))
+    assert torch.equal(mech.log_output_probabilities(y, k), log_p[y])
+    assert torch.equal(mech.output_probabilities(y, k), log_p[y].exp())
+
+
+@pytest.mark.parametrize(("k", "eps"), [(2, 1.0), (10, 2.0), (100, 10.0), (5, 1000.0)])
+def test_transition_law_check_has_power(k: int, eps: float) -> None:
+    """Power: the law of RR at 3 eps fails the e^eps bound of the same check (its ratio is 3 eps),
+    and a law whose other labels get 1/(e^eps + K) instead of 1/(e^eps + K - 1) is not normalised
+    (where float64 can see it: not at eps = 1000, where that mass is e^-1000)."""
+    wrong = RandomizedResponse(3 * eps).log_transition_matrix(k)
+    ratio = check_ratio(wrong)
+    assert not ratio.bounded_by(eps)
+    assert ratio.max_log_ratio == pytest.approx(3 * eps, rel=1e-12)
+    off_by_one = RandomizedResponse(eps).log_transition_matrix(k)
+    off_by_one = torch.where(torch.eye(k, dtype=torch.bool), off_by_one,
+                             torch.full_like(off_by_one, -eps - math.log1p(k * math.exp(-eps))))
+    assert eps > 30 or not check_ratio(off_by_one).normalised
+
+
+def _transition_counts(sampler: Sampler, k: int, per_input: int, seed: int) -> np.ndarray:
+    """[K, K] counts of releases (columns) for ``per_input`` draws of each input label (rows)."""
+    y = torch.arange(k).repeat_interleave(per_input)
+    return release_counts(sampler(y, k, torch.Generator().manual_seed(seed)).reshape(k, per_input), k)
+
+
+# (K, eps, draws per input label)
+LAW_CASES = [(2, 0.5, 20_000), (3, 1.0, 20_000), (10, 2.0, 10_000), (100, 3.0, 2_000), (5, 1000.0, 4_000)]
+
+
+@pytest.mark.parametrize(("k", "eps", "per_input"), LAW_CASES)
+def test_sampler_matches_transition_law(k: int, eps: float, per_input: int) -> None:
+    """Empirical K x K transition matrix of the sampler against the mechanism's exact law: no
+    release outside the support, every cell inside its Clopper-Pearson interval (Bonferroni,
+    family-wise 1e-4), pooled chi-square p > 1e-4. Catches a sampler that does not draw from
+    ``log_transition_matrix`` (keep rate, spread of the other labels, overflow at eps = 1000)."""
+    counts = _transition_counts(_rr(eps), k, per_input, seed=k)
+    result = check_law(counts, RandomizedResponse(eps).log_transition_matrix(k).exp().numpy())
+    assert result.passed, result
+
+
+@pytest.mark.parametrize("wrong", ["sampler at 3 eps", "never uniform sampler", "law at 3 eps"])
+@pytest.mark.parametrize(("k", "eps", "per_input"), [(3, 1.0, 20_000), (10, 2.0, 10_000)])
+def test_sampler_law_check_has_power(wrong: str, k: int, eps: float, per_input: int) -> None:
+    """Power: the same check fails for RR sampling at 3 eps, for RR whose other label is always
+    y + 1, and for the real sampler compared with the law of 3 eps."""
+    sampler = {"sampler at 3 eps": _rr(3 * eps), "never uniform sampler": _wrong_never_uniform(eps),
+               "law at 3 eps": _rr(eps)}[wrong]
+    law_eps = 3 * eps if wrong == "law at 3 eps" else eps
+    counts = _transition_counts(sampler, k, per_input, seed=k)
+    result = check_law(counts, RandomizedResponse(law_eps).log_transition_matrix(k).exp().numpy())
+    assert not result.passed
+    assert result.cp_misses > 0 and result.chi2_p < 1e-6
 
 
 def test_reference_keep_probabilities() -> None:

@@ -136,6 +136,13 @@ def _noise_draws(n: int = 20_000) -> tuple[Truncation, np.ndarray, torch.Tensor]
     return mech, z, mech.scale(k)
 
 
+def _correlations(u: np.ndarray) -> tuple[float, float]:
+    """(largest |correlation| between two coordinates, |correlation| of coordinate 0 between
+    consecutive rows) of standardised noise u [n, d]."""
+    corr = np.corrcoef(u.T)
+    return float(np.abs(corr[np.triu_indices(u.shape[1], 1)]).max()), float(abs(np.corrcoef(u[:-1, 0], u[1:, 0])[0, 1]))
+
+
 def test_noise_is_laplace_with_scale_d_w_over_k_eps() -> None:
     """Release minus clipped mean ~ Lap(d w_d / (k eps)) per coordinate; independent across rows and coordinates."""
     mech, z, b = _noise_draws()
@@ -143,10 +150,21 @@ def test_noise_is_laplace_with_scale_d_w_over_k_eps() -> None:
     assert float(b[2]) == pytest.approx(6 * float(mech.width[2]) / (4 * 1.5))
     for j in (0, 5):
         assert stats.kstest(z[:, j], stats.laplace(scale=float(b[j])).cdf).pvalue > P_MIN
+    across_coords, across_rows = _correlations(z / b.numpy())
+    assert across_coords < 5 / math.sqrt(n)
+    assert across_rows < 5 / math.sqrt(n)
+
+
+def test_noise_correlation_checks_have_power() -> None:
+    """Power: one Laplace draw shared by two coordinates fails the across-coordinates check, and
+    noise shared by consecutive documents fails the across-rows check."""
+    _, z, b = _noise_draws()
     u = z / b.numpy()
-    corr = np.corrcoef(u.T)
-    assert np.abs(corr[np.triu_indices(6, 1)]).max() < 5 / math.sqrt(n)  # across coordinates
-    assert abs(np.corrcoef(u[:-1, 0], u[1:, 0])[0, 1]) < 5 / math.sqrt(n)  # across documents
+    n = u.shape[0]
+    shared_coord = u.copy()
+    shared_coord[:, 3] = shared_coord[:, 1]
+    assert _correlations(shared_coord)[0] > 5 / math.sqrt(n)
+    assert _correlations(np.repeat(u[::2], 2, axis=0))[1] > 5 / math.sqrt(n)
 
 
 def test_noise_law_test_has_power() -> None:
@@ -215,17 +233,18 @@ def test_median_box_is_the_median_interval_not_the_quantile_interval() -> None:
 
 
 def test_median_box_refuses_bad_public_data() -> None:
-    x = torch.randn(100, 4, dtype=torch.float64)
+    g = torch.Generator().manual_seed(14)
+    x = torch.randn(100, 4, dtype=torch.float64, generator=g)
     x[3, 2] = float("nan")
     with pytest.raises(ValueError, match="NaN"):
         median_box(x)
     for f in (0.0, -0.5, 1.5, float("nan")):
         with pytest.raises(ValueError, match="fraction"):
-            median_box(torch.randn(100, 4), fraction=f)
+            median_box(torch.randn(100, 4, generator=g), fraction=f)
     with pytest.raises(ValueError, match="at least 2"):
-        median_box(torch.randn(1, 4))
+        median_box(torch.randn(1, 4, generator=g))
     with pytest.raises(ValueError, match="lo < hi"):  # a constant column gives a zero-width box
-        Truncation.from_public(1.0, torch.cat([torch.randn(50, 3), torch.ones(50, 1)], dim=1))
+        Truncation.from_public(1.0, torch.cat([torch.randn(50, 3, generator=g), torch.ones(50, 1)], dim=1))
     mech = Truncation.from_public(1.0, torch.randn(400, 4, generator=torch.Generator().manual_seed(0)))
     assert mech.dim == 4 and bool((mech.lo < 0).all() and (mech.hi > 0).all())
 
@@ -246,16 +265,17 @@ def test_clipping_bounds_one_huge_sentence() -> None:
 def test_input_validation() -> None:
     lo, hi = _box(4)
     mech = Truncation(1.0, lo, hi)
+    g = torch.Generator().manual_seed(15)
     with pytest.raises(ValueError, match="sentence"):
-        mech.sanitize([torch.randn(3, 4), torch.randn(1, 4)])
+        mech.sanitize([torch.randn(3, 4, generator=g), torch.randn(1, 4, generator=g)])
     with pytest.raises(ValueError, match="dimension"):
-        mech.sanitize([torch.randn(3, 5)])
-    bad = torch.randn(3, 4)
+        mech.sanitize([torch.randn(3, 5, generator=g)])
+    bad = torch.randn(3, 4, generator=g)
     bad[1, 1] = float("nan")
     with pytest.raises(ValueError, match="NaN"):
         mech.sanitize([bad])
     with pytest.raises(TypeError):
-        mech.sanitize(torch.randn(3, 4))
+        mech.sanitize(torch.randn(3, 4, generator=g))
     for eps in (0.0, -1.0, float("nan"), float("inf"), "x"):
         with pytest.raises(ValueError, match="epsilon"):
             Truncation(eps, lo, hi)
@@ -268,7 +288,7 @@ def test_input_validation() -> None:
     with pytest.raises(ValueError, match="NaN"):
         Truncation(1.0, lo, torch.full((4,), float("nan")))
     with pytest.raises(ValueError, match="y must be"):
-        mech.log_density(torch.randn(3, 4), torch.randn(5))
+        mech.log_density(torch.randn(3, 4, generator=g), torch.randn(5, generator=g))
     with pytest.raises(ValueError, match="num_sentences"):
         mech.scale(0)
     assert mech.sanitize([]).shape == (0, 4)
@@ -276,7 +296,8 @@ def test_input_validation() -> None:
 
 def test_reproducible_and_fresh_noise() -> None:
     mech = mechanisms.create("truncation", epsilon=2.0, lo=-torch.ones(8), hi=torch.ones(8))
-    docs = [torch.randn(3, 8), torch.randn(5, 8)]
+    g0 = torch.Generator().manual_seed(16)
+    docs = [torch.randn(3, 8, generator=g0), torch.randn(5, 8, generator=g0)]
     a = mech.sanitize(docs, generator=torch.Generator().manual_seed(7))
     b = mech.sanitize(docs, generator=torch.Generator().manual_seed(7))
     assert torch.equal(a, b) and a.dtype == torch.float32
