@@ -1,12 +1,25 @@
-"""Shared fixtures: the offline data folder and a per-session embedding cache."""
+"""Shared fixtures: the offline data folder and a per-session embedding cache.
+
+The whole test session is offline: no test may reach the Hugging Face hub. The
+variables are set here, at import time, before any test module imports
+``huggingface_hub``, ``datasets`` or ``transformers`` (they read them once, at
+import), and they are forced to "1" (a user's ``HF_HUB_OFFLINE=0`` must not
+win). Subprocesses launched by the integration tests inherit ``os.environ``.
+tests/fl/test_offline.py checks both.
+"""
 
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
-import pytest
-import torch
+OFFLINE_VARIABLES = ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE", "TRANSFORMERS_OFFLINE")
+for _name in OFFLINE_VARIABLES:
+    os.environ[_name] = "1"
+
+from pathlib import Path  # noqa: E402
+
+import pytest  # noqa: E402
+import torch  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 DATA_DIR = Path(os.environ.get("SANITAS_DATA_DIR", REPO.parent / "shared" / "data")).resolve()

@@ -30,6 +30,13 @@ class Spy(SentenceMechanism):
         return self.inner.sanitize(x, generator=generator)
 
 
+def _model(*dims: int, seed: int = 0) -> ServerModel:
+    """ServerModel(*dims) with a seeded initialisation (the global torch RNG is restored afterwards)."""
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        return ServerModel(*dims)
+
+
 def _data(n: int = 256, d: int = 32, seed: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
     gen = torch.Generator().manual_seed(seed)
     y = torch.randint(0, 2, (n,), generator=gen)
@@ -45,7 +52,7 @@ def test_ldp_mode_has_no_gradient_path_to_m1_or_the_encoder() -> None:
     spy = Spy(mechanisms.create("purkayastha", epsilon=5.0))
     released = spy.sanitize(apply_input_map(encoder_out, m1), generator=torch.Generator().manual_seed(1))
     assert spy.saw_grad == [False] and not released.requires_grad
-    model = ServerModel(8, 32, 16, 2)
+    model = _model(8, 32, 16, 2)
     opt = torch.optim.Adam(model.parameters(), lr=1e-2)
     train_epochs(model, opt, released.float(), y, epochs=1, batch_size=64, generator=torch.Generator().manual_seed(0))
     assert m1.grad is None and encoder_out.grad is None
@@ -57,7 +64,7 @@ def test_leaky_mode_does_send_a_gradient_of_raw_data() -> None:
     that changes with the raw embeddings (which is why it is not private)."""
     x, y = _data()
     m1 = input_map("leaky", 32, 8, seed=0)
-    model = ServerModel(8, 32, 16, 2)
+    model = _model(8, 32, 16, 2)
     mech = mechanisms.create("planar_laplace", epsilon=5.0)
     released, grad = leaky_map_gradient(m1, model, x, y, mech, torch.Generator().manual_seed(1))
     assert grad.shape == (32, 8) and float(grad.abs().sum()) > 0
@@ -70,7 +77,8 @@ def test_leaky_mode_does_send_a_gradient_of_raw_data() -> None:
 
 
 def test_straight_through_forward_is_the_release_and_backward_the_clean_map() -> None:
-    h = torch.nn.functional.normalize(torch.randn(4, 16), dim=1).requires_grad_(True)
+    h = torch.randn(4, 16, generator=torch.Generator().manual_seed(0))
+    h = torch.nn.functional.normalize(h, dim=1).requires_grad_(True)
     mech = mechanisms.create("privemb", epsilon=1.0, out_dim=6, input_dim=16)
     gen_a, gen_b = torch.Generator().manual_seed(3), torch.Generator().manual_seed(3)
     out = straight_through(mech, h, gen_a)
@@ -84,7 +92,7 @@ def test_straight_through_forward_is_the_release_and_backward_the_clean_map() ->
 def test_public_pretraining_learns_and_returns_a_frozen_map() -> None:
     x, y = _data(512)
     start = input_map("public", 32, 8, seed=0)
-    model = ServerModel(8, 32, 16, 2)
+    model = _model(8, 32, 16, 2)
     mech = mechanisms.create("purkayastha", epsilon=10.0)
     matrix, loss = train_public_map(start, model, x, y, mech, epochs=5, batch_size=64, lr=1e-2,
                                     generator=torch.Generator().manual_seed(0))

@@ -11,6 +11,13 @@ from fl.maps import apply_input_map, input_map
 from fl.pipeline import ServerModel, confusion_matrix, scores, train_epochs
 
 
+def _model(*dims: int, seed: int = 0) -> ServerModel:
+    """ServerModel(*dims) with a seeded initialisation (the global torch RNG is restored afterwards)."""
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        return ServerModel(*dims)
+
+
 def test_random_map_is_a_function_of_the_public_seed_only() -> None:
     a, b = input_map("random", 384, 16, seed=5), input_map("random", 384, 16, seed=5)
     assert torch.equal(a, b) and not torch.equal(a, input_map("random", 384, 16, seed=6))
@@ -28,13 +35,15 @@ def test_input_map_output_is_normalised_and_checks_dimension() -> None:
 
 def test_releases_carry_no_gradient_path_to_raw_embeddings() -> None:
     """Spec §11.6: one training step on releases leaves raw inputs without gradient."""
-    raw = torch.randn(64, 384, requires_grad=True)
+    gen = torch.Generator().manual_seed(0)
+    raw = torch.randn(64, 384, generator=gen).requires_grad_(True)
     mapped = apply_input_map(raw, input_map("random", 384, 16, 0))
     assert not mapped.requires_grad
     released = mechanisms.create("purkayastha", epsilon=5.0).sanitize(mapped, torch.Generator().manual_seed(0))
-    model = ServerModel(16, 384, 32, 2)
+    model = _model(16, 384, 32, 2)
     opt = torch.optim.Adam(model.parameters())
-    train_epochs(model, opt, released.float(), torch.randint(0, 2, (64,)), 1, 16, torch.Generator().manual_seed(0))
+    train_epochs(model, opt, released.float(), torch.randint(0, 2, (64,), generator=gen), 1, 16,
+                 torch.Generator().manual_seed(0))
     assert raw.grad is None
 
 
@@ -50,7 +59,7 @@ def test_training_learns_a_separable_problem() -> None:
     gen = torch.Generator().manual_seed(0)
     x = torch.randn(512, 16, generator=gen)
     y = (x[:, 0] > 0).long()
-    model = ServerModel(16, 32, 32, 2)
+    model = _model(16, 32, 32, 2)
     train_epochs(model, torch.optim.Adam(model.parameters(), lr=1e-2), x, y, 30, 64, gen)
     assert (model(x).argmax(1) == y).float().mean() > 0.95
 

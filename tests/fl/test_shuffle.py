@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-import time
 from collections import defaultdict
 
 import numpy as np
@@ -238,13 +237,11 @@ def test_tiny_eps0_large_n() -> None:
     assert math.isfinite(v) and 0.0 <= v < 1e-3
 
 
-def test_large_n_is_fast() -> None:
-    t0 = time.perf_counter()
+def test_large_n() -> None:
+    """n = 1e7 gives a finite, strongly amplified bound. (How long it takes is measured by
+    benchmarks/bench_shuffle.py, not asserted here: a unit test does not read the clock.)"""
     v = shuffle_amplification(1.0, 10**7, 1e-6)
-    elapsed = time.perf_counter() - t0
-    print(f"n=1e7 eps0=1: eps={v!r} in {elapsed:.3f}s")
     assert 0.0 < v < 0.01
-    assert elapsed < 15.0  # typically ~0.1 s; generous for a shared machine
 
 
 def test_local_epsilon_baseline() -> None:
