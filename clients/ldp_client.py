@@ -391,7 +391,8 @@ def handle_train(msg: Message, context: Context, cfg: Mapping[str, Any]) -> Mess
 
 
 def handle_evaluate(msg: Message, context: Context, cfg: Mapping[str, Any]) -> Message:
-    """Score the model on sanitized (released) and clean test embeddings; return counts only."""
+    """Score the model on sanitized (released) and, unless ``clean-evaluation`` is false, clean test
+    embeddings; return aggregate counts only (computed from true labels: not covered by any guarantee)."""
     c = _cohort(context, cfg)
     k = c.num_classes
     rows = np.arange(c.test_emb.shape[0])
@@ -408,15 +409,17 @@ def handle_evaluate(msg: Message, context: Context, cfg: Mapping[str, Any]) -> M
         "refused-releases": rel.refused,
         "confusion": confusion_matrix(truth, sanitized, k).reshape(-1).tolist(),
     }
-    if setup is not None:  # diagnostics: the model on the clean document embedding; scores by k
+    clean_evaluation = bool(cfg["clean-evaluation"])  # diagnostics from raw embeddings, off on request
+    if setup is not None:  # the model on the clean document embedding (diagnostic); scores by k
         assert c.test_docs is not None and rel.num_sentences is not None
-        clean = predict(model, setup.clean(c.test_docs.select(rel.rows))).numpy()
-        metrics["clean-confusion"] = confusion_matrix(truth, clean, k).reshape(-1).tolist()
         metrics["confusion-by-k"] = document_level.confusion_by_k(truth, sanitized, rel.num_sentences, k) \
             .reshape(-1).tolist()
-        metrics["clean-confusion-by-k"] = document_level.confusion_by_k(truth, clean, rel.num_sentences, k) \
-            .reshape(-1).tolist()
-    elif c.release_dim == c.map_dim:  # diagnostic: the model on n(M1 x) without noise
+        if clean_evaluation:
+            clean = predict(model, setup.clean(c.test_docs.select(rel.rows))).numpy()
+            metrics["clean-confusion"] = confusion_matrix(truth, clean, k).reshape(-1).tolist()
+            metrics["clean-confusion-by-k"] = document_level.confusion_by_k(truth, clean, rel.num_sentences, k) \
+                .reshape(-1).tolist()
+    elif clean_evaluation and c.release_dim == c.map_dim:  # diagnostic: the model on n(M1 x) without noise
         clean = predict(model, maps.apply_input_map(c.test_emb[rel.rows], matrix).to(torch.float32)).numpy()
         metrics["clean-confusion"] = confusion_matrix(truth, clean, k).reshape(-1).tolist()
     content = RecordDict({

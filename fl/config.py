@@ -73,6 +73,8 @@ DEFAULTS: dict[str, Any] = {
     "noise-seed": -1,  # -1: secret per-node seed from the OS; >= 0: reproducible simulation
     "max-epsilon": 0.0,  # per-user lifetime budget (pure-LDP epsilon, embedding + label); 0 = none
     "accounting-delta": 1e-6,  # delta of the approximate-DP figures (PLD/advanced composition, shuffling)
+    "clean-evaluation": True,  # also score the model on unsanitized test embeddings (a diagnostic from raw
+    # data, like every evaluation count not covered by a DP guarantee); false = sanitized evaluation only
     # --- central DP mode ----------------------------------------------------------
     "mode": "local",  # "local": local-DP releases; "central": DP-FedAvg on raw embeddings
     "central-noise-multiplier": 1.0,  # Gaussian noise std / clipping norm (Flower DP wrappers)

@@ -42,6 +42,7 @@ from flwr.serverapp.strategy import (
 
 from fl import datasets as data
 from fl.accounting.central import UNIFORM_WEIGHT_KEY, check_central_config, num_sampled_nodes, privacy_record
+from fl.accounting.scope import EVALUATION_NOT_COVERED, GUARANTEE_COVERS, scope_fields
 from fl.pipeline import build_model, scores
 from fl.results import RunWriter, run_folder
 
@@ -268,8 +269,8 @@ def central_guarantee(cfg: Mapping[str, Any], strategy: CentralDPAccounting) -> 
     notes += [
         "The guarantee assumes the set of sampled nodes is not published and the noise is drawn as specified "
         "(the simulation uses Flower's numpy floating-point Gaussian, not a hardened sampler).",
-        "Evaluation confusion counts are simulation diagnostics on the test users and are not covered by a DP "
-        "guarantee; the nodes' training metrics are not used or reported.",
+        f"The guarantee covers {GUARANTEE_COVERS['central']}; {EVALUATION_NOT_COVERED}. The nodes' training "
+        "metrics are not used or reported.",
         "The sentence/label mechanism keys are ignored in central mode (no local sanitizer).",
     ]
     return {"central": {"notion": "(epsilon, delta)-DP", **p, "text": text}, "ldp_guarantee_holds": False,
@@ -315,6 +316,7 @@ def run_central(grid: Grid, cfg: Mapping[str, Any], timeout: float = 3600.0) -> 
         "best_accuracy": max((r["accuracy"] for r in records if not math.isnan(r["accuracy"])), default=None),
         "privacy": last.get("privacy"),
         "ldp_guarantee_holds": False,
+        **scope_fields("central"),
         "guarantee": central_guarantee(cfg, strategy),
         "users": {"train": first["num-train-users"], "test": first["num-test-users"], "nodes": len(nodes)},
         "wall_seconds": round(time.time() - started, 2),

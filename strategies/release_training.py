@@ -38,6 +38,7 @@ from fl import document_level
 from fl import rewrite as rewrite_mod
 from fl.document_level import DocumentSetup
 from fl.accounting import PrivacyLedger
+from fl.accounting.scope import scope_fields
 from fl.encoder import best_device, embed_documents
 from fl.pipeline import build_model, scores, train_epochs
 from fl.results import RunWriter
@@ -481,7 +482,7 @@ class ReleaseTraining(Strategy):
     def privacy_record(self) -> dict[str, Any]:
         """The ledger's snapshot, or, in the leaky mode, a statement that no guarantee holds."""
         assert self.ledger is not None
-        snapshot = self.ledger.snapshot()
+        snapshot = {**scope_fields("local"), **self.ledger.snapshot()}
         snapshot.update(self.shuffle_record())
         if self.guarantees.get("word") is not None:
             snapshot["word_level"] = self.word_record()
@@ -492,6 +493,7 @@ class ReleaseTraining(Strategy):
         return {
             "ldp_guarantee_holds": False,
             "reason": LEAKY_WARNING,
+            **scope_fields("local"),
             "nominal_mechanism_accounting_not_a_guarantee": snapshot,
         }
 

@@ -20,6 +20,7 @@ from flwr.serverapp import Grid, ServerApp
 from fl import config as config_mod
 from fl import datasets as data
 from fl import rewrite as rewrite_mod
+from fl.accounting.scope import EVALUATION_NOT_COVERED, GUARANTEE_COVERS, scope_fields
 from fl.results import RunWriter, run_folder
 
 from .central import run_central
@@ -70,7 +71,7 @@ def guarantee_statement(cfg: Mapping[str, Any], strategy: ReleaseTraining) -> di
     notes = [LEAKY_WARNING] if strategy.leaky else []
     notes += [
         "Each user is its own privacy unit; cohorts on a node only batch the work.",
-        "Evaluation confusion counts are simulation diagnostics and are not covered by a DP guarantee.",
+        f"The guarantee covers {GUARANTEE_COVERS['local']}; {EVALUATION_NOT_COVERED}.",
     ]
     if not strategy.guarantees.get("label", config_mod.make_mechanism(cfg, "label").guarantee).is_private:
         notes.append("Labels are released in the clear: the (embedding, label) pair has no finite epsilon.")
@@ -118,6 +119,7 @@ def run_server(grid: Grid, cfg: Mapping[str, Any]) -> dict[str, Any]:
         "best_accuracy": max((r["accuracy"] for r in core.records if not math.isnan(r["accuracy"])), default=None),
         "privacy": last.get("privacy"),
         "ldp_guarantee_holds": not core.leaky,
+        **scope_fields("local"),
         "guarantee": guarantee_statement(cfg, core),
         **({"rewrite_quality": quality} if quality is not None else {}),
         "users": {"train": core.num_train_users, "test": core.num_test_users, "nodes": len(core.nodes)},

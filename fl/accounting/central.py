@@ -55,6 +55,8 @@ from dp_accounting import dp_event
 from dp_accounting.pld import PLDAccountant
 from dp_accounting.rdp import RdpAccountant
 
+from .scope import scope_fields
+
 #: The MetricRecord key every central-mode node sets to 1.0 and FedAvg weights by:
 #: the noise calibration ``z * C / k`` assumes a uniform average of the k updates
 #: (a num-examples weighting would let one node move the average by more than C / k).
@@ -204,6 +206,7 @@ def privacy_record(cfg: Mapping[str, Any], num_sampled: int, num_nodes: int, rou
     acc = central_epsilon(cfg["central-noise-multiplier"], num_sampled, num_nodes, rounds, cfg["central-delta"])
     return {
         "mode": "central",
+        **scope_fields("central"),
         "epsilon": acc["epsilon"],
         "delta": acc["delta"],
         "accountant": acc["accountant"],

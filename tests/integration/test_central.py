@@ -47,6 +47,7 @@ def _check_run(folder: Path, clipping: str) -> list[dict]:
         assert p["mode"] == "central" and p["sampled_nodes"] == SAMPLED and p["nodes"] == NODES
         assert p["noise_multiplier"] == 1.0 and p["clipping_norm"] == 1.0 and p["clipping"] == clipping
         assert p["unit"] == "user (each user in one node; node-level too)"
+        assert p["evaluation_covered"] is False and p["guarantee_covers"].startswith("the noised global models")
     assert 0 < rounds[0]["privacy"]["epsilon"] < rounds[1]["privacy"]["epsilon"]
     summary = json.loads((folder / "summary.json").read_text())
     assert summary["mode"] == "central" and summary["rounds"] == 2
@@ -55,7 +56,7 @@ def _check_run(folder: Path, clipping: str) -> list[dict]:
     central = summary["guarantee"]["central"]
     assert central["epsilon"] == pytest.approx(rounds[-1]["privacy"]["epsilon"])
     assert "one user's data" in central["text"] and "whole node" in central["text"]
-    assert summary["ldp_guarantee_holds"] is False
+    assert summary["ldp_guarantee_holds"] is False and summary["evaluation_covered"] is False
     assert json.loads((folder / "config.json").read_text())["config"]["mode"] == "central"
     assert "privacy.epsilon" in (folder / "rounds.csv").read_text().splitlines()[0]
     return rounds

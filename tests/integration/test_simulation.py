@@ -71,7 +71,15 @@ def test_end_to_end_run_writes_a_complete_results_folder(tmp_path: Path, data_di
     assert last["max_releases_per_user"] == 1
     assert last["epsilon_label"] is None and last["label_protected"] is False
     assert rounds[0]["fresh_test_releases"] == 40 and rounds[1]["fresh_test_releases"] == 0
+    # Issue 11 item 2: the guarantee covers releases; evaluation counts (true labels) are outside it.
+    for r in rounds:
+        assert r["privacy"]["evaluation_covered"] is False and "true labels" in \
+            r["privacy"]["evaluation_not_covered_because"]
+        assert r["privacy"]["guarantee_covers"].startswith("the sanitized releases only")
     summary = json.loads((folder / "summary.json").read_text())
+    assert summary["evaluation_covered"] is False and "nearly reveal" in summary["evaluation_not_covered_because"]
+    header = (folder / "rounds.csv").read_text().splitlines()[0].split(",")
+    assert "privacy.evaluation_covered" in header and "privacy.evaluation_not_covered_because" in header
     assert summary["users"] == {"train": 60, "test": 40, "nodes": 10}
     assert "released in the clear" in summary["guarantee"]["label"]["text"]
     config = json.loads((folder / "config.json").read_text())["config"]
@@ -206,7 +214,9 @@ def test_public_map_with_rr_prior_labels_and_privemb(tmp_path: Path, data_dir: P
 
 
 def test_leaky_map_says_ldp_does_not_hold_everywhere(tmp_path: Path, data_dir: Path, cache_dir: Path) -> None:
-    extra = {"map-in": '"leaky"', "allow-unaccounted-leakage": "true"}
+    """The leaky mode says LDP does not hold everywhere; with clean-evaluation = false the nodes
+    score the sanitized releases only (no clean scores come back)."""
+    extra = {"map-in": '"leaky"', "allow-unaccounted-leakage": "true", "clean-evaluation": "false"}
     proc = _run(tmp_path, data_dir, cache_dir, extra)
     assert proc.returncode == 0, proc.stderr[-3000:]
     folder = tmp_path / "out" / "r"
@@ -214,7 +224,8 @@ def test_leaky_map_says_ldp_does_not_hold_everywhere(tmp_path: Path, data_dir: P
     for r in rounds:
         assert r["ldp_guarantee_holds"] is False
         assert r["privacy"]["ldp_guarantee_holds"] is False and "NOT LOCAL DP" in r["privacy"]["reason"]
-        assert "epsilon_ldp" not in r["privacy"]
+        assert "epsilon_ldp" not in r["privacy"] and r["privacy"]["evaluation_covered"] is False
+        assert r["clean_accuracy"] is None and 0.0 <= r["accuracy"] <= 1.0
     # M1 changed after round 1, so round 2's test releases were drawn again.
     assert rounds[1]["fresh_test_releases"] == 40
     summary = json.loads((folder / "summary.json").read_text())
