@@ -1,12 +1,13 @@
 """DeepCandidate's public side: the sentence recoder H, the candidate pool F, the choice of p.
 
 Everything here is trained or chosen on **public** documents only (Meehan et
-al. 2022, spec §8.2), so H, F and p are public and their release costs no
-privacy; had any of them seen a private document, SentDP would not cover it.
+al. 2022, §4.3 and §5.2; docs/SPEC.md §8.2), so H, F and p are public and their
+release costs no privacy; had any of them seen a private document, SentDP would
+not cover it.
 
 * H (:class:`Recoder`): an MLP on top of the frozen encoder G,
   d -> 2d -> 2d -> d with ReLU and dropout 0.5 (the paper's "4-layer MLP";
-  widths as in the third-party reimplementation, spec §8.2).
+  widths as in the third-party reimplementation, docs/SPEC.md §8.2).
 * Training (:func:`train_recoder`): k-means with n_c clusters on the public
   document embeddings t_i = mean_j G(s_ij); H and a linear head L predict each
   document's cluster from z = mean_j H(G(s_ij)) (cross-entropy, Adam); in

@@ -6,9 +6,10 @@ guarantee. The sample is ``word-quality-docs`` test documents drawn with the
 run's ``seed``, rewritten once with noise independent of the clients' noise.
 
 * N_w: fraction of word tokens left unchanged (out-of-vocabulary words never
-  count as unchanged), spec §5.1.
+  count as unchanged), docs/SPEC.md §5.1.
 * S_w: for the ``word-support-words`` most frequent in-vocabulary words of the
-  sample, the number of distinct outputs over 1000 draws each (spec §5.1).
+  sample, the number of distinct outputs over 1000 draws each
+  (docs/SPEC.md §5.1).
 * ROUGE-1 F1 (mean over documents, Google's ``rouge-score``) and corpus BLEU
   (``sacrebleu``, default 13a tokenization) of the rewrites against the
   originals; maintained implementations, not ours.

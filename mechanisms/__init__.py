@@ -23,8 +23,8 @@ from .planar_laplace import PlanarLaplace
 from .privemb import PrivEmb
 from .purkayastha import Purkayastha
 from .randomized_response import RandomizedResponse
-from .rr_prior import LabelPrior, RRWithPrior
 from .registry import create, mechanism_class, names, register
+from .rr_prior import LabelPrior, RRWithPrior
 from .truncation import Truncation
 from .words import CMP, Mahalanobis, TrLaplace, WordGaussian, WordLaplace, WordSpace
 

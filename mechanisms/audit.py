@@ -1,5 +1,5 @@
 """Empirical privacy audit of a mechanism on one pair of neighbouring inputs
-(spec §11.1 item 8; Jagielski et al. 2020, Nasr et al. 2021 "adversary
+(docs/SPEC.md §11.1 item 8; Jagielski et al. 2020, Nasr et al. 2021 "adversary
 instantiation": a threshold distinguisher with Clopper-Pearson bounds).
 
 What it computes
@@ -53,13 +53,13 @@ The pair and the statistic
 * ``"sentence"``: x and x' = -x (unit vectors, or radius ``clip`` for the
   clipped additive mechanisms), x = (1, ..., 1) * r / sqrt(m). On the sphere
   x' = -x attains the diameter (angular pi, Euclidean 2), the tight pair of
-  Purkayastha and planar Laplace (spec §0.2). For the clipped Laplace the L1
-  distance ||x - x'||_1 = 2 C sqrt(m) equals the L1 diameter of the clip ball
-  that calibrates its noise; for the Gaussian any antipodal pair attains the L2
-  diameter 2C. When the mechanism exposes a public projection ``phi`` (PrivEmb)
-  x is its top right singular vector, the direction it stretches most. T is the
-  projection of the release onto a = mean(pilot M(x)) - mean(pilot M(x')), so
-  the output may have any dimension.
+  Purkayastha and planar Laplace (docs/SPEC.md §0.2). For the clipped Laplace
+  the L1 distance ||x - x'||_1 = 2 C sqrt(m) equals the L1 diameter of the clip
+  ball that calibrates its noise; for the Gaussian any antipodal pair attains
+  the L2 diameter 2C. When the mechanism exposes a public projection ``phi``
+  (PrivEmb) x is its top right singular vector, the direction it stretches most.
+  T is the projection of the release onto a = mean(pilot M(x)) - mean(pilot M(x')),
+  so the output may have any dimension.
 * ``"label"``: labels 0 and 1 out of K (default 2); T = 1{output == 0}. A
   mechanism whose ``sanitize`` takes a ``prior`` (RR-with-prior) can be audited
   under a public prior: ``prior`` is a probability vector over the K labels,
@@ -80,8 +80,9 @@ from __future__ import annotations
 
 import inspect
 import math
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 import torch

@@ -24,7 +24,7 @@ def check_epsilon(epsilon: float, name: str = "epsilon") -> float:
     """Return ``epsilon`` as a float, or raise ``ValueError`` unless 0 < eps < inf.
 
     There is no "epsilon <= 0 switches privacy off" convention (a bug of the
-    Sentence-LDP code, spec §13.1): use the ``"none"`` mechanism for that.
+    Sentence-LDP code, docs/SPEC.md §13.1): use the ``"none"`` mechanism for that.
     """
     try:
         eps = float(epsilon)
@@ -75,7 +75,7 @@ def normalize_rows(x: torch.Tensor) -> torch.Tensor:
 
     Mapping (near-)zero rows to a fixed public vector is a deterministic map and
     costs no privacy; ``F.normalize`` would instead return a zero vector, and a
-    sphere mechanism's output would then leave the sphere (spec §1.2).
+    sphere mechanism's output would then leave the sphere (docs/SPEC.md §1.2).
     """
     norms = x.norm(dim=1, keepdim=True)
     tiny = norms.squeeze(1) < 1e-12
@@ -177,10 +177,10 @@ class WordMechanism(Mechanism):
     (``self.space``, a :class:`mechanisms.words.WordSpace`) and maps the noisy
     vector back to a vocabulary word. ``guarantee`` is per word;
     :meth:`document_guarantee` composes it over the words of a document
-    (spec §0.1, §0.3). Only the words are protected: the separators between
-    them (whitespace, punctuation), hence the number and positions of the
-    words, are released as they are, and neighbouring documents are documents
-    of the same length.
+    (docs/SPEC.md §0.1, §0.3). Only the words are protected: the separators
+    between them (whitespace, punctuation), hence the number and positions of
+    the words, are released as they are, and neighbouring documents are
+    documents of the same length.
     """
 
     level: ClassVar[str] = "word"
@@ -226,7 +226,7 @@ class WordMechanism(Mechanism):
         return self.rewrite(texts, generator).texts
 
     def document_guarantee(self, num_words: int) -> Guarantee:
-        """Guarantee for a whole document of ``num_words`` words (basic composition, spec §0.3).
+        """Guarantee for a whole document of ``num_words`` words (basic composition, docs/SPEC.md §0.3).
 
         metric eps*d per word -> eps * sum_i d(w_i, w'_i) over equal-length documents
         (metric ``<metric>_sum``, diameter num_words * D); pure eps -> num_words * eps;

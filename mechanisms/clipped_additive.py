@@ -7,9 +7,9 @@ by at most 2C in L2 and by at most 2C*sqrt(d) in L1.
   diameter over epsilon (Dwork & Roth, Thm 3.6): pure epsilon-LDP per row.
 * ``gaussian``: N(0, sigma^2 I) with sigma from the analytic Gaussian mechanism
   (Balle & Wang, ICML 2018, Thm 8) for L2 sensitivity 2C: (epsilon, delta)-LDP
-  per row at any epsilon > 0. Not the seed code's sigma = 2C*sqrt(d)/epsilon
-  (spec §7.3). The calibration is exact (bisection on the privacy profile);
-  tests check it against dp-accounting's PLD accountant.
+  per row at any epsilon > 0. Not the TrLaplace code's sigma = 2C*sqrt(d)/epsilon
+  (docs/SPEC.md §7.3). The calibration is exact (bisection on the privacy
+  profile); tests check it against dp-accounting's PLD accountant.
 """
 
 from __future__ import annotations

@@ -1,5 +1,6 @@
 """DeepCandidate: the M_TD mechanism of Meehan, Mrini & Chaudhuri, "Sentence-level
-privacy for document embeddings" (ACL 2022; spec §8, seed 000 Appendix Alg. 1).
+privacy for document embeddings" (ACL 2022, §4 and Appendix A, Alg. 1;
+docs/SPEC.md §8).
 
 A document is released as the index of one of m *public* candidate embeddings
 F (recoded public document embeddings), chosen by the exponential mechanism
@@ -18,9 +19,9 @@ h[i, j] by at most 1, so u has sensitivity 1 (this needs V and F independent of
 the document), and the exponential mechanism at epsilon * u / 2 is epsilon-DP.
 k itself is revealed (it is not protected). Two documents with the same k and
 no sentence in common are (epsilon * k / 2)-indistinguishable, since u ranges
-over an interval of length k/2 (spec §8.5), better than group privacy's k * eps.
-The released index points to a public embedding: its downstream use is
-post-processing.
+over an interval of length k/2 (docs/SPEC.md §8.5), better than group
+privacy's k * eps. The released index points to a public embedding: its
+downstream use is post-processing.
 
 Computation. Exact in float64 (no approximation beyond the paper's). For each
 projection the candidate projections are sorted once and cached; a document's
@@ -245,7 +246,7 @@ class DeepCandidate(DocumentMechanism):
         return Guarantee(notion="pure", epsilon=self.epsilon, granularity="sentence")
 
     def document_guarantee(self, num_sentences: int) -> Guarantee:
-        """Pure epsilon * k / 2 against replacing all k sentences (u spans k/2; spec §8.5), not k * epsilon."""
+        """Pure epsilon * k / 2 against replacing all k sentences (u spans k/2; docs/SPEC.md §8.5), not k * epsilon."""
         k = _check_count(num_sentences, "num_sentences", 0)
         return Guarantee(notion="pure", epsilon=self.epsilon * k / 2, granularity="document")
 

@@ -2,7 +2,7 @@
 
 A :class:`Guarantee` is plain data (like a dp-accounting ``DpEvent``): a
 mechanism says what one release costs, an accountant decides what a sequence
-of releases costs. Definitions follow ``shared/design/mechanisms.md`` §0.1:
+of releases costs. Definitions follow docs/SPEC.md §0.1:
 
 * ``"pure"``: P[M(x) in O] <= e^eps P[M(x') in O] for all inputs x, x'.
 * ``"approx"``: P[M(x) in O] <= e^eps P[M(x') in O] + delta.
@@ -134,7 +134,7 @@ class Guarantee:
 
 
 def compose_units(g: Guarantee, count: int, granularity: str) -> Guarantee:
-    """Basic composition of ``count`` releases of ``g``, one per unit, as one guarantee (spec §0.3).
+    """Basic composition of ``count`` releases of ``g``, one per unit, as one guarantee (docs/SPEC.md §0.3).
 
     Used for a document of ``count`` words sanitized word by word, neighbouring
     documents having the same number of words:

@@ -33,13 +33,14 @@ def gamma_radius_noise(
     """Noise with density proportional to exp(-||z||_2 / scale) on R^m.
 
     Radius ~ Gamma(m, scale) (the r^{m-1} Jacobian makes it Gamma, not
-    exponential), times a uniform direction (spec §2.2).
+    exponential), times a uniform direction (docs/SPEC.md §2.2).
     """
     radius = gamma_integer_shape(n, m, generator, device) * scale
     return radius.unsqueeze(1) * uniform_directions(n, m, generator, device)
 
 
-def laplace(shape: tuple[int, ...], scale: float, generator: torch.Generator | None, device: torch.device) -> torch.Tensor:
+def laplace(shape: tuple[int, ...], scale: float, generator: torch.Generator | None,
+            device: torch.device) -> torch.Tensor:
     """i.i.d. Laplace(0, scale) by inversion: -scale * sign(v) * log(1 - 2|v|), v ~ U(-1/2, 1/2)."""
     v = torch.rand(shape, generator=generator, dtype=torch.float64, device=device) - 0.5
     return -scale * torch.sign(v) * torch.log1p(-2 * v.abs())

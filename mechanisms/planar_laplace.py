@@ -6,7 +6,8 @@ epsilon * d_2-LDP on R^m (triangle inequality). Inputs are normalised to the
 unit sphere (Euclidean diameter 2), so one release is pure 2*epsilon-LDP, tight
 (y on the ray through x and x'). Re-normalising the output (the paper's
 "normalised PL", default) is post-processing. The Sentence-LDP code returns
-x + Z un-normalised: ``normalize_output=False`` reproduces that (spec §2.3).
+x + Z un-normalised: ``normalize_output=False`` reproduces that
+(docs/SPEC.md §2.3).
 """
 
 from __future__ import annotations

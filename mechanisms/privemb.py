@@ -1,21 +1,23 @@
 """PrivEmb: public random projection plus Gamma-norm noise (Feyisetan &
-Kasiviswanathan 2021; spec §6).
+Kasiviswanathan 2021; docs/SPEC.md §6).
 
 Release ``w = Phi x + kappa`` with ``Phi in R^{k x d}``, entries i.i.d. N(0, 1/k)
-(variance 1/k, not std 1/k: the TrLap code's bug, spec §6), drawn *once* from a
-public seed and shared by every user, and ``kappa`` with density proportional to
-``exp(-||kappa|| / scale)`` (radius Gamma(k, scale) times a uniform direction).
+(variance 1/k, not std 1/k: the TrLap code's bug, docs/SPEC.md §6), drawn *once*
+from a public seed and shared by every user, and ``kappa`` with density
+proportional to ``exp(-||kappa|| / scale)`` (radius Gamma(k, scale) times a
+uniform direction).
 
 If ``||Phi (x - x')|| <= L ||x - x'||`` on the input domain, the release is
 ``(epsilon * d_2)``-LDP in the *original* space for ``scale = L / epsilon``
 (triangle inequality on the noise density). Two calibrations:
 
-* ``variant="exact"`` (default, spec §6 "recommended"): measure the drawn Phi's
-  Lipschitz constant L on the domain in use and set ``scale = L / epsilon``. The
-  guarantee is pure metric, delta = 0. On the unit sphere (the default domain:
-  inputs are normalised) differences of inputs point in every direction, so L is
-  exactly the largest singular value of Phi. On a finite public domain (for
-  example a vocabulary) L is the largest pairwise ratio, usually much smaller.
+* ``variant="exact"`` (default, docs/SPEC.md §6 "recommended"): measure the
+  drawn Phi's Lipschitz constant L on the domain in use and set
+  ``scale = L / epsilon``. The guarantee is pure metric, delta = 0. On the unit
+  sphere (the default domain: inputs are normalised) differences of inputs point
+  in every direction, so L is exactly the largest singular value of Phi. On a
+  finite public domain (for example a vocabulary) L is the largest pairwise
+  ratio, usually much smaller.
 * ``variant="paper"``: ``scale = (1 + beta) / epsilon`` and k from the paper's
   formula ``k = C (omega + sqrt(ln 1/delta))^2 / beta^2`` with C = 1 and
   omega = sqrt(ln d). The paper claims (epsilon, delta) metric LDP, delta being the
@@ -23,8 +25,9 @@ If ``||Phi (x - x')|| <= L ||x - x'||`` on the input domain, the release is
   public and already drawn, so we check it: when its realised L exceeds
   1 + beta the metric epsilon actually attained, ``epsilon * L / (1 + beta)``, is
   reported instead of epsilon (together with the paper's delta, conservatively).
-  The paper's width argument does not hold for normalised differences (spec §6
-  caveat), so this variant exists to reproduce the paper, not to be trusted.
+  The paper's width argument does not hold for normalised differences
+  (docs/SPEC.md §6 caveat), so this variant exists to reproduce the paper, not
+  to be trusted.
 """
 
 from __future__ import annotations
@@ -44,7 +47,7 @@ VARIANTS = ("exact", "paper")
 def paper_out_dim(d: int, beta: float, delta: float, c_omega: float = 1.0) -> int:
     """The paper's projection dimension ``int(C (sqrt(ln d) + sqrt(ln 1/delta))^2 / beta^2)``.
 
-    Spec §6: 149 (beta=0.5), 76 (0.7), 46 (0.9) at d = 300, delta = 1e-6, C = 1.
+    docs/SPEC.md §6: 149 (beta=0.5), 76 (0.7), 46 (0.9) at d = 300, delta = 1e-6, C = 1.
     """
     omega = math.sqrt(math.log(d))
     return int(c_omega * (omega + math.sqrt(math.log(1.0 / delta))) ** 2 / beta**2)

@@ -12,12 +12,12 @@ sphere orthogonal to mu and theta ~ PurArc(m, eps), density on [0, pi]
 
     sin^{m-2}(theta) * exp(-epsilon * theta) / F_{m-2, eps}(pi).
 
-Sampler (spec §1.4): inverse CDF from a table built once per (m, epsilon) by a
-log-space cumulative trapezoid on 2^14 points of a window around the mode that
-holds all but e^-45 of the mass, then ``searchsorted`` + linear interpolation.
-Written by hand because no maintained library samples PurArc; the reference
-code's quadrature + bisection sampler is wrong for epsilon >~ 200 and crashes at
-m >= 768, epsilon = 1000 (spec §1.6).
+Sampler (docs/SPEC.md §1.4): inverse CDF from a table built once per
+(m, epsilon) by a log-space cumulative trapezoid on 2^14 points of a window
+around the mode that holds all but e^-45 of the mass, then ``searchsorted`` +
+linear interpolation. Written by hand because no maintained library samples
+PurArc; the reference code's quadrature + bisection sampler is wrong for
+epsilon >~ 200 and crashes at m >= 768, epsilon = 1000 (docs/SPEC.md §1.6).
 
 Speed (CPU): the table search is an indexed search (a guide table of 2^16
 buckets in u, Chen & Asau 1974) that returns exactly what ``searchsorted``
@@ -255,13 +255,14 @@ class Purkayastha(SentenceMechanism):
     float64; the output has the input's dtype and device and no gradient path to
     the input.
 
-    Precision of the tangent direction (a deliberate reading of spec §0.4): the
-    Gaussian r behind xi = r_perp / |r_perp| is drawn in float64 for float64
-    inputs and in float32 otherwise, then cast to float64. torch's float32
-    normals are Box-Muller pairs of 24-bit uniforms, so the law of r differs from
-    N(0, I) only by the quantisation of those uniforms (2^-24) and by a cap of
-    the pair radius at sqrt(48 ln 2) = 5.77, which has probability 2^-24 per
-    pair: any event about xi changes probability by O(m 2^-24) ~ 1e-6 at most.
+    Precision of the tangent direction (a deliberate reading of
+    docs/SPEC.md §0.4): the Gaussian r behind xi = r_perp / |r_perp| is drawn in
+    float64 for float64 inputs and in float32 otherwise, then cast to float64.
+    torch's float32 normals are Box-Muller pairs of 24-bit uniforms, so the law
+    of r differs from N(0, I) only by the quantisation of those uniforms (2^-24)
+    and by a cap of the pair radius at sqrt(48 ln 2) = 5.77, which has
+    probability 2^-24 per pair: any event about xi changes probability by
+    O(m 2^-24) ~ 1e-6 at most.
     The release is then rounded to float32, a perturbation of the same order,
     and both are far below what the statistical tests can see. On CPU, float64
     normals alone cost 5-6x a float32 ``torch.randn`` (torch has no vectorised
@@ -287,7 +288,7 @@ class Purkayastha(SentenceMechanism):
         """Exact log-density of releasing ``y`` (unit rows) given inputs ``x``, per row.
 
         log p = -eps * arccos(mu^T y) - log S_{m-2} - log F_{m-2,eps}(pi), w.r.t. the
-        surface measure of S^{m-1} (spec §1.3). Used by tests and audits.
+        surface measure of S^{m-1} (docs/SPEC.md §1.3). Used by tests and audits.
         """
         x = check_embeddings(x).to(torch.float64)
         y = check_embeddings(y, "y").to(torch.float64)
@@ -319,7 +320,7 @@ class Purkayastha(SentenceMechanism):
             block = slice(start, min(start + rows, n))
             v, inv_norm = work.load_rows(src[block], x)  # mu = v / |v|
             r_perp, inv_perp = work.tangent(v, inv_norm, generator)
-            # Y = cos(theta) mu + sin(theta) r_perp / |r_perp|, then renormalised (spec §1.4).
+            # Y = cos(theta) mu + sin(theta) r_perp / |r_perp|, then renormalised (docs/SPEC.md §1.4).
             y = v.mul_(cos_t[block] * inv_norm.unsqueeze(1)).addcmul_(r_perp, sin_t[block] * inv_perp.unsqueeze(1))
             torch.mul(y, work.rowdot(y, y).rsqrt_().unsqueeze(1), out=out[block])
         return out.to(x.device)

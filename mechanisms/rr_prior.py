@@ -1,5 +1,5 @@
 """Randomized response with a prior (Ghazi et al., NeurIPS 2021, "Deep learning
-with label differential privacy", RRWithPrior; spec §4.2).
+with label differential privacy", RRWithPrior; docs/SPEC.md §4.2).
 
 Guarantee: pure epsilon-LDP per label, provided the prior does not depend on
 the true label. Given a prior p over K labels, let Y_k be the k most likely
@@ -39,7 +39,7 @@ class LabelPrior:
         if self.source not in ALLOWED_SOURCES:
             raise ValueError(
                 f"RR-with-prior refuses a prior from {self.source!r}: it must come from public data or "
-                "from a model applied to the sanitized embedding (spec §4.2)"
+                "from a model applied to the sanitized embedding (docs/SPEC.md §4.2)"
             )
 
 

@@ -1,4 +1,4 @@
-"""Truncation baseline for document embeddings (Li & Clifton 2021, as used by Meehan et al. ACL 2022; spec §9).
+"""Truncation baseline for document embeddings (Li & Clifton 2021, as used by Meehan et al. ACL 2022; docs/SPEC.md §9).
 
 A document is the list of its k sentence embeddings. The release is
 
@@ -8,12 +8,13 @@ with ``clip_box`` the coordinate-wise clamp to a public box [lo, hi] and indepen
 Laplace noise per coordinate. The box is the "75% median interval" of public
 document embeddings (:func:`median_box`).
 
-Privacy (pure epsilon-SentDP, spec §0.1): neighbouring documents have the same k and
-differ in one sentence. Clipped sentences lie in the box, so each coordinate of the
-mean moves by at most w_d / k, and the Laplace log-density ratio is at most
-sum_d (w_d / k) / b_d = sum_d epsilon / d = epsilon. Replacing all k sentences moves
-the mean by up to w_d per coordinate: k * epsilon for a whole document. Both bounds
-are attained (opposite box corners), see ``tests/mechanisms/test_truncation.py``.
+Privacy (pure epsilon-SentDP, docs/SPEC.md §0.1): neighbouring documents have the
+same k and differ in one sentence. Clipped sentences lie in the box, so each
+coordinate of the mean moves by at most w_d / k, and the Laplace log-density
+ratio is at most sum_d (w_d / k) / b_d = sum_d epsilon / d = epsilon. Replacing
+all k sentences moves the mean by up to w_d per coordinate: k * epsilon for a
+whole document. Both bounds are attained (opposite box corners), see
+``tests/mechanisms/test_truncation.py``.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Composition of r releases of one user (spec §0.3).
+"""Composition of r releases of one user (docs/SPEC.md §0.3).
 
 * Basic: (sum eps, sum delta). Exact for the worst case of pure releases when no
   delta is allowed.
@@ -20,7 +20,6 @@ from dataclasses import asdict, dataclass
 from functools import lru_cache
 
 import numpy as np
-
 from dp_accounting.pld import common, privacy_loss_distribution
 
 # PLD cost grows with r * eps / interval; above this many releases the (cheap,

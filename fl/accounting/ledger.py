@@ -3,10 +3,10 @@
 Events in, numbers out: every release of a user (training or evaluation) is
 recorded with its :class:`~mechanisms.guarantee.Guarantee`; the ledger keeps,
 per user and channel, the running sums that basic composition gives
-(spec §0.3): metric epsilons add (in the mechanism's own metric), pure-LDP
-equivalents ``Guarantee.as_ldp()`` add, deltas add. It also counts each user's
-releases per kind of guarantee, so the most exposed user's releases can be
-composed more tightly (advanced composition, PLD; ``composition.py``). A re-sent
+(docs/SPEC.md §0.3): metric epsilons add (in the mechanism's own metric),
+pure-LDP equivalents ``Guarantee.as_ldp()`` add, deltas add. It also counts each
+user's releases per kind of guarantee, so the most exposed user's releases can
+be composed more tightly (advanced composition, PLD; ``composition.py``). A re-sent
 cached release is not an event: it costs nothing. Users of different
 populations (training and test users) are different people; parallel
 composition applies across users.

@@ -1,5 +1,5 @@
 """Word-level sanitizers: perturb a word's vector in a public space, map it back
-to the nearest vocabulary word (spec §5, §7).
+to the nearest vocabulary word (docs/SPEC.md §5, §7).
 
     import mechanisms
     m = mechanisms.create("cmp", epsilon=10)          # GloVe 6B 50d, loaded on first use

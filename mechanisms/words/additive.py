@@ -1,15 +1,16 @@
-"""Word-level Laplace and Gaussian baselines of Huang et al. (EMNLP 2024; spec §7.2, §7.3).
+"""Word-level Laplace and Gaussian baselines of Huang et al. (EMNLP 2024; docs/SPEC.md §7.2, §7.3).
 
-Per word w: x = phi(w) clipped to the L2 ball of radius C (spec §7.1), y = x + z,
-then the exact Euclidean nearest clipped vocabulary word of y. Two words'
-clipped vectors differ by at most 2C in L2 and 2C sqrt(n) in L1 (the diameters
-of the ball in R^n).
+Per word w: x = phi(w) clipped to the L2 ball of radius C (docs/SPEC.md §7.1),
+y = x + z, then the exact Euclidean nearest clipped vocabulary word of y. Two
+words' clipped vectors differ by at most 2C in L2 and 2C sqrt(n) in L1 (the
+diameters of the ball in R^n).
 
 * ``word_laplace``: z_i i.i.d. Lap(2C sqrt(n)/epsilon): pure epsilon-LDP per word
-  (Laplace mechanism, L1 sensitivity 2C sqrt(n); seed 001 Thm 1, spec §7.2).
+  (Laplace mechanism, L1 sensitivity 2C sqrt(n); Huang et al. 2024, §4 Thm 1;
+  docs/SPEC.md §7.2).
 * ``word_gaussian``: z ~ N(0, sigma^2 I), sigma the analytic Gaussian
   calibration (Balle & Wang 2018) for L2 sensitivity 2C: (epsilon, delta)-LDP
-  per word at any epsilon > 0 (spec §7.3), not the TrLap code's
+  per word at any epsilon > 0 (docs/SPEC.md §7.3), not the TrLap code's
   sigma = 2C sqrt(n)/epsilon, which matches no calibration.
 
 Both guarantees hold on the whole ball, hence for any vocabulary, and do not

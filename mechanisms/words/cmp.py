@@ -1,5 +1,5 @@
 """CMP, "calibrated multivariate perturbations" (Feyisetan, Balle, Drake &
-Diethe, WSDM 2020; spec §5.1).
+Diethe, WSDM 2020; docs/SPEC.md §5.1).
 
 Per word w: y = phi(w) + Z with density of Z proportional to exp(-epsilon ||z||_2)
 (radius Gamma(n, 1/epsilon) times a uniform direction, n the space's
@@ -9,8 +9,8 @@ Guarantee: epsilon * d_2-LDP per word with d_2(w, w') = ||phi(w) - phi(w')||_2
 (the density ratio of y under w and w' is at most exp(epsilon ||phi(w) -
 phi(w')||) by the triangle inequality; the projection is post-processing). On
 the vocabulary (``<unk>`` included) of Euclidean diameter D_V this is pure
-(epsilon * D_V)-LDP per word, tight for the noisy vector (spec §0.2). D_V is the
-exact maximum pairwise distance (:func:`mechanisms.words.nearest.diameter`),
+(epsilon * D_V)-LDP per word, tight for the noisy vector (docs/SPEC.md §0.2).
+D_V is the exact maximum pairwise distance (:func:`mechanisms.words.nearest.diameter`),
 21.10 for GloVe 6B 50d. A document of l words costs epsilon * sum_i d_2(w_i, w'_i)
 against a document of the same length (:meth:`document_guarantee`).
 """

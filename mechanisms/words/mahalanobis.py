@@ -1,12 +1,13 @@
-"""Mahalanobis mechanism (Xu, Aggarwal, Feyisetan & Teissier 2020; spec §5.2).
+"""Mahalanobis mechanism (Xu, Aggarwal, Feyisetan & Teissier 2020; docs/SPEC.md §5.2).
 
 Sigma is the sample covariance of the public vocabulary vectors (never of a
-private batch: bug (i) of the TrLap code), scaled to trace n (spec §5.2,
-[unverified] against the paper: inferred from two reimplementations), and
-Sigma_lambda = lambda * Sigma + (1 - lambda) * I. Per word w:
-y = phi(w) + l * Sigma_lambda^(1/2) u with l ~ Gamma(n, 1/epsilon), u uniform
-on S^(n-1) (the square root, not Sigma_lambda itself: bug (ii)), then the exact
-*Euclidean* nearest vocabulary word of y, as in the paper (spec §5.2).
+private batch: bug (i) of the TrLap code), scaled to trace n
+(docs/SPEC.md §5.2, [unverified] against the paper: inferred from two
+reimplementations), and Sigma_lambda = lambda * Sigma + (1 - lambda) * I. Per
+word w: y = phi(w) + l * Sigma_lambda^(1/2) u with l ~ Gamma(n, 1/epsilon),
+u uniform on S^(n-1) (the square root, not Sigma_lambda itself: bug (ii)),
+then the exact *Euclidean* nearest vocabulary word of y, as in the paper
+(docs/SPEC.md §5.2).
 
 The noise density is proportional to exp(-epsilon sqrt(z^T Sigma_lambda^-1 z)),
 so the release is epsilon * d_Sigma_lambda metric LDP per word with
@@ -16,8 +17,8 @@ diameter of the vocabulary (the Euclidean diameter of the whitened vectors).
 In Euclidean terms it is (epsilon / sqrt(lambda_min(Sigma_lambda))) * d_2-LDP
 (:attr:`Mahalanobis.euclidean_epsilon`), at most epsilon / sqrt(1 - lambda).
 
-The spec gives no default lambda; Sanitas uses 0.5 (halfway between CMP,
-lambda = 0, and the pure vocabulary covariance, lambda = 1).
+docs/SPEC.md §5.2 gives no default lambda; Sanitas uses 0.5 (halfway between
+CMP, lambda = 0, and the pure vocabulary covariance, lambda = 1).
 """
 
 from __future__ import annotations

@@ -1,11 +1,12 @@
-"""Diagnostics of a word-level rewrite (Feyisetan et al. 2020, spec §5.1).
+"""Diagnostics of a word-level rewrite (Feyisetan et al. 2020, docs/SPEC.md §5.1).
 
 * N_w: the fraction of word tokens left unchanged. Per word, the empirical
   P[M(w) = w] over repeated draws (:func:`word_statistics`); over a rewrite of a
   sample of texts, the fraction of its word tokens that came out as themselves
   (:func:`rewrite_statistics`, :func:`unchanged_fraction`).
 * S_w: the effective support of a fixed input word, the number of distinct
-  outputs over repeated draws (the spec asks for >= 1000 draws per word).
+  outputs over repeated draws (docs/SPEC.md §5.1 asks for >= 1000 draws per
+  word).
 
 These are utility diagnostics computed on raw text: they are not releases and
 carry no privacy guarantee.

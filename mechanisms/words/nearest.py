@@ -4,8 +4,8 @@ Both are deterministic functions of public vectors (post-processing or
 calibration: no privacy cost).
 
 :class:`NearestWords` returns, for each query q, ``argmin_j ||q - v_j||_2``,
-the smallest index among exact ties (spec §5.1: an *exact* Euclidean NN, not
-the cosine/approximate search of some reimplementations). Queries and the
+the smallest index among exact ties (docs/SPEC.md §5.1: an *exact* Euclidean
+NN, not the cosine/approximate search of some reimplementations). Queries and the
 vocabulary are processed in chunks with one float32 matrix product per chunk,
 scores ``s_j = ||v_j||^2 - 2 q.v_j`` (the same order as the squared distance).
 A first pass keeps only the minimum score of each (query, chunk); a second

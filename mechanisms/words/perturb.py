@@ -1,9 +1,10 @@
 """The perturb-and-project skeleton every word mechanism shares (Feyisetan et al. 2020).
 
-Per word token w (spec §5.1): x = phi(w) (clipped for the clipped mechanisms),
-y = x + Z with fresh noise Z per token, output argmin_v ||phi(v) - y||_2 over
-the real words of the space (exact, :class:`~mechanisms.words.nearest.NearestWords`).
-The projection is post-processing. Subclasses give the noise and the guarantee.
+Per word token w (docs/SPEC.md §5.1): x = phi(w) (clipped for the clipped
+mechanisms), y = x + Z with fresh noise Z per token, output
+argmin_v ||phi(v) - y||_2 over the real words of the space (exact,
+:class:`~mechanisms.words.nearest.NearestWords`). The projection is
+post-processing. Subclasses give the noise and the guarantee.
 """
 
 from __future__ import annotations
@@ -141,11 +142,11 @@ class PerturbProject(WordMechanism):
 
 
 class ClippedPerturbProject(PerturbProject):
-    """A perturb-and-project mechanism that first clips to the L2 ball of radius C (spec §7.1).
+    """A perturb-and-project mechanism that first clips to the L2 ball of radius C (docs/SPEC.md §7.1).
 
-    Inputs and candidate vectors are clipped alike (spec §7.1: "clip them too,
-    for consistent geometry"); ``clip=None`` takes C = the median word norm of
-    the space, so that about half the words keep their vector. The guarantees
+    Inputs and candidate vectors are clipped alike (docs/SPEC.md §7.1: "clip them
+    too, for consistent geometry"); ``clip=None`` takes C = the median word norm
+    of the space, so that about half the words keep their vector. The guarantees
     of the clipped mechanisms do not depend on C (the noise scales with it).
     """
 

@@ -9,8 +9,8 @@ token, ``separators[i + 1]`` follows token i, and
 for every string (the separators keep whitespace, punctuation and anything
 else verbatim). A word sanitizer replaces the tokens only, one output word per
 input word; the separators, hence the number and positions of the words, are
-released as they are (spec §0.1: a word-level guarantee compares documents of
-equal length).
+released as they are (docs/SPEC.md §0.1: a word-level guarantee compares
+documents of equal length).
 
 Word tokens follow GloVe's (Stanford/PTB) tokenization so that lookups hit the
 vocabulary: runs of letters and digits, with internal hyphens and apostrophes

@@ -1,28 +1,28 @@
-"""High-dimensional truncated Laplace, "TrLaplace" (Huang et al., EMNLP 2024;
-spec §7.4-7.6, [reconstructed] from the author's code and the proof outline).
+"""High-dimensional truncated Laplace, "TrLaplace" (Huang et al., EMNLP 2024, §4-5;
+docs/SPEC.md §7.4-7.6, [reconstructed] from the author's code and the proof outline).
 
-Per word w: x = phi(w) clipped to the L2 ball of radius C (spec §7.1), y = x + z
-with i.i.d. coordinates of density B e^(-|t|/lambda) on [-A, A], where, for the
-parameter dimension d' (below),
+Per word w: x = phi(w) clipped to the L2 ball of radius C (docs/SPEC.md §7.1),
+y = x + z with i.i.d. coordinates of density B e^(-|t|/lambda) on [-A, A], where,
+for the parameter dimension d' (below),
 
     lambda = 2 C sqrt(d') / epsilon,   A = -lambda log1p(-2 epsilon / sqrt(d')),
     B = 1 / (2 lambda (1 - e^(-A/lambda))) = 1 / (8C),
 
 then the exact Euclidean nearest clipped vocabulary word of y. The parameters
-need epsilon < sqrt(d')/2. **Dummy dimensions** (spec §7.4): for larger epsilon
-the paper pads x with zeros to d' > 4 epsilon^2 dimensions and drops the dummy
-coordinates after adding noise, i.e. samples the n real coordinates with the
-d'-parameters. The code hard-codes d' = 500 at epsilon = 10 and 1700 at
+need epsilon < sqrt(d')/2. **Dummy dimensions** (docs/SPEC.md §7.4): for larger
+epsilon the paper pads x with zeros to d' > 4 epsilon^2 dimensions and drops the
+dummy coordinates after adding noise, i.e. samples the n real coordinates with
+the d'-parameters. The code hard-codes d' = 500 at epsilon = 10 and 1700 at
 epsilon = 20 (d = 300). Here d' is computed: d' = n when 4 epsilon^2 < n, else
 ceil(4 epsilon^2) + 100, the paper's margin, which gives its 500 and 1700.
 
 The sampler is exact inverse-CDF, t = -lambda log1p(U expm1(-A/lambda)) with a
 random sign, so it needs no rejection (the code's rejection sampler fails for
-epsilon below about 0.0026 at d = 300, spec §7.4).
+epsilon below about 0.0026 at d = 300, docs/SPEC.md §7.4).
 
 **Guarantee: (epsilon, delta)-LDP per word, delta from :func:`trlaplace_delta`**
-(spec §7.5). For x, x' in the clip ball with v = x - x', the privacy loss on
-the common support is at most ||v||_1 / lambda <= 2C sqrt(n) / lambda
+(docs/SPEC.md §7.5). For x, x' in the clip ball with v = x - x', the privacy
+loss on the common support is at most ||v||_1 / lambda <= 2C sqrt(n) / lambda
 = epsilon sqrt(n/d') <= epsilon, so delta(epsilon) is exactly the worst chance
 that y leaves the support of x':
 delta = sup_v 1 - prod_i (1 - q(v_i)), q(v) = B lambda e^(-A/lambda) expm1(|v|/lambda).
@@ -30,9 +30,10 @@ With g(s) = -log(1 - q(sqrt(s))) this is max sum_i g(s_i) subject to
 sum_i s_i <= 4C^2; g is increasing and concave on [0, 4C^2] (its concavity
 condition t/lambda + t q'(t)/(1 - q(t)) < 1 holds for every |t| <= 2C and every
 epsilon < sqrt(d')/2; :func:`trlaplace_delta` checks it), so by Jensen the
-supremum spreads v evenly, |v_i| = 2C/sqrt(n): the spec's worst case is the
-exact supremum over the ball. The value does not depend on C. It is large:
-0.979 at epsilon = 1, d = 300 (spec §7.5), 0.727 at epsilon = 1 on GloVe 50d.
+supremum spreads v evenly, |v_i| = 2C/sqrt(n): the worst case found in
+docs/SPEC.md §7.5 is the exact supremum over the ball. The value does not
+depend on C. It is large: 0.979 at epsilon = 1, d = 300 (docs/SPEC.md §7.5),
+0.727 at epsilon = 1 on GloVe 50d.
 With dummy dimensions the same release is also (epsilon sqrt(n/d'), delta)-LDP
 (:attr:`TrLaplace.loss_bound`); the guarantee states the requested epsilon.
 
@@ -73,7 +74,7 @@ def _tail(epsilon: float, d_params: int) -> float:
 
 
 def trlaplace_params(epsilon: float, d_params: int, clip: float = 1.0) -> tuple[float, float, float]:
-    """(lambda, A, B) of the per-coordinate truncated Laplace (spec §7.4)."""
+    """(lambda, A, B) of the per-coordinate truncated Laplace (docs/SPEC.md §7.4)."""
     if not 0.0 < epsilon <= MAX_EPSILON:
         raise ValueError(f"TrLaplace needs 0 < epsilon <= {MAX_EPSILON:g}, got {epsilon!r}")
     if not 4.0 * epsilon * epsilon < d_params:
@@ -89,7 +90,10 @@ def trlaplace_params(epsilon: float, d_params: int, clip: float = 1.0) -> tuple[
 
 
 def trlaplace_variance(epsilon: float, d_params: int, clip: float = 1.0) -> float:
-    """Per-coordinate variance [2 lam^2 - e^(-A/lam)(A^2 + 2 A lam + 2 lam^2)] / (1 - e^(-A/lam)) (spec §7.4)."""
+    """Per-coordinate variance (docs/SPEC.md §7.4):
+
+    [2 lam^2 - e^(-A/lam)(A^2 + 2 A lam + 2 lam^2)] / (1 - e^(-A/lam)).
+    """
     lam, a, _ = trlaplace_params(epsilon, d_params, clip)
     tail = _tail(epsilon, d_params)  # e^(-A/lambda)
     return (2 * lam * lam - tail * (a * a + 2 * a * lam + 2 * lam * lam)) / (1.0 - tail)
@@ -118,14 +122,14 @@ def sample_truncated_laplace(shape: tuple[int, ...], lam: float, a: float, gener
 
 
 def trlaplace_support_leak(v: torch.Tensor, epsilon: float, d_params: int, clip: float = 1.0) -> float:
-    """P_x[y outside supp(x')] = 1 - prod_i (1 - F(|v_i| - A)) for the shift v = x' - x (spec §7.5)."""
+    """P_x[y outside supp(x')] = 1 - prod_i (1 - F(|v_i| - A)) for the shift v = x' - x (docs/SPEC.md §7.5)."""
     _, a, _ = trlaplace_params(epsilon, d_params, clip)
     p = trlaplace_cdf(v.to(torch.float64).abs() - a, epsilon, d_params, clip)
     return float(-torch.expm1(torch.log1p(-p).sum()))
 
 
 def trlaplace_delta(epsilon: float, d_params: int, d_real: int, clip: float = 1.0) -> float:
-    """The delta TrLaplace attains at epsilon on the L2 ball of radius ``clip`` in R^d_real (spec §7.5).
+    """The delta TrLaplace attains at epsilon on the L2 ball of radius ``clip`` in R^d_real (docs/SPEC.md §7.5).
 
     1 - (1 - q(2C/sqrt(d_real)))^d_real, the exact supremum over pairs of the
     ball (see the module docstring; the concavity condition is checked here).
@@ -147,7 +151,7 @@ def trlaplace_delta(epsilon: float, d_params: int, d_real: int, clip: float = 1.
 
 
 class TrLaplace(ClippedPerturbProject):
-    """TrLaplace: (epsilon, delta)-LDP per word with the delta it attains (spec §7.5).
+    """TrLaplace: (epsilon, delta)-LDP per word with the delta it attains (docs/SPEC.md §7.5).
 
     Parameters
     ----------
@@ -160,7 +164,7 @@ class TrLaplace(ClippedPerturbProject):
         Parameter dimension d' (>= n and > 4 epsilon^2); default
         :func:`trlaplace_param_dim`.
     max_delta : float or None
-        Refuse (``ValueError``) when the attained delta exceeds it (spec §7.5:
+        Refuse (``ValueError``) when the attained delta exceeds it (docs/SPEC.md §7.5:
         refuse when delta > 1/N_users); ``None``: warn once when delta > 0.01.
     space : WordSpace or str
         ``"glove"`` (default), ``"minilm"`` or a :class:`~mechanisms.words.WordSpace`.
@@ -228,7 +232,7 @@ class TrLaplace(ClippedPerturbProject):
             self._warned = True
             warnings.warn(
                 f"trlaplace at epsilon = {self.epsilon:g} attains delta = {delta:.3g} per word: "
-                "the support of the noise leaks the word with that probability (spec §7.5); "
+                "the support of the noise leaks the word with that probability (docs/SPEC.md §7.5); "
                 "pass max_delta (e.g. 1/number of users) to refuse such settings",
                 UserWarning, stacklevel=2,
             )

@@ -1,9 +1,10 @@
 """Public word-vector spaces: a vocabulary, its vectors and the ``<unk>`` vector.
 
 A word mechanism perturbs the vector of a word and maps the noisy vector back
-to a vocabulary word (spec §5.1). The space must be public: its vectors, its
-vocabulary and everything derived from them (the ``<unk>`` vector, the
-Mahalanobis covariance, the diameter D_V) never depend on private text.
+to a vocabulary word (docs/SPEC.md §5.1). The space must be public: its
+vectors, its vocabulary and everything derived from them (the ``<unk>``
+vector, the Mahalanobis covariance, the diameter D_V) never depend on private
+text.
 
 Two spaces ship with Sanitas:
 
@@ -22,8 +23,8 @@ Two spaces ship with Sanitas:
 **Out-of-vocabulary words** map to ``<unk>``, an extra row whose vector is the
 mean of the vocabulary vectors, and are perturbed like any other word (never
 passed through, which leaks them verbatim, nor dropped, which leaks their
-positions; spec §5.1). The mean is public, deterministic and lies in the convex
-hull of the vocabulary, so it does not enlarge the diameter:
+positions; docs/SPEC.md §5.1). The mean is public, deterministic and lies in
+the convex hull of the vocabulary, so it does not enlarge the diameter:
 ||mean - v|| <= max_j ||v_j - v|| for every v. ``<unk>`` is an input only: the
 nearest-neighbour step searches the real words, so an output is always a word.
 """

@@ -1,4 +1,4 @@
-"""Composition of one user's releases (spec §0.3, §10) and the ledger's totals."""
+"""Composition of one user's releases (docs/SPEC.md §0.3, §10) and the ledger's totals."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ RR = Guarantee("pure", 1.0, granularity="label")
 
 @pytest.mark.parametrize(("guarantee", "per_release"), [(PUR, 2 * math.pi), (LAP, 4.0)])
 def test_spec_table_epochs_plus_test(guarantee: Guarantee, per_release: float) -> None:
-    """Spec §10: E fresh epochs + 1 test pass of the same user give (E+1) * pure eps1 + eps2."""
+    """docs/SPEC.md §10: E fresh epochs + 1 test pass of the same user give (E+1) * pure eps1 + eps2."""
     epochs = 5
     ledger = PrivacyLedger({"train": 4})
     for _ in range(epochs + 1):

@@ -11,7 +11,7 @@ from fl.accounting import PrivacyLedger
 
 
 def test_basic_composition_per_user() -> None:
-    """Spec §10: E fresh draws of PurMech eps1 + one test pass, labels RR eps2 once."""
+    """docs/SPEC.md §10: E fresh draws of PurMech eps1 + one test pass, labels RR eps2 once."""
     eps1, eps2, epochs = 10.0, 2.0, 3
     ledger = PrivacyLedger({"train": 4, "test": 2})
     pur = mechanisms.create("purkayastha", epsilon=eps1).guarantee

@@ -12,7 +12,7 @@ from scipy import stats
 
 from mechanisms.audit import clopper_pearson
 
-P_MIN = 1e-4  # family-wise threshold of spec §11
+P_MIN = 1e-4  # family-wise threshold of docs/SPEC.md §11
 ALPHA = 1e-4  # family-wise level of the Clopper-Pearson bounds (Bonferroni over all cells)
 
 

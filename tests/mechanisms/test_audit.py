@@ -1,4 +1,4 @@
-"""Empirical privacy audit (spec §11.1 item 8): epsilon_lb <= claimed epsilon.
+"""Empirical privacy audit (docs/SPEC.md §11.1 item 8): epsilon_lb <= claimed epsilon.
 
 The audit is a sanity lower bound, not a proof (see ``mechanisms/audit.py``).
 These tests check three things:
@@ -416,7 +416,7 @@ def test_rejects_other_levels_and_bad_alpha() -> None:
 @pytest.mark.slow
 @pytest.mark.parametrize("name", _audited_names())
 def test_audit_full_size_m16(name: str) -> None:
-    """Spec §11.1 item 8 at full size: N = 1e6 per input, m = 16, 95% bounds."""
+    """docs/SPEC.md §11.1 item 8 at full size: N = 1e6 per input, m = 16, 95% bounds."""
     mech, _, _ = _create(name)
     result = audit_mechanism(mech, 10**6, seed=SEED, dim=16, **AUDIT_KWARGS.get(name, {}))
     assert result.epsilon_lb <= result.claimed_epsilon, result.to_dict()

@@ -1,4 +1,4 @@
-"""Clipped Laplace and analytic Gaussian baselines (spec §7.2, §7.3, §11.5 items 3-4).
+"""Clipped Laplace and analytic Gaussian baselines (docs/SPEC.md §7.2, §7.3, §11.5 items 3-4).
 
 Each statistical test has a power check: a mis-scaled noise law, noise shared
 between rows, a mechanism that does not clip.
@@ -44,14 +44,14 @@ def test_laplace_noise_law(d: int, eps: float) -> None:
 
 
 def test_row_independence_check_has_power() -> None:
-    """Power: noise shared by each pair of consecutive rows (a partial broadcast, spec §7.6) fails
+    """Power: noise shared by each pair of consecutive rows (a partial broadcast, docs/SPEC.md §7.6) fails
     the row-correlation check of ``test_laplace_noise_law``."""
     z, _ = _noise("laplace", 16, epsilon=1.0, clip=0.5)
     assert _row_correlation(np.repeat(z[::2], 2, axis=0)) > 5 / math.sqrt(N)
 
 
 def test_laplace_law_test_has_power() -> None:
-    """The seed code's sqrt(d)-less or mis-scaled noise fails the same test."""
+    """A mis-scaled noise (10% too little, as a sqrt(d)-less or rounded scale would be) fails the same test."""
     z, _ = _noise("laplace", 16, epsilon=1.0, clip=0.5)
     wrong_b = 2 * 0.5 * math.sqrt(16) / 1.0 * 0.9
     assert stats.kstest(z.ravel(), stats.laplace(scale=wrong_b).cdf).pvalue < 1e-6
@@ -69,7 +69,7 @@ def test_gaussian_calibration_matches_dp_accounting(eps: float, delta: float) ->
 
 
 def test_gaussian_is_not_the_seed_codes_sigma() -> None:
-    """Spec §7.3: 2C sqrt(d)/eps over-noises by ~3.6x at delta = 1e-5, d = 300, eps = 1."""
+    """docs/SPEC.md §7.3: 2C sqrt(d)/eps over-noises by ~3.6x at delta = 1e-5, d = 300, eps = 1."""
     sigma = analytic_gaussian_sigma(1.0, 1e-5, 2.0)
     assert 2 * math.sqrt(300) / 1.0 / sigma > 3.0
 

@@ -1,4 +1,4 @@
-"""Statistical tests of DeepCandidate / M_TD (spec §11.4, items 1-5, plus the contract).
+"""Statistical tests of DeepCandidate / M_TD (docs/SPEC.md §11.4, items 1-5, plus the contract).
 
 Each privacy or sampling test has a power check: a deliberately wrong
 mechanism (another V for the neighbour, exp(eps u) instead of exp(eps u / 2),
@@ -64,19 +64,19 @@ def _neighbour_pairs(cand: torch.Tensor, n: int, seed: int = 1) -> tuple[list[to
         x = torch.randn(k, D, generator=g, dtype=torch.float64)
         if t % 3 == 0:
             x[c % k] = cand[a % NUM_AXIS]
-        y, l, kind = x.clone(), b % k, t % 6
+        y, row, kind = x.clone(), b % k, t % 6
         if kind == 0:
-            y[l] = torch.randn(D, generator=g, dtype=torch.float64)
+            y[row] = torch.randn(D, generator=g, dtype=torch.float64)
         elif kind == 1:
-            y[l] = 1e300 * torch.randn(D, generator=g, dtype=torch.float64) / math.sqrt(D)
+            y[row] = 1e300 * torch.randn(D, generator=g, dtype=torch.float64) / math.sqrt(D)
         elif kind == 2:
-            y[l] = cand[a % NUM_AXIS]
+            y[row] = cand[a % NUM_AXIS]
         elif kind == 3:
-            y[l] = -x[l]
+            y[row] = -x[row]
         elif kind == 4:
-            y[l] = x[(l + 1) % k]
+            y[row] = x[(row + 1) % k]
         else:
-            y[l] = 0.0
+            y[row] = 0.0
         docs.append(x)
         nbrs.append(y)
     return docs, nbrs
@@ -120,7 +120,7 @@ def test_long_documents_match_brute_force(k: int, m: int, p: int, d: int) -> Non
     assert torch.equal(mech.utilities(doc), _brute_utilities(doc, cand, mech.directions))
 
 
-# ---------------------------------------------------------------------------------- §11.4 item 1
+# --------------------------------------------------------------------- docs/SPEC.md §11.4 item 1
 def test_sensitivity_fuzz_at_most_one(fuzz: dict[str, torch.Tensor]) -> None:
     """max_i |u(x, f_i) - u(x', f_i)| <= 1 over 10^4 neighbour pairs with adversarial replacements
     (huge norm, exact ties with a candidate, -s_l, duplicates, zero), the same V; 1 is attained."""
@@ -145,8 +145,8 @@ def test_sensitivity_with_exact_ties_on_an_integer_grid() -> None:
     docs, nbrs = [], []
     for t, (k, (a, b)) in enumerate(zip(ks, rows, strict=True)):
         x = torch.randint(-3, 4, (k, p), generator=g).double()
-        y, l = x.clone(), b % k
-        y[l] = [cand[a % m], torch.full((p,), math.inf), torch.full((p,), -math.inf), -x[l],
+        y, row = x.clone(), b % k
+        y[row] = [cand[a % m], torch.full((p,), math.inf), torch.full((p,), -math.inf), -x[row],
                 torch.randint(-3, 4, (p,), generator=g).double()][t % 5]
         docs.append(x)
         nbrs.append(y)
@@ -156,7 +156,7 @@ def test_sensitivity_with_exact_ties_on_an_integer_grid() -> None:
     assert ties > 0.1
 
 
-# ---------------------------------------------------------------------------------- §11.4 item 2
+# --------------------------------------------------------------------- docs/SPEC.md §11.4 item 2
 @pytest.mark.parametrize("eps", EPSILONS)
 def test_exact_privacy_loss_at_most_epsilon(fuzz: dict[str, torch.Tensor], eps: float) -> None:
     """max_i |log P_x(i) - log P_x'(i)| <= eps + 1e-9 on every pair, and more than eps/2 on some
@@ -186,7 +186,7 @@ def test_log_probs_are_the_normalised_exponential_mechanism(eps: float) -> None:
     assert torch.allclose(lp, torch.log_softmax(eps * u / 2, 0), atol=1e-12, rtol=0)
 
 
-# ---------------------------------------------------------------------------------- §11.4 item 3
+# --------------------------------------------------------------------- docs/SPEC.md §11.4 item 3
 def _chi_square_p(mech: DeepCandidate, doc: torch.Tensor, probs: np.ndarray, n: int = 100_000) -> float:
     gen = torch.Generator().manual_seed(11)
     idx = mech.sanitize([doc] * n, generator=gen)
@@ -220,7 +220,7 @@ def test_sampler_chi_square_has_power(chi_setup) -> None:
     assert _chi_square_p(wrong, doc, probs, n=20_000) < 1e-6
 
 
-# ---------------------------------------------------------------------------------- §11.4 item 4
+# --------------------------------------------------------------------- docs/SPEC.md §11.4 item 4
 TABLE_1 = [(3.0, 55, 5, 0.9526), (6.0, 25, 3, 0.9760), (10.0, 5, 2, 0.9566), (23.0, 1, 1, 0.9518)]
 
 
@@ -243,7 +243,7 @@ def test_table_1_check_has_power(eps: float, b: int, depth: int, expected: float
     assert round(deep_candidate_probability(2 * eps, 5000, b, depth), 4) != expected
 
 
-# ---------------------------------------------------------------------------------- §11.4 item 5
+# --------------------------------------------------------------------- docs/SPEC.md §11.4 item 5
 @pytest.fixture(scope="module")
 def document_pairs() -> dict[int, tuple[torch.Tensor, torch.Tensor]]:
     """For k in (4, 10, 16): utilities of 300 pairs of unrelated documents of k sentences; half of
@@ -261,7 +261,7 @@ def document_pairs() -> dict[int, tuple[torch.Tensor, torch.Tensor]]:
 
 @pytest.mark.parametrize("eps", [0.5, 1.0, 5.0])
 def test_whole_document_bound(document_pairs, eps: float) -> None:
-    """Replacing all k sentences costs at most eps k / 2 (spec §8.5), and more than eps for k = 10,
+    """Replacing all k sentences costs at most eps k / 2 (docs/SPEC.md §8.5), and more than eps for k = 10,
     16: the per-sentence epsilon does not cover whole documents."""
     mech = DeepCandidate(eps, torch.randn(2, D, generator=torch.Generator().manual_seed(17)), num_projections=P)
     for k, (u, u_other) in document_pairs.items():

@@ -12,7 +12,7 @@ import mechanisms
 
 def _cuda_mean_theta_ok(sample_eps: float) -> bool:
     """Mean angle of 2e5 CUDA releases (mechanism at ``sample_eps``, m = 16) within 5 SE of
-    E[theta] = 0.98327 at eps = 10 (spec §1.5); the releases stay on the device."""
+    E[theta] = 0.98327 at eps = 10 (docs/SPEC.md §1.5); the releases stay on the device."""
     gen = torch.Generator(device="cuda").manual_seed(0)
     x = torch.randn(1, 16, device="cuda", generator=gen).expand(200_000, 16).contiguous()
     y = mechanisms.create("purkayastha", epsilon=sample_eps).sanitize(x, generator=gen)
@@ -24,7 +24,7 @@ def _cuda_mean_theta_ok(sample_eps: float) -> bool:
 
 @pytest.mark.gpu
 def test_purkayastha_on_cuda_matches_reference_moments() -> None:
-    """Sampling with a CUDA generator gives the spec §1.5 law at (16, 10) and stays on the device."""
+    """Sampling with a CUDA generator gives the docs/SPEC.md §1.5 law at (16, 10) and stays on the device."""
     assert _cuda_mean_theta_ok(10.0)
 
 

@@ -1,4 +1,4 @@
-"""Statistical tests of the planar Laplace mechanism (spec §11.2 items 1, 2, 4; §2.2 reference values).
+"""Statistical tests of the planar Laplace mechanism (docs/SPEC.md §11.2 items 1, 2, 4; §2.2 reference values).
 
 Each statistical test has a power check: the "exponential norm" bug (radius
 ~ Exp(eps) instead of Gamma(m, 1/eps)), a non-uniform direction, a radius
@@ -24,7 +24,8 @@ P_MIN = 1e-4
 def _noise(m: int, eps: float, seed: int = 0, n: int = N) -> np.ndarray:
     """Z = Y - mu from the un-normalised mechanism, for one fixed input."""
     mech = mechanisms.create("planar_laplace", epsilon=eps, normalize_output=False)
-    mu = torch.nn.functional.normalize(torch.randn(1, m, dtype=torch.float64, generator=torch.Generator().manual_seed(99)), dim=1)
+    gen = torch.Generator().manual_seed(99)
+    mu = torch.nn.functional.normalize(torch.randn(1, m, dtype=torch.float64, generator=gen), dim=1)
     y = mech.sanitize(mu.expand(n, m).contiguous(), generator=torch.Generator().manual_seed(seed))
     return (y - mu).numpy()
 
@@ -85,7 +86,7 @@ def _row_correlation(z: np.ndarray) -> float:
 
 
 def test_noise_independent_across_rows() -> None:
-    """Catches the broadcast-one-noise-vector-per-batch bug (spec §7.6)."""
+    """Catches the broadcast-one-noise-vector-per-batch bug (docs/SPEC.md §7.6)."""
     z = _noise(16, 1.0)
     assert _row_correlation(z) < 4 / math.sqrt(N)
     assert not np.allclose(z[0], z[1])
@@ -115,7 +116,7 @@ def _mean_cosine_checks(mech: mechanisms.Mechanism, m: int, expected: float) -> 
 @pytest.mark.parametrize(("m", "eps", "expected"), [(16, 8.0, 0.446), (16, 10.0, 0.530), (16, 12.0, 0.599),
                                                     (768, 10.0, 0.0125), (2, 10.0, 0.984)])
 def test_reference_mean_cosine(m: int, eps: float, expected: float) -> None:
-    """E[cos(x, n(x + Z))] matches spec §2.2 (MC reference, 3 decimals)."""
+    """E[cos(x, n(x + Z))] matches docs/SPEC.md §2.2 (MC reference, 3 decimals)."""
     mean_ok, on_sphere = _mean_cosine_checks(mechanisms.create("planar_laplace", epsilon=eps), m, expected)
     assert mean_ok
     assert on_sphere

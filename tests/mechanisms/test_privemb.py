@@ -1,4 +1,4 @@
-"""Statistical and analytic tests of PrivEmb (spec §6, §11.2 items 1, 2, 4, 5).
+"""Statistical and analytic tests of PrivEmb (docs/SPEC.md §6, §11.2 items 1, 2, 4, 5).
 
 Each distribution test has a power check: the TrLap code's std = 1/k projection,
 an exponential noise norm, the paper's (1 + beta) calibration on a Phi whose
@@ -44,13 +44,13 @@ def test_registered_with_sentence_level() -> None:
 
 
 def test_paper_dimension_formula() -> None:
-    """Spec §6: k = 149, 76, 46 at d = 300, delta = 1e-6, beta = 0.5, 0.7, 0.9."""
+    """docs/SPEC.md §6: k = 149, 76, 46 at d = 300, delta = 1e-6, beta = 0.5, 0.7, 0.9."""
     assert [paper_out_dim(300, b, 1e-6) for b in (0.5, 0.7, 0.9)] == [149, 76, 46]
 
 
 @pytest.mark.parametrize("k", [16, 149, 300])
 def test_projection_entry_variance(k: int) -> None:
-    """Spec §11.2 item 5: var(Phi) = 1/k within 3*sqrt(2/(k d))/k; the std = 1/k bug fails it."""
+    """docs/SPEC.md §11.2 item 5: var(Phi) = 1/k within 3*sqrt(2/(k d))/k; the std = 1/k bug fails it."""
     d = 300
     phi = projection(d, k, seed=7).numpy()
     tol = 3 * math.sqrt(2 / (k * d)) / k
@@ -73,7 +73,7 @@ def test_sphere_lipschitz_is_spectral_norm() -> None:
     """On the sphere L = sigma_max(Phi): random pairs never exceed it, and the top singular pair attains it."""
     phi = projection(300, 149, seed=0)
     big = lipschitz_constant(phi)
-    assert abs(big - 2.4) < 0.1  # spec §6: sigma_max is about 2.4 at k = 149
+    assert abs(big - 2.4) < 0.1  # docs/SPEC.md §6: sigma_max is about 2.4 at k = 149
     x, xp = _unit(5000, 300, 1), _unit(5000, 300, 2)
     ratios = ((x - xp) @ phi.T).norm(dim=1) / (x - xp).norm(dim=1)
     assert float(ratios.max()) <= big + 1e-9
@@ -84,7 +84,8 @@ def test_sphere_lipschitz_is_spectral_norm() -> None:
 
 
 def test_domain_lipschitz_matches_brute_force() -> None:
-    """Chunked Gram computation equals the explicit double loop; spec §6: about 1.3 for 300-d points at k=149."""
+    """Chunked Gram computation equals the explicit double loop; docs/SPEC.md §6: about 1.3 for
+    300-d points at k=149."""
     pts = torch.randn(300, 300, dtype=torch.float64, generator=torch.Generator().manual_seed(4))
     phi = projection(300, 149, seed=0)
     fast = lipschitz_constant(phi, pts, chunk=37)
@@ -100,7 +101,7 @@ def test_domain_lipschitz_matches_brute_force() -> None:
 @pytest.mark.parametrize("d", [2, 16, 300, 768, 1024])
 @pytest.mark.parametrize("eps", [0.01, 1.0, 10.0, 1000.0])
 def test_noise_norm_is_gamma_exact(d: int, eps: float) -> None:
-    """||kappa|| ~ Gamma(k, L/eps) for the exact variant (k = d), spec §11.2 item 1."""
+    """||kappa|| ~ Gamma(k, L/eps) for the exact variant (k = d), docs/SPEC.md §11.2 item 1."""
     mech = PrivEmb(eps, input_dim=d)
     n = 4000 if d >= 768 else N
     norms = np.linalg.norm(_noise(mech, d, n), axis=1)
@@ -222,7 +223,8 @@ def test_density_ratio_bound_exact_variant() -> None:
 
 
 def test_paper_variant_reports_attained_epsilon() -> None:
-    """Power: with (1+beta)/eps noise and L > 1+beta the nominal eps is exceeded, so the guarantee reports eps*L/(1+beta)."""
+    """Power: with (1+beta)/eps noise and L > 1+beta the nominal eps is exceeded, so the guarantee
+    reports eps*L/(1+beta)."""
     d, eps = 300, 1.0
     paper = PrivEmb(eps, variant="paper", input_dim=d)
     assert paper.lipschitz > 1.5

@@ -1,4 +1,4 @@
-"""Statistical tests of the Purkayastha sampler (spec §11.1, items 1-4 and 7).
+"""Statistical tests of the Purkayastha sampler (docs/SPEC.md §11.1, items 1-4 and 7).
 
 Two oracles:
 
@@ -12,8 +12,8 @@ Two oracles:
 * ``_indep_moments``: E[theta], sd[theta], E[cos theta], sd[cos theta] by scipy
   adaptive quadrature of the independently written law sin^(m-2)(t) e^(-eps t)
   (log space, shifted by its value at the mode atan2(m-2, eps), breakpoints
-  around the mode); E[cos theta] also by the reduction formula of spec §1.3.
-  They are checked against the spec §1.5 table and against sample means of the
+  around the mode); E[cos theta] also by the reduction formula of docs/SPEC.md §1.3.
+  They are checked against the docs/SPEC.md §1.5 table and against sample means of the
   real sampler at every (m, eps) of GRID.
 
 Every distribution test has a power check: a deliberately wrong sampler (or a
@@ -43,7 +43,7 @@ from mechanisms.purkayastha import (
 )
 
 N_SAMPLES = 20_000
-P_MIN = 1e-4  # family-wise threshold of spec §11
+P_MIN = 1e-4  # family-wise threshold of docs/SPEC.md §11
 _GL_X, _GL_W = np.polynomial.legendre.leggauss(10)
 
 
@@ -75,7 +75,7 @@ def oracle_cdf(theta: np.ndarray, m: int, eps: float) -> np.ndarray:
 
 
 def test_oracle_matches_closed_forms() -> None:
-    """The oracle itself is right: m = 2 (truncated exponential) and m = 3 (spec §1.3)."""
+    """The oracle itself is right: m = 2 (truncated exponential) and m = 3 (docs/SPEC.md §1.3)."""
     t = np.linspace(0.01, 3.1, 50)
     eps = 2.5
     cdf2 = -np.expm1(-eps * t) / -np.expm1(-eps * np.pi)
@@ -149,7 +149,7 @@ def test_ks_and_chi_square_reject_wrong_samplers(wrong: str, m: int, eps: float)
 # --------------------------------------------------------------------------- independent oracle
 # Nothing below imports from mechanisms.purkayastha: the law is written again here
 # (numpy), integrated by scipy's adaptive quadrature, and cross-checked against the
-# reduction formula of spec §1.3 and the table of spec §1.5.
+# reduction formula of docs/SPEC.md §1.3 and the table of docs/SPEC.md §1.5.
 _QUAD = {"limit": 1000, "epsabs": 0.0, "epsrel": 1e-10}
 
 
@@ -178,7 +178,7 @@ def _indep_integral(g, a: float, b: float, m: int, eps: float) -> float:
     return value
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _indep_moments(m: int, eps: float) -> dict[str, float]:
     """mode, E[theta], sd[theta], E[cos theta], sd[cos theta] of PurArc(m, eps) by independent quadrature."""
     z = _indep_integral(lambda t: 1.0, 0.0, math.pi, m, eps)
@@ -191,7 +191,7 @@ def _indep_moments(m: int, eps: float) -> dict[str, float]:
 
 
 def _reduction_log_i(n: int, eps: float) -> float:
-    """log I_n(pi), I_n(pi) = int_0^pi e^(-eps t) sin^n t dt, by the reduction formula of spec §1.3
+    """log I_n(pi), I_n(pi) = int_0^pi e^(-eps t) sin^n t dt, by the reduction formula of docs/SPEC.md §1.3
     (its boundary term vanishes at pi): I_n(pi) = n (n-1) / (n^2 + eps^2) I_(n-2)(pi) for n >= 2,
     I_0 = (1 - e^(-eps pi)) / eps, I_1 = (1 + e^(-eps pi)) / (1 + eps^2)."""
     if n % 2 == 0:
@@ -229,7 +229,7 @@ def _sample_moment_z(theta: np.ndarray, m: int, eps: float) -> tuple[float, floa
     return float(z_theta), float(z_cos)
 
 
-# Spec §1.5 table: (m, eps, theta*, E[theta], sd[theta], E[cos theta]), 5 decimals.
+# docs/SPEC.md §1.5 table: (m, eps, theta*, E[theta], sd[theta], E[cos theta]), 5 decimals.
 SPEC_TABLE = [
     (2, 10, 0.0, 0.10000, 0.10000, 0.99010),
     (3, 10, 0.09967, 0.19802, 0.13932, 0.97115),
@@ -249,7 +249,7 @@ TABLE_TOL = 1e-5  # the table's rounding (5e-6) plus slack for a last digit roun
 
 
 def _table_misses(row: tuple, moments: dict[str, float]) -> float:
-    """Largest |table - moments| over theta*, E[theta], sd[theta], E[cos theta] for one §1.5 row."""
+    """Largest |table - moments| over theta*, E[theta], sd[theta], E[cos theta] for one docs/SPEC.md §1.5 row."""
     _, _, mode, mean, sd, mean_cos = row
     return max(abs(mode - moments["mode"]), abs(mean - moments["mean"]), abs(sd - moments["sd"]),
                abs(mean_cos - moments["mean_cos"]))
@@ -257,7 +257,7 @@ def _table_misses(row: tuple, moments: dict[str, float]) -> float:
 
 @pytest.mark.parametrize("row", SPEC_TABLE, ids=lambda r: f"{r[0]}-{r[1]}")
 def test_independent_moments_match_spec_table(row: tuple) -> None:
-    """The independent quadrature reproduces every row of the spec §1.5 table (theta*, E[theta],
+    """The independent quadrature reproduces every row of the docs/SPEC.md §1.5 table (theta*, E[theta],
     sd[theta], E[cos theta]) to its 5 decimals, and E[cos theta] equals the reduction formula.
     Catches a wrong independent oracle (so the sampler checks below compare with the right law)."""
     m, eps = row[0], float(row[1])
@@ -267,7 +267,7 @@ def test_independent_moments_match_spec_table(row: tuple) -> None:
 
 
 def test_moments_rows_are_spec_table_rows() -> None:
-    """The MOMENTS used on full releases are rows of the (independently checked) §1.5 table."""
+    """The MOMENTS used on full releases are rows of the (independently checked) docs/SPEC.md §1.5 table."""
     table = {(r[0], r[1]): (r[3], r[4], r[5]) for r in SPEC_TABLE}
     for m, eps, mean, sd, mean_cos in MOMENTS:
         assert table[(m, eps)] == (mean, sd, mean_cos)
@@ -329,7 +329,7 @@ def test_independent_oracle_checks_have_power(m: int, eps: float) -> None:
 
 @pytest.mark.parametrize("row", SPEC_TABLE, ids=lambda r: f"{r[0]}-{r[1]}")
 def test_spec_table_check_has_power(row: tuple) -> None:
-    """Power: the moments of a wrong law (exponent m-1) miss every §1.5 row by more than the tolerance."""
+    """Power: the moments of a wrong law (exponent m-1) miss every docs/SPEC.md §1.5 row by more than the tolerance."""
     assert _table_misses(row, _indep_moments(row[0] + 1, float(row[1]))) > TABLE_TOL
 
 
@@ -380,7 +380,7 @@ def test_float32_release_law() -> None:
     assert stats.kstest(((1 + r @ e / r.norm(dim=1)) / 2).numpy(), law).pvalue < 1e-6
 
 
-# (m, eps, E[theta], sd[theta], E[cos theta]) from spec §1.5 (exact quadrature).
+# (m, eps, E[theta], sd[theta], E[cos theta]) from docs/SPEC.md §1.5 (exact quadrature).
 MOMENTS = [
     (2, 10, 0.10000, 0.10000, 0.99010),
     (3, 10, 0.19802, 0.13932, 0.97115),
@@ -410,7 +410,7 @@ def _release_moments_ok(mech: mechanisms.Mechanism, m: int, mean: float, sd: flo
 
 @pytest.mark.parametrize(("m", "eps", "mean", "sd", "mean_cos"), MOMENTS)
 def test_moments_match_reference_table(m: int, eps: float, mean: float, sd: float, mean_cos: float) -> None:
-    """Mean theta and mean cos(theta) of full releases within 5 standard errors of §1.5.
+    """Mean theta and mean cos(theta) of full releases within 5 standard errors of docs/SPEC.md §1.5.
     Catches a wrong angle law and a wrong assembly of the release (tangent part, normalisation)."""
     theta_ok, cos_ok = _release_moments_ok(mechanisms.create("purkayastha", epsilon=eps), m, mean, sd, mean_cos)
     assert theta_ok
@@ -471,7 +471,7 @@ def test_zero_rows_map_to_public_vector_and_stay_on_sphere() -> None:
 
 def test_zero_row_checks_have_power() -> None:
     """Power: releases of a mechanism that maps zero rows to e2 instead of e1 fail the centring
-    check, and the F.normalize bug of spec §1.2 (mu = 0, release sin(theta) xi off the sphere)
+    check, and the F.normalize bug of docs/SPEC.md §1.2 (mu = 0, release sin(theta) xi off the sphere)
     fails the sphere check."""
     gen = torch.Generator().manual_seed(0)
     e2 = torch.zeros(5000, 16)
@@ -574,7 +574,7 @@ def test_no_gradient_path_and_independent_rows() -> None:
 
 
 def test_independent_rows_check_has_power() -> None:
-    """Power: one tangent direction broadcast to the whole batch (the bug of spec §7.6), with
+    """Power: one tangent direction broadcast to the whole batch (the bug of docs/SPEC.md §7.6), with
     independent angles, fails the same check."""
     gen = torch.Generator().manual_seed(6)
     mu = torch.nn.functional.normalize(torch.randn(1, 16, generator=gen, dtype=torch.float64), dim=1).expand(4000, 16)

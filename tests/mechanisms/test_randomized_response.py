@@ -1,4 +1,4 @@
-"""Statistical tests of K-ary randomized response (spec §11.3, items 1-3).
+"""Statistical tests of K-ary randomized response (docs/SPEC.md §11.3, items 1-3).
 
 The mechanism states its own exact law (``log_transition_matrix`` /
 ``log_output_probabilities``); the tests check the sampler against that law
@@ -189,7 +189,7 @@ def test_sampler_law_check_has_power(wrong: str, k: int, eps: float, per_input: 
 
 
 def test_reference_keep_probabilities() -> None:
-    """Spec §4.1: K = 2 gives 0.6225 / 0.7311 / 0.8808 / 0.9526 at eps 0.5 / 1 / 2 / 3."""
+    """docs/SPEC.md §4.1: K = 2 gives 0.6225 / 0.7311 / 0.8808 / 0.9526 at eps 0.5 / 1 / 2 / 3."""
     got = [round(keep_probability(e, 2), 4) for e in (0.5, 1, 2, 3)]
     assert got == [0.6225, 0.7311, 0.8808, 0.9526]
 

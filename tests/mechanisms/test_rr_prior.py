@@ -1,7 +1,7 @@
-"""RR-with-prior (spec §11.3 item 4): k*, support, outcome probabilities, ratio bound, refusal of raw priors.
+"""RR-with-prior (docs/SPEC.md §11.3 item 4): k*, support, outcome probabilities, ratio bound, refusal of raw priors.
 
 The mechanism states its own exact law (``RRWithPrior.log_output_probabilities``);
-the tests check it against a brute-force reading of spec §4.2, the sampler
+the tests check it against a brute-force reading of docs/SPEC.md §4.2, the sampler
 against it (Clopper-Pearson on every cell, pooled chi-square), and the e^eps
 bound and its tightness on it for random priors. Each statistical or analytic
 check has a power check: a wrong sampler, a wrong k* or a wrong law fails it.
@@ -57,7 +57,7 @@ def test_k_star_matches_brute_force(eps: float) -> None:
 @pytest.mark.parametrize("eps", [0.1, 1.0, 3.0])
 def test_k_star_check_has_power(eps: float) -> None:
     """Power: k* computed at 3 eps, or as the argmax of the prior mass alone (no keep factor),
-    differs from the brute force of §4.2 on some of the same priors."""
+    differs from the brute force of docs/SPEC.md §4.2 on some of the same priors."""
     probs = _dirichlet(500, 6, seed=int(10 * eps))
     brute = [_brute_k_star(p, eps) for p in probs.numpy()]
     assert top_k_sets(probs, 3 * eps)[1].tolist() != brute
@@ -125,7 +125,7 @@ def test_uniform_prior_check_has_power(eps: float) -> None:
 
 # --------------------------------------------------------------------------- the mechanism's own law
 def _brute_log_law(p: np.ndarray, y: int, eps: float) -> np.ndarray:
-    """Spec §4.2 read literally for one prior and one label, as log-probabilities over the K outputs."""
+    """docs/SPEC.md §4.2 read literally for one prior and one label, as log-probabilities over the K outputs."""
     k = _brute_k_star(p, eps)
     top = np.argsort(-p, kind="stable")[:k]
     out = np.full(p.size, -math.inf)
@@ -140,7 +140,7 @@ def _brute_log_law(p: np.ndarray, y: int, eps: float) -> np.ndarray:
 
 @pytest.mark.parametrize("eps", [0.1, 1.0, 5.0])
 def test_output_law_matches_brute_force_rule(eps: float) -> None:
-    """``log_output_probabilities`` equals spec §4.2 read literally, row by row (200 seeded priors,
+    """``log_output_probabilities`` equals docs/SPEC.md §4.2 read literally, row by row (200 seeded priors,
     every label). Catches a wrong set Y_k*, a wrong keep probability, a wrong uniform branch."""
     k = 5
     priors = _priors(k, seed=7)[::2]

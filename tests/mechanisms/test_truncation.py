@@ -1,4 +1,4 @@
-"""Truncation baseline (spec §9): exact worst-case privacy loss, Laplace law, the median box, clipping.
+"""Truncation baseline (docs/SPEC.md §9): exact worst-case privacy loss, Laplace law, the median box, clipping.
 
 Each statistical test has a power check: a deliberately wrong implementation
 (half the noise, a sum instead of a mean, no clipping, a mis-scaled law, an
@@ -90,7 +90,7 @@ def _max_loss(mech: Truncation, d: int, k: int, pairs: int = 60, seed: int = 1) 
 
 @pytest.mark.parametrize(("d", "k", "eps"), [(3, 2, 0.5), (16, 5, 2.0), (384, 10, 8.0)])
 def test_worst_case_neighbour_loss_is_exactly_epsilon(d: int, k: int, eps: float) -> None:
-    """Spec §9: one sentence moved between opposite box corners gives loss exactly epsilon,
+    """docs/SPEC.md §9: one sentence moved between opposite box corners gives loss exactly epsilon,
     and no neighbour pair (replacement anywhere, far outside the box included) exceeds it."""
     mech = Truncation(eps, *_box(d))
     g = torch.Generator().manual_seed(0)

@@ -1,4 +1,4 @@
-"""Word-level Laplace and Gaussian baselines (spec §7.2, §7.3, §11.5 items 3, 4)."""
+"""Word-level Laplace and Gaussian baselines (docs/SPEC.md §7.2, §7.3, §11.5 items 3, 4)."""
 
 from __future__ import annotations
 

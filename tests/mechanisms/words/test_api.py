@@ -1,4 +1,4 @@
-"""Registry, constructors, bad input, the text contract and OOV handling (spec §5.1, §0.4)."""
+"""Registry, constructors, bad input, the text contract and OOV handling (docs/SPEC.md §5.1, §0.4)."""
 
 from __future__ import annotations
 

@@ -1,8 +1,8 @@
-"""CMP noise law, independence and guarantee (spec §11.2 items 1, 2, 4; §5.1).
+"""CMP noise law, independence and guarantee (docs/SPEC.md §11.2 items 1, 2, 4; §5.1).
 
 The noise is read off the real code path: ``perturb(ids) - phi(ids)``. Power
 checks: the "exponential norm" bug (radius Exp(eps) instead of Gamma(n, 1/eps))
-and the broadcast-one-noise-vector bug of the TrLap code (spec §7.6).
+and the broadcast-one-noise-vector bug of the TrLap code (docs/SPEC.md §7.6).
 """
 
 from __future__ import annotations
@@ -32,7 +32,8 @@ def _noise(mech, space: WordSpace, n: int = N, seed: int = 0, word: int = 7) -> 
 @pytest.mark.parametrize("dim", [2, 16, 50, 300])
 @pytest.mark.parametrize("eps", [0.01, 1.0, 10.0, 1000.0])
 def test_noise_norm_is_gamma(dim: int, eps: float) -> None:
-    """||Z|| ~ Gamma(n, scale 1/eps) (KS), for every n and epsilon of the spec's grid that a word space has."""
+    """||Z|| ~ Gamma(n, scale 1/eps) (KS), for every n and epsilon of the docs/SPEC.md §11.2 grid
+    that a word space has."""
     space = make_space(50, dim, seed=dim)
     mech = mechanisms.create("cmp", epsilon=eps, space=space)
     n = 5000 if dim == 300 else N
@@ -60,7 +61,7 @@ def test_direction_is_uniform(space50: WordSpace) -> None:
 
 def test_noise_independent_across_tokens(space16: WordSpace) -> None:
     """Noise of consecutive tokens uncorrelated, and spread across tokens as the law says
-    (catches one noise vector per batch, the TrLap bug of spec §7.6)."""
+    (catches one noise vector per batch, the TrLap bug of docs/SPEC.md §7.6)."""
     eps = 1.0
     z = _noise(mechanisms.create("cmp", epsilon=eps, space=space16), space16)
     expected_sd = math.sqrt(17 / eps**2)  # E||Z||^2 = n(n+1)/eps^2, spread over n = 16 coordinates

@@ -1,4 +1,4 @@
-"""Mahalanobis mechanism (spec §5.2, §11.2 item 3).
+"""Mahalanobis mechanism (docs/SPEC.md §5.2, §11.2 item 3).
 
 Power checks: noise multiplied by Sigma_lambda instead of its square root (bug
 (ii) of the TrLap code) fails the whitened test; a covariance from a private

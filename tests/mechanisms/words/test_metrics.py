@@ -1,4 +1,4 @@
-"""N_w and S_w (Feyisetan et al. 2020; spec §5.1 diagnostics)."""
+"""N_w and S_w (Feyisetan et al. 2020; docs/SPEC.md §5.1 diagnostics)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Exact nearest neighbour and exact diameter (spec §11.2 item 6, §5.1, §0.2)."""
+"""Exact nearest neighbour and exact diameter (docs/SPEC.md §11.2 item 6, §5.1, §0.2)."""
 
 from __future__ import annotations
 
@@ -32,7 +32,7 @@ def case() -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
 
 
 def test_exact_nn_equals_brute_force_on_1000_queries(case) -> None:
-    """Spec §11.2 item 6: the chunked float32 search with its float64 fallback equals float64 brute force."""
+    """docs/SPEC.md §11.2 item 6: the chunked float32 search with its float64 fallback equals float64 brute force."""
     vectors, q, reference = case
     index = NearestWords(vectors, max_elements=2**14)  # many small chunks: exercises the merge across chunks
     assert torch.equal(index(q), reference)

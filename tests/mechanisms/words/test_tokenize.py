@@ -1,4 +1,4 @@
-"""Tokenizer: exact round trip, GloVe-style word splits (spec §5.1 word level)."""
+"""Tokenizer: exact round trip, GloVe-style word splits (docs/SPEC.md §5.1 word level)."""
 
 from __future__ import annotations
 

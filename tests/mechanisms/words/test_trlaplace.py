@@ -1,4 +1,4 @@
-"""TrLaplace (spec §7.4-7.6, §11.5 items 1, 2, 4).
+"""TrLaplace (docs/SPEC.md §7.4-7.6, §11.5 items 1, 2, 4).
 
 Power checks: an untruncated Laplace fails the law test, and the support-leak
 Monte Carlo rejects a wrong delta (v concentrated on one coordinate).
@@ -40,7 +40,7 @@ def _noise(mech, n: int, word: int = 0, seed: int = 0) -> torch.Tensor:
 @pytest.mark.parametrize(("eps", "dim"), [(0.001, 300), (1.0, 300), (5.0, 300), (10.0, 300), (20.0, 300),
                                           (1.0, 50), (10.0, 50)])
 def test_noise_law_and_support(eps: float, dim: int) -> None:
-    """KS of the coordinates against the truncated-Laplace CDF; |z_i| <= A (spec §11.5 item 1)."""
+    """KS of the coordinates against the truncated-Laplace CDF; |z_i| <= A (docs/SPEC.md §11.5 item 1)."""
     mech = mechanisms.create("trlaplace", epsilon=eps, clip=1.0, space=_space(dim))
     lam, a, _ = mech.params
     z = _noise(mech, 200_000 // dim + 1).ravel()[:200_000]
@@ -53,7 +53,7 @@ def test_noise_law_and_support(eps: float, dim: int) -> None:
 
 
 def test_variance_matches_formula() -> None:
-    """Spec §7.4/§11.5: formula 5.838 at C = 1, eps = 1, d = 300 (the spec's MC: 5.842)."""
+    """docs/SPEC.md §7.4/§11.5: formula 5.838 at C = 1, eps = 1, d = 300 (MC in docs/SPEC.md §11.5: 5.842)."""
     assert trlaplace_variance(1.0, 300, 1.0) == pytest.approx(5.838, abs=5e-4)
     mech = mechanisms.create("trlaplace", epsilon=1.0, clip=1.0, space=_space(300))
     z = _noise(mech, 2000).ravel()
@@ -69,7 +69,7 @@ def test_variance_matches_formula() -> None:
      (10, 500, 10.05, 4.47, 0.371), (20, 1700, 14.48, 4.12, 0.123)],
 )
 def test_spec_table(eps: float, d_params: int, a_over_c: float, lam_over_c: float, delta: float) -> None:
-    """Spec §7.5 table (d = 300), including the computed dummy dimensions 500 and 1700."""
+    """docs/SPEC.md §7.5 table (d = 300), including the computed dummy dimensions 500 and 1700."""
     assert trlaplace_param_dim(eps, 300) == d_params
     lam, a, b = trlaplace_params(eps, d_params, 2.0)
     assert a / 2.0 == pytest.approx(a_over_c, rel=2e-3) and lam / 2.0 == pytest.approx(lam_over_c, rel=2e-3)
@@ -88,7 +88,7 @@ def test_dummy_dimension_rule() -> None:
 
 
 def test_single_shift_support_leak_by_monte_carlo() -> None:
-    """Spec §11.5 item 2: v = 0.1 on one coordinate, eps = 1, d' = 300: P[y not in supp(x')] = 0.01107."""
+    """docs/SPEC.md §11.5 item 2: v = 0.1 on one coordinate, eps = 1, d' = 300: P[y not in supp(x')] = 0.01107."""
     x, x2 = torch.zeros(2), torch.tensor([0.1, 0.0])
     mech = mechanisms.create("trlaplace", epsilon=1.0, clip=1.0, d_params=300, space=_space(2, torch.stack([x, x2])))
     _, a, _ = mech.params
