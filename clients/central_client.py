@@ -25,7 +25,6 @@ from collections.abc import Mapping
 from functools import lru_cache
 from typing import Any
 
-import numpy as np
 import torch
 from flwr.app import ArrayRecord, Context, Message, MessageType, MetricRecord, RecordDict
 from flwr.clientapp.mod import fixedclipping_mod
@@ -34,15 +33,14 @@ from flwr.supercore.differential_privacy import KEY_CLIPPING_NORM
 
 from fl import maps
 from fl.accounting.central import UNIFORM_WEIGHT_KEY, check_central_config
-from fl.cohort import Cohort, build_cohort
+from fl.cohort import Cohort
 from fl.pipeline import ServerModel, confusion_matrix, predict, train_epochs
+
+from .node import node_cohort
 
 
 def _cohort(context: Context, cfg: Mapping[str, Any]) -> Cohort:
-    from .ldp_client import node_partition  # the same node -> cohort mapping as local mode
-
-    pid, num = node_partition(context)
-    return build_cohort(cfg, pid, num)
+    return node_cohort(context, cfg)  # the same node -> cohort mapping as local mode
 
 
 @lru_cache(maxsize=8)

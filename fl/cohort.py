@@ -23,9 +23,8 @@ from . import datasets as data
 from .config import cache_dir
 from .documents import SentenceDocs, embed_sentences
 from .encoder import best_device, embed_documents, embedding_dim, load_encoder
+from .maps import map_dim, release_dim
 from .partition import UserPartition, cohort
-from .maps import map_dim
-from .pipeline import release_dim
 
 
 @dataclass
@@ -105,7 +104,7 @@ def _build_cached(key: tuple[tuple[str, Any], ...], partition_id: int, num_parti
             sentence_docs.append(SentenceDocs(torch.zeros(0, d), np.zeros(1, dtype=np.int64)))
             return torch.zeros(0, d, dtype=torch.float32), torch.zeros(0, dtype=torch.int64), []
         sub = split.select(rows)
-        if document_level:  # the clean document embedding is the mean of its sentences' (spec §8.2)
+        if document_level:  # the clean document embedding is the mean of its sentences' (docs/SPEC.md §8.2)
             docs = embed_sentences(sub["text"], cfg, progress)
             sentence_docs.append(docs)
             return docs.means(), torch.as_tensor(np.asarray(sub["label"], dtype=np.int64)), list(sub["text"])

@@ -12,7 +12,8 @@ from __future__ import annotations
 import math
 import os
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, make_dataclass
 from pathlib import Path
 from typing import Any
 
@@ -112,6 +113,92 @@ class ConfigError(ValueError):
     """A run configuration that cannot run; the message names the key."""
 
 
+#: Every key in exactly one section (a test checks it). ``mode`` selects the central-DP section.
+SECTIONS: dict[str, tuple[str, ...]] = {
+    "data": ("dataset", "data-dir", "test-file", "text-column", "label-column", "test-fraction", "train-size",
+             "test-size", "public-fraction", "empty-documents", "short-documents"),
+    "users": ("num-users", "partitioner", "dirichlet-alpha", "users-per-node", "seed"),
+    "encoder": ("encoder", "encode-batch-size", "doc-embedding", "cache-dir"),
+    "release": ("map-in", "map-dim", "map-seed", "public-epochs", "allow-unaccounted-leakage",
+                "word-mechanism", "word-epsilon", "word-options", "word-quality-docs", "word-support-words",
+                "document-mechanism", "document-epsilon", "document-options", "num-projections", "num-candidates",
+                "candidate-min-sentences", "recoder-epochs", "recoder-clusters", "sentence-mechanism",
+                "sentence-epsilon", "sentence-options", "label-mechanism", "label-epsilon", "label-options",
+                "label-prior", "fresh-noise-per-round", "noise-seed", "max-epsilon", "accounting-delta",
+                "clean-evaluation"),
+    "central": ("mode", "central-noise-multiplier", "central-clip", "central-clipping", "central-delta",
+                "local-epochs"),
+    "server": ("strategy", "num-server-rounds", "fraction-train", "server-epochs", "batch-size", "learning-rate",
+               "hidden-dim", "device"),
+    "output": ("out-dir", "run-name"),
+}
+
+
+def _attribute(key: str) -> str:
+    return key.replace("-", "_")
+
+
+def _section_class(name: str, keys: tuple[str, ...]) -> type:
+    """A frozen dataclass of one section: snake_case fields typed by their defaults."""
+    fields = [(_attribute(k), type(DEFAULTS[k])) for k in keys]
+    cls = make_dataclass(f"{name.capitalize()}Config", fields, frozen=True)
+    cls.__doc__ = f"The ``{name}`` section of a run config: keys {', '.join(keys)}."
+    cls.__module__ = __name__  # picklable (Ray ships resolved configs to its workers)
+    return cls
+
+
+DataConfig = _section_class("data", SECTIONS["data"])
+UsersConfig = _section_class("users", SECTIONS["users"])
+EncoderConfig = _section_class("encoder", SECTIONS["encoder"])
+ReleaseConfig = _section_class("release", SECTIONS["release"])
+CentralConfig = _section_class("central", SECTIONS["central"])
+ServerConfig = _section_class("server", SECTIONS["server"])
+OutputConfig = _section_class("output", SECTIONS["output"])
+_SECTION_OF = {key: section for section, keys in SECTIONS.items() for key in keys}
+
+
+@dataclass(frozen=True)
+class RunConfig(Mapping[str, Any]):
+    """A resolved, validated run config: frozen sections (``cfg.release.sentence_epsilon``).
+
+    It is also a read-only mapping of the documented kebab-case keys
+    (``cfg["sentence-epsilon"]``), so code and files that speak run-config keys
+    keep working; ``dict(cfg)`` is the flat config. Hashable: a resolved config
+    can key a cache.
+    """
+
+    data: Any
+    users: Any
+    encoder: Any
+    release: Any
+    central: Any
+    server: Any
+    output: Any
+
+    @classmethod
+    def from_flat(cls, flat: Mapping[str, Any]) -> RunConfig:
+        sections = {name: globals()[f"{name.capitalize()}Config"](**{_attribute(k): flat[k] for k in keys})
+                    for name, keys in SECTIONS.items()}
+        return cls(**sections)
+
+    def __getitem__(self, key: str) -> Any:
+        try:
+            section = _SECTION_OF[key]
+        except KeyError:
+            raise KeyError(key) from None
+        return getattr(getattr(self, section), _attribute(key))
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(DEFAULTS)
+
+    def __len__(self) -> int:
+        return len(DEFAULTS)
+
+    def replace(self, **changes: Any) -> RunConfig:
+        """A copy with kebab-case keys changed (``cfg.replace(**{"run-name": "r"})``), validated again."""
+        return resolve({**dict(self), **changes})
+
+
 def _coerce(key: str, value: Any) -> Any:
     default = DEFAULTS[key]
     if isinstance(default, bool):
@@ -133,8 +220,8 @@ def _coerce(key: str, value: Any) -> Any:
     return value
 
 
-def resolve(overrides: Mapping[str, Any] | None = None) -> dict[str, Any]:
-    """Defaults updated with ``overrides``, type-checked and validated.
+def resolve(overrides: Mapping[str, Any] | None = None) -> RunConfig:
+    """Defaults updated with ``overrides``, type-checked and validated, as a frozen :class:`RunConfig`.
 
     Raises :class:`ConfigError` (a ``ValueError``) naming the first bad key.
     Nothing is read from disk except the existence of configured paths.
@@ -145,7 +232,7 @@ def resolve(overrides: Mapping[str, Any] | None = None) -> dict[str, Any]:
             raise ConfigError(f"unknown config key {key!r}; known keys: {', '.join(DEFAULTS)}")
         cfg[key] = _coerce(key, value)
     validate(cfg)
-    return cfg
+    return RunConfig.from_flat(cfg)
 
 
 def validate(cfg: Mapping[str, Any]) -> None:

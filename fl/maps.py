@@ -1,21 +1,22 @@
 """The input map M1 (d -> m') of Du et al. (2023), in the four ``map-in`` modes.
 
 Only a map that does not depend on private data keeps the sanitizer's local-DP
-guarantee meaningful for the released vector (spec §3.2-3.3):
+guarantee meaningful for the released vector (docs/SPEC.md §3.2-3.3):
 
 * ``identity``: no map (m' = d).
 * ``random``: a Gaussian (JL) projection from the public ``map-seed``; every
   client derives it itself.
 * ``public``: trained by the server together with M2 and the classifier on the
   *public* split only, then frozen and sent to the clients.
-* ``leaky``: the seed code's behaviour. Clients send the gradient of the loss
-  with respect to M1, computed from their raw embeddings and true labels
-  through the noise. Those gradients are not sanitized, so **no local-DP
-  guarantee holds**; allowed only with ``allow-unaccounted-leakage = true``.
+* ``leaky``: the behaviour of Du et al.'s Sentence-LDP code (docs/SPEC.md §3.1,
+  §13.1). Clients send the gradient of the loss with respect to M1, computed
+  from their raw embeddings and true labels through the noise. Those gradients
+  are not sanitized, so **no local-DP guarantee holds**; allowed only with
+  ``allow-unaccounted-leakage = true``.
 
 In the first three modes the mechanism input is computed under ``no_grad`` from
 a detached tensor (:func:`apply_input_map`), so no gradient path reaches M1 or
-the encoder (spec §11.6).
+the encoder (docs/SPEC.md §11.6).
 """
 
 from __future__ import annotations
@@ -31,6 +32,9 @@ from torch import nn
 
 from mechanisms.base import SentenceMechanism, normalize_rows
 
+from . import config as config_mod
+from .pipeline import train_epochs
+
 MODES: tuple[str, ...] = ("identity", "random", "public", "leaky")
 FROM_SERVER: tuple[str, ...] = ("public", "leaky")  # modes where the clients receive M1
 
@@ -38,6 +42,12 @@ FROM_SERVER: tuple[str, ...] = ("public", "leaky")  # modes where the clients re
 def map_dim(cfg: Mapping[str, Any], d: int) -> int:
     """m', the dimension of M1's output (the mechanism's input)."""
     return d if cfg["map-in"] == "identity" else int(cfg["map-dim"])
+
+
+def release_dim(cfg: Mapping[str, Any], d: int) -> int:
+    """Columns of a released vector: the sentence mechanism's output on m' = map_dim inputs."""
+    m_prime = map_dim(cfg, d)
+    return int(config_mod.make_mechanism(cfg, "sentence", input_dim=m_prime).output_dim(m_prime))
 
 
 def input_map(kind: str, d: int, m_prime: int, seed: int) -> torch.Tensor | None:
@@ -77,9 +87,10 @@ def straight_through(mech: SentenceMechanism, h: torch.Tensor, generator: torch.
     """The sanitized value of ``h`` in the forward pass, the gradient of the
     noise-free output ``mech.clean(h)`` in the backward pass.
 
-    This is how the seed code lets gradients "flow through the noise" (for
-    planar Laplace, mu + Z, it is the exact Jacobian). Use it only on public
-    data or in the ``leaky`` mode: the gradient it produces is not private.
+    This is how Du et al.'s Sentence-LDP code (docs/SPEC.md §3.1) lets gradients
+    "flow through the noise" (for planar Laplace, mu + Z, it is the exact
+    Jacobian). Use it only on public data or in the ``leaky`` mode: the gradient
+    it produces is not private.
     """
     noisy = mech.sanitize(h.detach(), generator=generator).to(h.dtype)
     clean = mech.clean(h)
@@ -110,8 +121,6 @@ def train_public_map(
     are used, so the result is public. Returns the frozen M1 (float64, detached)
     and the last epoch's loss; ``model`` is trained in place.
     """
-    from .pipeline import train_epochs  # here: fl.pipeline imports this module
-
     w = nn.Parameter(weight.detach().to(emb.device, torch.float32).clone())
     optimizer = torch.optim.Adam([w, *model.parameters()], lr=lr)
 
@@ -130,12 +139,12 @@ def leaky_map_gradient(
     mech: SentenceMechanism,
     generator: torch.Generator | None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """The seed code's client step: (released rows, summed dLoss/dM1).
+    """The Sentence-LDP code's client step (docs/SPEC.md §3.1): (released rows, summed dLoss/dM1).
 
     The release is the sanitized n(x M1); the gradient is computed from the raw
     embeddings and true labels through the same noise draw. **The gradient is
     not private** (for one example it is a rank-one outer product that reveals
-    the embedding up to scale, spec §3.2).
+    the embedding up to scale, docs/SPEC.md §3.2).
     """
     w = matrix.detach().to(torch.float32).clone().requires_grad_(True)
     x = torch.as_tensor(emb, dtype=torch.float32)

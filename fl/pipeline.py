@@ -1,9 +1,10 @@
 """The downstream pipeline of Du et al. (2023) with the maps kept honest.
 
-Client side: the input map M1 (d -> m', ``fl.maps``) then normalisation; the
-sanitizer follows. Unless ``map-in = "leaky"``, M1 does not depend on private
-data, so the mechanism's guarantee holds for the pulled-back metric
-``d_M1(x, x') = d(n(M1 x), n(M1 x'))`` (spec §3.3).
+Client side: the input map M1 (d -> m', ``fl.maps``, which also gives the
+dimensions m' and of a release) then normalisation; the sanitizer follows.
+Unless ``map-in = "leaky"``, M1 does not depend on private data, so the
+mechanism's guarantee holds for the pulled-back metric
+``d_M1(x, x') = d(n(M1 x), n(M1 x'))`` (docs/SPEC.md §3.3).
 
 Server side: M2 (m' -> d), tanh, and an MLP classifier, trained only on
 released (sanitized) data, which is post-processing.
@@ -17,15 +18,6 @@ from typing import Any
 import numpy as np
 import torch
 from torch import nn
-
-from . import config as config_mod
-from .maps import map_dim
-
-
-def release_dim(cfg: Mapping[str, Any], d: int) -> int:
-    """Columns of a released vector: the sentence mechanism's output on m' = map_dim inputs."""
-    m_prime = map_dim(cfg, d)
-    return int(config_mod.make_mechanism(cfg, "sentence", input_dim=m_prime).output_dim(m_prime))
 
 
 class ServerModel(nn.Module):

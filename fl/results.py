@@ -32,14 +32,16 @@ def _jsonable(value: Any) -> Any:
 
 
 def run_folder(cfg: Mapping[str, Any]) -> Path:
-    """``<out-dir>/<run-name>``; the default name is dataset-mechanism-eps-timestamp."""
+    """``<out-dir>/<run-name>``; the default name is dataset-mechanism-eps-timestamp (central mode:
+    dataset-central-z<noise>-timestamp)."""
     name = cfg["run-name"]
     if not name and cfg.get("mode") == "central":
-        name = f"{Path(cfg['dataset']).stem}-central-z{cfg['central-noise-multiplier']:g}-{time.strftime('%Y%m%d-%H%M%S')}"
+        z = cfg["central-noise-multiplier"]
+        name = f"{Path(cfg['dataset']).stem}-central-z{z:g}-{time.strftime('%Y%m%d-%H%M%S')}"
     elif not name:
-        mech = cfg["sentence-mechanism"]
-        eps = "" if mech == "none" else f"-eps{cfg['sentence-epsilon']:g}"
-        name = f"{Path(cfg['dataset']).stem}-{mech}{eps}-{time.strftime('%Y%m%d-%H%M%S')}"
+        from .channels import run_label  # the level's mechanism and epsilon
+
+        name = f"{Path(cfg['dataset']).stem}-{run_label(cfg)}-{time.strftime('%Y%m%d-%H%M%S')}"
     return Path(cfg["out-dir"]).expanduser().resolve() / name
 
 

@@ -73,7 +73,7 @@ def delta_warning(guarantee: Guarantee, num_users: int) -> str | None:
 
     Above 1/n a mechanism may fully expose some user's word with non-negligible
     probability over the population (Huang et al. 2024's TrLaplace at small
-    epsilon has delta ~ 0.7 per word, spec §7.5).
+    epsilon has delta ~ 0.7 per word, docs/SPEC.md §7.5).
     """
     if guarantee.delta <= 0 or num_users <= 0 or guarantee.delta <= 1.0 / num_users:
         return None

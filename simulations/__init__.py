@@ -1,1 +1,5 @@
-"""The ``sanitas`` CLI, run configs and sweeps."""
+"""The ``sanitas`` CLI, run configs, sweeps, and :func:`run`: one simulation from Python."""
+
+from .api import RunResult, run
+
+__all__ = ["RunResult", "run"]

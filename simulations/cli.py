@@ -4,86 +4,27 @@
 (file, then ``--set`` overrides), checks it and the data before anything is
 written, sizes the simulated federation (``users-per-node``) and runs the same
 ServerApp and ClientApp as ``flwr run .`` on Flower's Ray simulation backend.
+
+This module parses arguments and prints; a run goes through
+:func:`simulations.api.run` (the Python API), ``key=value`` arguments through
+:mod:`simulations.overrides`.
 """
 
 from __future__ import annotations
 
 import argparse
 import logging
-import os
 import sys
-import warnings
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
-from fl import config as config_mod
-from fl import datasets as data
-from fl import rewrite
-from fl.cohort import population_sizes
-from fl.partition import num_nodes
-from fl.results import run_folder
+from simulations import api
+from simulations.overrides import load_with_overrides
 
 
-def build_config(path: str, sets: Sequence[str], out: str | None) -> dict[str, Any]:
-    """Resolved config from a TOML file and ``key=value`` overrides."""
-    raw = config_mod.load_toml(path)
-    for item in sets:
-        key, sep, value = item.partition("=")
-        if not sep:
-            raise config_mod.ConfigError(f"--set expects key=value, got {item!r}")
-        raw[key.strip()] = config_mod.parse_value(value.strip())
-    if out:
-        raw["out-dir"] = out
-    return config_mod.resolve(raw)
-
-
-def backend_config(cfg: dict[str, Any]) -> dict[str, Any]:
-    """Ray resources per simulated node: one CPU each, a GPU share when there is one."""
-    import torch
-
-    gpus = 0.0
-    if cfg["device"] != "cpu" and torch.cuda.is_available():
-        gpus = 0.25
-    return {
-        "client_resources": {"num_cpus": 1, "num_gpus": gpus},
-        "init_args": {"include_dashboard": False, "logging_level": "ERROR", "log_to_driver": True},
-    }
-
-
-def run(cfg: dict[str, Any]) -> int:
-    """Run one simulation; returns the process exit code."""
-    from flwr.simulation import run_simulation
-
-    from clients.ldp_client import make_client_app
-    from strategies.release_training import LEAKY_WARNING
-    from strategies.server_app import make_server_app
-
-    data.check_source(cfg)
-    data.load(cfg)  # fails early (empty documents, bad columns) before any output
-    folder = run_folder(cfg)
-    if folder.exists() and any(folder.iterdir()):
-        raise FileExistsError(f"results folder {folder} already exists and is not empty")
-    cfg = {**cfg, "run-name": folder.name}  # the ServerApp writes to exactly this folder
-    train_users, test_users = population_sizes(cfg)
-    nodes = num_nodes(max(train_users, test_users), cfg["users-per-node"])
-    logging.getLogger("sanitas").info("%d training users, %d test users on %d nodes", train_users, test_users, nodes)
-    print(f"sanitas: {train_users} training users, {test_users} test users on {nodes} simulated nodes", flush=True)
-    if cfg["map-in"] == "leaky":
-        print(f"sanitas: WARNING: {LEAKY_WARNING}", file=sys.stderr, flush=True)
-    if rewrite.enabled(cfg):
-        warning = rewrite.delta_warning(rewrite.word_mechanism(cfg).guarantee, train_users + test_users)
-        if warning:
-            print(f"sanitas: WARNING: {warning}", file=sys.stderr, flush=True)
-    os.environ.setdefault("RAY_DEDUP_LOGS", "0")
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        run_simulation(
-            server_app=make_server_app(cfg),
-            client_app=make_client_app(cfg),
-            num_supernodes=nodes,
-            backend_config=backend_config(cfg),
-        )
+def _run(args: argparse.Namespace) -> int:
+    """Run ``sanitas run``: the TOML file with ``--set`` applied, through :func:`simulations.api.run`."""
+    api.run(load_with_overrides(args.config, args.sets), out=args.out)
     return 0
 
 
@@ -180,9 +121,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             split = lambda text: [v for v in text.split(",") if v.strip()]  # noqa: E731
             return compare(args.config, split(args.epsilons), split(args.noise_multipliers), args.sets,
                            args.central_sets, args.out, name=args.name, timeout=args.timeout)
-        cfg = build_config(args.config, args.sets, args.out)
         if args.command == "run":
-            return run(cfg)
+            return _run(args)
     except (ValueError, FileNotFoundError, FileExistsError) as err:
         print(f"sanitas: error: {err}", file=sys.stderr)
         return 2

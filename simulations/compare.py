@@ -48,6 +48,7 @@ from typing import Any
 from fl import config as config_mod
 
 from . import sweep as sw
+from .overrides import split_override
 
 COLUMNS = ("series", "parameter", "value", "epsilon", "delta", "label_protected", "epsilon_embedding_only",
            "accuracy", "macro_f1", "ldp_guarantee_holds", "evaluation_covered", "run_name", "results_folder")
@@ -59,13 +60,7 @@ def _axis(key: str, values: Sequence[str]) -> sw.GridAxis:
 
 
 def _fixed(items: Sequence[str]) -> list[sw.GridAxis]:
-    axes = []
-    for item in items:
-        key, sep, value = item.partition("=")
-        if not sep:
-            raise config_mod.ConfigError(f"--central-set expects key=value, got {item!r}")
-        axes.append(_axis(key.strip(), [value]))
-    return axes
+    return [_axis(key, [value]) for key, value in (split_override(item, "--central-set") for item in items)]
 
 
 def plan(epsilons: Sequence[str], multipliers: Sequence[str], central_sets: Sequence[str]) -> list[sw.Run]:

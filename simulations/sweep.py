@@ -43,7 +43,6 @@ from __future__ import annotations
 import csv
 import itertools
 import json
-import math
 import re
 import subprocess
 import sys
@@ -54,6 +53,9 @@ from pathlib import Path
 from typing import Any
 
 from fl import config as config_mod
+
+from .api import resolve_config
+from .overrides import load_with_overrides, override_key, split_override
 
 #: Metric columns of ``sweep.csv`` / ``sweep.jsonl``, after the grid keys.
 #: ``epsilon`` is the mechanism's own per-unit epsilon (per release, per word or per sentence in a
@@ -145,9 +147,8 @@ def split_values(text: str) -> list[str]:
 
 def parse_grid(spec: str) -> GridAxis:
     """Parse one ``KEY=V1,V2,...`` argument (see the module docstring)."""
-    key, sep, rest = spec.partition("=")
-    key = key.strip()
-    if not sep or not key:
+    key, rest = split_override(spec, "--grid", "KEY=V1,V2,...")
+    if not key:
         raise config_mod.ConfigError(f"--grid expects KEY=V1,V2,..., got {spec!r}")
     if key not in config_mod.DEFAULTS:
         raise config_mod.ConfigError(f"--grid: unknown config key {key!r}")
@@ -210,17 +211,10 @@ def run_sets(run: Run, sets: Sequence[str]) -> list[str]:
     return [*sets, *(f"{k}={t}" for k, t in run.texts.items()), f"run-name={json.dumps(run.name)}"]
 
 
-def resolve_run(config: str, run: Run, sets: Sequence[str], sweep_dir: Path) -> dict[str, Any]:
-    """The resolved config ``sanitas run`` will build for ``run`` (as ``simulations.cli.build_config``,
-    which is not imported here: the cli module's imports take seconds)."""
-    raw = config_mod.load_toml(config)
-    for item in run_sets(run, sets):
-        key, sep, value = item.partition("=")
-        if not sep:
-            raise config_mod.ConfigError(f"--set expects key=value, got {item!r}")
-        raw[key.strip()] = config_mod.parse_value(value.strip())
-    raw["out-dir"] = str(sweep_dir)
-    return config_mod.resolve(raw)
+def resolve_run(config: str, run: Run, sets: Sequence[str], sweep_dir: Path) -> Mapping[str, Any]:
+    """The resolved config ``sanitas run`` will build for ``run``: the same functions as the CLI
+    and :func:`simulations.api.run` (no simulation module is imported: those imports take seconds)."""
+    return resolve_config(load_with_overrides(config, run_sets(run, sets)), out=str(sweep_dir))
 
 
 def check_runs(config: str, runs: Sequence[Run], sets: Sequence[str], sweep_dir: Path) -> None:
@@ -228,7 +222,7 @@ def check_runs(config: str, runs: Sequence[Run], sets: Sequence[str], sweep_dir:
 
     Raises ``ConfigError`` naming the run and the problem, or on a key in both ``--set`` and ``--grid``.
     """
-    set_keys = {item.partition("=")[0].strip() for item in sets}
+    set_keys = {override_key(item) for item in sets}
     clash = sorted(set_keys & set(grid_keys(runs)))
     if clash:
         raise config_mod.ConfigError(f"keys both in --set and --grid: {clash}")

@@ -24,10 +24,8 @@ global model on its test users' raw embeddings and returns confusion counts
 from __future__ import annotations
 
 import logging
-import math
 import time
 from collections.abc import Iterable, Mapping
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -40,11 +38,13 @@ from flwr.serverapp.strategy import (
     Strategy,
 )
 
-from fl import datasets as data
 from fl.accounting.central import UNIFORM_WEIGHT_KEY, check_central_config, num_sampled_nodes, privacy_record
-from fl.accounting.scope import EVALUATION_NOT_COVERED, GUARANTEE_COVERS, scope_fields
-from fl.pipeline import build_model, scores
-from fl.results import RunWriter, run_folder
+from fl.accounting.scope import EVALUATION_NOT_COVERED, GUARANTEE_COVERS
+from fl.messages import CohortInfo
+from fl.pipeline import scores
+from fl.results import RunWriter
+
+from .discovery import raise_on_errors
 
 log = logging.getLogger(__name__)
 
@@ -54,41 +54,14 @@ CENTRAL_NOTE = (
 )
 
 
-def discover_nodes(grid: Grid, timeout: float = 3600.0) -> dict[int, dict[str, int]]:
-    """Ask every node which users it holds (QUERY), until the cohorts cover every user.
-
-    Nodes may still be registering when the ServerApp starts; this waits for
-    them, so FedAvg later samples from the whole federation.
-    """
-    nodes: dict[int, dict[str, int]] = {}
-    deadline = time.time() + timeout
-    while True:
-        new = [n for n in grid.get_node_ids() if n not in nodes]
-        queries = [Message(content=RecordDict({"config": ConfigRecord({})}), dst_node_id=n,
-                           message_type=MessageType.QUERY) for n in new]
-        replies = list(grid.send_and_receive(queries, timeout=timeout)) if queries else []
-        _raise_on_errors(replies, "query")
-        for reply in replies:
-            nodes[reply.metadata.src_node_id] = {k: int(v) for k, v in reply.content["cohort"].items()}
-        if nodes:
-            first = next(iter(nodes.values()))
-            train = sum(v["train-users-hi"] - v["train-users-lo"] for v in nodes.values())
-            test = sum(v["test-users-hi"] - v["test-users-lo"] for v in nodes.values())
-            if train == first["num-train-users"] and test == first["num-test-users"]:
-                return nodes
-        if time.time() > deadline:
-            raise RuntimeError(f"after {timeout:.0f}s the {len(nodes)} nodes do not hold every user")
-        time.sleep(0.5)
-
-
 class CentralFedAvg(FedAvg):
     """FedAvg sampling exactly ``num_sampled`` of the nodes, averaging uniformly, and
     evaluating on every node that holds test users.
 
     Parameters
     ----------
-    nodes : dict[int, dict[str, int]]
-        Node id -> cohort description (``discover_nodes``).
+    nodes : dict[int, CohortInfo]
+        Node id -> cohort description (``strategies.discovery.discover_nodes``).
     num_sampled : int
         Nodes per training round (``k``); FedAvg samples them uniformly without
         replacement from all ``len(nodes)`` nodes.
@@ -96,7 +69,7 @@ class CentralFedAvg(FedAvg):
         Classes of the task (size of the confusion matrices).
     """
 
-    def __init__(self, nodes: Mapping[int, Mapping[str, int]], num_sampled: int, num_classes: int) -> None:
+    def __init__(self, nodes: Mapping[int, CohortInfo], num_sampled: int, num_classes: int) -> None:
         if not 1 <= num_sampled <= len(nodes):
             raise ValueError(f"cannot sample {num_sampled} of {len(nodes)} nodes")
         # sample_size = max(int(N * fraction_train), min_train_nodes) = num_sampled, from all N nodes.
@@ -104,7 +77,7 @@ class CentralFedAvg(FedAvg):
             fraction_train=num_sampled / len(nodes), min_train_nodes=num_sampled,
             min_available_nodes=len(nodes), min_evaluate_nodes=0, weighted_by_key=UNIFORM_WEIGHT_KEY,
         )
-        self.nodes = {int(n): dict(v) for n, v in nodes.items()}
+        self.nodes = dict(nodes)
         self.num_sampled = int(num_sampled)
         self.num_classes = int(num_classes)
 
@@ -113,7 +86,7 @@ class CentralFedAvg(FedAvg):
     ) -> Iterable[Message]:
         config["server-round"] = server_round
         content = RecordDict({self.arrayrecord_key: arrays, self.configrecord_key: config})
-        test_nodes = [n for n, v in self.nodes.items() if v["test-users-hi"] > v["test-users-lo"]]
+        test_nodes = [n for n, v in self.nodes.items() if v.holds_test_users]
         return self._construct_messages(content, test_nodes, MessageType.EVALUATE)
 
     def aggregate_evaluate(self, server_round: int, replies: Iterable[Message]) -> MetricRecord | None:
@@ -124,7 +97,7 @@ class CentralFedAvg(FedAvg):
                 raise RuntimeError(f"a node failed during evaluate: {reply.error.reason}")
             conf += np.asarray(reply.content["metrics"]["confusion"], dtype=np.int64).reshape(k, k)
         s = scores(conf)
-        return MetricRecord({"accuracy": s["accuracy"], "macro-f1": s["macro_f1"], "test-users": int(conf.sum()),
+        return MetricRecord({"accuracy": s["accuracy"], "macro_f1": s["macro_f1"], "test_users": int(conf.sum()),
                              "confusion": conf.reshape(-1).tolist()})
 
     def summary(self) -> None:
@@ -181,7 +154,7 @@ class CentralDPAccounting(Strategy):
         self, server_round: int, replies: Iterable[Message]
     ) -> tuple[ArrayRecord | None, MetricRecord | None]:
         replies = list(replies)
-        _raise_on_errors(replies, "train")
+        raise_on_errors(replies, "train")
         if len(replies) != self.num_sampled:
             raise RuntimeError(f"round {server_round}: {len(replies)} training replies, expected {self.num_sampled}")
         for reply in replies:
@@ -203,17 +176,17 @@ class CentralDPAccounting(Strategy):
 
     def aggregate_evaluate(self, server_round: int, replies: Iterable[Message]) -> MetricRecord | None:
         replies = list(replies)
-        _raise_on_errors(replies, "evaluate")
+        raise_on_errors(replies, "evaluate")
         metrics = self.strategy.aggregate_evaluate(server_round, replies)
         assert metrics is not None
         record = {
             "round": server_round,
             "accuracy": float(metrics["accuracy"]),
-            "macro_f1": float(metrics["macro-f1"]),
+            "macro_f1": float(metrics["macro_f1"]),
             # Central mode evaluates on noise-free test embeddings: the clean scores are the scores.
             "clean_accuracy": float(metrics["accuracy"]),
-            "clean_macro_f1": float(metrics["macro-f1"]),
-            "test_users": int(metrics["test-users"]),
+            "clean_macro_f1": float(metrics["macro_f1"]),
+            "test_users": int(metrics["test_users"]),
             "mode": "central",
             "sampled_nodes": self.num_sampled,
             "ldp_guarantee_holds": False,
@@ -226,7 +199,7 @@ class CentralDPAccounting(Strategy):
         log.info("round %d: accuracy %.4f, macro-F1 %.4f, central epsilon %.4g (delta %g, %s)", server_round,
                  record["accuracy"], record["macro_f1"], record["privacy"]["epsilon"], record["privacy"]["delta"],
                  record["privacy"]["accountant"])
-        return MetricRecord({"accuracy": record["accuracy"], "macro-f1": record["macro_f1"]})
+        return MetricRecord({"accuracy": record["accuracy"], "macro_f1": record["macro_f1"]})
 
     def summary(self) -> None:
         log.info("CentralDPAccounting: noise multiplier %g, clipping norm %g (%s side), %d of %d nodes, delta %g",
@@ -235,13 +208,13 @@ class CentralDPAccounting(Strategy):
         self.strategy.summary()
 
 
-def make_central_strategy(cfg: Mapping[str, Any], nodes: Mapping[int, Mapping[str, int]],
+def make_central_strategy(cfg: Mapping[str, Any], nodes: Mapping[int, CohortInfo],
                           writer: RunWriter | None = None) -> CentralDPAccounting:
     """The wrapped strategy for a resolved config and the discovered nodes."""
     check_central_config(cfg)
     first = next(iter(nodes.values()))
     k = num_sampled_nodes(cfg["fraction-train"], len(nodes))
-    fedavg = CentralFedAvg(nodes, k, first["num-classes"])
+    fedavg = CentralFedAvg(nodes, k, first.num_classes)
     wrapper = (DifferentialPrivacyServerSideFixedClipping if cfg["central-clipping"] == "server"
                else DifferentialPrivacyClientSideFixedClipping)
     dp = wrapper(fedavg, noise_multiplier=float(cfg["central-noise-multiplier"]),
@@ -275,62 +248,3 @@ def central_guarantee(cfg: Mapping[str, Any], strategy: CentralDPAccounting) -> 
     ]
     return {"central": {"notion": "(epsilon, delta)-DP", **p, "text": text}, "ldp_guarantee_holds": False,
             "notes": notes}
-
-
-def central_run_folder(cfg: Mapping[str, Any]) -> Path:
-    """``<out-dir>/<run-name>``; the default name is dataset-central-z<noise>-timestamp."""
-    if cfg["run-name"]:
-        return run_folder(cfg)
-    name = f"{Path(cfg['dataset']).stem}-central-z{cfg['central-noise-multiplier']:g}-{time.strftime('%Y%m%d-%H%M%S')}"
-    return Path(cfg["out-dir"]).expanduser().resolve() / name
-
-
-def run_central(grid: Grid, cfg: Mapping[str, Any], timeout: float = 3600.0) -> dict[str, Any]:
-    """Run one central-DP federated job with a resolved config; returns the summary dict.
-
-    Nothing is written before the config and the data source have been checked.
-    """
-    started = time.time()
-    check_central_config(cfg)
-    source = data.check_source(cfg)
-    writer = RunWriter(central_run_folder(cfg))
-    writer.write_json("config.json", {"config": dict(cfg), "data_source": source})
-    log.info("results go to %s", writer.folder)
-    nodes = discover_nodes(grid, timeout)
-    first = next(iter(nodes.values()))
-    strategy = make_central_strategy(cfg, nodes, writer)
-    model = build_model(cfg, first["map-dim"], first["encoder-dim"], first["num-classes"])
-    log.info("%d nodes hold %d training users and %d test users; %d nodes sampled per round",
-             len(nodes), first["num-train-users"], first["num-test-users"], strategy.num_sampled)
-    strategy.start(grid=grid, initial_arrays=ArrayRecord(model.state_dict()),
-                   num_rounds=int(cfg["num-server-rounds"]), timeout=timeout)
-    records = strategy.records
-    last = records[-1] if records else {}
-    summary = {
-        "results_folder": str(writer.folder),
-        "dataset": cfg["dataset"],
-        "mode": "central",
-        "strategy": f"{type(strategy.strategy).__name__}({type(strategy.strategy.strategy).__name__})",
-        "rounds": len(records),
-        "final": {k: last.get(k) for k in ("accuracy", "macro_f1", "clean_accuracy", "clean_macro_f1")},
-        "best_accuracy": max((r["accuracy"] for r in records if not math.isnan(r["accuracy"])), default=None),
-        "privacy": last.get("privacy"),
-        "ldp_guarantee_holds": False,
-        **scope_fields("central"),
-        "guarantee": central_guarantee(cfg, strategy),
-        "users": {"train": first["num-train-users"], "test": first["num-test-users"], "nodes": len(nodes)},
-        "wall_seconds": round(time.time() - started, 2),
-    }
-    writer.write_json("summary.json", summary)
-    p = last.get("privacy") or {}
-    writer.plot(f"{cfg['dataset']} | central DP z={cfg['central-noise-multiplier']:g} C={cfg['central-clip']:g} "
-                f"({cfg['central-clipping']}) | {strategy.num_sampled}/{len(nodes)} nodes | "
-                f"eps={p.get('epsilon', float('nan')):.3g}, delta={cfg['central-delta']:g}", test_label="raw test")
-    log.info("done in %.1fs: %s", summary["wall_seconds"], writer.folder)
-    return summary
-
-
-def _raise_on_errors(replies: list[Message], stage: str) -> None:
-    errors = [r.error.reason for r in replies if r.has_error()]
-    if errors:
-        raise RuntimeError(f"{len(errors)} node(s) failed during {stage}: {errors[0]}")

@@ -3,7 +3,7 @@
 Two shapes are accepted, as in Flower:
 
 * a subclass of :class:`~strategies.release_training.ReleaseTraining`: built
-  with the same arguments (``cfg``, ``writer``);
+  with the same arguments (``cfg``);
 * a wrapper (any ``flwr.serverapp.strategy.Strategy`` whose constructor takes a
   ``strategy`` argument, like Flower's ``DifferentialPrivacy*`` wrappers): built
   around a default ``ReleaseTraining``.
@@ -17,8 +17,6 @@ from collections.abc import Mapping
 from typing import Any
 
 from flwr.serverapp.strategy import Strategy
-
-from fl.results import RunWriter
 
 from .release_training import ReleaseTraining
 
@@ -38,26 +36,21 @@ def import_object(spec: str) -> Any:
         raise ValueError(f"module {module_name!r} has no attribute {attr!r}") from None
 
 
-def make_strategy(cfg: Mapping[str, Any], writer: RunWriter | None) -> Strategy:
-    """The configured strategy (``ReleaseTraining`` when ``strategy`` is empty)."""
+def make_strategy(cfg: Mapping[str, Any]) -> Strategy:
+    """The configured strategy (``ReleaseTraining`` when ``strategy`` is empty).
+
+    The ServerApp puts ``LocalDPAccounting`` around whatever this returns, so
+    no configured strategy can skip the accounting.
+    """
     spec = cfg["strategy"]
     if not spec:
-        return ReleaseTraining(cfg, writer)
+        return ReleaseTraining(cfg)
     cls = import_object(spec)
     if inspect.isclass(cls) and issubclass(cls, ReleaseTraining):
-        return cls(cfg, writer)
+        return cls(cfg)
     if inspect.isclass(cls) and issubclass(cls, Strategy) and "strategy" in inspect.signature(cls).parameters:
-        return cls(strategy=ReleaseTraining(cfg, writer))
+        return cls(strategy=ReleaseTraining(cfg))
     raise ValueError(
         f"strategy {spec!r} must subclass strategies.ReleaseTraining or be a Flower Strategy "
         "wrapper taking a `strategy` argument"
     )
-
-
-def innermost(strategy: Strategy) -> Strategy:
-    """Follow ``.strategy`` attributes of wrappers down to the wrapped strategy."""
-    seen = 0
-    while hasattr(strategy, "strategy") and isinstance(strategy.strategy, Strategy) and seen < 16:
-        strategy = strategy.strategy
-        seen += 1
-    return strategy

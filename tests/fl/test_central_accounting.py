@@ -17,8 +17,8 @@ from dp_accounting.pld import PLDAccountant
 from dp_accounting.rdp import RdpAccountant
 
 from fl.accounting.central import (
-    check_central_config,
     central_epsilon,
+    check_central_config,
     noise_for_epsilon,
     num_sampled_nodes,
     privacy_record,

@@ -16,7 +16,7 @@ def test_pyproject_run_config_matches_defaults() -> None:
     data = tomllib.loads((REPO / "pyproject.toml").read_text())
     assert data["tool"]["flwr"]["app"]["config"] == config.DEFAULTS
     comps = data["tool"]["flwr"]["app"]["components"]
-    assert comps == {"serverapp": "strategies.server_app:app", "clientapp": "clients.ldp_client:app"}
+    assert comps == {"serverapp": "strategies.server_app:app", "clientapp": "clients.app:app"}
 
 
 def test_quickstart_config_resolves() -> None:

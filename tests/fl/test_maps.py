@@ -1,4 +1,4 @@
-"""The input map M1: gradient isolation in the LDP modes (spec §11.6 item 1) and
+"""The input map M1: gradient isolation in the LDP modes (docs/SPEC.md §11.6 item 1) and
 the leaky mode as its power check; public pretraining; straight-through routing."""
 
 from __future__ import annotations

@@ -34,7 +34,7 @@ def test_input_map_output_is_normalised_and_checks_dimension() -> None:
 
 
 def test_releases_carry_no_gradient_path_to_raw_embeddings() -> None:
-    """Spec §11.6: one training step on releases leaves raw inputs without gradient."""
+    """docs/SPEC.md §11.6: one training step on releases leaves raw inputs without gradient."""
     gen = torch.Generator().manual_seed(0)
     raw = torch.randn(64, 384, generator=gen).requires_grad_(True)
     mapped = apply_input_map(raw, input_map("random", 384, 16, 0))
@@ -69,7 +69,7 @@ def test_release_dim_for_every_sentence_mechanism() -> None:
     the pipeline its release dimension."""
     import mechanisms
     from fl.config import resolve
-    from fl.pipeline import release_dim
+    from fl.maps import release_dim
 
     for name in mechanisms.names():
         if mechanisms.mechanism_class(name).level not in ("sentence", ""):

@@ -31,7 +31,8 @@ BASE = {
 }
 
 
-def _run(tmp_path: Path, data_dir: Path, cache_dir: Path, extra: dict[str, str], pythonpath: str = "") -> subprocess.CompletedProcess:
+def _run(tmp_path: Path, data_dir: Path, cache_dir: Path, extra: dict[str, str],
+         pythonpath: str = "") -> subprocess.CompletedProcess:
     cfg = tmp_path / "run.toml"
     cfg.write_text("".join(f"{k} = {v}\n" for k, v in {**BASE, **extra}.items()))
     env = {**os.environ, "SANITAS_DATA_DIR": str(data_dir), "SANITAS_CACHE_DIR": str(cache_dir)}
@@ -62,7 +63,8 @@ def test_end_to_end_run_writes_a_complete_results_folder(tmp_path: Path, data_di
         assert set(r["privacy"]) >= {"epsilon_metric", "epsilon_ldp", "epsilon_label", "releases"}
         # What a shuffler would make of the round's fresh embedding reports (pure 10*pi each).
         if r["privacy"]["shuffled_reports"]:
-            assert 0 < r["privacy"]["epsilon_shuffled"] <= r["privacy"]["shuffle_epsilon0"] == pytest.approx(10 * math.pi)
+            shuffled, epsilon0 = r["privacy"]["epsilon_shuffled"], r["privacy"]["shuffle_epsilon0"]
+            assert 0 < shuffled <= epsilon0 == pytest.approx(10 * math.pi)
         assert r["privacy"]["epsilon_shuffled_joint"] is None  # labels in the clear: no joint figure
     # Cached releases: every user released once; re-sent rows cost nothing more.
     last = rounds[-1]["privacy"]
@@ -172,7 +174,8 @@ def test_wrapper_strategy(tmp_path: Path, data_dir: Path, cache_dir: Path) -> No
         ({"sentence-mechanism": '"privemb"', "sentence-options": "'speed = 2'"}, "bad parameters for mechanism"),
     ],
 )
-def test_bad_input_fails_before_writing(tmp_path: Path, data_dir: Path, cache_dir: Path, extra: dict, message: str) -> None:
+def test_bad_input_fails_before_writing(tmp_path: Path, data_dir: Path, cache_dir: Path, extra: dict,
+                                        message: str) -> None:
     proc = _run(tmp_path, data_dir, cache_dir, extra)
     assert proc.returncode == 2
     assert message in proc.stderr and proc.stderr.count("\n") == 1

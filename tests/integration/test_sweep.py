@@ -284,7 +284,8 @@ def test_a_failed_run_is_recorded_and_the_sweep_goes_on(tmp_path: Path) -> None:
 
 
 def test_execute_records_a_crashing_process(tmp_path: Path) -> None:
-    code = "import sys; print('progress'); print('sanitas: error: bad thing', file=sys.stderr); print('tail'); sys.exit(3)"
+    code = ("import sys; print('progress'); print('sanitas: error: bad thing', file=sys.stderr); print('tail'); "
+            "sys.exit(3)")
     outcome = sw.execute([sys.executable, "-c", code], tmp_path / "logs" / "r.log")
     assert outcome.returncode == 3 and outcome.error == "sanitas: error: bad thing"
     assert "progress" in (tmp_path / "logs" / "r.log").read_text()

@@ -1,0 +1,46 @@
+"""The Sanitas ClientApp: one app for both modes, dispatching each message by ``mode``.
+
+``mode = "local"``: local-DP releases (``clients.ldp_client``);
+``mode = "central"``: DP-FedAvg local training (``clients.central_client``).
+Queries are the same in both modes (``clients.node``). The run config is
+resolved once per process (``clients.node.resolve_once``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from flwr.app import Context, Message
+from flwr.clientapp import ClientApp
+
+from .central_client import central_clipping_mod, handle_central_evaluate, handle_central_train
+from .ldp_client import handle_evaluate, handle_train
+from .node import handle_query, resolve_once
+
+
+def make_client_app(overrides: Mapping[str, Any] | None = None) -> ClientApp:
+    """The ClientApp; ``overrides`` (from ``sanitas run``) take precedence over the run config."""
+    app = ClientApp()
+
+    def resolved(context: Context) -> dict[str, Any]:
+        return resolve_once(context.run_config, overrides)
+
+    @app.query()
+    def query(msg: Message, context: Context) -> Message:
+        return handle_query(msg, context, resolved(context))
+
+    @app.train(mods=[central_clipping_mod])  # fixedclipping_mod when the server sends a clipping norm
+    def train(msg: Message, context: Context) -> Message:
+        cfg = resolved(context)
+        return (handle_central_train if cfg["mode"] == "central" else handle_train)(msg, context, cfg)
+
+    @app.evaluate()
+    def evaluate(msg: Message, context: Context) -> Message:
+        cfg = resolved(context)
+        return (handle_central_evaluate if cfg["mode"] == "central" else handle_evaluate)(msg, context, cfg)
+
+    return app
+
+
+app = make_client_app()

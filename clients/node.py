@@ -1,0 +1,100 @@
+"""What every node does whatever the mode: find its cohort, answer the server's query, resolve the
+run config once per process, and keep its secret noise state.
+
+A simulated node holds a cohort of users (``fl.cohort``): partition ``partition-id``
+of ``num-partitions`` from Flower's node config. Each user is still its own
+privacy unit; the cohort only batches the work.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+from collections.abc import Mapping
+from functools import lru_cache
+from typing import Any
+
+import torch
+from flwr.app import ConfigRecord, Context, Message, RecordDict
+
+from fl import config as config_mod
+from fl import messages as wire
+from fl.cohort import Cohort, build_cohort
+
+NOISE_KEY = "sanitas.noise"
+
+
+def node_partition(context: Context) -> tuple[int, int]:
+    """(partition id, number of partitions) of this node, from Flower's node config."""
+    try:
+        return int(context.node_config["partition-id"]), int(context.node_config["num-partitions"])
+    except KeyError:
+        raise ValueError("node_config must define partition-id and num-partitions (simulation nodes do)") from None
+
+
+def node_cohort(context: Context, cfg: Mapping[str, Any]) -> Cohort:
+    """This node's cohort (built once per process and config, ``fl.cohort``)."""
+    pid, num = node_partition(context)
+    return build_cohort(cfg, pid, num)
+
+
+@lru_cache(maxsize=8)
+def _resolved(items: tuple[tuple[str, Any], ...]) -> dict[str, Any]:
+    return config_mod.resolve(dict(items))
+
+
+def resolve_once(run_config: Mapping[str, Any], overrides: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """The resolved run config, validated once per process and (run config, overrides) pair.
+
+    Every message of a run carries the same run config; validating it per
+    message cost time on every node. The returned dict is shared: do not modify it.
+    """
+    merged = {**dict(run_config), **dict(overrides or {})}
+    return _resolved(tuple(sorted(merged.items())))
+
+
+def cohort_info(c: Cohort) -> wire.CohortInfo:
+    return wire.CohortInfo(
+        train_users_lo=c.train_users.start, train_users_hi=c.train_users.stop, num_train_users=c.num_train_users,
+        num_train_docs=int(c.train_doc_user.size), test_users_lo=c.test_users.start,
+        test_users_hi=c.test_users.stop, num_test_users=c.num_test_users, num_classes=c.num_classes,
+        encoder_dim=c.encoder_dim, map_dim=c.map_dim, release_dim=c.release_dim,
+    )
+
+
+def handle_query(msg: Message, context: Context, cfg: Mapping[str, Any]) -> Message:
+    """Report the users this node holds and the shapes the server model needs."""
+    info = cohort_info(node_cohort(context, cfg))
+    return Message(content=RecordDict({wire.COHORT: info.to_record()}), reply_to=msg)
+
+
+# ------------------------------------------------------------------------------------- noise
+def noise_secret(context: Context, cfg: Mapping[str, Any]) -> ConfigRecord:
+    """This node's noise state: its secret (from the OS, or ``noise-seed``) and draw counter.
+
+    With ``noise-seed = -1`` the secret comes from the OS and never leaves the
+    node; a fixed ``noise-seed >= 0`` makes simulations reproducible, and a
+    server that knew it could remove the noise.
+    """
+    state = context.state
+    if NOISE_KEY in state:
+        return state[NOISE_KEY]
+    secret = cfg["noise-seed"] if cfg["noise-seed"] >= 0 else secrets.randbits(62)
+    noise = ConfigRecord({"secret": int(secret), "draws": 0})
+    state[NOISE_KEY] = noise
+    return noise
+
+
+def derived_seed(secret: int, partition_id: int, purpose: str, draw: int) -> int:
+    """A 63-bit seed from the node's secret and what it is for (never from data)."""
+    material = f"{secret}|{partition_id}|{purpose}|{draw}".encode()
+    return int.from_bytes(hashlib.sha256(material).digest()[:8], "little") >> 1
+
+
+def next_generator(context: Context, cfg: Mapping[str, Any], purpose: str, partition_id: int) -> torch.Generator:
+    """A fresh generator for the next draw of this node."""
+    noise = noise_secret(context, cfg)
+    draw = int(noise["draws"])
+    noise["draws"] = draw + 1
+    context.state[NOISE_KEY] = noise
+    return torch.Generator().manual_seed(derived_seed(int(noise["secret"]), partition_id, purpose, draw))

@@ -1,0 +1,159 @@
+"""One simulation from Python: ``simulations.run(config, **overrides) -> RunResult``.
+
+::
+
+    import simulations
+
+    result = simulations.run("simulations/quickstart.toml", sentence_epsilon=6.0, label_mechanism="rr",
+                             out="results")
+    result.summary["final"]["accuracy"], [r["accuracy"] for r in result.rounds], result.folder
+
+``config`` is a flat TOML run config (a path) or a mapping of run-config keys (``fl/config.py``);
+keyword arguments override keys, underscores standing for the hyphens of the kebab-case keys
+(``sentence_epsilon=6.0`` sets ``sentence-epsilon``); ``out`` is the results parent folder
+(``out-dir``). The run is the same as ``sanitas run`` (which calls this function): the config and
+the data are checked before anything is written (a :class:`fl.config.ConfigError`, or another
+``ValueError``, ``FileNotFoundError`` or ``FileExistsError``, with a one-line message), the
+federation is sized (``ceil(users / users-per-node)`` nodes), and the ServerApp and ClientApp run
+on Flower's Ray simulation backend in this process. :class:`RunResult` is read back from the
+results folder the run wrote.
+
+Heavy imports (torch, datasets, Flower) happen inside the functions, so ``import simulations`` is
+cheap.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import sys
+import warnings
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from fl import config as config_mod
+
+
+@dataclass(frozen=True)
+class RunResult:
+    """What one run wrote: its results folder, ``rounds.jsonl`` (one dict per round) and ``summary.json``."""
+
+    folder: Path
+    rounds: list[dict[str, Any]]
+    summary: dict[str, Any]
+
+    @classmethod
+    def from_folder(cls, folder: str | Path) -> RunResult:
+        """Read a finished run's results folder; ``FileNotFoundError`` when it has no ``summary.json``."""
+        folder = Path(folder)
+        summary_path = folder / "summary.json"
+        if not summary_path.is_file():
+            raise FileNotFoundError(f"no summary.json in results folder {folder}: the run did not finish")
+        rounds_path = folder / "rounds.jsonl"
+        rounds = [json.loads(line) for line in rounds_path.read_text().splitlines() if line.strip()] \
+            if rounds_path.is_file() else []
+        return cls(folder, rounds, json.loads(summary_path.read_text()))
+
+
+def config_key(name: str) -> str:
+    """The run-config key of a keyword argument: ``sentence_epsilon`` -> ``sentence-epsilon``.
+
+    Raises :class:`fl.config.ConfigError` naming the argument when no such key exists.
+    """
+    key = name.replace("_", "-")
+    if key not in config_mod.DEFAULTS:
+        raise config_mod.ConfigError(f"unknown config key {key!r} (keyword argument {name!r}); known keys: "
+                                     f"{', '.join(k.replace('-', '_') for k in config_mod.DEFAULTS)}")
+    return key
+
+
+def keyword_overrides(overrides: Mapping[str, Any]) -> dict[str, Any]:
+    """Run-config keys and values of keyword arguments (paths become strings)."""
+    return {config_key(name): os.fspath(value) if isinstance(value, os.PathLike) else value
+            for name, value in overrides.items()}
+
+
+def resolve_config(config: str | Path | Mapping[str, Any], overrides: Mapping[str, Any] | None = None,
+                   out: str | Path | None = None) -> Mapping[str, Any]:
+    """The resolved, validated run config (:func:`fl.config.resolve`): ``config`` (a TOML path or a
+    mapping of run-config keys), then ``overrides`` (run-config keys), then ``out`` as ``out-dir``
+    when given.
+
+    Raises :class:`fl.config.ConfigError` (a ``ValueError``) naming the first bad key.
+    """
+    raw = dict(config) if isinstance(config, Mapping) else config_mod.load_toml(config)
+    raw.update(overrides or {})
+    if out:
+        raw["out-dir"] = os.fspath(out)
+    return config_mod.resolve(raw)
+
+
+def backend_config(cfg: Mapping[str, Any]) -> dict[str, Any]:
+    """Ray resources per simulated node: one CPU each, a GPU share when there is one."""
+    import torch
+
+    gpus = 0.0
+    if cfg["device"] != "cpu" and torch.cuda.is_available():
+        gpus = 0.25
+    return {
+        "client_resources": {"num_cpus": 1, "num_gpus": gpus},
+        "init_args": {"include_dashboard": False, "logging_level": "ERROR", "log_to_driver": True},
+    }
+
+
+def launch(cfg: Mapping[str, Any]) -> Path:
+    """Run one simulation of a resolved config; returns its results folder.
+
+    The data source and the data are checked, and an existing non-empty results folder is
+    refused, before anything is written or Ray starts.
+    """
+    from flwr.simulation import run_simulation
+
+    from clients.app import make_client_app
+    from fl import datasets as data
+    from fl import rewrite
+    from fl.cohort import population_sizes
+    from fl.partition import num_nodes
+    from fl.results import run_folder
+    from strategies.local_accounting import LEAKY_WARNING
+    from strategies.server_app import make_server_app
+
+    data.check_source(cfg)
+    data.load(cfg)  # fails early (empty documents, bad columns) before any output
+    folder = run_folder(cfg)
+    if folder.exists() and any(folder.iterdir()):
+        raise FileExistsError(f"results folder {folder} already exists and is not empty")
+    cfg = config_mod.resolve({**cfg, "run-name": folder.name})  # the ServerApp writes to exactly this folder
+    train_users, test_users = population_sizes(cfg)
+    nodes = num_nodes(max(train_users, test_users), cfg["users-per-node"])
+    logging.getLogger("sanitas").info("%d training users, %d test users on %d nodes", train_users, test_users, nodes)
+    print(f"sanitas: {train_users} training users, {test_users} test users on {nodes} simulated nodes", flush=True)
+    if cfg["map-in"] == "leaky":
+        print(f"sanitas: WARNING: {LEAKY_WARNING}", file=sys.stderr, flush=True)
+    if rewrite.enabled(cfg):
+        warning = rewrite.delta_warning(rewrite.word_mechanism(cfg).guarantee, train_users + test_users)
+        if warning:
+            print(f"sanitas: WARNING: {warning}", file=sys.stderr, flush=True)
+    os.environ.setdefault("RAY_DEDUP_LOGS", "0")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        run_simulation(
+            server_app=make_server_app(cfg),
+            client_app=make_client_app(cfg),
+            num_supernodes=nodes,
+            backend_config=backend_config(cfg),
+        )
+    return folder
+
+
+def run(config: str | Path | Mapping[str, Any], *, out: str | Path | None = None, **overrides: Any) -> RunResult:
+    """Run one simulation and return what it wrote (see the module docstring).
+
+    ``config``: a TOML run-config path or a mapping of run-config keys; ``overrides``: run-config
+    keys as keyword arguments, ``_`` for ``-``; ``out``: the results parent folder (``out-dir``).
+    """
+    cfg = resolve_config(config, keyword_overrides(overrides), out)
+    return RunResult.from_folder(launch(cfg))

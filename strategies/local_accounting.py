@@ -1,0 +1,265 @@
+"""LocalDPAccounting: the per-user privacy account of a local-DP run, as a strategy wrapper.
+
+In the shape of Flower's ``DifferentialPrivacy*FixedClipping`` wrappers (and
+of ``strategies.central.CentralDPAccounting``): it takes the release-training
+strategy, passes every call through, and around it
+
+* reads every reply's charges (``fl.messages.Release``) into the per-user
+  ledger (``fl.accounting.PrivacyLedger``): fresh training releases
+  (embedding and label channels) and the test users' evaluation releases;
+* estimates what a trusted shuffler would make of each round's fresh reports
+  (``fl.accounting.shuffle``; what-if numbers, not the run's guarantee);
+* asks the channel for its per-level report (words, sentences of documents);
+* writes one round record per round (metrics, privacy, timings).
+
+The ServerApp always puts this wrapper outermost, around whatever strategy the
+run config names, so a custom strategy cannot skip the accounting.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import numpy as np
+from flwr.app import ArrayRecord, ConfigRecord, Message, MetricRecord
+from flwr.serverapp import Grid
+from flwr.serverapp.strategy import Strategy
+
+from fl import messages as wire
+from fl.accounting import PrivacyLedger, compose_shuffled, shuffle_bound
+from fl.accounting.charges import Charge
+from fl.accounting.scope import scope_fields
+from fl.channels import concat_extras
+from fl.results import RunWriter
+from mechanisms.guarantee import Guarantee
+
+from .discovery import raise_on_errors
+from .release_training import ReleaseTraining
+
+log = logging.getLogger(__name__)
+
+LEAKY_WARNING = (
+    "NOT LOCAL DP: map-in = 'leaky' trains M1 on clients' unsanitized gradients (computed from raw "
+    "embeddings and true labels through the noise), which reveal the embeddings; the mechanism's "
+    "epsilon does not bound what the server learns (docs/SPEC.md §3.2)"
+)
+
+
+def innermost(strategy: Strategy) -> Strategy:
+    """Follow ``.strategy`` attributes of wrappers down to the wrapped strategy."""
+    seen = 0
+    while hasattr(strategy, "strategy") and isinstance(strategy.strategy, Strategy) and seen < 16:
+        strategy = strategy.strategy
+        seen += 1
+    return strategy
+
+
+class LocalDPAccounting(Strategy):
+    """Account a release-training strategy's rounds per user and write their records.
+
+    Parameters
+    ----------
+    strategy : Strategy
+        A :class:`ReleaseTraining`, a subclass, or wrappers around one (the
+        innermost strategy must be a ``ReleaseTraining``: its channels and
+        evaluation are read).
+    cfg : Mapping[str, Any]
+        Resolved run config (``accounting-delta``, ``map-in``).
+    writer : RunWriter or None
+        Where round records go; ``None`` keeps them in memory only.
+    """
+
+    def __init__(self, strategy: Strategy, cfg: Mapping[str, Any], writer: RunWriter | None = None) -> None:
+        core = innermost(strategy)
+        if not isinstance(core, ReleaseTraining):
+            raise TypeError("the innermost strategy must be a ReleaseTraining")
+        self.strategy = strategy
+        self.core: ReleaseTraining = core
+        self.cfg = dict(cfg)
+        self.writer = writer
+        self.records: list[dict[str, Any]] = []
+        self.ledger: PrivacyLedger | None = None  # sized at the first round (after discovery)
+        self.level_warning: str | None = None
+        self.shuffle_rounds: list[dict[str, Any]] = []
+        self.refused_total = {"train": 0, "test": 0}
+        self._seen: list[dict[str, np.ndarray]] = []  # extras of fresh embedding releases (level reports)
+        self._round_reports: list[tuple[Guarantee, Guarantee | None, int]] = []
+        self._round_started = 0.0
+
+    @property
+    def leaky(self) -> bool:
+        return self.core.leaky
+
+    def _open_ledger(self) -> None:
+        core = self.core
+        self.ledger = PrivacyLedger({"train": core.num_train_users, "test": core.num_test_users},
+                                    target_delta=self.cfg["accounting-delta"])
+        assert core.channels is not None
+        self.level_warning = core.channels.embedding.warning(core.num_train_users + core.num_test_users)
+        if self.level_warning:
+            log.warning("WORD-LEVEL DELTA TOO LARGE: %s", self.level_warning)
+
+    # ------------------------------------------------------------------ Flower Strategy API
+    def configure_train(
+        self, server_round: int, arrays: ArrayRecord, config: ConfigRecord, grid: Grid
+    ) -> Iterable[Message]:
+        self._round_started = time.time()
+        messages = self.strategy.configure_train(server_round, arrays, config, grid)
+        if self.ledger is None:
+            self._open_ledger()
+        return messages
+
+    def aggregate_train(
+        self, server_round: int, replies: Iterable[Message]
+    ) -> tuple[ArrayRecord | None, MetricRecord | None]:
+        replies = list(replies)
+        raise_on_errors(replies, "train")
+        for reply in replies:
+            rel = wire.Release.from_content(reply.content)
+            self.refused_total["train"] += int(reply.content[wire.METRICS].get("refused-releases", 0))
+            report = self._charge("train", rel)
+            label = rel.charges["label"][0].guarantee if rel.charges.get("label") else None
+            self._round_reports.append((report, label, int(rel.fresh.sum())))
+        return self.strategy.aggregate_train(server_round, replies)
+
+    def configure_evaluate(
+        self, server_round: int, arrays: ArrayRecord, config: ConfigRecord, grid: Grid
+    ) -> Iterable[Message]:
+        return self.strategy.configure_evaluate(server_round, arrays, config, grid)
+
+    def aggregate_evaluate(self, server_round: int, replies: Iterable[Message]) -> MetricRecord | None:
+        replies = list(replies)
+        raise_on_errors(replies, "evaluate")
+        for reply in replies:
+            rel = wire.Release.from_content(reply.content)
+            self.refused_total["test"] += int(reply.content[wire.METRICS].get("refused-releases", 0))
+            self._round_reports.append((self._charge("test", rel), None, int(rel.fresh.sum())))
+        metrics = self.strategy.aggregate_evaluate(server_round, replies)
+        self._write_record(server_round)
+        return metrics
+
+    def summary(self) -> None:
+        self.strategy.summary()
+
+    # ------------------------------------------------------------------ the ledger
+    def _charge(self, population: str, rel: wire.Release) -> Guarantee:
+        """Enter a release's fresh rows in the ledger; returns the guarantee of its most exposed
+        embedding row (for the shuffling estimate).
+
+        Every fresh row is charged what its charge says (the node's budget check
+        used the same object); re-sent rows cost nothing.
+        """
+        assert self.ledger is not None and self.core.channels is not None
+        embedding = self.core.channels.embedding
+        worst: Charge | None = None
+        for channel in wire.CHANNELS:
+            for users, charge in rel.fresh_charges(channel):
+                units = None if charge.units is None else np.full(users.size, charge.units, dtype=np.int64)
+                self.ledger.record(population, users, charge.guarantee, channel, units=units)
+                if channel == "embedding" and (worst is None or charge.cost > worst.cost):
+                    worst = charge
+        if embedding.extra_keys:
+            self._seen.append({k: rel.rows[k].numpy()[rel.fresh] for k in embedding.extra_keys})
+        return worst.release_guarantee() if worst is not None else embedding.guarantee
+
+    def privacy_record(self) -> dict[str, Any]:
+        """The ledger's snapshot, or, in the leaky mode, a statement that no guarantee holds."""
+        assert self.ledger is not None and self.core.channels is not None
+        snapshot = {**scope_fields("local"), **self.ledger.snapshot()}
+        snapshot.update(self.shuffle_record())
+        level = self.core.channels.embedding.report(concat_extras(self._seen) if self._seen else {})
+        if level is not None:
+            key, block = level
+            if key == "word_level":
+                block["delta_warning"] = self.level_warning
+            snapshot[key] = block
+        if not self.leaky:
+            return snapshot
+        return {
+            "ldp_guarantee_holds": False,
+            "reason": LEAKY_WARNING,
+            **scope_fields("local"),
+            "nominal_mechanism_accounting_not_a_guarantee": snapshot,
+        }
+
+    # ------------------------------------------------------------------ shuffling (what-if)
+    def shuffle_record(self) -> dict[str, Any]:
+        """What a trusted shuffler would turn this round's fresh releases into (an estimate).
+
+        The round's n fresh reports (training and evaluation) are each pure
+        eps0-LDP, eps0 being the largest per-report pure epsilon; Feldman,
+        McMillan & Talwar (2021) bound the shuffled central epsilon at
+        ``accounting-delta``. ``epsilon_shuffled`` covers the embeddings;
+        ``epsilon_shuffled_joint`` the (embedding, label) reports when labels are
+        protected. Over rounds: a user releasing once (cached releases) is covered
+        by its round's bound, so the run's figure is the maximum; with repeated
+        releases the rounds compose. Sanitas has no shuffler: these are what-if
+        numbers, not the run's guarantee.
+        """
+        reports = [(s, lab) for s, lab, k in self._round_reports if k > 0]
+        n = sum(k for *_, k in self._round_reports)
+        this: dict[str, Any] = {"shuffled_reports": n}
+        for name, with_label in (("", False), ("_joint", True)):
+            guarantees = [[s] + ([lab] if with_label and lab is not None else []) for s, lab in reports]
+            this.update(self._shuffle_one(name, n, guarantees))
+        self.shuffle_rounds.append(this)
+        self._round_reports = []
+        return {**this, **self._shuffle_total(""), **self._shuffle_total("_joint")}
+
+    def _shuffle_one(self, name: str, n: int, guarantees: list[list[Guarantee]]) -> dict[str, Any]:
+        if n == 0:
+            return {f"epsilon_shuffled{name}": 0.0, f"delta_shuffled{name}": 0.0}
+        eps0 = max(sum(g.as_ldp()[0] for g in gs) for gs in guarantees)
+        if not math.isfinite(eps0) or any(g.as_ldp()[1] > 0 for gs in guarantees for g in gs):
+            return {f"epsilon_shuffled{name}": None, f"delta_shuffled{name}": None,
+                    f"shuffle_method{name}": "not computed: a report is not pure LDP (or is in the clear)"}
+        bound = shuffle_bound(eps0, n, float(self.cfg["accounting-delta"]))
+        return {f"epsilon_shuffled{name}": bound.epsilon, f"delta_shuffled{name}": bound.delta,
+                f"shuffle_epsilon0{name}": eps0, f"shuffle_method{name}": bound.method}
+
+    def _shuffle_total(self, name: str) -> dict[str, Any]:
+        done = [r for r in self.shuffle_rounds if r["shuffled_reports"]]
+        key_e, key_d = f"epsilon_shuffled{name}", f"delta_shuffled{name}"
+        if not done:
+            return {f"{key_e}_total": 0.0, f"{key_d}_total": 0.0}
+        if any(r[key_e] is None for r in done):
+            return {f"{key_e}_total": None, f"{key_d}_total": None}
+        assert self.ledger is not None
+        if self.ledger.max_releases_per_user() <= 1:
+            return {f"{key_e}_total": max(r[key_e] for r in done), f"{key_d}_total": max(r[key_d] for r in done)}
+        eps, delta = compose_shuffled([r[key_e] for r in done], max(r[key_d] for r in done),
+                                      float(self.cfg["accounting-delta"]))
+        return {f"{key_e}_total": eps, f"{key_d}_total": delta}
+
+    # ------------------------------------------------------------------ round records
+    def _write_record(self, server_round: int) -> None:
+        core = self.core
+        ev = dict(core.evaluation)
+        record = {
+            "round": server_round,
+            **{k: ev.get(k) for k in ("accuracy", "macro_f1", "clean_accuracy", "clean_macro_f1", "test_users",
+                                      "random_guess_f1")},
+            **core.train_info,
+            "fresh_test_releases": ev.get("fresh_test_releases", 0),
+            "refused_test_releases": ev.get("refused_test_releases", 0),
+            "refused_releases_total": dict(self.refused_total),
+            "ldp_guarantee_holds": not self.leaky,
+            "privacy": self.privacy_record(),
+            "seconds": round(time.time() - self._round_started, 3),
+        }
+        if "by_sentences" in ev:
+            record["by_sentences"] = ev["by_sentences"]
+        if server_round == 1 and core.public_info:
+            record["public_pretraining"] = core.public_info
+        self.records.append(record)
+        if self.writer is not None:
+            self.writer.append_round(record)
+        log.info(
+            "round %d: accuracy %.4f, macro-F1 %.4f, clean accuracy %.4f, max eps_ldp %s",
+            server_round, record["accuracy"], record["macro_f1"], record["clean_accuracy"],
+            record["privacy"].get("epsilon_ldp", "none (leaky)"),
+        )

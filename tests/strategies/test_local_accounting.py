@@ -1,0 +1,164 @@
+"""ReleaseTraining and its LocalDPAccounting wrapper, driven by hand-made replies (as Flower's own
+strategy tests drive theirs): storage, re-sent releases, the ledger's entries and the round record,
+without a simulation."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from flwr.app import ArrayRecord, ConfigRecord, Message, MetricRecord, RecordDict
+
+from clients.ldp_client import NodeRelease
+from fl import config
+from fl import messages as wire
+from fl.accounting.charges import Charge
+from mechanisms.guarantee import Guarantee
+from strategies.local_accounting import LocalDPAccounting
+from strategies.release_training import ReleaseTraining
+from tests.strategies.conftest import FakeGrid
+
+EPS, LABEL_EPS = 2.0, 1.0
+NODES = {
+    11: wire.CohortInfo(0, 4, 8, 4, 0, 2, 4, 2, 6, 4, 4),  # train users 0-3, test users 0-1
+    12: wire.CohortInfo(4, 8, 8, 4, 2, 4, 4, 2, 6, 4, 4),  # train users 4-7, test users 2-3
+}
+
+
+def _cfg(**kw: object) -> config.RunConfig:
+    return config.resolve({"map-in": "random", "map-dim": 4, "server-epochs": 1, "batch-size": 4, "device": "cpu",
+                           "sentence-epsilon": EPS, "label-mechanism": "rr", "label-epsilon": LABEL_EPS,
+                           "fraction-train": 0.5, **kw})
+
+
+class Nodes:
+    """Answers like the ClientApp: one document per user (doc id = user id); a user releases once
+    (later requests re-send the cached row, not fresh); test users release at evaluation."""
+
+    def __init__(self, core: ReleaseTraining) -> None:
+        self.core = core
+        self.released: set[tuple[str, int]] = set()
+        self.rng = np.random.default_rng(0)
+
+    def __call__(self, msg: Message) -> RecordDict:
+        node = NODES[msg.metadata.dst_node_id]
+        if msg.metadata.message_type == "train":
+            users = np.asarray(msg.content[wire.CONFIG]["user-ids"], dtype=np.int64)
+            purpose, labels = "train", self.rng.integers(0, 2, users.size)
+        else:
+            users = np.arange(node.test_users_lo, node.test_users_hi, dtype=np.int64)
+            purpose, labels = "test", None
+        fresh = np.array([(purpose, int(u)) not in self.released for u in users])
+        self.released.update((purpose, int(u)) for u in users)
+        emb = self.rng.normal(size=(users.size, node.release_dim)).astype(np.float32)
+        rel = NodeRelease(rows=users, emb=emb, ids=None, labels=labels, fresh=fresh, refused=0, extras={})
+        assert self.core.channels is not None
+        content = rel.to_wire(self.core.channels, users, users if purpose == "train" else None).to_content()
+        metrics = {"fresh-releases": int(fresh.sum()), "refused-releases": 0}
+        if purpose == "test":
+            metrics["confusion"] = [int(fresh.size), 0, 0, 0]
+        return RecordDict({**content, wire.METRICS: MetricRecord(metrics)})
+
+
+def _round(acc: LocalDPAccounting, grid: FakeGrid, server_round: int) -> dict:
+    messages = list(acc.configure_train(server_round, ArrayRecord(), ConfigRecord(), grid))
+    arrays, _ = acc.aggregate_train(server_round, grid.send_and_receive(messages))
+    assert arrays is not None
+    messages = list(acc.configure_evaluate(server_round, arrays, ConfigRecord(), grid))
+    acc.aggregate_evaluate(server_round, grid.send_and_receive(messages))
+    return acc.records[-1]
+
+
+def test_fresh_releases_are_charged_once_and_resent_ones_are_free() -> None:
+    """Round 1 samples 4 of 8 users: each is charged pi * eps (Purkayastha) + the label's eps; test
+    users pi * eps once. Round 2 samples 4 users again: the already-released ones re-send for free."""
+    core = ReleaseTraining(_cfg())
+    acc = LocalDPAccounting(core, core.cfg)
+    grid = FakeGrid(NODES, Nodes(core))
+    record = _round(acc, grid, 1)
+    assert acc.ledger is not None
+    first = core.sample_users(1)
+    spent = acc.ledger.spent("train", np.arange(8))
+    assert spent[first] == pytest.approx(np.full(4, math.pi * EPS + LABEL_EPS))
+    assert spent[np.setdiff1d(np.arange(8), first)] == pytest.approx(np.zeros(4))
+    assert acc.ledger.spent("test", np.arange(4)) == pytest.approx(np.full(4, math.pi * EPS))
+    assert record["fresh_train_releases"] == 4 and record["fresh_test_releases"] == 4
+    assert record["train_releases_total"] == 4 and len(core._y) == 4
+    assert record["privacy"]["epsilon_ldp"] == pytest.approx(math.pi * EPS)
+    assert record["privacy"]["evaluation_covered"] is False and record["ldp_guarantee_holds"] is True
+
+    record = _round(acc, grid, 2)
+    second = core.sample_users(2)
+    spent = acc.ledger.spent("train", np.arange(8))
+    assert spent[np.union1d(first, second)] == pytest.approx(np.full(np.union1d(first, second).size,
+                                                                      math.pi * EPS + LABEL_EPS))
+    assert record["fresh_train_releases"] == np.setdiff1d(second, first).size
+    assert record["train_releases_total"] == np.union1d(first, second).size  # re-sent rows replace themselves
+    assert record["privacy"]["max_releases_per_user"] == 1
+
+
+def test_charges_travel_with_the_release_and_units_compose() -> None:
+    """The ledger charges what the reply's charges say: a word-level row of k words costs k per-word
+    epsilons (one release, k composition units); a re-sent row costs nothing."""
+    core = ReleaseTraining(_cfg())
+    acc = LocalDPAccounting(core, core.cfg)
+    grid = FakeGrid(NODES, Nodes(core))
+    list(acc.configure_train(1, ArrayRecord(), ConfigRecord(), grid))  # discovery opens the ledger
+    per_word = Guarantee("pure", 0.5, granularity="word")
+    rel = wire.Release(user_ids=np.array([0, 1, 2]), fresh=np.array([True, True, False]),
+                       rows={}, charges={"embedding": [Charge(per_word, 3), Charge(per_word, 5)]},
+                       index={"embedding": np.array([0, 1, 1])})
+    again = wire.Release.from_content(RecordDict(rel.to_content()))
+    assert again.charges == rel.charges and np.array_equal(again.index["embedding"], rel.index["embedding"])
+    acc._charge("train", again)
+    assert acc.ledger is not None
+    assert acc.ledger.spent("train", np.array([0, 1, 2])) == pytest.approx([1.5, 2.5, 0.0])
+    assert acc.ledger.snapshot()["composition_embedding"]["releases"] == 5
+
+
+def test_leaky_mode_records_no_guarantee() -> None:
+    """With map-in = leaky the wrapper still writes every round, but the privacy block says no LDP."""
+    core = ReleaseTraining(_cfg(**{"map-in": "leaky", "allow-unaccounted-leakage": True}))
+    acc = LocalDPAccounting(core, core.cfg)
+    record = _round(acc, FakeGrid(NODES, Nodes(core)), 1)
+    assert record["ldp_guarantee_holds"] is False
+    assert record["privacy"]["ldp_guarantee_holds"] is False and "epsilon_ldp" not in record["privacy"]
+    assert record["privacy"]["evaluation_covered"] is False
+
+
+def test_failed_replies_stop_the_round() -> None:
+    """A node error is never skipped silently: the accounting would miss its releases."""
+    from flwr.app import Error
+
+    core = ReleaseTraining(_cfg())
+    acc = LocalDPAccounting(core, core.cfg)
+    grid = FakeGrid(NODES, Nodes(core))
+    messages = list(acc.configure_train(1, ArrayRecord(), ConfigRecord(), grid))
+    failed = Message(Error(code=0, reason="boom"), reply_to=messages[0])
+    with pytest.raises(RuntimeError, match="failed during train: boom"):
+        acc.aggregate_train(1, [failed])
+
+
+def test_the_accounting_is_always_outermost() -> None:
+    """The ServerApp wraps whatever strategy the config names (a subclass, or a Flower-style
+    wrapper) in LocalDPAccounting; the innermost strategy must be a ReleaseTraining."""
+    from strategies.server_app import local_run
+
+    run = local_run(None, _cfg(strategy="tests.strategies.test_local_accounting:Halves"), None)  # type: ignore[arg-type]
+    assert isinstance(run.strategy, LocalDPAccounting) and isinstance(run.strategy.strategy, Halves)
+    with pytest.raises(TypeError, match="innermost strategy must be a ReleaseTraining"):
+        LocalDPAccounting(NotReleaseTraining(), _cfg())
+
+
+class Halves(ReleaseTraining):
+    def sample_users(self, server_round: int) -> np.ndarray:
+        return np.arange(self.num_train_users // 2)
+
+
+class NotReleaseTraining(ReleaseTraining.__mro__[1]):  # a bare flwr Strategy
+    def configure_train(self, *a): ...
+    def aggregate_train(self, *a): ...
+    def configure_evaluate(self, *a): ...
+    def aggregate_evaluate(self, *a): ...
+    def summary(self): ...
