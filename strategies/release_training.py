@@ -236,6 +236,9 @@ class ReleaseTraining(Strategy):
     ) -> tuple[ArrayRecord | None, MetricRecord | None]:
         replies = list(replies)
         raise_on_errors(replies, "train")
+        # Replies arrive in any order and node ids are random per run: sorted by the users a node
+        # holds, the stored rows (hence the training batches) are the same in every run of a seed.
+        replies.sort(key=lambda r: self.nodes[r.metadata.src_node_id].train_users_lo)
         assert self.channels is not None
         fresh_total = refused = count = 0
         grads: list[np.ndarray] = []

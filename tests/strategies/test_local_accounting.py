@@ -162,3 +162,20 @@ class NotReleaseTraining(ReleaseTraining.__mro__[1]):  # a bare flwr Strategy
     def configure_evaluate(self, *a): ...
     def aggregate_evaluate(self, *a): ...
     def summary(self): ...
+
+
+def test_reply_order_does_not_change_training() -> None:
+    """Replies arrive in any order (and node ids are random per run): the stored rows, hence the
+    training batches and the model, are the same for a seed whatever the order."""
+    models = []
+    for reverse in (False, True):
+        core = ReleaseTraining(_cfg())
+        acc = LocalDPAccounting(core, core.cfg)
+        grid = FakeGrid(NODES, Nodes(core))
+        messages = list(acc.configure_train(1, ArrayRecord(), ConfigRecord(), grid))
+        replies = grid.send_and_receive(messages)
+        acc.aggregate_train(1, replies[::-1] if reverse else replies)
+        models.append((core._x.copy(), core._y.copy(), core.model.state_dict()))  # type: ignore[union-attr]
+    (x0, y0, m0), (x1, y1, m1) = models
+    assert np.array_equal(x0, x1) and np.array_equal(y0, y1)
+    assert all(np.array_equal(m0[k].numpy(), m1[k].numpy()) for k in m0)
