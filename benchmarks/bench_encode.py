@@ -36,20 +36,38 @@ def main() -> None:
     parser.add_argument("--test-size", type=int, default=0, help="seeded subsample of the test split (0: all)")
     parser.add_argument("--out", default="", help="also write the JSON to this file")
     args = parser.parse_args()
-    cfg = config.resolve({"dataset": args.dataset, "data-dir": args.data_dir, "cache-dir": args.cache_dir,
-                          "encoder": args.encoder, "train-size": args.train_size, "test-size": args.test_size})
+    cfg = config.resolve(
+        {
+            "dataset": args.dataset,
+            "data-dir": args.data_dir,
+            "cache-dir": args.cache_dir,
+            "encoder": args.encoder,
+            "train-size": args.train_size,
+            "test-size": args.test_size,
+        }
+    )
     ds = datasets.load(cfg)
     device = best_device("auto")
-    result = {**run_header(), "dataset": args.dataset, "encoder": args.encoder, "device": device,
-              "device_name": device_name(torch.device(device)), "batch_size": args.batch_size,
-              "train_size": args.train_size, "test_size": args.test_size}
+    result = {
+        **run_header(),
+        "dataset": args.dataset,
+        "encoder": args.encoder,
+        "device": device,
+        "device_name": device_name(torch.device(device)),
+        "batch_size": args.batch_size,
+        "train_size": args.train_size,
+        "test_size": args.test_size,
+    }
     for split in ("train", "test"):
         texts = getattr(ds, split)["text"]
         start = time.perf_counter()
         embed_documents(texts, "whole", args.encoder, config.cache_dir(cfg), device, args.batch_size)
         seconds = time.perf_counter() - start
-        result[split] = {"texts": len(texts), "seconds": round(seconds, 2),
-                         "texts_per_second": round(len(texts) / seconds, 1)}
+        result[split] = {
+            "texts": len(texts),
+            "seconds": round(seconds, 2),
+            "texts_per_second": round(len(texts) / seconds, 1),
+        }
     emit(result, args.out)
 
 

@@ -45,8 +45,9 @@ from _common import device_name, emit, mechanisms_at_level, run_header  # noqa: 
 from mechanisms import purkayastha  # noqa: E402
 
 
-def time_pair(fn: Callable[[], object], reference: Callable[[], object], repeats: int,
-              device: torch.device) -> tuple[float, list[float]]:
+def time_pair(
+    fn: Callable[[], object], reference: Callable[[], object], repeats: int, device: torch.device
+) -> tuple[float, list[float]]:
     """Median wall seconds of ``fn``, and the wall seconds of ``reference`` timed
     alternately with it (so that both see the same machine), after one warm-up call each."""
 
@@ -68,10 +69,9 @@ def time_pair(fn: Callable[[], object], reference: Callable[[], object], repeats
     return statistics.median(seconds), reference_seconds
 
 
-
-
-def bench_device(device: torch.device, names: list[str], sizes: list[int], n: int, epsilon: float,
-                 repeats: int) -> dict:
+def bench_device(
+    device: torch.device, names: list[str], sizes: list[int], n: int, epsilon: float, repeats: int
+) -> dict:
     gen = torch.Generator(device=device).manual_seed(0)
     out: dict = {"device": device_name(device), "sizes": {}}
     for m in sizes:
@@ -121,8 +121,11 @@ def bench_purkayastha_tables(sizes: list[int], epsilon: float, repeats: int) -> 
             table_ms.append((middle - start) * 1e3)
             guide_ms.append((end - middle) * 1e3)
         table, guide = statistics.median(table_ms), statistics.median(guide_ms)
-        out[str(m)] = {"purarc_table_ms": round(table, 2), "purarc_guide_ms": round(guide, 2),
-                       "total_ms": round(table + guide, 2)}
+        out[str(m)] = {
+            "purarc_table_ms": round(table, 2),
+            "purarc_guide_ms": round(guide, 2),
+            "total_ms": round(table + guide, 2),
+        }
     return out
 
 

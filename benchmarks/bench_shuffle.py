@@ -62,8 +62,12 @@ def main() -> int:
     parser.add_argument("--epsilon0", default="1,4", help="comma-separated local epsilons")
     parser.add_argument("--delta", type=float, default=1e-6)
     parser.add_argument("--repeats", type=int, default=5, help="timed calls per figure (median)")
-    parser.add_argument("--budget", type=float, default=0.0,
-                        help="exit with status 1 when a median exceeds this many seconds (0: no budget)")
+    parser.add_argument(
+        "--budget",
+        type=float,
+        default=0.0,
+        help="exit with status 1 when a median exceeds this many seconds (0: no budget)",
+    )
     parser.add_argument("--out", default="", help="also write the JSON to this file")
     args = parser.parse_args()
     ns, epsilon0s = _numbers(args.n, int), _numbers(args.epsilon0, float)

@@ -45,8 +45,9 @@ from mechanisms.words import load_glove, tokenize  # noqa: E402
 TEXT_WORDS = 20
 
 
-def time_call(fn: Callable[[], object], repeats: int, device: torch.device,
-              warmup: Callable[[], object] | None = None) -> float:
+def time_call(
+    fn: Callable[[], object], repeats: int, device: torch.device, warmup: Callable[[], object] | None = None
+) -> float:
     """Median wall seconds of ``fn`` over ``repeats`` calls, after one warm-up call (``warmup`` or ``fn``)."""
 
     def sync() -> None:
@@ -65,8 +66,6 @@ def time_call(fn: Callable[[], object], repeats: int, device: torch.device,
     return statistics.median(seconds)
 
 
-
-
 def setup_costs(names: list[str], vocab_sizes: list[int], epsilon: float) -> dict:
     """One-off seconds: load the space, the exact diameter, each mechanism's guarantee."""
     out: dict = {}
@@ -76,8 +75,12 @@ def setup_costs(names: list[str], vocab_sizes: list[int], epsilon: float) -> dic
         loaded = time.perf_counter()
         diameter = space.diameter
         measured = time.perf_counter()
-        row = {"load_seconds": round(loaded - start, 3), "diameter_seconds": round(measured - loaded, 3),
-               "diameter": round(diameter, 6), "guarantee_seconds": {}}
+        row = {
+            "load_seconds": round(loaded - start, 3),
+            "diameter_seconds": round(measured - loaded, 3),
+            "diameter": round(diameter, 6),
+            "guarantee_seconds": {},
+        }
         for name in names:
             start = time.perf_counter()
             mechanisms.create(name, epsilon=epsilon, space=space).guarantee
@@ -86,8 +89,9 @@ def setup_costs(names: list[str], vocab_sizes: list[int], epsilon: float) -> dic
     return out
 
 
-def bench_device(device: torch.device, names: list[str], vocab_sizes: list[int], n: int, epsilon: float,
-                 repeats: int) -> dict:
+def bench_device(
+    device: torch.device, names: list[str], vocab_sizes: list[int], n: int, epsilon: float, repeats: int
+) -> dict:
     gen = torch.Generator(device=device).manual_seed(0)
     out: dict = {"device": device_name(device), "tokens": n, "vocab_sizes": {}}
     for vocab in vocab_sizes:
@@ -105,17 +109,28 @@ def bench_device(device: torch.device, names: list[str], vocab_sizes: list[int],
         for name in names:
             try:
                 mech = mechanisms.create(name, epsilon=epsilon, space=space)
-                ids_s = time_call(lambda: mech.sanitize_ids(ids, gen), repeats, device,
-                                  warmup=lambda: mech.sanitize_ids(small_ids, gen))
-                text_s = time_call(lambda: mech.sanitize_text(texts, gen), repeats, device,
-                                   warmup=lambda: mech.sanitize_text(small_texts, gen))
+                ids_s = time_call(
+                    lambda: mech.sanitize_ids(ids, gen),
+                    repeats,
+                    device,
+                    warmup=lambda: mech.sanitize_ids(small_ids, gen),
+                )
+                text_s = time_call(
+                    lambda: mech.sanitize_text(texts, gen),
+                    repeats,
+                    device,
+                    warmup=lambda: mech.sanitize_text(small_texts, gen),
+                )
             except Exception as err:  # report and go on: one broken mechanism must not hide the rest
                 row[name] = {"error": f"{type(err).__name__}: {err}"}
                 continue
             row[name] = {
                 "sanitize_ids": {"seconds": round(ids_s, 4), "tokens_per_second": round(n / ids_s, 1)},
-                "sanitize_text": {"seconds": round(text_s, 4), "tokens": text_tokens,
-                                  "tokens_per_second": round(text_tokens / text_s, 1)},
+                "sanitize_text": {
+                    "seconds": round(text_s, 4),
+                    "tokens": text_tokens,
+                    "tokens_per_second": round(text_tokens / text_s, 1),
+                },
             }
         out["vocab_sizes"][str(vocab)] = row
     return out
@@ -143,8 +158,12 @@ def main() -> None:
         "input": f"token ids uniform over the vocabulary; texts of {TEXT_WORDS} of them joined by spaces",
         "mechanisms": names,
         "setup": setup_costs(names, vocab_sizes, args.epsilon),
-        "devices": {d.type: bench_device(d, names, vocab_sizes, args.cpu_n if d.type == "cpu" else args.n,
-                                         args.epsilon, args.repeats) for d in devices},
+        "devices": {
+            d.type: bench_device(
+                d, names, vocab_sizes, args.cpu_n if d.type == "cpu" else args.n, args.epsilon, args.repeats
+            )
+            for d in devices
+        },
     }
     emit(result, args.out)
 

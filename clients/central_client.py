@@ -76,10 +76,12 @@ def handle_central_train(msg: Message, context: Context, cfg: Mapping[str, Any])
     optimizer = torch.optim.Adam(model.parameters(), lr=cfg["learning-rate"])
     if x.shape[0]:
         train_epochs(model, optimizer, x, y, int(cfg["local-epochs"]), int(cfg["batch-size"]), gen)
-    content = RecordDict({
-        "arrays": ArrayRecord(model.state_dict()),
-        "metrics": MetricRecord({"num-examples": int(x.shape[0]), UNIFORM_WEIGHT_KEY: 1.0}),
-    })
+    content = RecordDict(
+        {
+            "arrays": ArrayRecord(model.state_dict()),
+            "metrics": MetricRecord({"num-examples": int(x.shape[0]), UNIFORM_WEIGHT_KEY: 1.0}),
+        }
+    )
     return Message(content=content, reply_to=msg)
 
 
@@ -89,11 +91,13 @@ def handle_central_evaluate(msg: Message, context: Context, cfg: Mapping[str, An
     model = global_model(msg, cfg, c).eval()
     truth = c.test_y.numpy()
     pred = predict(model, central_features(cfg, c, c.test_emb)).numpy()
-    metrics = MetricRecord({
-        "num-examples": int(truth.size),
-        UNIFORM_WEIGHT_KEY: 1.0,
-        "confusion": confusion_matrix(truth, pred, c.num_classes).reshape(-1).tolist(),
-    })
+    metrics = MetricRecord(
+        {
+            "num-examples": int(truth.size),
+            UNIFORM_WEIGHT_KEY: 1.0,
+            "confusion": confusion_matrix(truth, pred, c.num_classes).reshape(-1).tolist(),
+        }
+    )
     return Message(content=RecordDict({"metrics": metrics}), reply_to=msg)
 
 

@@ -46,8 +46,9 @@ from fl.pipeline import ServerModel, confusion_matrix, predict
 from .node import derived_seed, next_generator, node_cohort, noise_secret
 
 
-def _rewrite(context: Context, cfg: Mapping[str, Any], purpose: str, c: Cohort, fresh: bool
-             ) -> rewrite_mod.RewrittenSplit:
+def _rewrite(
+    context: Context, cfg: Mapping[str, Any], purpose: str, c: Cohort, fresh: bool
+) -> rewrite_mod.RewrittenSplit:
     """The word-level rewrite in force for this split: draw 0, or a new draw per call with fresh noise.
 
     A row is released from one draw at most once (the release cache and the
@@ -72,8 +73,9 @@ def node_map(msg: Message, cfg: Mapping[str, Any], c: Cohort) -> torch.Tensor | 
         raise ValueError(f"map-in = {cfg['map-in']!r} but the server sent no input map")
     matrix = torch.as_tensor(msg.content[wire.MAP_IN]["matrix"].numpy(), dtype=torch.float64)
     if tuple(matrix.shape) != (c.encoder_dim, c.map_dim):
-        raise ValueError(f"the server's input map has shape {tuple(matrix.shape)}, expected "
-                         f"{(c.encoder_dim, c.map_dim)}")
+        raise ValueError(
+            f"the server's input map has shape {tuple(matrix.shape)}, expected {(c.encoder_dim, c.map_dim)}"
+        )
     return matrix
 
 
@@ -95,8 +97,11 @@ _CHANNELS: dict[tuple[Any, int, str | None], Channels] = {}
 
 def node_channels(cfg: Mapping[str, Any], c: Cohort, setup: DocumentSetup | None) -> Channels:
     """The run's channels, built once per process (and per document setup)."""
-    key = (cfg if isinstance(cfg, config_mod.RunConfig) else id(cfg), c.map_dim,
-           None if setup is None else setup.version())
+    key = (
+        cfg if isinstance(cfg, config_mod.RunConfig) else id(cfg),
+        c.map_dim,
+        None if setup is None else setup.version(),
+    )
     if key not in _CHANNELS:
         _CHANNELS[key] = make_channels(cfg, c.map_dim, setup)
     return _CHANNELS[key]
@@ -122,13 +127,20 @@ class NodeRelease:
         charges, index = {"embedding": emb_charges}, {"embedding": emb_index}
         if self.labels is not None:
             charges["label"], index["label"] = channels.label.charges(n)
-        return wire.Release(user_ids=user_ids, fresh=self.fresh,
-                            rows=channels.embedding.to_record(self.emb, self.ids, self.extras),
-                            charges=charges, index=index, doc_ids=doc_ids, labels=self.labels)
+        return wire.Release(
+            user_ids=user_ids,
+            fresh=self.fresh,
+            rows=channels.embedding.to_record(self.emb, self.ids, self.extras),
+            charges=charges,
+            index=index,
+            doc_ids=doc_ids,
+            labels=self.labels,
+        )
 
 
-def within_budget(context: Context, cfg: Mapping[str, Any], purpose: str, users: np.ndarray,
-                  costs: np.ndarray) -> np.ndarray:
+def within_budget(
+    context: Context, cfg: Mapping[str, Any], purpose: str, users: np.ndarray, costs: np.ndarray
+) -> np.ndarray:
     """Which of these prospective releases (one per entry of ``users``, in order, costing
     ``costs``) fit the users' lifetime budget ``max-epsilon``; records the spend of the allowed ones.
 
@@ -139,17 +151,22 @@ def within_budget(context: Context, cfg: Mapping[str, Any], purpose: str, users:
     if budget <= 0 or users.size == 0:
         return np.ones(users.size, dtype=bool)
     key = f"sanitas.spent.{purpose}"
-    spent = dict(zip(*(context.state[key][k].numpy().tolist() for k in ("user", "eps")), strict=True)) \
-        if key in context.state else {}
+    spent = (
+        dict(zip(*(context.state[key][k].numpy().tolist() for k in ("user", "eps")), strict=True))
+        if key in context.state
+        else {}
+    )
     allowed = np.zeros(users.size, dtype=bool)
     for i, (u, cost) in enumerate(zip(users.tolist(), costs.tolist(), strict=True)):  # not a hot path
         if spent.get(u, 0.0) + cost <= budget * (1 + 1e-12):
             spent[u] = spent.get(u, 0.0) + cost
             allowed[i] = True
-    context.state[key] = ArrayRecord({
-        "user": Array(np.fromiter(spent.keys(), dtype=np.int64, count=len(spent))),
-        "eps": Array(np.fromiter(spent.values(), dtype=np.float64, count=len(spent))),
-    })
+    context.state[key] = ArrayRecord(
+        {
+            "user": Array(np.fromiter(spent.keys(), dtype=np.int64, count=len(spent))),
+            "eps": Array(np.fromiter(spent.values(), dtype=np.float64, count=len(spent))),
+        }
+    )
     return allowed
 
 
@@ -200,8 +217,14 @@ def release(
     grad = None
     if need.size:
         gen = next_generator(context, cfg, purpose, c.partition_id)
-        inputs = ReleaseInputs(c, purpose, matrix, model, leaky=cfg["map-in"] == "leaky",
-                               rewrite=lambda: _rewrite(context, cfg, purpose, c, fresh_noise))
+        inputs = ReleaseInputs(
+            c,
+            purpose,
+            matrix,
+            model,
+            leaky=cfg["map-in"] == "leaky",
+            rewrite=lambda: _rewrite(context, cfg, purpose, c, fresh_noise),
+        )
         drawn = channels.embedding.release(inputs, need, gen)
         grad = drawn.grad
         emb_cache[need] = drawn.emb.numpy()
@@ -210,8 +233,14 @@ def release(
         if y is not None:
             lab_cache[need] = channels.label.release(y[need], drawn.emb, model, c.num_classes, gen)
         done[need] = True
-        context.state[key] = ArrayRecord({"emb": Array(emb_cache), "lab": Array(lab_cache),
-                                          "cand": Array(cand_cache), "done": Array(done.astype(np.uint8))})
+        context.state[key] = ArrayRecord(
+            {
+                "emb": Array(emb_cache),
+                "lab": Array(lab_cache),
+                "cand": Array(cand_cache),
+                "done": Array(done.astype(np.uint8)),
+            }
+        )
         context.state[key + ".map"] = ConfigRecord({"version": version})
     sent = rows[done[rows]]  # refused rows with an earlier release are re-sent, at no cost
     return NodeRelease(
@@ -250,11 +279,18 @@ def handle_train(msg: Message, context: Context, cfg: Mapping[str, Any]) -> Mess
     channels = node_channels(cfg, c, setup)
     rel = release(context, cfg, "train", c, rows, channels, matrix, model, setup.version() if setup else "")
     out = rel.to_wire(channels, c.train_doc_user[rel.rows], c.train_doc_rows[rel.rows])
-    content = RecordDict({
-        **out.to_content(),
-        wire.METRICS: MetricRecord({"num-examples": int(rel.rows.size), "fresh-releases": int(rel.fresh.sum()),
-                                    "refused-releases": rel.refused}),
-    })
+    content = RecordDict(
+        {
+            **out.to_content(),
+            wire.METRICS: MetricRecord(
+                {
+                    "num-examples": int(rel.rows.size),
+                    "fresh-releases": int(rel.fresh.sum()),
+                    "refused-releases": rel.refused,
+                }
+            ),
+        }
+    )
     if rel.grad is not None:  # map-in = "leaky" only: an unsanitized function of raw data
         count = Array(np.array([int(rel.fresh.sum())]))
         content[wire.MAP_GRAD] = ArrayRecord({"grad": Array(rel.grad.numpy()), "count": count})
@@ -289,8 +325,7 @@ def handle_evaluate(msg: Message, context: Context, cfg: Mapping[str, Any]) -> M
         if clean_evaluation:
             clean = predict(model, setup.clean(c.test_docs.select(rel.rows))).numpy()
             metrics["clean-confusion"] = confusion_matrix(truth, clean, k).reshape(-1).tolist()
-            metrics["clean-confusion-by-k"] = document_level.confusion_by_k(truth, clean, ks, k) \
-                .reshape(-1).tolist()
+            metrics["clean-confusion-by-k"] = document_level.confusion_by_k(truth, clean, ks, k).reshape(-1).tolist()
     elif clean_evaluation and c.release_dim == c.map_dim:  # diagnostic: the model on n(M1 x) without noise
         clean = predict(model, maps.apply_input_map(c.test_emb[rel.rows], matrix).to(torch.float32)).numpy()
         metrics["clean-confusion"] = confusion_matrix(truth, clean, k).reshape(-1).tolist()

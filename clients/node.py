@@ -55,10 +55,17 @@ def resolve_once(run_config: Mapping[str, Any], overrides: Mapping[str, Any] | N
 
 def cohort_info(c: Cohort) -> wire.CohortInfo:
     return wire.CohortInfo(
-        train_users_lo=c.train_users.start, train_users_hi=c.train_users.stop, num_train_users=c.num_train_users,
-        num_train_docs=int(c.train_doc_user.size), test_users_lo=c.test_users.start,
-        test_users_hi=c.test_users.stop, num_test_users=c.num_test_users, num_classes=c.num_classes,
-        encoder_dim=c.encoder_dim, map_dim=c.map_dim, release_dim=c.release_dim,
+        train_users_lo=c.train_users.start,
+        train_users_hi=c.train_users.stop,
+        num_train_users=c.num_train_users,
+        num_train_docs=int(c.train_doc_user.size),
+        test_users_lo=c.test_users.start,
+        test_users_hi=c.test_users.stop,
+        num_test_users=c.num_test_users,
+        num_classes=c.num_classes,
+        encoder_dim=c.encoder_dim,
+        map_dim=c.map_dim,
+        release_dim=c.release_dim,
     )
 
 

@@ -109,8 +109,13 @@ def _build_cached(key: tuple[tuple[str, Any], ...], partition_id: int, num_parti
             sentence_docs.append(docs)
             return docs.means(), torch.as_tensor(np.asarray(sub["label"], dtype=np.int64)), list(sub["text"])
         emb = embed_documents(
-            sub["text"], cfg["doc-embedding"], cfg["encoder"], cache_dir(cfg), device,
-            cfg["encode-batch-size"], progress,
+            sub["text"],
+            cfg["doc-embedding"],
+            cfg["encoder"],
+            cache_dir(cfg),
+            device,
+            cfg["encode-batch-size"],
+            progress,
         )
         x = torch.as_tensor(np.asarray(emb), dtype=torch.float32)
         return x, torch.as_tensor(np.asarray(sub["label"], dtype=np.int64)), list(sub["text"])
@@ -118,9 +123,24 @@ def _build_cached(key: tuple[tuple[str, Any], ...], partition_id: int, num_parti
     train_emb, train_y, train_text = embed(ds.train, doc_rows)
     test_emb, test_y, test_text = embed(ds.test, np.arange(test_users.start, test_users.stop))
     return Cohort(
-        partition_id, num_partitions, parts.num_users, len(ds.test), train_users, test_users,
-        doc_user, doc_rows, train_emb, train_y, test_emb, test_y, ds.num_classes, d,
-        map_dim(cfg, d), release_dim(cfg, d), train_text, test_text,
+        partition_id,
+        num_partitions,
+        parts.num_users,
+        len(ds.test),
+        train_users,
+        test_users,
+        doc_user,
+        doc_rows,
+        train_emb,
+        train_y,
+        test_emb,
+        test_y,
+        ds.num_classes,
+        d,
+        map_dim(cfg, d),
+        release_dim(cfg, d),
+        train_text,
+        test_text,
         *(sentence_docs if document_level else (None, None)),
         *((word_counts(train_text), word_counts(test_text)) if cfg["word-mechanism"] != "none" else (None, None)),
     )

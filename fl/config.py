@@ -115,21 +115,71 @@ class ConfigError(ValueError):
 
 #: Every key in exactly one section (a test checks it). ``mode`` selects the central-DP section.
 SECTIONS: dict[str, tuple[str, ...]] = {
-    "data": ("dataset", "data-dir", "test-file", "text-column", "label-column", "test-fraction", "train-size",
-             "test-size", "public-fraction", "empty-documents", "short-documents"),
+    "data": (
+        "dataset",
+        "data-dir",
+        "test-file",
+        "text-column",
+        "label-column",
+        "test-fraction",
+        "train-size",
+        "test-size",
+        "public-fraction",
+        "empty-documents",
+        "short-documents",
+    ),
     "users": ("num-users", "partitioner", "dirichlet-alpha", "users-per-node", "seed"),
     "encoder": ("encoder", "encode-batch-size", "doc-embedding", "cache-dir"),
-    "release": ("map-in", "map-dim", "map-seed", "public-epochs", "allow-unaccounted-leakage",
-                "word-mechanism", "word-epsilon", "word-options", "word-quality-docs", "word-support-words",
-                "document-mechanism", "document-epsilon", "document-options", "num-projections", "num-candidates",
-                "candidate-min-sentences", "recoder-epochs", "recoder-clusters", "sentence-mechanism",
-                "sentence-epsilon", "sentence-options", "label-mechanism", "label-epsilon", "label-options",
-                "label-prior", "fresh-noise-per-round", "noise-seed", "max-epsilon", "accounting-delta",
-                "clean-evaluation"),
-    "central": ("mode", "central-noise-multiplier", "central-clip", "central-clipping", "central-delta",
-                "local-epochs"),
-    "server": ("strategy", "num-server-rounds", "fraction-train", "server-epochs", "batch-size", "learning-rate",
-               "hidden-dim", "device"),
+    "release": (
+        "map-in",
+        "map-dim",
+        "map-seed",
+        "public-epochs",
+        "allow-unaccounted-leakage",
+        "word-mechanism",
+        "word-epsilon",
+        "word-options",
+        "word-quality-docs",
+        "word-support-words",
+        "document-mechanism",
+        "document-epsilon",
+        "document-options",
+        "num-projections",
+        "num-candidates",
+        "candidate-min-sentences",
+        "recoder-epochs",
+        "recoder-clusters",
+        "sentence-mechanism",
+        "sentence-epsilon",
+        "sentence-options",
+        "label-mechanism",
+        "label-epsilon",
+        "label-options",
+        "label-prior",
+        "fresh-noise-per-round",
+        "noise-seed",
+        "max-epsilon",
+        "accounting-delta",
+        "clean-evaluation",
+    ),
+    "central": (
+        "mode",
+        "central-noise-multiplier",
+        "central-clip",
+        "central-clipping",
+        "central-delta",
+        "local-epochs",
+    ),
+    "server": (
+        "strategy",
+        "num-server-rounds",
+        "fraction-train",
+        "server-epochs",
+        "batch-size",
+        "learning-rate",
+        "hidden-dim",
+        "device",
+    ),
     "output": ("out-dir", "run-name"),
 }
 
@@ -177,8 +227,10 @@ class RunConfig(Mapping[str, Any]):
 
     @classmethod
     def from_flat(cls, flat: Mapping[str, Any]) -> RunConfig:
-        sections = {name: globals()[f"{name.capitalize()}Config"](**{_attribute(k): flat[k] for k in keys})
-                    for name, keys in SECTIONS.items()}
+        sections = {
+            name: globals()[f"{name.capitalize()}Config"](**{_attribute(k): flat[k] for k in keys})
+            for name, keys in SECTIONS.items()
+        }
         return cls(**sections)
 
     def __getitem__(self, key: str) -> Any:
@@ -242,8 +294,16 @@ def validate(cfg: Mapping[str, Any]) -> None:
     for key, options in CHOICES.items():
         if cfg[key] not in options:
             raise ConfigError(f"{key} must be one of {options}, got {cfg[key]!r}")
-    for key in ("num-server-rounds", "server-epochs", "batch-size", "users-per-node", "hidden-dim",
-                "encode-batch-size", "public-epochs", "local-epochs"):
+    for key in (
+        "num-server-rounds",
+        "server-epochs",
+        "batch-size",
+        "users-per-node",
+        "hidden-dim",
+        "encode-batch-size",
+        "public-epochs",
+        "local-epochs",
+    ):
         if cfg[key] < 1:
             raise ConfigError(f"{key} must be >= 1, got {cfg[key]}")
     for key in ("train-size", "test-size", "num-users"):
@@ -259,8 +319,9 @@ def validate(cfg: Mapping[str, Any]) -> None:
     if cfg["map-in"] == "public" and cfg["public-fraction"] <= 0:
         raise ConfigError("map-in = 'public' trains M1 on the public split: set public-fraction > 0")
     if cfg["label-mechanism"] == "rr_prior" and cfg["label-prior"] == "public" and cfg["public-fraction"] <= 0:
-        raise ConfigError("label-prior = 'public' takes class frequencies from the public split: "
-                          "set public-fraction > 0")
+        raise ConfigError(
+            "label-prior = 'public' takes class frequencies from the public split: set public-fraction > 0"
+        )
     if not 0.0 < cfg["fraction-train"] <= 1.0:
         raise ConfigError(f"fraction-train must lie in (0, 1], got {cfg['fraction-train']}")
     if not 0.0 < cfg["test-fraction"] < 1.0:
@@ -291,7 +352,7 @@ def validate(cfg: Mapping[str, Any]) -> None:
         if cfg["sentence-mechanism"] != "none":
             raise ConfigError(
                 f"word-mechanism = {cfg['word-mechanism']!r} releases the embedding of the rewritten text "
-                f"without further noise: set sentence-mechanism = \"none\" (got {cfg['sentence-mechanism']!r}; "
+                f'without further noise: set sentence-mechanism = "none" (got {cfg["sentence-mechanism"]!r}; '
                 "stacking a word- and a sentence-level mechanism is not supported)"
             )
         if cfg["mode"] == "central":
@@ -302,17 +363,27 @@ def validate(cfg: Mapping[str, Any]) -> None:
     if not 0 <= cfg["num-projections"] <= 10_000:
         raise ConfigError(f"num-projections must lie in [0, 10000] (0 = tune), got {cfg['num-projections']}")
     if cfg["document-mechanism"] != "none":
-        clashes = [f"{k} = {cfg[k]!r}" for k, ok in (("sentence-mechanism", "none"), ("word-mechanism", "none"),
-                                                   ("map-in", "identity"), ("mode", "local")) if cfg[k] != ok]
+        clashes = [
+            f"{k} = {cfg[k]!r}"
+            for k, ok in (
+                ("sentence-mechanism", "none"),
+                ("word-mechanism", "none"),
+                ("map-in", "identity"),
+                ("mode", "local"),
+            )
+            if cfg[k] != ok
+        ]
         if clashes:
             raise ConfigError(
                 f"document-mechanism = {cfg['document-mechanism']!r} releases one sanitized document embedding "
-                f"(or candidate) per user: it needs sentence-mechanism = \"none\", word-mechanism = \"none\", "
-                f"map-in = \"identity\" and mode = \"local\" (got {', '.join(clashes)})"
+                f'(or candidate) per user: it needs sentence-mechanism = "none", word-mechanism = "none", '
+                f'map-in = "identity" and mode = "local" (got {", ".join(clashes)})'
             )
         if cfg["public-fraction"] <= 0:
-            raise ConfigError(f"document-mechanism = {cfg['document-mechanism']!r} builds its recoder, candidates or "
-                              "clipping box from public documents: set public-fraction > 0")
+            raise ConfigError(
+                f"document-mechanism = {cfg['document-mechanism']!r} builds its recoder, candidates or "
+                "clipping box from public documents: set public-fraction > 0"
+            )
     if cfg["max-epsilon"] > 0:
         for channel in ("sentence", "label"):
             if channel == "sentence" and (cfg["word-mechanism"] != "none" or cfg["document-mechanism"] != "none"):
@@ -325,8 +396,7 @@ def validate(cfg: Mapping[str, Any]) -> None:
     if cfg["learning-rate"] <= 0:
         raise ConfigError(f"learning-rate must be > 0, got {cfg['learning-rate']}")
     # Mechanisms: known names, right level, valid epsilon (their constructors check).
-    for channel, level in (("sentence", "sentence"), ("label", "label"), ("word", "word"),
-                           ("document", "document")):
+    for channel, level in (("sentence", "sentence"), ("label", "label"), ("word", "word"), ("document", "document")):
         name = cfg[f"{channel}-mechanism"]
         if channel == "document" and name != "none":
             # Document mechanisms are built from public data (candidates, box) at run time: check

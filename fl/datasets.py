@@ -48,43 +48,116 @@ class DatasetSpec:
 REGISTRY: dict[str, DatasetSpec] = {
     spec.name: spec
     for spec in [
-        DatasetSpec("sst2", "nyu-mll/glue", "sst2", {"train": "train", "test": "validation"},
-                    ("sentence",), "label", {"train": "train", "test": "dev"},
-                    "GLUE SST-2; the GLUE dev set (872) is the test split"),
-        DatasetSpec("imdb", "stanfordnlp/imdb", None, {"train": "train", "test": "test"},
-                    ("text",), "label", {"train": "train", "test": "test"}),
-        DatasetSpec("20newsgroups", "SetFit/20_newsgroups", None, {"train": "train", "test": "test"},
-                    ("text",), "label", {"train": "train", "test": "test"},
-                    "bydate split, headers removed"),
+        DatasetSpec(
+            "sst2",
+            "nyu-mll/glue",
+            "sst2",
+            {"train": "train", "test": "validation"},
+            ("sentence",),
+            "label",
+            {"train": "train", "test": "dev"},
+            "GLUE SST-2; the GLUE dev set (872) is the test split",
+        ),
+        DatasetSpec(
+            "imdb",
+            "stanfordnlp/imdb",
+            None,
+            {"train": "train", "test": "test"},
+            ("text",),
+            "label",
+            {"train": "train", "test": "test"},
+        ),
+        DatasetSpec(
+            "20newsgroups",
+            "SetFit/20_newsgroups",
+            None,
+            {"train": "train", "test": "test"},
+            ("text",),
+            "label",
+            {"train": "train", "test": "test"},
+            "bydate split, headers removed",
+        ),
         # Meehan et al. (2022) merge the 20 groups into 9 categories without listing them; ours:
         # the five comp.* groups, misc.forsale, the two vehicle groups, the two sports groups, the four
         # sci.* groups, the three religion groups, and the three talk.politics.* groups kept apart.
-        DatasetSpec("20newsgroups9", "SetFit/20_newsgroups", None, {"train": "train", "test": "test"},
-                    ("text",), "label", {"train": "train", "test": "test"},
-                    "20 Newsgroups merged into 9 categories (see label_groups)", local_folder="20newsgroups",
-                    label_groups=(
-                        ("computers", (1, 2, 3, 4, 5)), ("forsale", (6,)), ("vehicles", (7, 8)),
-                        ("sports", (9, 10)), ("science", (11, 12, 13, 14)), ("religion", (0, 15, 19)),
-                        ("politics.guns", (16,)), ("politics.mideast", (17,)), ("politics.misc", (18,)),
-                    )),
-        DatasetSpec("agnews", "fancyzhx/ag_news", None, {"train": "train", "test": "test"},
-                    ("text",), "label", {"pool": "test"},
-                    "locally only the 7,600-row test split exists: it is split train/test (seeded)"),
-        DatasetSpec("qnli", "nyu-mll/glue", "qnli", {"train": "train", "test": "validation"},
-                    ("question", "sentence"), "label", {"pool": "dev"},
-                    "question + ' ' + sentence; locally only the dev split exists (seeded split)"),
-        DatasetSpec("sst5", "SetFit/sst5", None, {"train": "train", "test": "test"},
-                    ("text",), "label", {"train": "train", "test": "test"}),
-        DatasetSpec("trec", "CogComp/trec", None, {"train": "train", "test": "test"},
-                    ("text",), "coarse_label", {"train": "train", "test": "test"}),
-        DatasetSpec("mr", "cornell-movie-review-data/rotten_tomatoes", None,
-                    {"train": "train", "test": "test"}, ("text",), "label", {"pool": "all"}),
-        DatasetSpec("cr", "SetFit/SentEval-CR", None, {"train": "train", "test": "test"},
-                    ("text",), "label", {"pool": "all"}),
-        DatasetSpec("mpqa", "jxm/mpqa", None, {"train": "train", "test": "test"},
-                    ("sentence",), "label", {"pool": "all"}),
-        DatasetSpec("subj", "SetFit/subj", None, {"train": "train", "test": "test"},
-                    ("text",), "label", {"pool": "all"}),
+        DatasetSpec(
+            "20newsgroups9",
+            "SetFit/20_newsgroups",
+            None,
+            {"train": "train", "test": "test"},
+            ("text",),
+            "label",
+            {"train": "train", "test": "test"},
+            "20 Newsgroups merged into 9 categories (see label_groups)",
+            local_folder="20newsgroups",
+            label_groups=(
+                ("computers", (1, 2, 3, 4, 5)),
+                ("forsale", (6,)),
+                ("vehicles", (7, 8)),
+                ("sports", (9, 10)),
+                ("science", (11, 12, 13, 14)),
+                ("religion", (0, 15, 19)),
+                ("politics.guns", (16,)),
+                ("politics.mideast", (17,)),
+                ("politics.misc", (18,)),
+            ),
+        ),
+        DatasetSpec(
+            "agnews",
+            "fancyzhx/ag_news",
+            None,
+            {"train": "train", "test": "test"},
+            ("text",),
+            "label",
+            {"pool": "test"},
+            "locally only the 7,600-row test split exists: it is split train/test (seeded)",
+        ),
+        DatasetSpec(
+            "qnli",
+            "nyu-mll/glue",
+            "qnli",
+            {"train": "train", "test": "validation"},
+            ("question", "sentence"),
+            "label",
+            {"pool": "dev"},
+            "question + ' ' + sentence; locally only the dev split exists (seeded split)",
+        ),
+        DatasetSpec(
+            "sst5",
+            "SetFit/sst5",
+            None,
+            {"train": "train", "test": "test"},
+            ("text",),
+            "label",
+            {"train": "train", "test": "test"},
+        ),
+        DatasetSpec(
+            "trec",
+            "CogComp/trec",
+            None,
+            {"train": "train", "test": "test"},
+            ("text",),
+            "coarse_label",
+            {"train": "train", "test": "test"},
+        ),
+        DatasetSpec(
+            "mr",
+            "cornell-movie-review-data/rotten_tomatoes",
+            None,
+            {"train": "train", "test": "test"},
+            ("text",),
+            "label",
+            {"pool": "all"},
+        ),
+        DatasetSpec(
+            "cr", "SetFit/SentEval-CR", None, {"train": "train", "test": "test"}, ("text",), "label", {"pool": "all"}
+        ),
+        DatasetSpec(
+            "mpqa", "jxm/mpqa", None, {"train": "train", "test": "test"}, ("sentence",), "label", {"pool": "all"}
+        ),
+        DatasetSpec(
+            "subj", "SetFit/subj", None, {"train": "train", "test": "test"}, ("text",), "label", {"pool": "all"}
+        ),
     ]
 }
 
@@ -215,23 +288,27 @@ def _read_user_files(cfg: Mapping[str, Any]) -> tuple[dict[str, datasets.Dataset
         return splits, [str(i) for i in range(num)]
     index = {v: i for i, v in enumerate(values)}
     splits = {
-        r: ds.map(lambda b: {"label_id": [index[str(v)] for v in b["label"]]}, batched=True,
-                  remove_columns=["label"]).rename_column("label_id", "label")
+        r: ds.map(
+            lambda b: {"label_id": [index[str(v)] for v in b["label"]]}, batched=True, remove_columns=["label"]
+        ).rename_column("label_id", "label")
         for r, ds in splits.items()
     }
     return splits, values
 
 
-def _merge_labels(splits: dict[str, datasets.Dataset], groups: tuple[tuple[str, tuple[int, ...]], ...],
-                  num_original: int) -> tuple[dict[str, datasets.Dataset], list[str]]:
+def _merge_labels(
+    splits: dict[str, datasets.Dataset], groups: tuple[tuple[str, tuple[int, ...]], ...], num_original: int
+) -> tuple[dict[str, datasets.Dataset], list[str]]:
     """Relabel original class ids into merged groups (every original id in exactly one group)."""
     table = np.full(num_original, -1, dtype=np.int64)
     for new, (_, members) in enumerate(groups):
         table[list(members)] = new
     if (table < 0).any() or sum(len(m) for _, m in groups) != num_original:
         raise ValueError("label_groups must cover every original class exactly once")
-    merged = {role: ds.map(lambda b: {"label": table[np.asarray(b["label"], dtype=np.int64)].tolist()},
-                           batched=True) for role, ds in splits.items()}
+    merged = {
+        role: ds.map(lambda b: {"label": table[np.asarray(b["label"], dtype=np.int64)].tolist()}, batched=True)
+        for role, ds in splits.items()
+    }
     return merged, [name for name, _ in groups]
 
 
@@ -243,7 +320,7 @@ def _handle_empty(ds: datasets.Dataset, policy: str, split: str, dropped: dict[s
             first = int(np.flatnonzero(empty)[0])
             raise ValueError(
                 f"{int(empty.sum())} empty document(s) in the {split} split (first at row {first}); "
-                "set empty-documents = \"drop\" to drop and count them"
+                'set empty-documents = "drop" to drop and count them'
             )
         ds = ds.select(np.flatnonzero(~empty))
     dropped[split] = int(empty.sum())
@@ -259,7 +336,7 @@ def _handle_short(ds: datasets.Dataset, policy: str, split: str, dropped: dict[s
         first = int(np.flatnonzero(short)[0])
         raise ValueError(
             f"{int(short.sum())} document(s) of the {split} split have fewer than 2 sentences (first at row "
-            f"{first}): sentence-level DP cannot protect them; set short-documents = \"drop\" to drop and count them"
+            f'{first}): sentence-level DP cannot protect them; set short-documents = "drop" to drop and count them'
         )
     dropped[split] = int(short.sum())
     return ds.select(np.flatnonzero(~short)) if short.any() else ds
@@ -313,9 +390,21 @@ def _load_cached(key: tuple[tuple[str, Any], ...]) -> TextDataset:
     return TextDataset(name, train, test, public, len(label_names), label_names, source, dropped, short)
 
 
-DATA_KEYS = ("dataset", "data-dir", "test-file", "text-column", "label-column", "test-fraction",
-             "train-size", "test-size", "public-fraction", "empty-documents", "document-mechanism",
-             "short-documents", "seed")
+DATA_KEYS = (
+    "dataset",
+    "data-dir",
+    "test-file",
+    "text-column",
+    "label-column",
+    "test-fraction",
+    "train-size",
+    "test-size",
+    "public-fraction",
+    "empty-documents",
+    "document-mechanism",
+    "short-documents",
+    "seed",
+)
 
 
 def load(cfg: Mapping[str, Any]) -> TextDataset:

@@ -87,13 +87,21 @@ class DocumentSetup:
         meta = record["meta"].numpy()
         tensors = {k: torch.as_tensor(v.numpy()) for k, v in record.items() if k != "meta"}
         recoder = None
-        state = {k[len("recoder."):]: v for k, v in tensors.items() if k.startswith("recoder.")}
+        state = {k[len("recoder.") :]: v for k, v in tensors.items() if k.startswith("recoder.")}
         if state:
             recoder = Recoder(int(state["net.0.weight"].shape[1]))
             recoder.load_state_dict(state)
             recoder.eval()
-        return cls(cfg["document-mechanism"], float(cfg["document-epsilon"]), recoder, tensors.get("candidates"),
-                   int(meta[0]), int(meta[1]), tensors.get("lo"), tensors.get("hi"))
+        return cls(
+            cfg["document-mechanism"],
+            float(cfg["document-epsilon"]),
+            recoder,
+            tensors.get("candidates"),
+            int(meta[0]),
+            int(meta[1]),
+            tensors.get("lo"),
+            tensors.get("hi"),
+        )
 
     def version(self) -> str:
         """A fingerprint of the public material (nodes cache their mechanism by it).
@@ -127,8 +135,9 @@ class DocumentSetup:
         """
         return docs.means(self.recode(docs))
 
-    def release(self, cfg: Mapping[str, Any], docs: SentenceDocs, generator: torch.Generator
-                ) -> tuple[torch.Tensor, torch.Tensor | None]:
+    def release(
+        self, cfg: Mapping[str, Any], docs: SentenceDocs, generator: torch.Generator
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
         """One release per document: (embedding [n, d] float32, candidate ids or ``None``)."""
         mech = self.mechanism(cfg)
         blocks = docs.docs(emb=self.recode(docs))
@@ -149,12 +158,22 @@ def _mechanism(version: str, setup: DocumentSetup, options_text: str) -> Documen
         if setup.kind == "deepcandidate":
             assert setup.candidates is not None
             _MECHANISMS[key] = mechanisms.create(
-                "deepcandidate", epsilon=setup.epsilon, candidates=setup.candidates.to(torch.float64),
-                num_projections=setup.num_projections, projection_seed=setup.projection_seed, **options)
+                "deepcandidate",
+                epsilon=setup.epsilon,
+                candidates=setup.candidates.to(torch.float64),
+                num_projections=setup.num_projections,
+                projection_seed=setup.projection_seed,
+                **options,
+            )
         else:
             assert setup.lo is not None and setup.hi is not None
-            _MECHANISMS[key] = mechanisms.create("truncation", epsilon=setup.epsilon, lo=setup.lo.to(torch.float64),
-                                                 hi=setup.hi.to(torch.float64), **options)
+            _MECHANISMS[key] = mechanisms.create(
+                "truncation",
+                epsilon=setup.epsilon,
+                lo=setup.lo.to(torch.float64),
+                hi=setup.hi.to(torch.float64),
+                **options,
+            )
     return _MECHANISMS[key]
 
 
@@ -176,8 +195,9 @@ def build_setup(cfg: Mapping[str, Any], device: str | torch.device = "cpu", prog
         return DocumentSetup(kind, eps, lo=lo.to(torch.float32), hi=hi.to(torch.float32), info=info)
     if kind != "deepcandidate":
         raise ValueError(f"unknown document mechanism {kind!r}")
-    recoder, classifier, val, chosen, candidates, recoder_info = _public_recoder(cfg, public, labels, ds.num_classes,
-                                                                                device, progress)
+    recoder, classifier, val, chosen, candidates, recoder_info = _public_recoder(
+        cfg, public, labels, ds.num_classes, device, progress
+    )
     info: dict[str, Any] = {"recoder": recoder_info, "candidates": int(len(chosen))}
     num_projections = int(cfg["num-projections"])
     if num_projections == 0:  # tune p on the public validation documents (no privacy cost)
@@ -187,23 +207,39 @@ def build_setup(cfg: Mapping[str, Any], device: str | torch.device = "cpu", prog
         def make(p: int) -> DocumentMechanism:
             return DocumentSetup(kind, eps, recoder, candidates, p, seed).mechanism(cfg)
 
-        num_projections, scores = tune_projections(make, candidates, classifier, blocks,
-                                                   labels[val].numpy(), ds.num_classes, PROJECTION_GRID, seed)
-        info["projection_tuning"] = {"grid": list(PROJECTION_GRID), "validation_macro_f1": scores,
-                                     "chosen": num_projections}
+        num_projections, scores = tune_projections(
+            make, candidates, classifier, blocks, labels[val].numpy(), ds.num_classes, PROJECTION_GRID, seed
+        )
+        info["projection_tuning"] = {
+            "grid": list(PROJECTION_GRID),
+            "validation_macro_f1": scores,
+            "chosen": num_projections,
+        }
     return DocumentSetup(kind, eps, recoder, candidates, num_projections, seed, info=info)
 
 
-def _public_recoder(cfg: Mapping[str, Any], public: SentenceDocs, labels: torch.Tensor, num_classes: int,
-                    device: str | torch.device, progress: bool) -> tuple[Recoder, torch.nn.Module, np.ndarray,
-                                                                       np.ndarray, torch.Tensor, dict[str, Any]]:
+def _public_recoder(
+    cfg: Mapping[str, Any],
+    public: SentenceDocs,
+    labels: torch.Tensor,
+    num_classes: int,
+    device: str | torch.device,
+    progress: bool,
+) -> tuple[Recoder, torch.nn.Module, np.ndarray, np.ndarray, torch.Tensor, dict[str, Any]]:
     """H, C_dc, the validation rows, the candidates' rows and F: trained once per public data and
     settings, then read back from ``<cache-dir>/document-setup/`` (a function of public data only,
     shared by every epsilon of a sweep)."""
-    keys = (*data.DATA_KEYS, "encoder", "recoder-clusters", "recoder-epochs", "num-candidates",
-            "candidate-min-sentences")
-    material = json.dumps({"v": 1, **{k: cfg[k] for k in keys}, "data": str(config_data_dir(cfg))},
-                          sort_keys=True, default=str)
+    keys = (
+        *data.DATA_KEYS,
+        "encoder",
+        "recoder-clusters",
+        "recoder-epochs",
+        "num-candidates",
+        "candidate-min-sentences",
+    )
+    material = json.dumps(
+        {"v": 1, **{k: cfg[k] for k in keys}, "data": str(config_data_dir(cfg))}, sort_keys=True, default=str
+    )
     path = cache_dir(cfg) / "document-setup" / f"{hashlib.sha256(material.encode()).hexdigest()[:32]}.pt"
     d, seed = public.dim, int(cfg["seed"])
     classifier = torch.nn.Sequential(torch.nn.Linear(d, 256), torch.nn.ReLU(), torch.nn.Linear(256, num_classes))
@@ -214,19 +250,43 @@ def _public_recoder(cfg: Mapping[str, Any], public: SentenceDocs, labels: torch.
         classifier.load_state_dict(saved["classifier"])
         info = json.loads(saved["info"])
         log.info("document level: recoder and candidates read from %s", path)
-        return (recoder.eval(), classifier.eval(), saved["val"].numpy(), saved["chosen"].numpy(),
-                saved["candidates"], {**info, "cached": str(path)})
-    training = train_recoder(public, labels, num_classes, clusters=int(cfg["recoder-clusters"]),
-                             epochs=int(cfg["recoder-epochs"]), seed=seed, device=device, progress=progress)
+        return (
+            recoder.eval(),
+            classifier.eval(),
+            saved["val"].numpy(),
+            saved["chosen"].numpy(),
+            saved["candidates"],
+            {**info, "cached": str(path)},
+        )
+    training = train_recoder(
+        public,
+        labels,
+        num_classes,
+        clusters=int(cfg["recoder-clusters"]),
+        epochs=int(cfg["recoder-epochs"]),
+        seed=seed,
+        device=device,
+        progress=progress,
+    )
     recoder, classifier = training.recoder.cpu().eval(), training.classifier.cpu().eval()
     recoded = recode(recoder, public.emb)
     val = np.asarray(training.info.pop("validation_rows"), dtype=np.int64)
-    chosen, candidates = select_candidates(public, recoded, int(cfg["candidate-min-sentences"]),
-                                           int(cfg["num-candidates"]), seed, exclude=val)
+    chosen, candidates = select_candidates(
+        public, recoded, int(cfg["candidate-min-sentences"]), int(cfg["num-candidates"]), seed, exclude=val
+    )
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(f".{os.getpid()}.tmp")
-    torch.save({"recoder": recoder.state_dict(), "classifier": classifier.state_dict(), "val": torch.as_tensor(val),
-                "chosen": torch.as_tensor(chosen), "candidates": candidates, "info": json.dumps(training.info)}, tmp)
+    torch.save(
+        {
+            "recoder": recoder.state_dict(),
+            "classifier": classifier.state_dict(),
+            "val": torch.as_tensor(val),
+            "chosen": torch.as_tensor(chosen),
+            "candidates": candidates,
+            "info": json.dumps(training.info),
+        },
+        tmp,
+    )
     os.replace(tmp, path)
     return recoder, classifier, val, chosen, candidates, training.info
 

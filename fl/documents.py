@@ -28,8 +28,12 @@ class SentenceDocs:
     offsets: np.ndarray  # int64 [n + 1], offsets[0] = 0
 
     def __post_init__(self) -> None:
-        if self.offsets.ndim != 1 or self.offsets[0] != 0 or self.offsets[-1] != self.emb.shape[0] \
-                or (np.diff(self.offsets) < 0).any():
+        if (
+            self.offsets.ndim != 1
+            or self.offsets[0] != 0
+            or self.offsets[-1] != self.emb.shape[0]
+            or (np.diff(self.offsets) < 0).any()
+        ):
             raise ValueError("offsets must start at 0, be non-decreasing and end at the number of sentences")
 
     def __len__(self) -> int:
@@ -48,8 +52,9 @@ class SentenceDocs:
         """Document index of every sentence row (LongTensor [total sentences])."""
         return torch.repeat_interleave(torch.arange(len(self)), torch.as_tensor(self.num_sentences))
 
-    def docs(self, rows: Sequence[int] | np.ndarray | None = None, emb: torch.Tensor | None = None
-             ) -> list[torch.Tensor]:
+    def docs(
+        self, rows: Sequence[int] | np.ndarray | None = None, emb: torch.Tensor | None = None
+    ) -> list[torch.Tensor]:
         """The ``[k_i, d]`` blocks of the given documents (views; ``emb`` replaces the stored rows,
         e.g. recoded sentences of the same layout)."""
         table = self.emb if emb is None else emb
@@ -67,10 +72,14 @@ class SentenceDocs:
         """The documents ``rows`` (in that order) as a new :class:`SentenceDocs`."""
         rows = np.asarray(rows, dtype=np.int64)
         k = self.num_sentences[rows]
-        index = np.concatenate([np.arange(self.offsets[i], self.offsets[i + 1]) for i in rows]) if rows.size \
+        index = (
+            np.concatenate([np.arange(self.offsets[i], self.offsets[i + 1]) for i in rows])
+            if rows.size
             else np.zeros(0, dtype=np.int64)
-        return SentenceDocs(self.emb[torch.as_tensor(index, dtype=torch.int64)],
-                            np.concatenate([[0], np.cumsum(k)]).astype(np.int64))
+        )
+        return SentenceDocs(
+            self.emb[torch.as_tensor(index, dtype=torch.int64)], np.concatenate([[0], np.cumsum(k)]).astype(np.int64)
+        )
 
 
 def embed_sentences(texts: Sequence[str], cfg: Mapping[str, Any], progress: bool = True) -> SentenceDocs:
@@ -79,8 +88,9 @@ def embed_sentences(texts: Sequence[str], cfg: Mapping[str, Any], progress: bool
     k = np.array([len(p) for p in pieces], dtype=np.int64)
     flat = [s for p in pieces for s in p]
     if flat:
-        emb = encode(flat, cfg["encoder"], cache_dir(cfg), best_device(cfg["device"]), cfg["encode-batch-size"],
-                     progress)
+        emb = encode(
+            flat, cfg["encoder"], cache_dir(cfg), best_device(cfg["device"]), cfg["encode-batch-size"], progress
+        )
         table = torch.as_tensor(np.asarray(emb), dtype=torch.float32)
     else:
         table = torch.zeros(0, 0, dtype=torch.float32)

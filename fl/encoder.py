@@ -186,7 +186,9 @@ def encode(
         for start in range(0, len(missing), STORE_EVERY):
             part = missing[start : start + STORE_EVERY]
             vectors = model.encode(
-                [unique_list[i] for i in part], batch_size=batch_size, convert_to_numpy=True,
+                [unique_list[i] for i in part],
+                batch_size=batch_size,
+                convert_to_numpy=True,
                 show_progress_bar=progress and len(part) > batch_size,
             ).astype(np.float32)
             if store:

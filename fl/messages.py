@@ -81,8 +81,11 @@ class Release:
     labels: np.ndarray | None = None  # training releases: sanitized labels
 
     def to_content(self) -> dict[str, ArrayRecord | ConfigRecord]:
-        arrays = {"user-ids": Array(np.asarray(self.user_ids, dtype=np.int64)),
-                  "fresh": Array(np.asarray(self.fresh, dtype=np.uint8)), **self.rows}
+        arrays = {
+            "user-ids": Array(np.asarray(self.user_ids, dtype=np.int64)),
+            "fresh": Array(np.asarray(self.fresh, dtype=np.uint8)),
+            **self.rows,
+        }
         if self.doc_ids is not None:
             arrays["doc-ids"] = Array(np.asarray(self.doc_ids, dtype=np.int64))
         if self.labels is not None:
@@ -119,5 +122,17 @@ class Release:
         return [(users[idx == i], charge) for i, charge in enumerate(self.charges[channel]) if (idx == i).any()]
 
 
-__all__ = ["CHANNELS", "CHARGES", "COHORT", "CONFIG", "DOCUMENT_SETUP", "MAP_GRAD", "MAP_IN", "METRICS", "MODEL",
-           "RELEASE", "CohortInfo", "Release"]
+__all__ = [
+    "CHANNELS",
+    "CHARGES",
+    "COHORT",
+    "CONFIG",
+    "DOCUMENT_SETUP",
+    "MAP_GRAD",
+    "MAP_IN",
+    "METRICS",
+    "MODEL",
+    "RELEASE",
+    "CohortInfo",
+    "Release",
+]

@@ -50,8 +50,13 @@ class UserPartition:
             self._partitioner.dataset = self._rows.shuffle(seed=seed)
         elif scheme == "dirichlet":
             self._partitioner = DirichletPartitioner(
-                num_partitions=self.num_users, partition_by="label", alpha=alpha,
-                min_partition_size=0, self_balancing=False, shuffle=True, seed=seed,
+                num_partitions=self.num_users,
+                partition_by="label",
+                alpha=alpha,
+                min_partition_size=0,
+                self_balancing=False,
+                shuffle=True,
+                seed=seed,
             )
             self._partitioner.dataset = self._rows
         else:
@@ -67,9 +72,7 @@ class UserPartition:
         if self._partitioner is None:
             perm = self._permutation
             return [perm[int(u) : int(u) + 1] for u in user_ids]
-        return [
-            np.asarray(self._partitioner.load_partition(int(u))["row"], dtype=np.int64) for u in user_ids
-        ]
+        return [np.asarray(self._partitioner.load_partition(int(u))["row"], dtype=np.int64) for u in user_ids]
 
 
 def cohort(partition_id: int, num_partitions: int, num_users: int) -> range:

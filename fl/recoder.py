@@ -49,8 +49,12 @@ class Recoder(nn.Module):
         super().__init__()
         self.dim = d
         self.net = nn.Sequential(
-            nn.Linear(d, 2 * d), nn.ReLU(), nn.Dropout(dropout),
-            nn.Linear(2 * d, 2 * d), nn.ReLU(), nn.Dropout(dropout),
+            nn.Linear(d, 2 * d),
+            nn.ReLU(),
+            nn.Dropout(dropout),
+            nn.Linear(2 * d, 2 * d),
+            nn.ReLU(),
+            nn.Dropout(dropout),
             nn.Linear(2 * d, d),
         )
 
@@ -151,8 +155,14 @@ def train_recoder(
             task.backward()
             opt_c.step()
         val_loss, val_acc, val_f1 = _validate(recoder, head, classifier, public, val, cluster, labels, num_classes)
-        history.append({"epoch": epoch + 1, "val_cluster_loss": val_loss, "val_cluster_accuracy": val_acc,
-                        "val_task_macro_f1": val_f1})
+        history.append(
+            {
+                "epoch": epoch + 1,
+                "val_cluster_loss": val_loss,
+                "val_cluster_accuracy": val_acc,
+                "val_task_macro_f1": val_f1,
+            }
+        )
         bar.set_postfix(cluster_loss=f"{val_loss:.3f}", task_f1=f"{val_f1:.3f}")
         if best is None or val_loss < best[0]:
             best = (val_loss, epoch + 1, _state(recoder), _state(classifier))
@@ -161,8 +171,14 @@ def train_recoder(
     classifier.load_state_dict(best[3])
     recoder.eval()
     classifier.eval()
-    info = {"public_documents": n, "validation_documents": int(num_val), "clusters": clusters,
-            "best_epoch": best[1], "history": history, "validation_rows": val.tolist()}
+    info = {
+        "public_documents": n,
+        "validation_documents": int(num_val),
+        "clusters": clusters,
+        "best_epoch": best[1],
+        "history": history,
+        "validation_rows": val.tolist(),
+    }
     return RecoderTraining(recoder, classifier, info)
 
 
@@ -171,8 +187,16 @@ def _state(module: nn.Module) -> dict:
 
 
 @torch.no_grad()
-def _validate(recoder: Recoder, head: nn.Module, classifier: nn.Module, docs: SentenceDocs, rows: np.ndarray,
-              cluster: torch.Tensor, labels: torch.Tensor, num_classes: int) -> tuple[float, float, float]:
+def _validate(
+    recoder: Recoder,
+    head: nn.Module,
+    classifier: nn.Module,
+    docs: SentenceDocs,
+    rows: np.ndarray,
+    cluster: torch.Tensor,
+    labels: torch.Tensor,
+    num_classes: int,
+) -> tuple[float, float, float]:
     recoder.eval()
     device = next(recoder.parameters()).device
     sub = docs.select(rows)
@@ -186,16 +210,19 @@ def _validate(recoder: Recoder, head: nn.Module, classifier: nn.Module, docs: Se
     return loss, acc, f1
 
 
-def select_candidates(public: SentenceDocs, recoded: torch.Tensor, min_sentences: int, m: int, seed: int,
-                      exclude: Sequence[int] = ()) -> tuple[np.ndarray, torch.Tensor]:
+def select_candidates(
+    public: SentenceDocs, recoded: torch.Tensor, min_sentences: int, m: int, seed: int, exclude: Sequence[int] = ()
+) -> tuple[np.ndarray, torch.Tensor]:
     """Up to ``m`` public documents with >= ``min_sentences`` sentences (seeded choice, ``exclude``
     left out) and their embeddings mean_j H(G(s_ij)) (float32 [m', d])."""
     eligible = np.flatnonzero(public.num_sentences >= min_sentences)
     eligible = np.setdiff1d(eligible, np.asarray(exclude, dtype=np.int64))
     if eligible.size < 2:
-        raise ValueError(f"only {eligible.size} public document(s) have >= {min_sentences} sentences: "
-                         "DeepCandidate needs at least 2 candidates (raise public-fraction or lower "
-                         "candidate-min-sentences)")
+        raise ValueError(
+            f"only {eligible.size} public document(s) have >= {min_sentences} sentences: "
+            "DeepCandidate needs at least 2 candidates (raise public-fraction or lower "
+            "candidate-min-sentences)"
+        )
     chosen = np.sort(np.random.default_rng(seed).permutation(eligible)[:m])
     return chosen, public.means(recoded)[torch.as_tensor(chosen)]
 
@@ -225,5 +252,12 @@ def tune_projections(
     return best, results
 
 
-__all__ = ["PROJECTION_GRID", "Recoder", "RecoderTraining", "recode", "select_candidates", "train_recoder",
-           "tune_projections"]
+__all__ = [
+    "PROJECTION_GRID",
+    "Recoder",
+    "RecoderTraining",
+    "recode",
+    "select_candidates",
+    "train_recoder",
+    "tune_projections",
+]

@@ -77,10 +77,12 @@ def delta_warning(guarantee: Guarantee, num_users: int) -> str | None:
     """
     if guarantee.delta <= 0 or num_users <= 0 or guarantee.delta <= 1.0 / num_users:
         return None
-    return (f"the word mechanism's delta per word is {guarantee.delta:.4g}, more than 1/(number of users) "
-            f"= {1.0 / num_users:.3g}: with probability up to delta a word can be revealed, and a document of "
-            f"k words composes to a delta of up to min(1, k * {guarantee.delta:.4g}); this (eps, delta) "
-            "guarantee is weak or vacuous at this epsilon")
+    return (
+        f"the word mechanism's delta per word is {guarantee.delta:.4g}, more than 1/(number of users) "
+        f"= {1.0 / num_users:.3g}: with probability up to delta a word can be revealed, and a document of "
+        f"k words composes to a delta of up to min(1, k * {guarantee.delta:.4g}); this (eps, delta) "
+        "guarantee is weak or vacuous at this epsilon"
+    )
 
 
 @dataclass(frozen=True)
@@ -92,18 +94,36 @@ class RewrittenSplit:
 
 
 def _key(cfg: Mapping[str, Any], purpose: str, partition: tuple[int, int], draw: int) -> str:
-    keys = (*WORD_KEYS, "noise-seed", *data.DATA_KEYS, "num-users", "partitioner", "dirichlet-alpha",
-            "encoder", "doc-embedding")
-    material = json.dumps({"v": REWRITE_VERSION, **{k: cfg[k] for k in keys}, "purpose": purpose,
-                           "partition": list(partition), "draw": draw}, sort_keys=True, default=str)
+    keys = (
+        *WORD_KEYS,
+        "noise-seed",
+        *data.DATA_KEYS,
+        "num-users",
+        "partitioner",
+        "dirichlet-alpha",
+        "encoder",
+        "doc-embedding",
+    )
+    material = json.dumps(
+        {
+            "v": REWRITE_VERSION,
+            **{k: cfg[k] for k in keys},
+            "purpose": purpose,
+            "partition": list(partition),
+            "draw": draw,
+        },
+        sort_keys=True,
+        default=str,
+    )
     return hashlib.sha256(material.encode()).hexdigest()[:32]
 
 
 _MEMORY: dict[tuple[str, int], RewrittenSplit] = {}
 
 
-def rewritten_split(cfg: Mapping[str, Any], texts: list[str], purpose: str, partition: tuple[int, int],
-                    draw: int, seed: int) -> RewrittenSplit:
+def rewritten_split(
+    cfg: Mapping[str, Any], texts: list[str], purpose: str, partition: tuple[int, int], draw: int, seed: int
+) -> RewrittenSplit:
     """Rewrite ``texts`` (a node's documents of ``purpose``) with a generator seeded by ``seed``, then embed.
 
     ``seed`` is the node's secret-derived seed of this (split, draw); the cache
@@ -137,12 +157,28 @@ def _rewrite_and_embed(cfg: Mapping[str, Any], texts: list[str], seed: int, purp
     rewrite = mech.rewrite(list(texts), torch.Generator().manual_seed(seed))
     num_words = rewrite.num_words.numpy()
     rewritten_at = time.perf_counter()
-    emb = embed_documents(rewrite.texts, cfg["doc-embedding"], cfg["encoder"], cache_dir(cfg),
-                          best_device(cfg["device"]), cfg["encode-batch-size"], progress=True, store=False)
-    log.info("rewrote %d %s documents (%d words) with %s in %.1fs, encoded them in %.1fs", len(texts), purpose,
-             int(num_words.sum()), mech.name, rewritten_at - start, time.perf_counter() - rewritten_at)
-    return RewrittenSplit(torch.as_tensor(np.asarray(emb), dtype=torch.float32).reshape(len(texts), -1),
-                          num_words.astype(np.int64))
+    emb = embed_documents(
+        rewrite.texts,
+        cfg["doc-embedding"],
+        cfg["encoder"],
+        cache_dir(cfg),
+        best_device(cfg["device"]),
+        cfg["encode-batch-size"],
+        progress=True,
+        store=False,
+    )
+    log.info(
+        "rewrote %d %s documents (%d words) with %s in %.1fs, encoded them in %.1fs",
+        len(texts),
+        purpose,
+        int(num_words.sum()),
+        mech.name,
+        rewritten_at - start,
+        time.perf_counter() - rewritten_at,
+    )
+    return RewrittenSplit(
+        torch.as_tensor(np.asarray(emb), dtype=torch.float32).reshape(len(texts), -1), num_words.astype(np.int64)
+    )
 
 
 def _save(path: Path, out: RewrittenSplit) -> None:

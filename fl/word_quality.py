@@ -57,8 +57,11 @@ def rewrite_quality(cfg: Mapping[str, Any]) -> dict[str, Any]:
     mech = word_mechanism(cfg)
     test = data.load(cfg).test
     n = min(int(cfg["word-quality-docs"]), len(test))
-    out: dict[str, Any] = {"mechanism": mech.name, "epsilon_per_word": mech.epsilon,
-                           "diagnostic": "computed by the simulation driver on raw test documents; not a release"}
+    out: dict[str, Any] = {
+        "mechanism": mech.name,
+        "epsilon_per_word": mech.epsilon,
+        "diagnostic": "computed by the simulation driver on raw test documents; not a release",
+    }
     if n == 0:
         return out
     start = time.perf_counter()
@@ -66,14 +69,16 @@ def rewrite_quality(cfg: Mapping[str, Any]) -> dict[str, Any]:
     texts = list(test.select(np.sort(rows))["text"])
     gen = torch.Generator().manual_seed(_seed(cfg, "word-quality-noise"))
     r = mech.rewrite(texts, gen)
-    out.update({
-        "documents": n,
-        "words": int(r.input_ids.numel()),
-        "oov_fraction": float((r.input_ids == r.unk).double().mean()) if r.input_ids.numel() else 0.0,
-        "N_w": unchanged_fraction(r.input_ids, r.output_ids, unk=r.unk),
-        **text_similarity(texts, r.texts),
-        "examples": [{"original": o, "rewrite": w} for o, w in zip(texts[:3], r.texts[:3], strict=True)],
-    })
+    out.update(
+        {
+            "documents": n,
+            "words": int(r.input_ids.numel()),
+            "oov_fraction": float((r.input_ids == r.unk).double().mean()) if r.input_ids.numel() else 0.0,
+            "N_w": unchanged_fraction(r.input_ids, r.output_ids, unk=r.unk),
+            **text_similarity(texts, r.texts),
+            "examples": [{"original": o, "rewrite": w} for o, w in zip(texts[:3], r.texts[:3], strict=True)],
+        }
+    )
     k = int(cfg["word-support-words"])
     if k > 0:
         frequent = [i for i, _ in Counter(r.input_ids[r.input_ids != r.unk].tolist()).most_common(k)]
@@ -82,8 +87,10 @@ def rewrite_quality(cfg: Mapping[str, Any]) -> dict[str, Any]:
             words = mech.space.decode(stats["ids"])
             out["support"] = {
                 "draws": SUPPORT_DRAWS,
-                "per_word": {w: {"N_w": float(p), "S_w": int(s)}
-                             for w, p, s in zip(words, stats["N_w"].tolist(), stats["S_w"].tolist(), strict=True)},
+                "per_word": {
+                    w: {"N_w": float(p), "S_w": int(s)}
+                    for w, p, s in zip(words, stats["N_w"].tolist(), stats["S_w"].tolist(), strict=True)
+                },
                 "S_w_median": float(stats["S_w"].double().median()),
             }
     out["seconds"] = round(time.perf_counter() - start, 2)

@@ -268,8 +268,9 @@ def threshold_audit(
     for tail, positive, tp, fp, tpr_lo, fpr_hi in candidates:
         num = tpr_lo - delta
         with np.errstate(divide="ignore", invalid="ignore"):
-            eps = np.where((num > 0) & (fpr_hi > 0), np.log(np.maximum(num, 1e-300) / np.maximum(fpr_hi, 1e-300)),
-                           -np.inf)
+            eps = np.where(
+                (num > 0) & (fpr_hi > 0), np.log(np.maximum(num, 1e-300) / np.maximum(fpr_hi, 1e-300)), -np.inf
+            )
         i = int(np.argmax(eps))
         if not np.isfinite(eps[i]):
             continue
@@ -277,17 +278,39 @@ def threshold_audit(
             with np.errstate(divide="ignore", invalid="ignore"):
                 hat = float(np.log((tp[i] / n - delta) / (fp[i] / n))) if tp[i] / n > delta else float("nan")
             best = AuditResult(
-                epsilon_lb=float(eps[i]), claimed_epsilon=None, delta=float(delta), alpha=float(alpha),
-                threshold=float(thresholds[i]), tail=tail, positive=positive,
-                count_positive=int(tp[i]), count_negative=int(fp[i]),
-                tpr_lo=float(tpr_lo[i]), fpr_hi=float(fpr_hi[i]), epsilon_hat=hat,
-                num_samples=n, pilot_samples=0, num_thresholds=int(thresholds.size),
+                epsilon_lb=float(eps[i]),
+                claimed_epsilon=None,
+                delta=float(delta),
+                alpha=float(alpha),
+                threshold=float(thresholds[i]),
+                tail=tail,
+                positive=positive,
+                count_positive=int(tp[i]),
+                count_negative=int(fp[i]),
+                tpr_lo=float(tpr_lo[i]),
+                fpr_hi=float(fpr_hi[i]),
+                epsilon_hat=hat,
+                num_samples=n,
+                pilot_samples=0,
+                num_thresholds=int(thresholds.size),
             )
     if best is None or best.epsilon_lb < 0:
         return AuditResult(
-            epsilon_lb=0.0, claimed_epsilon=None, delta=float(delta), alpha=float(alpha), threshold=None,
-            tail=None, positive=None, count_positive=0, count_negative=0, tpr_lo=0.0, fpr_hi=1.0,
-            epsilon_hat=float("nan"), num_samples=n, pilot_samples=0, num_thresholds=int(thresholds.size),
+            epsilon_lb=0.0,
+            claimed_epsilon=None,
+            delta=float(delta),
+            alpha=float(alpha),
+            threshold=None,
+            tail=None,
+            positive=None,
+            count_positive=0,
+            count_negative=0,
+            tpr_lo=0.0,
+            fpr_hi=1.0,
+            epsilon_hat=float("nan"),
+            num_samples=n,
+            pilot_samples=0,
+            num_thresholds=int(thresholds.size),
         )
     return best
 
@@ -416,10 +439,12 @@ def audit_pair(
 
     assert statistic is not None
     if need_grid:
-        pooled = np.concatenate([
-            _statistic_values(sample_x, statistic, grid_n, gen, chunk_size),
-            _statistic_values(sample_x_prime, statistic, grid_n, gen, chunk_size),
-        ])
+        pooled = np.concatenate(
+            [
+                _statistic_values(sample_x, statistic, grid_n, gen, chunk_size),
+                _statistic_values(sample_x_prime, statistic, grid_n, gen, chunk_size),
+            ]
+        )
         grid = quantile_grid(pooled, num_thresholds)
     else:
         grid = np.unique(np.asarray(thresholds, dtype=np.float64).ravel())
@@ -487,8 +512,10 @@ def _public_projection(mech: Mechanism, dim: int) -> torch.Tensor | None:
     try:
         phi = getattr(mech, "phi", None)
     except RuntimeError:  # drawn lazily at the first call: draw it now (public, seed-determined)
-        mech.sanitize(torch.ones(1, dim, dtype=torch.float64) / math.sqrt(dim),  # type: ignore[attr-defined]
-                      generator=torch.Generator().manual_seed(0))
+        mech.sanitize(
+            torch.ones(1, dim, dtype=torch.float64) / math.sqrt(dim),  # type: ignore[attr-defined]
+            generator=torch.Generator().manual_seed(0),
+        )
         phi = getattr(mech, "phi", None)
     if isinstance(phi, torch.Tensor) and phi.dim() == 2 and phi.shape[1] == dim:
         return phi.to(torch.float64)
@@ -572,18 +599,33 @@ def audit_mechanism(
                     return sanitize(y, num_classes=k, generator=gen)
                 probs = prior_row.to(gen.device).unsqueeze(0).expand(n, k)
                 return sanitize(y, num_classes=k, generator=gen, prior=LabelPrior(probs, "public"))
+
             return draw
 
         def is_first(out: torch.Tensor) -> torch.Tensor:
             return (out == y0).to(torch.float64)
 
         result = audit_pair(
-            label_sampler(y0), label_sampler(y1), num_samples, seed, statistic=is_first, thresholds=[0.5],
-            pilot_samples=pilot_samples or 0, delta=delta, alpha=alpha,
-            claimed_epsilon=claimed_epsilon(guarantee), chunk_size=chunk_size, device=device,
+            label_sampler(y0),
+            label_sampler(y1),
+            num_samples,
+            seed,
+            statistic=is_first,
+            thresholds=[0.5],
+            pilot_samples=pilot_samples or 0,
+            delta=delta,
+            alpha=alpha,
+            claimed_epsilon=claimed_epsilon(guarantee),
+            chunk_size=chunk_size,
+            device=device,
         )
-        return result.with_info(mechanism=mech.name, level=mech.level, guarantee=guarantee.to_dict(),
-                                num_classes=k, prior=None if prior_row is None else prior_row.tolist())
+        return result.with_info(
+            mechanism=mech.name,
+            level=mech.level,
+            guarantee=guarantee.to_dict(),
+            num_classes=k,
+            prior=None if prior_row is None else prior_row.tolist(),
+        )
 
     if mech.level != "sentence":
         raise ValueError(f"audit_mechanism handles sentence and label mechanisms, not level {mech.level!r}")
@@ -599,16 +641,31 @@ def audit_mechanism(
         def draw(n: int, gen: torch.Generator) -> torch.Tensor:
             rows = v.to(gen.device).unsqueeze(0).expand(n, m).contiguous()
             return sanitize(rows, generator=gen)
+
         return draw
 
     out_dim = int(sentence_sampler(x)(1, torch.Generator(device=device).manual_seed(0)).reshape(1, -1).shape[1])
     result = audit_pair(
-        sentence_sampler(x), sentence_sampler(x_prime), num_samples, seed, pilot_samples=pilot_samples,
-        num_thresholds=num_thresholds, delta=delta, alpha=alpha,
-        claimed_epsilon=claimed_epsilon(guarantee, x, x_prime), chunk_size=chunk_size, device=device,
+        sentence_sampler(x),
+        sentence_sampler(x_prime),
+        num_samples,
+        seed,
+        pilot_samples=pilot_samples,
+        num_thresholds=num_thresholds,
+        delta=delta,
+        alpha=alpha,
+        claimed_epsilon=claimed_epsilon(guarantee, x, x_prime),
+        chunk_size=chunk_size,
+        device=device,
     )
-    return result.with_info(mechanism=mech.name, level=mech.level, guarantee=guarantee.to_dict(),
-                            input_dim=m, output_dim=out_dim, pair_distance=pair_distance(guarantee, x, x_prime))
+    return result.with_info(
+        mechanism=mech.name,
+        level=mech.level,
+        guarantee=guarantee.to_dict(),
+        input_dim=m,
+        output_dim=out_dim,
+        pair_distance=pair_distance(guarantee, x, x_prime),
+    )
 
 
 __all__ = [

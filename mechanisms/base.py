@@ -32,8 +32,7 @@ def check_epsilon(epsilon: float, name: str = "epsilon") -> float:
         raise ValueError(f"{name} must be a number, got {epsilon!r}") from None
     if math.isnan(eps) or math.isinf(eps) or eps <= 0.0:
         raise ValueError(
-            f"{name} must be > 0 and finite, got {epsilon!r} "
-            "(use the 'none' mechanism to release without privacy)"
+            f"{name} must be > 0 and finite, got {epsilon!r} (use the 'none' mechanism to release without privacy)"
         )
     return eps
 
@@ -63,10 +62,7 @@ def check_labels(y: torch.Tensor, num_classes: int) -> torch.Tensor:
     if y.dtype not in (torch.int64, torch.int32, torch.int16, torch.int8, torch.uint8):
         raise ValueError(f"labels must be an integer tensor, got {y.dtype}")
     if y.numel() and (int(y.min()) < 0 or int(y.max()) >= num_classes):
-        raise ValueError(
-            f"labels must lie in [0, {num_classes}), got range "
-            f"[{int(y.min())}, {int(y.max())}]"
-        )
+        raise ValueError(f"labels must lie in [0, {num_classes}), got range [{int(y.min())}, {int(y.max())}]")
     return y.detach().to(torch.int64)
 
 
@@ -148,9 +144,7 @@ class LabelMechanism(Mechanism):
     level: ClassVar[str] = "label"
 
     @abstractmethod
-    def sanitize(
-        self, y: torch.Tensor, num_classes: int, generator: torch.Generator | None = None
-    ) -> torch.Tensor:
+    def sanitize(self, y: torch.Tensor, num_classes: int, generator: torch.Generator | None = None) -> torch.Tensor:
         """Return one independent release per entry of ``y`` (LongTensor [n])."""
 
 
@@ -237,8 +231,7 @@ class WordMechanism(Mechanism):
         return compose_units(self.guarantee, num_words, "document")
 
 
-def check_documents(docs: list[torch.Tensor], dim: int | None = None, min_sentences: int = 2
-                    ) -> list[torch.Tensor]:
+def check_documents(docs: list[torch.Tensor], dim: int | None = None, min_sentences: int = 2) -> list[torch.Tensor]:
     """Check a batch of documents given as sentence embeddings (``[k_i, d]`` each) and detach them.
 
     Every document needs ``k_i >= min_sentences`` (SentDP is about replacing one
@@ -251,11 +244,15 @@ def check_documents(docs: list[torch.Tensor], dim: int | None = None, min_senten
     out = []
     for i, doc in enumerate(docs):
         if not isinstance(doc, torch.Tensor) or doc.dim() != 2:
-            raise ValueError(f"document {i} must be a tensor [k, d], got "
-                             f"{tuple(doc.shape) if isinstance(doc, torch.Tensor) else type(doc).__name__}")
+            raise ValueError(
+                f"document {i} must be a tensor [k, d], got "
+                f"{tuple(doc.shape) if isinstance(doc, torch.Tensor) else type(doc).__name__}"
+            )
         if doc.shape[0] < min_sentences:
-            raise ValueError(f"document {i} has {doc.shape[0]} sentence(s): sentence-level DP needs at least "
-                             f"{min_sentences} (drop or refuse such documents before sanitizing)")
+            raise ValueError(
+                f"document {i} has {doc.shape[0]} sentence(s): sentence-level DP needs at least "
+                f"{min_sentences} (drop or refuse such documents before sanitizing)"
+            )
         if dim is not None and doc.shape[1] != dim:
             raise ValueError(f"document {i} has sentence embeddings of dimension {doc.shape[1]}, expected {dim}")
         if not torch.is_floating_point(doc):

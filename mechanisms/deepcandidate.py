@@ -184,8 +184,11 @@ def _check_candidates(candidates: torch.Tensor) -> torch.Tensor:
 
 
 def _check_count(value: int, name: str, low: int, high: int | None = None) -> int:
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < low or (
-        high is not None and value > high
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, numbers.Integral)
+        or value < low
+        or (high is not None and value > high)
     ):
         bound = f"in [{low}, {high}]" if high is not None else f">= {low}"
         raise ValueError(f"{name} must be an integer {bound}, got {value!r}")

@@ -64,9 +64,7 @@ class Guarantee:
         if self.notion == "metric" and not self.metric:
             raise ValueError("a metric guarantee must name its metric")
         if self.granularity not in GRANULARITIES:
-            raise ValueError(
-                f"unknown granularity {self.granularity!r}; use one of {GRANULARITIES}"
-            )
+            raise ValueError(f"unknown granularity {self.granularity!r}; use one of {GRANULARITIES}")
 
     @property
     def is_private(self) -> bool:
@@ -150,8 +148,14 @@ def compose_units(g: Guarantee, count: int, granularity: str) -> Guarantee:
     delta = min(1.0, count * g.delta)
     if g.notion == "metric":
         diameter = None if g.diameter is None else count * g.diameter
-        return Guarantee(notion="metric", epsilon=g.epsilon, delta=delta, metric=f"{g.metric}_sum",
-                         diameter=diameter, granularity=granularity)
+        return Guarantee(
+            notion="metric",
+            epsilon=g.epsilon,
+            delta=delta,
+            metric=f"{g.metric}_sum",
+            diameter=diameter,
+            granularity=granularity,
+        )
     return Guarantee(notion=g.notion, epsilon=count * g.epsilon, delta=delta, granularity=granularity)
 
 

@@ -39,8 +39,9 @@ def gamma_radius_noise(
     return radius.unsqueeze(1) * uniform_directions(n, m, generator, device)
 
 
-def laplace(shape: tuple[int, ...], scale: float, generator: torch.Generator | None,
-            device: torch.device) -> torch.Tensor:
+def laplace(
+    shape: tuple[int, ...], scale: float, generator: torch.Generator | None, device: torch.device
+) -> torch.Tensor:
     """i.i.d. Laplace(0, scale) by inversion: -scale * sign(v) * log(1 - 2|v|), v ~ U(-1/2, 1/2)."""
     v = torch.rand(shape, generator=generator, dtype=torch.float64, device=device) - 0.5
     return -scale * torch.sign(v) * torch.log1p(-2 * v.abs())

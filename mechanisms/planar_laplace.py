@@ -38,8 +38,9 @@ class PlanarLaplace(SentenceMechanism):
 
     @property
     def guarantee(self) -> Guarantee:
-        return Guarantee(notion="metric", epsilon=self.epsilon, metric="euclidean", diameter=2.0,
-                         granularity="sentence")
+        return Guarantee(
+            notion="metric", epsilon=self.epsilon, metric="euclidean", diameter=2.0, granularity="sentence"
+        )
 
     @torch.no_grad()
     def sanitize(self, x: torch.Tensor, generator: torch.Generator | None = None) -> torch.Tensor:

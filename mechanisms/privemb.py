@@ -178,7 +178,8 @@ class PrivEmb(SentenceMechanism):
         self.input_dim = d
         self._phi = projection(d, k, self.projection_seed)
         self._lipschitz = (
-            _sphere_lipschitz(d, k, self.projection_seed) if self.domain is None
+            _sphere_lipschitz(d, k, self.projection_seed)
+            if self.domain is None
             else lipschitz_constant(self._phi, self.domain)
         )
 
@@ -220,13 +221,24 @@ class PrivEmb(SentenceMechanism):
     @property
     def guarantee(self) -> Guarantee:
         if self.variant == "exact":
-            return Guarantee(notion="metric", epsilon=self.epsilon, metric="euclidean",
-                             diameter=self._diameter(), granularity="sentence")
+            return Guarantee(
+                notion="metric",
+                epsilon=self.epsilon,
+                metric="euclidean",
+                diameter=self._diameter(),
+                granularity="sentence",
+            )
         if self._phi is None:
             raise RuntimeError("the paper variant's guarantee depends on Phi: pass input_dim or call sanitize")
         attained = self.epsilon * max(1.0, self._lipschitz / (1.0 + self.beta))
-        return Guarantee(notion="metric", epsilon=attained, delta=self.delta, metric="euclidean",
-                         diameter=self._diameter(), granularity="sentence")
+        return Guarantee(
+            notion="metric",
+            epsilon=attained,
+            delta=self.delta,
+            metric="euclidean",
+            diameter=self._diameter(),
+            granularity="sentence",
+        )
 
     # ------------------------------------------------------------------ sampling
     def _check_in_domain(self, x: torch.Tensor, chunk: int = 4096) -> None:

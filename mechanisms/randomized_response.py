@@ -90,9 +90,7 @@ class RandomizedResponse(LabelMechanism):
         return self.log_output_probabilities(torch.arange(num_classes), num_classes)
 
     @torch.no_grad()
-    def sanitize(
-        self, y: torch.Tensor, num_classes: int, generator: torch.Generator | None = None
-    ) -> torch.Tensor:
+    def sanitize(self, y: torch.Tensor, num_classes: int, generator: torch.Generator | None = None) -> torch.Tensor:
         """One independent release per label: y with probability
         ``keep_probability(eps, K)``, else a uniform other label (the law of
         :meth:`log_output_probabilities`)."""

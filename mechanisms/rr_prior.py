@@ -110,9 +110,7 @@ class RRWithPrior(RandomizedResponse):
         inside = torch.where(y_in_set, torch.where(is_y, log_keep, log_keep - self.epsilon), log_uniform)
         return torch.where(in_set, inside, torch.full_like(inside, -math.inf))
 
-    def output_probabilities(
-        self, y: torch.Tensor, num_classes: int, prior: LabelPrior | None = None
-    ) -> torch.Tensor:
+    def output_probabilities(self, y: torch.Tensor, num_classes: int, prior: LabelPrior | None = None) -> torch.Tensor:
         """``exp(log_output_probabilities(y, num_classes, prior))``, [n, K] (0 outside Y_k*).
 
         Probabilities below ~1e-308 underflow to 0 (large eps): use the log

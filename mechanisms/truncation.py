@@ -61,8 +61,10 @@ def median_box(public_docs: torch.Tensor, fraction: float = 0.75) -> tuple[torch
 def _check_box(lo: torch.Tensor, hi: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     for name, t in (("lo", lo), ("hi", hi)):
         if not isinstance(t, torch.Tensor) or t.dim() != 1 or t.numel() == 0:
-            raise ValueError(f"{name} must be a non-empty 1-D tensor [d], got "
-                             f"{tuple(t.shape) if isinstance(t, torch.Tensor) else type(t).__name__}")
+            raise ValueError(
+                f"{name} must be a non-empty 1-D tensor [d], got "
+                f"{tuple(t.shape) if isinstance(t, torch.Tensor) else type(t).__name__}"
+            )
         if not bool(torch.isfinite(t).all()):
             raise ValueError(f"{name} contains NaN or infinite values")
     if lo.shape != hi.shape:
@@ -178,8 +180,10 @@ class Truncation(DocumentMechanism):
         centre, counts = self._clipped_means([doc], torch.device("cpu"))
         b = self.scale(counts)[0]
         if not isinstance(y, torch.Tensor) or y.dim() not in (1, 2) or y.shape[-1] != self.dim:
-            raise ValueError(f"y must be a tensor [{self.dim}] or [m, {self.dim}], got "
-                             f"{tuple(y.shape) if isinstance(y, torch.Tensor) else type(y).__name__}")
+            raise ValueError(
+                f"y must be a tensor [{self.dim}] or [m, {self.dim}], got "
+                f"{tuple(y.shape) if isinstance(y, torch.Tensor) else type(y).__name__}"
+            )
         y = y.detach().to(device="cpu", dtype=torch.float64)
         return -torch.log(2 * b).sum() - ((y - centre[0]).abs() / b).sum(dim=-1)
 

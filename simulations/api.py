@@ -53,8 +53,11 @@ class RunResult:
         if not summary_path.is_file():
             raise FileNotFoundError(f"no summary.json in results folder {folder}: the run did not finish")
         rounds_path = folder / "rounds.jsonl"
-        rounds = [json.loads(line) for line in rounds_path.read_text().splitlines() if line.strip()] \
-            if rounds_path.is_file() else []
+        rounds = (
+            [json.loads(line) for line in rounds_path.read_text().splitlines() if line.strip()]
+            if rounds_path.is_file()
+            else []
+        )
         return cls(folder, rounds, json.loads(summary_path.read_text()))
 
 
@@ -65,19 +68,24 @@ def config_key(name: str) -> str:
     """
     key = name.replace("_", "-")
     if key not in config_mod.DEFAULTS:
-        raise config_mod.ConfigError(f"unknown config key {key!r} (keyword argument {name!r}); known keys: "
-                                     f"{', '.join(k.replace('-', '_') for k in config_mod.DEFAULTS)}")
+        raise config_mod.ConfigError(
+            f"unknown config key {key!r} (keyword argument {name!r}); known keys: "
+            f"{', '.join(k.replace('-', '_') for k in config_mod.DEFAULTS)}"
+        )
     return key
 
 
 def keyword_overrides(overrides: Mapping[str, Any]) -> dict[str, Any]:
     """Run-config keys and values of keyword arguments (paths become strings)."""
-    return {config_key(name): os.fspath(value) if isinstance(value, os.PathLike) else value
-            for name, value in overrides.items()}
+    return {
+        config_key(name): os.fspath(value) if isinstance(value, os.PathLike) else value
+        for name, value in overrides.items()
+    }
 
 
-def resolve_config(config: str | Path | Mapping[str, Any], overrides: Mapping[str, Any] | None = None,
-                   out: str | Path | None = None) -> Mapping[str, Any]:
+def resolve_config(
+    config: str | Path | Mapping[str, Any], overrides: Mapping[str, Any] | None = None, out: str | Path | None = None
+) -> Mapping[str, Any]:
     """The resolved, validated run config (:func:`fl.config.resolve`): ``config`` (a TOML path or a
     mapping of run-config keys), then ``overrides`` (run-config keys), then ``out`` as ``out-dir``
     when given.

@@ -41,18 +41,38 @@ def _setup_logging() -> None:
 
 def _add_sweep_parser(sub: Any) -> None:
     """The ``sweep`` subcommand (logic in :mod:`simulations.sweep`)."""
-    p = sub.add_parser("sweep", help="one run per point of a grid of config values, then a table and a plot",
-                       description="Run the Cartesian product of --grid values, one 'sanitas run' process each, "
-                                   "into OUT/NAME/<run-name>; write sweep.csv, sweep.jsonl and "
-                                   "accuracy_vs_epsilon.png there. Runs with a summary.json are skipped.")
+    p = sub.add_parser(
+        "sweep",
+        help="one run per point of a grid of config values, then a table and a plot",
+        description="Run the Cartesian product of --grid values, one 'sanitas run' process each, "
+        "into OUT/NAME/<run-name>; write sweep.csv, sweep.jsonl and "
+        "accuracy_vs_epsilon.png there. Runs with a summary.json are skipped.",
+    )
     p.add_argument("config", help="flat TOML file of run-config keys shared by every run")
-    p.add_argument("--grid", dest="grid", action="append", default=[], metavar="KEY=V1,V2,...",
-                   help="values of one key (repeatable): split on commas outside quotes and brackets, each "
-                        "parsed as TOML like --set (quote strings: 'sentence-mechanism=\"purkayastha\",\"none\"')")
-    p.add_argument("--also", dest="grid", action="append_const", const=None,
-                   help="close the current product of --grid keys and start another; the sweep runs the union")
-    p.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE",
-                   help="override a config key in every run (repeatable); values parse as TOML")
+    p.add_argument(
+        "--grid",
+        dest="grid",
+        action="append",
+        default=[],
+        metavar="KEY=V1,V2,...",
+        help="values of one key (repeatable): split on commas outside quotes and brackets, each "
+        'parsed as TOML like --set (quote strings: \'sentence-mechanism="purkayastha","none"\')',
+    )
+    p.add_argument(
+        "--also",
+        dest="grid",
+        action="append_const",
+        const=None,
+        help="close the current product of --grid keys and start another; the sweep runs the union",
+    )
+    p.add_argument(
+        "--set",
+        dest="sets",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override a config key in every run (repeatable); values parse as TOML",
+    )
     p.add_argument("--out", required=True, help="parent folder; the sweep writes OUT/NAME")
     p.add_argument("--name", default=None, help="sweep folder name (default: the config file's stem)")
     p.add_argument("--timeout", type=float, default=None, help="seconds before a run is killed and marked failed")
@@ -73,18 +93,32 @@ def _sweep(args: argparse.Namespace) -> int:
 
 def _add_compare_parser(sub: Any) -> None:
     """The ``compare`` subcommand (logic in :mod:`simulations.compare`)."""
-    p = sub.add_parser("compare", help="local DP vs central DP on one epsilon axis (plot + CSV)",
-                       description="Run local-DP runs (one per sentence epsilon), central-DP runs (one per "
-                                   "noise multiplier) and a non-private reference from one config; write "
-                                   "compare.csv and compare.png into OUT/NAME.")
+    p = sub.add_parser(
+        "compare",
+        help="local DP vs central DP on one epsilon axis (plot + CSV)",
+        description="Run local-DP runs (one per sentence epsilon), central-DP runs (one per "
+        "noise multiplier) and a non-private reference from one config; write "
+        "compare.csv and compare.png into OUT/NAME.",
+    )
     p.add_argument("config", help="flat TOML file of run-config keys shared by every run")
     p.add_argument("--epsilons", default="2,6,10", help="local sentence epsilons, comma-separated")
-    p.add_argument("--noise-multipliers", default="1.62,2.78,5.61",
-                   help="central noise multipliers, comma-separated")
-    p.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE",
-                   help="override a config key in every run (repeatable)")
-    p.add_argument("--central-set", dest="central_sets", action="append", default=[], metavar="KEY=VALUE",
-                   help="override a config key in the central runs only (e.g. users-per-node=200)")
+    p.add_argument("--noise-multipliers", default="1.62,2.78,5.61", help="central noise multipliers, comma-separated")
+    p.add_argument(
+        "--set",
+        dest="sets",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override a config key in every run (repeatable)",
+    )
+    p.add_argument(
+        "--central-set",
+        dest="central_sets",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override a config key in the central runs only (e.g. users-per-node=200)",
+    )
     p.add_argument("--out", required=True, help="parent folder; the comparison writes OUT/NAME")
     p.add_argument("--name", default=None, help="folder name (default: <config stem>-compare)")
     p.add_argument("--timeout", type=float, default=None, help="seconds before a run is killed and marked failed")
@@ -95,15 +129,24 @@ def main(argv: Sequence[str] | None = None) -> int:
     sub = parser.add_subparsers(dest="command", required=True)
     p_run = sub.add_parser("run", help="run one federated simulation from a TOML config")
     p_run.add_argument("config", help="flat TOML file of run-config keys (see fl/config.py)")
-    p_run.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE",
-                       help="override a config key (repeatable); values parse as TOML")
+    p_run.add_argument(
+        "--set",
+        dest="sets",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override a config key (repeatable); values parse as TOML",
+    )
     p_run.add_argument("--out", default=None, help="results parent folder (config key out-dir)")
     _add_sweep_parser(sub)
     _add_compare_parser(sub)
-    p_doc = sub.add_parser("report-documents", help="document level: macro-F1 vs epsilon and vs k (plots + CSV)",
-                           description="From a sweep folder of document-level runs, write f1_vs_epsilon.png/.csv "
-                                       "and f1_vs_sentences.png/.csv (Meehan et al. Fig. 4), with the "
-                                       "random-guess line.")
+    p_doc = sub.add_parser(
+        "report-documents",
+        help="document level: macro-F1 vs epsilon and vs k (plots + CSV)",
+        description="From a sweep folder of document-level runs, write f1_vs_epsilon.png/.csv "
+        "and f1_vs_sentences.png/.csv (Meehan et al. Fig. 4), with the "
+        "random-guess line.",
+    )
     p_doc.add_argument("sweep_dir", help="a folder written by 'sanitas sweep'")
     p_doc.add_argument("--epsilon", type=float, default=10.0, help="epsilon of the k breakdown (default 10)")
     args = parser.parse_args(argv)
@@ -119,8 +162,16 @@ def main(argv: Sequence[str] | None = None) -> int:
             from simulations.compare import compare
 
             split = lambda text: [v for v in text.split(",") if v.strip()]  # noqa: E731
-            return compare(args.config, split(args.epsilons), split(args.noise_multipliers), args.sets,
-                           args.central_sets, args.out, name=args.name, timeout=args.timeout)
+            return compare(
+                args.config,
+                split(args.epsilons),
+                split(args.noise_multipliers),
+                args.sets,
+                args.central_sets,
+                args.out,
+                name=args.name,
+                timeout=args.timeout,
+            )
         if args.command == "run":
             return _run(args)
     except (ValueError, FileNotFoundError, FileExistsError) as err:

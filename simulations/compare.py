@@ -50,8 +50,21 @@ from fl import config as config_mod
 from . import sweep as sw
 from .overrides import split_override
 
-COLUMNS = ("series", "parameter", "value", "epsilon", "delta", "label_protected", "epsilon_embedding_only",
-           "accuracy", "macro_f1", "ldp_guarantee_holds", "evaluation_covered", "run_name", "results_folder")
+COLUMNS = (
+    "series",
+    "parameter",
+    "value",
+    "epsilon",
+    "delta",
+    "label_protected",
+    "epsilon_embedding_only",
+    "accuracy",
+    "macro_f1",
+    "ldp_guarantee_holds",
+    "evaluation_covered",
+    "run_name",
+    "results_folder",
+)
 
 
 def _axis(key: str, values: Sequence[str]) -> sw.GridAxis:
@@ -89,17 +102,40 @@ def rows_for(run: sw.Run, sweep_dir: Path) -> list[dict[str, Any]]:
     if summary is None:
         return []
     final, privacy = summary.get("final") or {}, summary.get("privacy") or {}
-    base = {"accuracy": final.get("accuracy"), "macro_f1": final.get("macro_f1"), "run_name": run.name,
-            "results_folder": str(folder), "ldp_guarantee_holds": summary.get("ldp_guarantee_holds"),
-            "evaluation_covered": summary.get("evaluation_covered", False)}
+    base = {
+        "accuracy": final.get("accuracy"),
+        "macro_f1": final.get("macro_f1"),
+        "run_name": run.name,
+        "results_folder": str(folder),
+        "ldp_guarantee_holds": summary.get("ldp_guarantee_holds"),
+        "evaluation_covered": summary.get("evaluation_covered", False),
+    }
     if run.values.get("mode") == "central":
         z = run.values["central-noise-multiplier"]
-        return [{**base, "series": "central", "parameter": "central-noise-multiplier", "value": z,
-                 "epsilon": privacy.get("epsilon"), "delta": privacy.get("delta"), "label_protected": True}]
+        return [
+            {
+                **base,
+                "series": "central",
+                "parameter": "central-noise-multiplier",
+                "value": z,
+                "epsilon": privacy.get("epsilon"),
+                "delta": privacy.get("delta"),
+                "label_protected": True,
+            }
+        ]
     labels = bool(privacy.get("label_protected"))
     if run.values.get("sentence-mechanism") == "none":
-        return [{**base, "series": "non-private", "parameter": "sentence-mechanism", "value": "none",
-                 "epsilon": None, "delta": None, "label_protected": labels}]
+        return [
+            {
+                **base,
+                "series": "non-private",
+                "parameter": "sentence-mechanism",
+                "value": "none",
+                "epsilon": None,
+                "delta": None,
+                "label_protected": labels,
+            }
+        ]
     eps = run.values["sentence-epsilon"]
     if summary.get("ldp_guarantee_holds") is not True:  # e.g. a leaky M1: no local epsilon to report
         privacy = {}
@@ -108,12 +144,26 @@ def rows_for(run: sw.Run, sweep_dir: Path) -> list[dict[str, Any]]:
     shuffled = privacy.get("epsilon_shuffled_joint_total") if labels else None
     shuffled_delta = privacy.get("delta_shuffled_joint_total") if labels else None
     return [
-        {**base, "series": "local-ldp", "parameter": "sentence-epsilon", "value": eps, "epsilon": ldp,
-         "delta": privacy.get("delta_total", 0.0) if labels else None, "label_protected": labels,
-         "epsilon_embedding_only": privacy.get("epsilon_ldp")},
-        {**base, "series": "local-shuffled", "parameter": "sentence-epsilon", "value": eps, "epsilon": shuffled,
-         "delta": shuffled_delta, "label_protected": labels,
-         "epsilon_embedding_only": privacy.get("epsilon_shuffled_total")},
+        {
+            **base,
+            "series": "local-ldp",
+            "parameter": "sentence-epsilon",
+            "value": eps,
+            "epsilon": ldp,
+            "delta": privacy.get("delta_total", 0.0) if labels else None,
+            "label_protected": labels,
+            "epsilon_embedding_only": privacy.get("epsilon_ldp"),
+        },
+        {
+            **base,
+            "series": "local-shuffled",
+            "parameter": "sentence-epsilon",
+            "value": eps,
+            "epsilon": shuffled,
+            "delta": shuffled_delta,
+            "label_protected": labels,
+            "epsilon_embedding_only": privacy.get("epsilon_shuffled_total"),
+        },
     ]
 
 
@@ -137,9 +187,13 @@ def _cell(value: Any) -> Any:
 
 def _points(rows: Sequence[Mapping[str, Any]], series: str, key: str) -> list[tuple[float, float]]:
     return sorted(
-        (r[key], r["accuracy"]) for r in rows
-        if r["series"] == series and r.get(key) is not None and r.get("accuracy") is not None
-        and math.isfinite(r[key]) and r[key] > 0
+        (r[key], r["accuracy"])
+        for r in rows
+        if r["series"] == series
+        and r.get(key) is not None
+        and r.get("accuracy") is not None
+        and math.isfinite(r[key])
+        and r[key] > 0
     )
 
 
@@ -168,8 +222,9 @@ def plot(rows: Sequence[Mapping[str, Any]], path: Path, title: str) -> Path:
             if points:
                 ax_clear.plot(*zip(*points, strict=True), style, color="gray", label=label.split(" (")[0])
         ax_clear.set_xscale("log")
-        ax_clear.set_title("labels in the clear: embedding-only epsilon,\nnot a whole-record guarantee",
-                           fontsize=8, color="crimson")
+        ax_clear.set_title(
+            "labels in the clear: embedding-only epsilon,\nnot a whole-record guarantee", fontsize=8, color="crimson"
+        )
         ax_clear.set_xlabel("epsilon of the embedding alone (log scale)")
         ax_clear.grid(alpha=0.3, which="both")
         ax_clear.legend(fontsize=7, loc="best")
@@ -194,9 +249,17 @@ def plot(rows: Sequence[Mapping[str, Any]], path: Path, title: str) -> Path:
     return path
 
 
-def compare(config: str, epsilons: Sequence[str], multipliers: Sequence[str], sets: Sequence[str],
-            central_sets: Sequence[str], out: str, name: str | None = None, timeout: float | None = None,
-            progress: bool = True) -> int:
+def compare(
+    config: str,
+    epsilons: Sequence[str],
+    multipliers: Sequence[str],
+    sets: Sequence[str],
+    central_sets: Sequence[str],
+    out: str,
+    name: str | None = None,
+    timeout: float | None = None,
+    progress: bool = True,
+) -> int:
     """The ``sanitas compare`` command; returns 0 when every run finished, 1 otherwise."""
     runs = plan(epsilons, multipliers, central_sets)
     sweep_dir = Path(out).expanduser().resolve() / (name or f"{Path(config).stem}-compare")

@@ -66,11 +66,20 @@ def f1_vs_epsilon(rows: Sequence[Mapping[str, Any]], out: Path) -> list[dict[str
     import matplotlib.pyplot as plt
 
     done = [r for r in rows if r.get("status") == "ok" and r.get("macro_f1") is not None]
-    table = [{"dataset": r.get("dataset"), "mechanism": r.get("document_mechanism") or "none",
-              "epsilon": r.get("epsilon") if r.get("level") == "document" else None,
-              "macro_f1": r["macro_f1"], "accuracy": r.get("accuracy"),
-              "random_guess_f1": r.get("random_guess_f1"), "num_projections": r.get("num_projections"),
-              "wall_seconds": r.get("wall_seconds"), "run_name": r.get("run_name")} for r in done]
+    table = [
+        {
+            "dataset": r.get("dataset"),
+            "mechanism": r.get("document_mechanism") or "none",
+            "epsilon": r.get("epsilon") if r.get("level") == "document" else None,
+            "macro_f1": r["macro_f1"],
+            "accuracy": r.get("accuracy"),
+            "random_guess_f1": r.get("random_guess_f1"),
+            "num_projections": r.get("num_projections"),
+            "wall_seconds": r.get("wall_seconds"),
+            "run_name": r.get("run_name"),
+        }
+        for r in done
+    ]
     fig, ax = plt.subplots(figsize=(9, 4.8))
     colors = plt.get_cmap("tab10").colors
     groups: dict[str, list[dict[str, Any]]] = {}
@@ -79,8 +88,13 @@ def f1_vs_epsilon(rows: Sequence[Mapping[str, Any]], out: Path) -> list[dict[str
     for i, (label, group) in enumerate(sorted(groups.items())):
         private = sorted((r for r in group if r["epsilon"] is not None), key=lambda r: r["epsilon"])
         if private:
-            ax.plot([r["epsilon"] for r in private], [r["macro_f1"] for r in private], "o-",
-                    color=colors[i % 10], label=label)
+            ax.plot(
+                [r["epsilon"] for r in private],
+                [r["macro_f1"] for r in private],
+                "o-",
+                color=colors[i % 10],
+                label=label,
+            )
         for r in group:
             if r["epsilon"] is None:
                 ax.axhline(r["macro_f1"], linestyle="--", color=colors[i % 10], label=f"{label} (non-private)")
@@ -100,15 +114,26 @@ def f1_vs_sentences(rows: Sequence[Mapping[str, Any]], out: Path, epsilon: float
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    chosen = [r for r in rows if r.get("status") == "ok"
-              and (r.get("level") != "document" or abs(float(r.get("epsilon") or 0) - epsilon) < 1e-9)]
+    chosen = [
+        r
+        for r in rows
+        if r.get("status") == "ok"
+        and (r.get("level") != "document" or abs(float(r.get("epsilon") or 0) - epsilon) < 1e-9)
+    ]
     table = []
     for r in chosen:
         name = _label(r) + ("" if r.get("level") == "document" else " (non-private)")
         for b in (_summary(r).get("final") or {}).get("by_sentences") or []:
-            table.append({"run": name, "epsilon": r.get("epsilon") if r.get("level") == "document" else None,
-                          **{k: b.get(k) for k in ("k", "k_min", "documents", "macro_f1", "clean_macro_f1",
-                                                   "random_guess_f1")}})
+            table.append(
+                {
+                    "run": name,
+                    "epsilon": r.get("epsilon") if r.get("level") == "document" else None,
+                    **{
+                        k: b.get(k)
+                        for k in ("k", "k_min", "documents", "macro_f1", "clean_macro_f1", "random_guess_f1")
+                    },
+                }
+            )
     fig, ax = plt.subplots(figsize=(9, 4.8))
     for name in dict.fromkeys(t["run"] for t in table):
         pts = [t for t in table if t["run"] == name]
@@ -116,8 +141,7 @@ def f1_vs_sentences(rows: Sequence[Mapping[str, Any]], out: Path, epsilon: float
         ax.plot([t["k"] for t in pts], [t["random_guess_f1"] for t in pts], ":", color="gray")
     ax.set_xlabel("number of sentences k (bucket)")
     ax.set_ylabel("test macro-F1")
-    ax.set_title(f"macro-F1 by document length at epsilon = {epsilon:g} (dotted: random guess per bucket)",
-                 fontsize=9)
+    ax.set_title(f"macro-F1 by document length at epsilon = {epsilon:g} (dotted: random guess per bucket)", fontsize=9)
     _finish(fig, ax, out / "f1_vs_sentences", table)
     return table
 
@@ -128,8 +152,10 @@ def report(sweep_dir: str | Path, epsilon: float = 10.0) -> int:
     rows = _rows(folder)
     by_eps = f1_vs_epsilon(rows, folder)
     by_k = f1_vs_sentences(rows, folder, epsilon)
-    print(f"sanitas: {len(by_eps)} runs -> {folder / 'f1_vs_epsilon.png'}; "
-          f"{len(by_k)} (run, k) points -> {folder / 'f1_vs_sentences.png'}")
+    print(
+        f"sanitas: {len(by_eps)} runs -> {folder / 'f1_vs_epsilon.png'}; "
+        f"{len(by_k)} (run, k) points -> {folder / 'f1_vs_sentences.png'}"
+    )
     return 0
 
 

@@ -65,16 +65,39 @@ from .overrides import load_with_overrides, override_key, split_override
 #: released in the clear). All three are empty when ``ldp_guarantee_holds`` is false: such a run has
 #: no guarantee to report. ``evaluation_covered`` is false for every run (``fl.accounting.scope``).
 METRIC_COLUMNS: tuple[str, ...] = (
-    "status", "accuracy", "macro_f1", "best_accuracy", "clean_accuracy", "level", "epsilon", "sentence_epsilon",
-    "max_user_pure_epsilon_embedding", "max_user_pure_epsilon_total", "label_protected", "random_guess_f1",
-    "ldp_guarantee_holds", "evaluation_covered", "wall_seconds", "process_seconds", "run_name",
-    "results_folder", "error",
+    "status",
+    "accuracy",
+    "macro_f1",
+    "best_accuracy",
+    "clean_accuracy",
+    "level",
+    "epsilon",
+    "sentence_epsilon",
+    "max_user_pure_epsilon_embedding",
+    "max_user_pure_epsilon_total",
+    "label_protected",
+    "random_guess_f1",
+    "ldp_guarantee_holds",
+    "evaluation_covered",
+    "wall_seconds",
+    "process_seconds",
+    "run_name",
+    "results_folder",
+    "error",
 )
 EPSILON_KEYS = ("sentence-epsilon", "word-epsilon", "document-epsilon")  # the x axis of the plot, not a line label
 # Word-level runs: the per-document guarantee (median-length document) and the rewrite's quality.
 WORD_COLUMNS: tuple[str, ...] = (
-    "pure_ldp_per_word", "words_median", "document_epsilon_median", "document_delta_median",
-    "document_epsilon_longest", "document_delta_longest", "N_w", "S_w_median", "rouge1_f", "bleu",
+    "pure_ldp_per_word",
+    "words_median",
+    "document_epsilon_median",
+    "document_delta_median",
+    "document_epsilon_longest",
+    "document_delta_longest",
+    "N_w",
+    "S_w_median",
+    "rouge1_f",
+    "bleu",
 )
 _OPEN, _CLOSE = "[{", "]}"
 
@@ -325,10 +348,13 @@ def collect_row(run: Run, sweep_dir: Path, keys: Sequence[str]) -> dict[str, Any
         row.update(_word_columns(summary))
     if document and holds:
         level = ((summary.get("privacy") or {}).get("document_level")) or {}
-        row.update(document_mechanism=level.get("mechanism"), num_projections=level.get("num_projections"),
-                   sentences_median=level.get("median_sentences_per_document"),
-                   document_epsilon_median=(level.get("per_document_median") or {}).get("epsilon"),
-                   document_epsilon_longest=(level.get("per_document_longest") or {}).get("epsilon"))
+        row.update(
+            document_mechanism=level.get("mechanism"),
+            num_projections=level.get("num_projections"),
+            sentences_median=level.get("median_sentences_per_document"),
+            document_epsilon_median=(level.get("per_document_median") or {}).get("epsilon"),
+            document_epsilon_longest=(level.get("per_document_longest") or {}).get("epsilon"),
+        )
     return row
 
 
@@ -370,8 +396,9 @@ def _cell(value: Any) -> Any:
     return value
 
 
-def plot_groups(rows: Sequence[Mapping[str, Any]], keys: Sequence[str]
-                ) -> tuple[dict[str, list[Mapping[str, Any]]], list[Mapping[str, Any]]]:
+def plot_groups(
+    rows: Sequence[Mapping[str, Any]], keys: Sequence[str]
+) -> tuple[dict[str, list[Mapping[str, Any]]], list[Mapping[str, Any]]]:
     """Finished runs split for the plot: lines on the epsilon axis (one per combination of the
     grid keys other than the epsilons) and the runs whose LDP guarantee does not hold, which
     never enter the epsilon axis."""
@@ -400,8 +427,7 @@ def plot_accuracy(rows: Sequence[Mapping[str, Any]], keys: Sequence[str], path: 
     done = [r for group in groups.values() for r in group]
     colors = plt.get_cmap("tab10").colors
     if not_ldp:
-        fig, (ax, ax_leak) = plt.subplots(1, 2, figsize=(13, 6.0), gridspec_kw={"width_ratios": [2, 1]},
-                                          sharey=True)
+        fig, (ax, ax_leak) = plt.subplots(1, 2, figsize=(13, 6.0), gridspec_kw={"width_ratios": [2, 1]}, sharey=True)
         _plot_not_ldp(ax_leak, not_ldp, keys)
     else:
         fig, ax = plt.subplots(figsize=(10, 4.8))
@@ -409,14 +435,19 @@ def plot_accuracy(rows: Sequence[Mapping[str, Any]], keys: Sequence[str], path: 
         color = colors[i % len(colors)]
         private = sorted((r for r in group if r.get("epsilon") is not None), key=lambda r: r["epsilon"])
         if private:
-            ax.plot([r["epsilon"] for r in private], [r["accuracy"] for r in private], "o-",
-                    color=color, label=label)
+            ax.plot([r["epsilon"] for r in private], [r["accuracy"] for r in private], "o-", color=color, label=label)
         for r in group:
             if r.get("epsilon") is None:
                 ax.axhline(r["accuracy"], linestyle="--", color=color, label=f"{label} (no privacy)")
     if not done:
-        ax.text(0.5, 0.5, "no finished LDP runs" if not_ldp else "no finished runs", ha="center", va="center",
-                transform=ax.transAxes)
+        ax.text(
+            0.5,
+            0.5,
+            "no finished LDP runs" if not_ldp else "no finished runs",
+            ha="center",
+            va="center",
+            transform=ax.transAxes,
+        )
     ax.set_xlabel("epsilon per release (sentence level) or per word (word level), mechanism's own metric")
     ax.set_ylabel("final accuracy (sanitized test)")
     ax.set_title(title, fontsize=9)
@@ -439,14 +470,17 @@ def _plot_not_ldp(ax: Any, rows: Sequence[Mapping[str, Any]], keys: Sequence[str
     groups: dict[str, list[tuple[float, float]]] = {}
     for i, row in enumerate(rows):
         x = next((row[k] for k in setting if row.get(k) is not None), i)
-        label = ", ".join(f"{k}={format_value(row[k])}" for k in keys if k not in EPSILON_KEYS
-                          and row.get(k) is not None) or "runs"
+        label = (
+            ", ".join(f"{k}={format_value(row[k])}" for k in keys if k not in EPSILON_KEYS and row.get(k) is not None)
+            or "runs"
+        )
         groups.setdefault(label, []).append((x, row["accuracy"]))
     for marker, (label, points) in zip("xP*Dv^<>", groups.items(), strict=False):
         ax.plot(*zip(*sorted(points), strict=True), marker=marker, linestyle=":", markersize=8, label=label)
     ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.18))
-    ax.set_title("not LDP: no guarantee holds\n(e.g. leaky M1 trained on unsanitized gradients)", fontsize=8,
-                 color="crimson")
+    ax.set_title(
+        "not LDP: no guarantee holds\n(e.g. leaky M1 trained on unsanitized gradients)", fontsize=8, color="crimson"
+    )
     ax.set_xlabel("mechanism epsilon setting (not a guarantee)")
     ax.grid(alpha=0.3)
 
@@ -496,8 +530,13 @@ def run_sweep(runs: Sequence[Run], sweep_dir: Path, runner: Runner, progress: bo
             error = outcome.error
             if outcome.returncode == 0 and not (folder / "summary.json").is_file():
                 error = "the run exited 0 but wrote no summary.json"
-            status = {"status": "failed" if error else "ok", "returncode": outcome.returncode,
-                      "error": error, "process_seconds": outcome.seconds, "log": str(logs / f"{run.name}.log")}
+            status = {
+                "status": "failed" if error else "ok",
+                "returncode": outcome.returncode,
+                "error": error,
+                "process_seconds": outcome.seconds,
+                "log": str(logs / f"{run.name}.log"),
+            }
             logs.mkdir(parents=True, exist_ok=True)
             (logs / f"{run.name}.status.json").write_text(json.dumps(status, indent=2) + "\n")
             bar.write(f"{status['status']:<6} {run.name} ({outcome.seconds:.0f} s){': ' + error if error else ''}")
@@ -508,8 +547,15 @@ def run_sweep(runs: Sequence[Run], sweep_dir: Path, runner: Runner, progress: bo
     return rows
 
 
-def sweep(config: str, blocks: Sequence[Sequence[str]], sets: Sequence[str], out: str, name: str | None = None,
-          timeout: float | None = None, progress: bool = True) -> int:
+def sweep(
+    config: str,
+    blocks: Sequence[Sequence[str]],
+    sets: Sequence[str],
+    out: str,
+    name: str | None = None,
+    timeout: float | None = None,
+    progress: bool = True,
+) -> int:
     """The ``sanitas sweep`` command: parse, check every run's config, run, report.
 
     ``blocks`` are the ``--grid`` specs of each product (split at ``--also``).

@@ -74,8 +74,11 @@ class CentralFedAvg(FedAvg):
             raise ValueError(f"cannot sample {num_sampled} of {len(nodes)} nodes")
         # sample_size = max(int(N * fraction_train), min_train_nodes) = num_sampled, from all N nodes.
         super().__init__(
-            fraction_train=num_sampled / len(nodes), min_train_nodes=num_sampled,
-            min_available_nodes=len(nodes), min_evaluate_nodes=0, weighted_by_key=UNIFORM_WEIGHT_KEY,
+            fraction_train=num_sampled / len(nodes),
+            min_train_nodes=num_sampled,
+            min_available_nodes=len(nodes),
+            min_evaluate_nodes=0,
+            weighted_by_key=UNIFORM_WEIGHT_KEY,
         )
         self.nodes = dict(nodes)
         self.num_sampled = int(num_sampled)
@@ -97,8 +100,14 @@ class CentralFedAvg(FedAvg):
                 raise RuntimeError(f"a node failed during evaluate: {reply.error.reason}")
             conf += np.asarray(reply.content["metrics"]["confusion"], dtype=np.int64).reshape(k, k)
         s = scores(conf)
-        return MetricRecord({"accuracy": s["accuracy"], "macro_f1": s["macro_f1"], "test_users": int(conf.sum()),
-                             "confusion": conf.reshape(-1).tolist()})
+        return MetricRecord(
+            {
+                "accuracy": s["accuracy"],
+                "macro_f1": s["macro_f1"],
+                "test_users": int(conf.sum()),
+                "confusion": conf.reshape(-1).tolist(),
+            }
+        )
 
     def summary(self) -> None:
         log.info("CentralFedAvg: %d of %d nodes per round, uniform average", self.num_sampled, len(self.nodes))
@@ -125,8 +134,14 @@ class CentralDPAccounting(Strategy):
         Where round records go.
     """
 
-    def __init__(self, strategy: Strategy, cfg: Mapping[str, Any], num_sampled: int, num_nodes: int,
-                 writer: RunWriter | None = None) -> None:
+    def __init__(
+        self,
+        strategy: Strategy,
+        cfg: Mapping[str, Any],
+        num_sampled: int,
+        num_nodes: int,
+        writer: RunWriter | None = None,
+    ) -> None:
         self.strategy = strategy
         self.cfg = dict(cfg)
         self.num_sampled = int(num_sampled)
@@ -146,8 +161,10 @@ class CentralDPAccounting(Strategy):
         messages = list(self.strategy.configure_train(server_round, arrays, config, grid))
         targets = {m.metadata.dst_node_id for m in messages}
         if len(messages) != self.num_sampled or len(targets) != self.num_sampled:
-            raise RuntimeError(f"round {server_round}: {len(messages)} training messages to {len(targets)} nodes, "
-                               f"the accounting assumes {self.num_sampled} distinct nodes")
+            raise RuntimeError(
+                f"round {server_round}: {len(messages)} training messages to {len(targets)} nodes, "
+                f"the accounting assumes {self.num_sampled} distinct nodes"
+            )
         return messages
 
     def aggregate_train(
@@ -160,8 +177,10 @@ class CentralDPAccounting(Strategy):
         for reply in replies:
             weights = [m.get(UNIFORM_WEIGHT_KEY) for m in reply.content.metric_records.values()]
             if weights != [1.0]:
-                raise RuntimeError(f"a node replied without {UNIFORM_WEIGHT_KEY} = 1: the noise is calibrated "
-                                   "for an unweighted average of the clipped updates")
+                raise RuntimeError(
+                    f"a node replied without {UNIFORM_WEIGHT_KEY} = 1: the noise is calibrated "
+                    "for an unweighted average of the clipped updates"
+                )
         arrays, _ = self.strategy.aggregate_train(server_round, replies)
         if arrays is None:
             raise RuntimeError(f"round {server_round}: no aggregate was released")
@@ -196,37 +215,60 @@ class CentralDPAccounting(Strategy):
         self.records.append(record)
         if self.writer is not None:
             self.writer.append_round(record)
-        log.info("round %d: accuracy %.4f, macro-F1 %.4f, central epsilon %.4g (delta %g, %s)", server_round,
-                 record["accuracy"], record["macro_f1"], record["privacy"]["epsilon"], record["privacy"]["delta"],
-                 record["privacy"]["accountant"])
+        log.info(
+            "round %d: accuracy %.4f, macro-F1 %.4f, central epsilon %.4g (delta %g, %s)",
+            server_round,
+            record["accuracy"],
+            record["macro_f1"],
+            record["privacy"]["epsilon"],
+            record["privacy"]["delta"],
+            record["privacy"]["accountant"],
+        )
         return MetricRecord({"accuracy": record["accuracy"], "macro_f1": record["macro_f1"]})
 
     def summary(self) -> None:
-        log.info("CentralDPAccounting: noise multiplier %g, clipping norm %g (%s side), %d of %d nodes, delta %g",
-                 self.cfg["central-noise-multiplier"], self.cfg["central-clip"], self.cfg["central-clipping"],
-                 self.num_sampled, self.num_nodes, self.cfg["central-delta"])
+        log.info(
+            "CentralDPAccounting: noise multiplier %g, clipping norm %g (%s side), %d of %d nodes, delta %g",
+            self.cfg["central-noise-multiplier"],
+            self.cfg["central-clip"],
+            self.cfg["central-clipping"],
+            self.num_sampled,
+            self.num_nodes,
+            self.cfg["central-delta"],
+        )
         self.strategy.summary()
 
 
-def make_central_strategy(cfg: Mapping[str, Any], nodes: Mapping[int, CohortInfo],
-                          writer: RunWriter | None = None) -> CentralDPAccounting:
+def make_central_strategy(
+    cfg: Mapping[str, Any], nodes: Mapping[int, CohortInfo], writer: RunWriter | None = None
+) -> CentralDPAccounting:
     """The wrapped strategy for a resolved config and the discovered nodes."""
     check_central_config(cfg)
     first = next(iter(nodes.values()))
     k = num_sampled_nodes(cfg["fraction-train"], len(nodes))
     fedavg = CentralFedAvg(nodes, k, first.num_classes)
-    wrapper = (DifferentialPrivacyServerSideFixedClipping if cfg["central-clipping"] == "server"
-               else DifferentialPrivacyClientSideFixedClipping)
-    dp = wrapper(fedavg, noise_multiplier=float(cfg["central-noise-multiplier"]),
-                 clipping_norm=float(cfg["central-clip"]), num_sampled_clients=k)
+    wrapper = (
+        DifferentialPrivacyServerSideFixedClipping
+        if cfg["central-clipping"] == "server"
+        else DifferentialPrivacyClientSideFixedClipping
+    )
+    dp = wrapper(
+        fedavg,
+        noise_multiplier=float(cfg["central-noise-multiplier"]),
+        clipping_norm=float(cfg["central-clip"]),
+        num_sampled_clients=k,
+    )
     return CentralDPAccounting(dp, cfg, k, len(nodes), writer)
 
 
 def central_guarantee(cfg: Mapping[str, Any], strategy: CentralDPAccounting) -> dict[str, Any]:
     """What a central run guarantees, in numbers and in words."""
     p = privacy_record(cfg, strategy.num_sampled, strategy.num_nodes, strategy.released)
-    how = ("RDP with amplification by sampling nodes without replacement" if p["accountant"] == "rdp"
-           else "PLD of the full-batch Gaussian composition (no sampling amplification; tighter here)")
+    how = (
+        "RDP with amplification by sampling nodes without replacement"
+        if p["accountant"] == "rdp"
+        else "PLD of the full-batch Gaussian composition (no sampling amplification; tighter here)"
+    )
     text = (
         f"({p['epsilon']:.4g}, {p['delta']:g})-DP for the {strategy.released} released global models and "
         f"everything computed from them, with respect to changing one user's data (replace-one); every user is "
@@ -246,5 +288,8 @@ def central_guarantee(cfg: Mapping[str, Any], strategy: CentralDPAccounting) -> 
         "metrics are not used or reported.",
         "The sentence/label mechanism keys are ignored in central mode (no local sanitizer).",
     ]
-    return {"central": {"notion": "(epsilon, delta)-DP", **p, "text": text}, "ldp_guarantee_holds": False,
-            "notes": notes}
+    return {
+        "central": {"notion": "(epsilon, delta)-DP", **p, "text": text},
+        "ldp_guarantee_holds": False,
+        "notes": notes,
+    }

@@ -28,8 +28,9 @@ def covers_everyone(nodes: dict[int, wire.CohortInfo]) -> bool:
     return train == first.num_train_users and test == first.num_test_users
 
 
-def discover_nodes(grid: Grid, timeout: float = 3600.0,
-                   known: dict[int, wire.CohortInfo] | None = None) -> dict[int, wire.CohortInfo]:
+def discover_nodes(
+    grid: Grid, timeout: float = 3600.0, known: dict[int, wire.CohortInfo] | None = None
+) -> dict[int, wire.CohortInfo]:
     """Ask every node which users it holds (QUERY messages), until the cohorts cover every user.
 
     Nodes may still be registering when the ServerApp starts, so new nodes are
@@ -40,8 +41,10 @@ def discover_nodes(grid: Grid, timeout: float = 3600.0,
     deadline = time.time() + timeout
     while True:
         new = [n for n in grid.get_node_ids() if n not in nodes]
-        queries = [Message(content=RecordDict({wire.CONFIG: ConfigRecord({})}), dst_node_id=n,
-                           message_type=MessageType.QUERY) for n in new]
+        queries = [
+            Message(content=RecordDict({wire.CONFIG: ConfigRecord({})}), dst_node_id=n, message_type=MessageType.QUERY)
+            for n in new
+        ]
         replies = list(grid.send_and_receive(queries, timeout=timeout)) if queries else []
         raise_on_errors(replies, "query")
         for reply in replies:

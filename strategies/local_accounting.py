@@ -96,8 +96,9 @@ class LocalDPAccounting(Strategy):
 
     def _open_ledger(self) -> None:
         core = self.core
-        self.ledger = PrivacyLedger({"train": core.num_train_users, "test": core.num_test_users},
-                                    target_delta=self.cfg["accounting-delta"])
+        self.ledger = PrivacyLedger(
+            {"train": core.num_train_users, "test": core.num_test_users}, target_delta=self.cfg["accounting-delta"]
+        )
         assert core.channels is not None
         self.level_warning = core.channels.embedding.warning(core.num_train_users + core.num_test_users)
         if self.level_warning:
@@ -215,11 +216,18 @@ class LocalDPAccounting(Strategy):
             return {f"epsilon_shuffled{name}": 0.0, f"delta_shuffled{name}": 0.0}
         eps0 = max(sum(g.as_ldp()[0] for g in gs) for gs in guarantees)
         if not math.isfinite(eps0) or any(g.as_ldp()[1] > 0 for gs in guarantees for g in gs):
-            return {f"epsilon_shuffled{name}": None, f"delta_shuffled{name}": None,
-                    f"shuffle_method{name}": "not computed: a report is not pure LDP (or is in the clear)"}
+            return {
+                f"epsilon_shuffled{name}": None,
+                f"delta_shuffled{name}": None,
+                f"shuffle_method{name}": "not computed: a report is not pure LDP (or is in the clear)",
+            }
         bound = shuffle_bound(eps0, n, float(self.cfg["accounting-delta"]))
-        return {f"epsilon_shuffled{name}": bound.epsilon, f"delta_shuffled{name}": bound.delta,
-                f"shuffle_epsilon0{name}": eps0, f"shuffle_method{name}": bound.method}
+        return {
+            f"epsilon_shuffled{name}": bound.epsilon,
+            f"delta_shuffled{name}": bound.delta,
+            f"shuffle_epsilon0{name}": eps0,
+            f"shuffle_method{name}": bound.method,
+        }
 
     def _shuffle_total(self, name: str) -> dict[str, Any]:
         done = [r for r in self.shuffle_rounds if r["shuffled_reports"]]
@@ -231,8 +239,9 @@ class LocalDPAccounting(Strategy):
         assert self.ledger is not None
         if self.ledger.max_releases_per_user() <= 1:
             return {f"{key_e}_total": max(r[key_e] for r in done), f"{key_d}_total": max(r[key_d] for r in done)}
-        eps, delta = compose_shuffled([r[key_e] for r in done], max(r[key_d] for r in done),
-                                      float(self.cfg["accounting-delta"]))
+        eps, delta = compose_shuffled(
+            [r[key_e] for r in done], max(r[key_d] for r in done), float(self.cfg["accounting-delta"])
+        )
         return {f"{key_e}_total": eps, f"{key_d}_total": delta}
 
     # ------------------------------------------------------------------ round records
@@ -241,8 +250,10 @@ class LocalDPAccounting(Strategy):
         ev = dict(core.evaluation)
         record = {
             "round": server_round,
-            **{k: ev.get(k) for k in ("accuracy", "macro_f1", "clean_accuracy", "clean_macro_f1", "test_users",
-                                      "random_guess_f1")},
+            **{
+                k: ev.get(k)
+                for k in ("accuracy", "macro_f1", "clean_accuracy", "clean_macro_f1", "test_users", "random_guess_f1")
+            },
             **core.train_info,
             "fresh_test_releases": ev.get("fresh_test_releases", 0),
             "refused_test_releases": ev.get("refused_test_releases", 0),
@@ -260,6 +271,9 @@ class LocalDPAccounting(Strategy):
             self.writer.append_round(record)
         log.info(
             "round %d: accuracy %.4f, macro-F1 %.4f, clean accuracy %.4f, max eps_ldp %s",
-            server_round, record["accuracy"], record["macro_f1"], record["clean_accuracy"],
+            server_round,
+            record["accuracy"],
+            record["macro_f1"],
+            record["clean_accuracy"],
             record["privacy"].get("epsilon_ldp", "none (leaky)"),
         )

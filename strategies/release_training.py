@@ -101,11 +101,19 @@ class ReleaseTraining(Strategy):
         if document_level.enabled(self.cfg):
             self.document_setup = document_level.build_setup(self.cfg, self.device)
             self.public_info = {**self.public_info, "document_setup": self.document_setup.info}
-            log.info("document level: %s set up from public documents (%s)", self.cfg["document-mechanism"],
-                     json.dumps({k: v for k, v in self.document_setup.info.items() if k != "recoder"}))
+            log.info(
+                "document level: %s set up from public documents (%s)",
+                self.cfg["document-mechanism"],
+                json.dumps({k: v for k, v in self.document_setup.info.items() if k != "recoder"}),
+            )
         self.channels = make_channels(self.cfg, info.map_dim, self.document_setup)
-        log.info("%d nodes hold %d training users and %d test users; releases are %d-dimensional",
-                 len(self.nodes), info.num_train_users, info.num_test_users, info.release_dim)
+        log.info(
+            "%d nodes hold %d training users and %d test users; releases are %d-dimensional",
+            len(self.nodes),
+            info.num_train_users,
+            info.num_test_users,
+            info.release_dim,
+        )
 
     @property
     def num_train_users(self) -> int:
@@ -147,8 +155,13 @@ class ReleaseTraining(Strategy):
         assert public is not None and self.model is not None and self.map_matrix is not None
         assert self.info is not None
         emb = embed_documents(
-            public["text"], cfg["doc-embedding"], cfg["encoder"], config_mod.cache_dir(cfg), str(self.device),
-            cfg["encode-batch-size"], True,
+            public["text"],
+            cfg["doc-embedding"],
+            cfg["encoder"],
+            config_mod.cache_dir(cfg),
+            str(self.device),
+            cfg["encode-batch-size"],
+            True,
         )
         x = torch.as_tensor(np.asarray(emb), dtype=torch.float32, device=self.device)
         y = torch.as_tensor(np.asarray(public["label"], dtype=np.int64), device=self.device)
@@ -156,8 +169,16 @@ class ReleaseTraining(Strategy):
         epochs = int(cfg["public-epochs"])
         with tqdm(total=epochs, desc=f"training M1 on {len(y)} public documents", leave=False) as bar:
             matrix, loss = maps.train_public_map(
-                self.map_matrix, self.model, x, y, mech, epochs, int(cfg["batch-size"]),
-                cfg["learning-rate"], self._gen, progress=lambda: bar.update(1),
+                self.map_matrix,
+                self.model,
+                x,
+                y,
+                mech,
+                epochs,
+                int(cfg["batch-size"]),
+                cfg["learning-rate"],
+                self._gen,
+                progress=lambda: bar.update(1),
             )
         self.public_info = {"public_documents": int(len(y)), "public_epochs": epochs, "public_loss": loss}
         log.info("M1 trained on %d public documents (loss %.4f), frozen", len(y), loss)
@@ -208,7 +229,13 @@ class ReleaseTraining(Strategy):
         yt = torch.as_tensor(y, device=self.device)
         with tqdm(total=epochs, desc=f"round {server_round}: training on {len(y)} releases", leave=False) as bar:
             return train_epochs(
-                self.model, self.optimizer, xt, yt, epochs, int(self.cfg["batch-size"]), self._gen,
+                self.model,
+                self.optimizer,
+                xt,
+                yt,
+                epochs,
+                int(self.cfg["batch-size"]),
+                self._gen,
                 progress=lambda: bar.update(1),
             )
 
@@ -225,8 +252,9 @@ class ReleaseTraining(Strategy):
             if mine.size == 0:
                 continue
             request = ConfigRecord({"server-round": server_round, "user-ids": mine.tolist()})
-            content = RecordDict({wire.CONFIG: request, **self._map_record(), **self._model_record(),
-                                  **self._document_record(node_id)})
+            content = RecordDict(
+                {wire.CONFIG: request, **self._map_record(), **self._model_record(), **self._document_record(node_id)}
+            )
             messages.append(Message(content=content, dst_node_id=node_id, message_type=MessageType.TRAIN))
         self.train_info = {"sampled_users": int(users.size)}
         return messages
@@ -255,11 +283,18 @@ class ReleaseTraining(Strategy):
             self._step_leaky_map(np.sum(grads, axis=0) / max(count, 1))
         # With every release refused (budgets spent) there may be nothing to train on yet.
         loss = self.fit(server_round, self._x, self._y) if len(self._y) else float("nan")
-        self.train_info.update({"train_releases_total": int(len(self._y)), "fresh_train_releases": fresh_total,
-                                "refused_train_releases": refused, "train_loss": loss})
+        self.train_info.update(
+            {
+                "train_releases_total": int(len(self._y)),
+                "fresh_train_releases": fresh_total,
+                "refused_train_releases": refused,
+                "train_loss": loss,
+            }
+        )
         assert self.model is not None
-        return ArrayRecord(self.model.state_dict()), MetricRecord({"num-releases": int(len(self._y)),
-                                                                   "train-loss": float(loss)})
+        return ArrayRecord(self.model.state_dict()), MetricRecord(
+            {"num-releases": int(len(self._y)), "train-loss": float(loss)}
+        )
 
     def _store(self, doc_ids: np.ndarray, emb: np.ndarray, labels: np.ndarray) -> None:
         """Keep the latest release of each document (re-sent releases replace themselves)."""
@@ -279,11 +314,14 @@ class ReleaseTraining(Strategy):
         request = ConfigRecord({"server-round": server_round})
         return [
             Message(
-                content=RecordDict({wire.MODEL: arrays, wire.CONFIG: request, **self._map_record(),
-                                    **self._document_record(node_id)}),
-                dst_node_id=node_id, message_type=MessageType.EVALUATE,
+                content=RecordDict(
+                    {wire.MODEL: arrays, wire.CONFIG: request, **self._map_record(), **self._document_record(node_id)}
+                ),
+                dst_node_id=node_id,
+                message_type=MessageType.EVALUATE,
             )
-            for node_id, info in self.nodes.items() if info.holds_test_users
+            for node_id, info in self.nodes.items()
+            if info.holds_test_users
         ]
 
     def aggregate_evaluate(self, server_round: int, replies: Iterable[Message]) -> MetricRecord | None:
@@ -320,14 +358,22 @@ class ReleaseTraining(Strategy):
         }
         if "confusion-by-k" in by_k:
             self.evaluation["by_sentences"] = by_sentences(by_k["confusion-by-k"], by_k.get("clean-confusion-by-k"))
-        return MetricRecord({"accuracy": sanitized["accuracy"], "macro_f1": sanitized["macro_f1"],
-                             "clean_accuracy": clean_scores["accuracy"]})
+        return MetricRecord(
+            {
+                "accuracy": sanitized["accuracy"],
+                "macro_f1": sanitized["macro_f1"],
+                "clean_accuracy": clean_scores["accuracy"],
+            }
+        )
 
     def summary(self) -> None:
         log.info(
             "ReleaseTraining: fraction-train %.3f, %d server epochs per round, batch %d, lr %g, device %s",
-            self.cfg["fraction-train"], self.cfg["server-epochs"], self.cfg["batch-size"],
-            self.cfg["learning-rate"], self.device,
+            self.cfg["fraction-train"],
+            self.cfg["server-epochs"],
+            self.cfg["batch-size"],
+            self.cfg["learning-rate"],
+            self.device,
         )
 
 
@@ -345,9 +391,14 @@ def by_sentences(conf: np.ndarray, clean: np.ndarray | None) -> list[dict[str, A
         if conf[b].sum() == 0:
             continue
         s = scores(conf[b])
-        row = {"k": document_level.bucket_label(b), "k_min": document_level.K_EDGES[b],
-               "documents": int(conf[b].sum()), "accuracy": s["accuracy"], "macro_f1": s["macro_f1"],
-               "random_guess_f1": random_guess(conf[b])}
+        row = {
+            "k": document_level.bucket_label(b),
+            "k_min": document_level.K_EDGES[b],
+            "documents": int(conf[b].sum()),
+            "accuracy": s["accuracy"],
+            "macro_f1": s["macro_f1"],
+            "random_guess_f1": random_guess(conf[b]),
+        }
         if clean is not None:
             row["clean_macro_f1"] = scores(clean[b])["macro_f1"]
         out.append(row)

@@ -101,8 +101,13 @@ def central_run(grid: Grid, cfg: Mapping[str, Any], writer: RunWriter, timeout: 
     first = next(iter(nodes.values()))
     strategy = make_central_strategy(cfg, nodes, writer)
     model = build_model(cfg, first.map_dim, first.encoder_dim, first.num_classes)
-    log.info("%d nodes hold %d training users and %d test users; %d nodes sampled per round",
-             len(nodes), first.num_train_users, first.num_test_users, strategy.num_sampled)
+    log.info(
+        "%d nodes hold %d training users and %d test users; %d nodes sampled per round",
+        len(nodes),
+        first.num_train_users,
+        first.num_test_users,
+        strategy.num_sampled,
+    )
     return ModeRun(strategy, ArrayRecord(model.state_dict()))
 
 
@@ -110,8 +115,9 @@ def _summary(cfg: Mapping[str, Any], run: ModeRun, writer: RunWriter) -> tuple[d
     """The mode's summary fields, plot title and test label."""
     records = run.records
     last = records[-1] if records else {}
-    best = max((r["accuracy"] for r in records if r["accuracy"] is not None and not math.isnan(r["accuracy"])),
-               default=None)
+    best = max(
+        (r["accuracy"] for r in records if r["accuracy"] is not None and not math.isnan(r["accuracy"])), default=None
+    )
     if isinstance(run.strategy, CentralDPAccounting):
         s = run.strategy
         fields = {
@@ -128,17 +134,21 @@ def _summary(cfg: Mapping[str, Any], run: ModeRun, writer: RunWriter) -> tuple[d
         first = next(iter(s.strategy.strategy.nodes.values()))
         fields["users"] = {"train": first.num_train_users, "test": first.num_test_users, "nodes": s.num_nodes}
         p = last.get("privacy") or {}
-        title = (f"{cfg['dataset']} | central DP z={cfg['central-noise-multiplier']:g} C={cfg['central-clip']:g} "
-                 f"({cfg['central-clipping']}) | {s.num_sampled}/{s.num_nodes} nodes | "
-                 f"eps={p.get('epsilon', float('nan')):.3g}, delta={cfg['central-delta']:g}")
+        title = (
+            f"{cfg['dataset']} | central DP z={cfg['central-noise-multiplier']:g} C={cfg['central-clip']:g} "
+            f"({cfg['central-clipping']}) | {s.num_sampled}/{s.num_nodes} nodes | "
+            f"eps={p.get('epsilon', float('nan')):.3g}, delta={cfg['central-delta']:g}"
+        )
         return fields, title, "raw test"
     acc = run.strategy
     core = acc.core
     fields = {
         "strategy": type(acc.strategy).__name__,
         "rounds": len(records),
-        "final": {k: last.get(k) for k in ("accuracy", "macro_f1", "clean_accuracy", "clean_macro_f1",
-                                           "random_guess_f1", "by_sentences")},
+        "final": {
+            k: last.get(k)
+            for k in ("accuracy", "macro_f1", "clean_accuracy", "clean_macro_f1", "random_guess_f1", "by_sentences")
+        },
         "best_accuracy": best,
         "privacy": last.get("privacy"),
         "ldp_guarantee_holds": not core.leaky,
@@ -149,8 +159,10 @@ def _summary(cfg: Mapping[str, Any], run: ModeRun, writer: RunWriter) -> tuple[d
     }
     assert core.info is not None
     leak = " | NOT LDP (leaky M1)" if core.leaky else ""
-    title = (f"{cfg['dataset']} | {run_label(cfg)} | M1={cfg['map-in']} m'={core.info.map_dim} | "
-             f"label={cfg['label-mechanism']}{leak}")
+    title = (
+        f"{cfg['dataset']} | {run_label(cfg)} | M1={cfg['map-in']} m'={core.info.map_dim} | "
+        f"label={cfg['label-mechanism']}{leak}"
+    )
     return fields, title, "sanitized test"
 
 
@@ -174,10 +186,16 @@ def run_server(grid: Grid, cfg: Mapping[str, Any], timeout: float = 3600.0) -> d
 
             quality = rewrite_quality(cfg)
             writer.write_json("rewrite_quality.json", quality)
-            log.info("word-level rewrite on %d sampled test documents: N_w %.3f, ROUGE-1 F %.3f, BLEU %.1f",
-                     quality["documents"], quality["N_w"], quality["rouge1_f"], quality["bleu"])
-    run.strategy.start(grid=grid, initial_arrays=run.initial_arrays, num_rounds=int(cfg["num-server-rounds"]),
-                       timeout=timeout)
+            log.info(
+                "word-level rewrite on %d sampled test documents: N_w %.3f, ROUGE-1 F %.3f, BLEU %.1f",
+                quality["documents"],
+                quality["N_w"],
+                quality["rouge1_f"],
+                quality["bleu"],
+            )
+    run.strategy.start(
+        grid=grid, initial_arrays=run.initial_arrays, num_rounds=int(cfg["num-server-rounds"]), timeout=timeout
+    )
     fields, title, test_label = _summary(cfg, run, writer)
     summary = {
         "results_folder": str(writer.folder),

@@ -114,25 +114,30 @@ def round_event(noise_multiplier: float, num_sampled: int, num_nodes: int) -> dp
     The Gaussian's noise multiplier is ``z / 2``: relative to the replace-one sensitivity ``2C``.
     """
     return dp_event.SampledWithoutReplacementDpEvent(
-        source_dataset_size=int(num_nodes), sample_size=int(num_sampled),
+        source_dataset_size=int(num_nodes),
+        sample_size=int(num_sampled),
         event=dp_event.GaussianDpEvent(noise_multiplier / 2.0),
     )
 
 
 @lru_cache(maxsize=256)
-def _epsilons(noise_multiplier: float, num_sampled: int, num_nodes: int, rounds: int,
-              delta: float) -> tuple[float, float, float]:
+def _epsilons(
+    noise_multiplier: float, num_sampled: int, num_nodes: int, rounds: int, delta: float
+) -> tuple[float, float, float]:
     rdp = RdpAccountant(neighboring_relation=dp_accounting.NeighboringRelation.REPLACE_ONE)
     rdp.compose(dp_event.SelfComposedDpEvent(round_event(noise_multiplier, num_sampled, num_nodes), rounds))
     eps_rdp, order = rdp.get_epsilon_and_optimal_order(delta)
-    pld = PLDAccountant(neighboring_relation=dp_accounting.NeighboringRelation.REPLACE_ONE,
-                        value_discretization_interval=PLD_DISCRETIZATION)
+    pld = PLDAccountant(
+        neighboring_relation=dp_accounting.NeighboringRelation.REPLACE_ONE,
+        value_discretization_interval=PLD_DISCRETIZATION,
+    )
     pld.compose(dp_event.SelfComposedDpEvent(dp_event.GaussianDpEvent(noise_multiplier), rounds))
     return float(eps_rdp), float(order), float(pld.get_epsilon(delta))
 
 
-def central_epsilon(noise_multiplier: float, num_sampled: int, num_nodes: int, rounds: int,
-                    delta: float) -> dict[str, Any]:
+def central_epsilon(
+    noise_multiplier: float, num_sampled: int, num_nodes: int, rounds: int, delta: float
+) -> dict[str, Any]:
     """(epsilon, delta) of ``rounds`` rounds of DP-FedAvg with fixed clipping.
 
     Parameters
@@ -161,8 +166,9 @@ def central_epsilon(noise_multiplier: float, num_sampled: int, num_nodes: int, r
     if rounds == 0:
         eps_rdp, order, eps_pld = 0.0, float("nan"), 0.0
     else:
-        eps_rdp, order, eps_pld = _epsilons(float(noise_multiplier), int(num_sampled), int(num_nodes),
-                                            int(rounds), float(delta))
+        eps_rdp, order, eps_pld = _epsilons(
+            float(noise_multiplier), int(num_sampled), int(num_nodes), int(rounds), float(delta)
+        )
     accountant = "rdp" if eps_rdp <= eps_pld else "pld"
     return {
         "epsilon": min(eps_rdp, eps_pld),
@@ -178,8 +184,9 @@ def central_epsilon(noise_multiplier: float, num_sampled: int, num_nodes: int, r
     }
 
 
-def noise_for_epsilon(target_epsilon: float, num_sampled: int, num_nodes: int, rounds: int, delta: float,
-                      tol: float = 1e-3) -> float:
+def noise_for_epsilon(
+    target_epsilon: float, num_sampled: int, num_nodes: int, rounds: int, delta: float, tol: float = 1e-3
+) -> float:
     """Smallest noise multiplier ``z`` (to ``tol``, relative) with ``central_epsilon(...)["epsilon"] <= target``."""
     if not (target_epsilon > 0 and math.isfinite(target_epsilon)):
         raise ValueError(f"target_epsilon must be > 0 and finite, got {target_epsilon}")

@@ -60,8 +60,7 @@ class Charge:
 def index_charges(charges: list[Charge]) -> tuple[list[Charge], np.ndarray]:
     """Distinct charges (first-seen order) and each entry's index into them."""
     distinct: dict[Charge, int] = {}
-    index = np.fromiter((distinct.setdefault(c, len(distinct)) for c in charges), dtype=np.int64,
-                        count=len(charges))
+    index = np.fromiter((distinct.setdefault(c, len(distinct)) for c in charges), dtype=np.int64, count=len(charges))
     return list(distinct), index
 
 

@@ -86,8 +86,7 @@ def pld(parts: list[tuple[float, float, int]], delta: float) -> float:
     return _pld_epsilon(tuple(parts), float(delta), interval)
 
 
-def compose(parts: list[tuple[float, float, int]], target_delta: float,
-            delta_approx: float | None = None) -> Composed:
+def compose(parts: list[tuple[float, float, int]], target_delta: float, delta_approx: float | None = None) -> Composed:
     """Compose per-release (eps, delta) parts ``[(eps, delta, count), ...]`` of one user.
 
     The approximate methods are evaluated at ``delta_approx`` (default: the
@@ -105,14 +104,14 @@ def compose(parts: list[tuple[float, float, int]], target_delta: float,
     if r == 0 or not math.isfinite(eps_b):
         return Composed(r, eps_b, delta_b, target_delta, None, None, None, delta_approx, "basic")
     if delta_approx >= 1.0:  # e.g. many TrLaplace words at small epsilon: no (eps, delta < 1) statement
-        return Composed(r, eps_b, min(1.0, delta_b), target_delta, None, None, None, 1.0,
-                        "vacuous: the composed delta reaches 1")
+        return Composed(
+            r, eps_b, min(1.0, delta_b), target_delta, None, None, None, 1.0, "vacuous: the composed delta reaches 1"
+        )
     nonzero = [p for p in parts if p[2] > 0]
     slack = delta_approx - delta_b  # >= target_delta
     adv = advanced(nonzero[0][0], nonzero[0][1], r, slack)[0] if len(nonzero) == 1 else None
     # dp-accounting computes e^eps: above ~700 it overflows (and basic composition is tight there).
-    pld_eps = pld(nonzero, delta_approx) if r <= MAX_PLD_RELEASES and max(e for e, _, _ in nonzero) <= 700 \
-        else None
+    pld_eps = pld(nonzero, delta_approx) if r <= MAX_PLD_RELEASES and max(e for e, _, _ in nonzero) <= 700 else None
     # Basic composition's (eps_b, delta_b) also holds at the larger delta_approx.
     candidates = {k: v for k, v in (("basic", eps_b), ("advanced", adv), ("pld", pld_eps)) if v is not None}
     method, best = min(candidates.items(), key=lambda kv: kv[1])
@@ -150,12 +149,24 @@ def compose_worst(kinds: list[tuple[float, float]], counts: np.ndarray, target_d
         eps_b = np.where(profiles > 0, profiles * eps, 0.0).sum(axis=1)
     delta_b = profiles @ deltas
     delta_common = float(delta_b.max()) + target_delta
-    out = {"releases": int(profiles.sum(axis=1).max()), "epsilon_basic": float(eps_b.max()),
-           "delta_basic": float(delta_b.max()), "target_delta": target_delta, "over": "every user"}
+    out = {
+        "releases": int(profiles.sum(axis=1).max()),
+        "epsilon_basic": float(eps_b.max()),
+        "delta_basic": float(delta_b.max()),
+        "target_delta": target_delta,
+        "over": "every user",
+    }
     if not np.isfinite(eps_b).all() or delta_common >= 1.0:
         method = "basic" if delta_common < 1.0 else "vacuous: the composed delta reaches 1"
-        return {**out, "epsilon_advanced": None, "epsilon_pld": None, "epsilon_best_approx": None,
-                "delta_approx": min(1.0, delta_common), "method": method, "users_composed": 0}
+        return {
+            **out,
+            "epsilon_advanced": None,
+            "epsilon_pld": None,
+            "epsilon_best_approx": None,
+            "delta_approx": min(1.0, delta_common),
+            "method": method,
+            "users_composed": 0,
+        }
     single = (profiles > 0).sum(axis=1) == 1
     adv = np.full(len(profiles), np.nan)
     for i in np.flatnonzero(single):

@@ -55,8 +55,14 @@ class PrivacyLedger:
         self.metrics: dict[str, str] = {}
         self.events = 0
 
-    def record(self, population: str, user_ids: Iterable[int], guarantee: Guarantee, channel: str,
-               units: Iterable[int] | None = None) -> None:
+    def record(
+        self,
+        population: str,
+        user_ids: Iterable[int],
+        guarantee: Guarantee,
+        channel: str,
+        units: Iterable[int] | None = None,
+    ) -> None:
         """Add one release per entry of ``user_ids`` (repeats = several releases).
 
         ``units`` (one count per entry) says how many independent releases of

@@ -287,9 +287,7 @@ class _ShuffleProfile:
         return min(1.0, value)
 
 
-def shuffle_delta(
-    epsilon: float, epsilon0: float, n: int, *, exact: bool = False, tail_mass: float = 1e-14
-) -> float:
+def shuffle_delta(epsilon: float, epsilon0: float, n: int, *, exact: bool = False, tail_mass: float = 1e-14) -> float:
     """Upper bound on delta(epsilon) = D_{e^epsilon}(P || Q) for the clones pair.
 
     With ``exact=True`` all n values of C are summed one by one (cost O(n));
@@ -476,9 +474,7 @@ def shuffle_amplification(epsilon0: float, n: int, delta: float) -> float:
     return shuffle_bound(epsilon0, n, delta).epsilon
 
 
-def compose_shuffled(
-    epsilons: list[float], delta_each: float, delta_slack: float
-) -> tuple[float, float]:
+def compose_shuffled(epsilons: list[float], delta_each: float, delta_slack: float) -> tuple[float, float]:
     """Compose k rounds, round i being (epsilons[i], delta_each)-DP; returns (eps, delta).
 
     The better (smaller epsilon) of
@@ -508,8 +504,6 @@ def compose_shuffled(
     if delta_slack == 0.0:
         return basic
     sq = math.fsum(e * e for e in eps_list)
-    adv_eps = math.sqrt(2.0 * math.log(1.0 / delta_slack) * sq) + math.fsum(
-        e * math.expm1(e) for e in eps_list
-    )
+    adv_eps = math.sqrt(2.0 * math.log(1.0 / delta_slack) * sq) + math.fsum(e * math.expm1(e) for e in eps_list)
     adv = (adv_eps, min(1.0, k * float(delta_each) + float(delta_slack)))
     return adv if adv[0] < basic[0] else basic

@@ -59,6 +59,19 @@ def make_channels(cfg: Mapping[str, Any], input_dim: int, setup: DocumentSetup |
     return Channels(embedding, LabelChannel(cfg))
 
 
-__all__ = ["LEVELS", "Channels", "DocumentChannel", "Drawn", "EmbeddingChannel", "LabelChannel", "Received",
-           "ReleaseInputs", "SentenceChannel", "WordChannel", "concat_extras", "level_of", "make_channels",
-           "run_label"]
+__all__ = [
+    "LEVELS",
+    "Channels",
+    "DocumentChannel",
+    "Drawn",
+    "EmbeddingChannel",
+    "LabelChannel",
+    "Received",
+    "ReleaseInputs",
+    "SentenceChannel",
+    "WordChannel",
+    "concat_extras",
+    "level_of",
+    "make_channels",
+    "run_label",
+]

@@ -119,8 +119,7 @@ class EmbeddingChannel(ABC):
         """Draw one release per row with ``generator`` (fresh noise per row)."""
 
     # ------------------------------------------------------------- the wire
-    def to_record(self, emb: np.ndarray, ids: np.ndarray | None, extras: Mapping[str, np.ndarray]
-                  ) -> dict[str, Array]:
+    def to_record(self, emb: np.ndarray, ids: np.ndarray | None, extras: Mapping[str, np.ndarray]) -> dict[str, Array]:
         """The rows' wire arrays (vectors, or candidate indices) and their extras."""
         arrays = {"embeddings": Array(np.asarray(emb, dtype=np.float32))}
         arrays.update({k: Array(np.asarray(extras[k], dtype=np.int64)) for k in self.extra_keys})
@@ -128,8 +127,10 @@ class EmbeddingChannel(ABC):
 
     def from_record(self, record: ArrayRecord) -> Received:
         """Inverse of :meth:`to_record` on the server."""
-        return Received(record["embeddings"].numpy() if "embeddings" in record else np.zeros((0, 0), np.float32),
-                        {k: record[k].numpy() for k in self.extra_keys})
+        return Received(
+            record["embeddings"].numpy() if "embeddings" in record else np.zeros((0, 0), np.float32),
+            {k: record[k].numpy() for k in self.extra_keys},
+        )
 
     # ------------------------------------------------------------- words
     def statement(self) -> dict[str, Any]:

@@ -46,9 +46,6 @@ class DocumentChannel(EmbeddingChannel):
     def guarantee(self) -> Guarantee:
         return self.mechanism.guarantee
 
-
-
-
     def charge(self, k: int) -> Charge:
         """The charge of one document of k sentences (cached: a handful of distinct k)."""
         if k not in self._by_k:
@@ -70,8 +67,7 @@ class DocumentChannel(EmbeddingChannel):
         emb, chosen = self.setup.release(self.cfg, docs.select(rows), generator)
         return Drawn(emb, ids=None if chosen is None else chosen.numpy())
 
-    def to_record(self, emb: np.ndarray, ids: np.ndarray | None, extras: Mapping[str, np.ndarray]
-                  ) -> dict[str, Array]:
+    def to_record(self, emb: np.ndarray, ids: np.ndarray | None, extras: Mapping[str, np.ndarray]) -> dict[str, Array]:
         """DeepCandidate sends the index of the chosen public candidate *instead of* a vector."""
         arrays = super().to_record(emb, ids, extras)
         if self.setup.kind == "deepcandidate":
@@ -93,9 +89,11 @@ class DocumentChannel(EmbeddingChannel):
 
     def sentence_text(self, base: str) -> str:
         whole = "epsilon * k / 2" if self.mechanism.name == "deepcandidate" else "k * epsilon"
-        return (f"a document embedding under sentence-level DP ({self.mechanism.name}): "
-                f"{self.guarantee.describe()} of a document (any one sentence replaced); a whole document of k "
-                f"sentences: pure {whole} (see privacy.document_level); the number of sentences k is revealed")
+        return (
+            f"a document embedding under sentence-level DP ({self.mechanism.name}): "
+            f"{self.guarantee.describe()} of a document (any one sentence replaced); a whole document of k "
+            f"sentences: pure {whole} (see privacy.document_level); the number of sentences k is revealed"
+        )
 
     def report(self, seen: Mapping[str, np.ndarray]) -> tuple[str, dict[str, Any]]:
         """The per-sentence (SentDP) guarantee and the whole-document guarantee at the longest and the
@@ -105,9 +103,11 @@ class DocumentChannel(EmbeddingChannel):
         g = self.guarantee
         return "document_level", {
             "mechanism": self.mechanism.name,
-            "per_sentence": {**described(g),
-                             "text": f"{g.describe()} of a document (SentDP: neighbouring documents have the same "
-                                     "number of sentences k and differ in one sentence; k is revealed)"},
+            "per_sentence": {
+                **described(g),
+                "text": f"{g.describe()} of a document (SentDP: neighbouring documents have the same "
+                "number of sentences k and differ in one sentence; k is revealed)",
+            },
             "max_sentences_per_document": longest,
             "median_sentences_per_document": median,
             "per_document_longest": described(self.mechanism.document_guarantee(longest)),

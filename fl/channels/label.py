@@ -59,8 +59,14 @@ class LabelChannel:
             probs = torch.softmax(model(released.to(torch.float32)).to(torch.float64), dim=1)
         return LabelPrior(probs, source="sanitized")
 
-    def release(self, y: torch.Tensor, released: torch.Tensor, model: torch.nn.Module | None, num_classes: int,
-                generator: torch.Generator) -> np.ndarray:
+    def release(
+        self,
+        y: torch.Tensor,
+        released: torch.Tensor,
+        model: torch.nn.Module | None,
+        num_classes: int,
+        generator: torch.Generator,
+    ) -> np.ndarray:
         """One sanitized label per row (int64)."""
         prior = self.prior(released, model, num_classes)
         extra = {"prior": prior} if prior is not None else {}

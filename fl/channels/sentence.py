@@ -37,8 +37,6 @@ class SentenceChannel(EmbeddingChannel):
     def guarantee(self) -> Guarantee:
         return self.mechanism.guarantee
 
-
-
     def row_charges(self, n: int, extras: Mapping[str, np.ndarray]) -> list[Charge]:
         return [Charge(self.guarantee)] * n
 
@@ -53,8 +51,7 @@ class SentenceChannel(EmbeddingChannel):
             if inputs.matrix is None or inputs.model is None:
                 raise ValueError("the leaky mode needs M1 and the server model")
             y = inputs.cohort.train_y[rows]
-            released, grad = maps.leaky_map_gradient(inputs.matrix, inputs.model, source, y, self.mechanism,
-                                                     generator)
+            released, grad = maps.leaky_map_gradient(inputs.matrix, inputs.model, source, y, self.mechanism, generator)
             return Drawn(released.to(torch.float32), grad=grad)
         released = self.mechanism.sanitize(maps.apply_input_map(source, inputs.matrix), generator=generator)
         return Drawn(released.to(torch.float32))

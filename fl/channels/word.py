@@ -51,9 +51,6 @@ class WordChannel(SentenceChannel):
     def guarantee(self) -> Guarantee:
         return self.word_mechanism.guarantee
 
-
-
-
     def row_charges(self, n: int, extras: Mapping[str, np.ndarray]) -> list[Charge]:
         return [Charge(self.guarantee, int(k)) for k in extras["num-words"]]
 
@@ -72,9 +69,11 @@ class WordChannel(SentenceChannel):
         return {"word": {**g.to_dict(), "pure_ldp_per_word": g.as_ldp()[0], "text": g.describe()}}
 
     def sentence_text(self, base: str) -> str:
-        return (f"the embedding of the word-level rewrite, released without further noise: "
-                f"{self.guarantee.describe()}, composed over the document's words (k words: see "
-                "privacy.word_level); the number of words is not hidden")
+        return (
+            f"the embedding of the word-level rewrite, released without further noise: "
+            f"{self.guarantee.describe()}, composed over the document's words (k words: see "
+            "privacy.word_level); the number of words is not hidden"
+        )
 
     def warning(self, num_users: int) -> str | None:
         return rewrite_mod.delta_warning(self.guarantee, num_users)

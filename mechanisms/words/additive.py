@@ -79,8 +79,14 @@ class WordGaussian(ClippedPerturbProject):
 
     name = "word_gaussian"
 
-    def __init__(self, epsilon: float, delta: float = 1e-5, clip: float | None = None,
-                 space: WordSpace | str = "glove", vocab_size: int | None = None) -> None:
+    def __init__(
+        self,
+        epsilon: float,
+        delta: float = 1e-5,
+        clip: float | None = None,
+        space: WordSpace | str = "glove",
+        vocab_size: int | None = None,
+    ) -> None:
         super().__init__(epsilon, clip=clip, space=space, vocab_size=vocab_size)
         try:
             d = float(delta)

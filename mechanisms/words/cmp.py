@@ -41,8 +41,9 @@ class CMP(PerturbProject):
 
     @property
     def guarantee(self) -> Guarantee:
-        return Guarantee(notion="metric", epsilon=self.epsilon, metric="euclidean",
-                         diameter=self.space.diameter, granularity="word")
+        return Guarantee(
+            notion="metric", epsilon=self.epsilon, metric="euclidean", diameter=self.space.diameter, granularity="word"
+        )
 
     def noise(self, num: int, generator: torch.Generator | None, device: torch.device) -> torch.Tensor:
         return gamma_radius_noise(num, self.space.dim, 1.0 / self.epsilon, generator, device)

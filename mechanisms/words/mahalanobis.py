@@ -50,9 +50,7 @@ def regularized_geometry(space: WordSpace, lam: float) -> tuple[torch.Tensor, to
     evals, evecs = torch.linalg.eigh(sigma)
     lam_min = float(evals.min())
     if not lam_min > 1e-12 * float(evals.max()):
-        raise ValueError(
-            f"Sigma_lambda is singular at lam = {lam} (smallest eigenvalue {lam_min:.3g}); use lam < 1"
-        )
+        raise ValueError(f"Sigma_lambda is singular at lam = {lam} (smallest eigenvalue {lam_min:.3g}); use lam < 1")
     root = (evecs * evals.sqrt()) @ evecs.T
     inv_root = (evecs / evals.sqrt()) @ evecs.T
     return root, inv_root, lam_min
@@ -83,8 +81,9 @@ class Mahalanobis(PerturbProject):
 
     name = "mahalanobis"
 
-    def __init__(self, epsilon: float, lam: float = 0.5, space: WordSpace | str = "glove",
-                 vocab_size: int | None = None) -> None:
+    def __init__(
+        self, epsilon: float, lam: float = 0.5, space: WordSpace | str = "glove", vocab_size: int | None = None
+    ) -> None:
         try:
             lam_f = float(lam)
         except (TypeError, ValueError):
@@ -113,8 +112,13 @@ class Mahalanobis(PerturbProject):
 
     @property
     def guarantee(self) -> Guarantee:
-        return Guarantee(notion="metric", epsilon=self.epsilon, metric="mahalanobis",
-                         diameter=mahalanobis_diameter(self.space, self.lam), granularity="word")
+        return Guarantee(
+            notion="metric",
+            epsilon=self.epsilon,
+            metric="mahalanobis",
+            diameter=mahalanobis_diameter(self.space, self.lam),
+            granularity="word",
+        )
 
     def noise(self, num: int, generator: torch.Generator | None, device: torch.device) -> torch.Tensor:
         key = str(device)

@@ -41,8 +41,12 @@ def support_sizes(outputs: torch.Tensor) -> torch.Tensor:
     return (s[:, 1:] != s[:, :-1]).sum(dim=1) + 1
 
 
-def word_statistics(mech: WordMechanism, words: list[str] | torch.Tensor, num_draws: int = 1000,
-                    generator: torch.Generator | None = None) -> dict[str, Any]:
+def word_statistics(
+    mech: WordMechanism,
+    words: list[str] | torch.Tensor,
+    num_draws: int = 1000,
+    generator: torch.Generator | None = None,
+) -> dict[str, Any]:
     """N_w and S_w of each input word over ``num_draws`` independent draws.
 
     ``words`` are strings (looked up in the mechanism's space) or ids. Returns
@@ -61,8 +65,9 @@ def word_statistics(mech: WordMechanism, words: list[str] | torch.Tensor, num_dr
     }
 
 
-def rewrite_statistics(mech: WordMechanism, texts: list[str], generator: torch.Generator | None = None
-                       ) -> dict[str, Any]:
+def rewrite_statistics(
+    mech: WordMechanism, texts: list[str], generator: torch.Generator | None = None
+) -> dict[str, Any]:
     """Rewrite ``texts`` once and report N_w over their word tokens.
 
     Returns ``{"texts": rewritten texts, "words": word tokens, "oov": tokens that

@@ -239,7 +239,7 @@ def diameter(vectors: torch.Tensor, block: int = 2048) -> float:
         blk = v[start:stop]
         for ps in range(0, partners, 8 * block):
             pe = min(partners, ps + 8 * block)
-            d2 = (sq[start:stop, None] + sq[None, ps:pe] - 2 * blk @ v[ps:pe].T)
+            d2 = sq[start:stop, None] + sq[None, ps:pe] - 2 * blk @ v[ps:pe].T
             best_sq = max(best_sq, float(d2.max()))
     return math.sqrt(max(best_sq, 0.0)) * (1 + 1e-12)
 

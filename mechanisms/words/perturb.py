@@ -83,8 +83,9 @@ class PerturbProject(WordMechanism):
         self.epsilon = check_epsilon(epsilon)
         if not isinstance(space, (WordSpace, str)):
             raise ValueError(f"space must be a WordSpace or a name, got {type(space).__name__}")
-        if vocab_size is not None and (isinstance(vocab_size, bool) or int(vocab_size) != vocab_size
-                                       or int(vocab_size) < 2):
+        if vocab_size is not None and (
+            isinstance(vocab_size, bool) or int(vocab_size) != vocab_size or int(vocab_size) < 2
+        ):
             raise ValueError(f"vocab_size must be an integer >= 2, got {vocab_size!r}")
         self._space_arg = space
         self._vocab_size = None if vocab_size is None else int(vocab_size)
@@ -150,8 +151,9 @@ class ClippedPerturbProject(PerturbProject):
     of the clipped mechanisms do not depend on C (the noise scales with it).
     """
 
-    def __init__(self, epsilon: float, clip: float | None = None, space: WordSpace | str = "glove",
-                 vocab_size: int | None = None) -> None:
+    def __init__(
+        self, epsilon: float, clip: float | None = None, space: WordSpace | str = "glove", vocab_size: int | None = None
+    ) -> None:
         self._clip = check_clip(clip)
         super().__init__(epsilon, space=space, vocab_size=vocab_size)
 

@@ -58,9 +58,7 @@ def tokenize(text: str) -> tuple[list[str], list[str]]:
 def detokenize(tokens: list[str], separators: list[str]) -> str:
     """Inverse of :func:`tokenize`: interleave separators and tokens."""
     if len(separators) != len(tokens) + 1:
-        raise ValueError(
-            f"need len(separators) == len(tokens) + 1, got {len(separators)} and {len(tokens)}"
-        )
+        raise ValueError(f"need len(separators) == len(tokens) + 1, got {len(separators)} and {len(tokens)}")
     parts = [separators[0]]
     for token, sep in zip(tokens, separators[1:]):
         parts.append(token)

@@ -109,8 +109,9 @@ def trlaplace_cdf(t: torch.Tensor | float, epsilon: float, d_params: int, clip: 
     return torch.where(t < 0, neg, pos).clamp(0.0, 1.0)
 
 
-def sample_truncated_laplace(shape: tuple[int, ...], lam: float, a: float, generator: torch.Generator | None,
-                             device: torch.device) -> torch.Tensor:
+def sample_truncated_laplace(
+    shape: tuple[int, ...], lam: float, a: float, generator: torch.Generator | None, device: torch.device
+) -> torch.Tensor:
     """i.i.d. draws of density proportional to e^(-|t|/lam) on [-a, a], by exact inversion (float64).
 
     v ~ U(-1/2, 1/2): sign(v) is the sign, U = 2|v| the magnitude's uniform,
@@ -174,9 +175,15 @@ class TrLaplace(ClippedPerturbProject):
 
     name = "trlaplace"
 
-    def __init__(self, epsilon: float, clip: float | None = None, d_params: int | None = None,
-                 max_delta: float | None = None, space: WordSpace | str = "glove",
-                 vocab_size: int | None = None) -> None:
+    def __init__(
+        self,
+        epsilon: float,
+        clip: float | None = None,
+        d_params: int | None = None,
+        max_delta: float | None = None,
+        space: WordSpace | str = "glove",
+        vocab_size: int | None = None,
+    ) -> None:
         super().__init__(epsilon, clip=clip, space=space, vocab_size=vocab_size)
         if self.epsilon > MAX_EPSILON:
             raise ValueError(f"trlaplace needs epsilon <= {MAX_EPSILON:g}, got {epsilon!r}")
@@ -234,7 +241,8 @@ class TrLaplace(ClippedPerturbProject):
                 f"trlaplace at epsilon = {self.epsilon:g} attains delta = {delta:.3g} per word: "
                 "the support of the noise leaks the word with that probability (docs/SPEC.md §7.5); "
                 "pass max_delta (e.g. 1/number of users) to refuse such settings",
-                UserWarning, stacklevel=2,
+                UserWarning,
+                stacklevel=2,
             )
         return Guarantee(notion="approx", epsilon=self.epsilon, delta=delta, granularity="word")
 

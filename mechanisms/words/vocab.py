@@ -74,8 +74,9 @@ class WordSpace:
     lowercase: bool = True
 
     @classmethod
-    def from_vectors(cls, name: str, words: list[str] | tuple[str, ...], vectors: torch.Tensor | np.ndarray,
-                     lowercase: bool = True) -> WordSpace:
+    def from_vectors(
+        cls, name: str, words: list[str] | tuple[str, ...], vectors: torch.Tensor | np.ndarray, lowercase: bool = True
+    ) -> WordSpace:
         """A space over ``words`` (unique, no ``<unk>``) and ``vectors`` [len(words), dim], plus ``<unk>``."""
         vec = torch.as_tensor(np.asarray(vectors) if not isinstance(vectors, torch.Tensor) else vectors)
         if vec.dim() != 2 or vec.shape[0] != len(words):
@@ -230,8 +231,11 @@ def _load_minilm(model_path: str, name: str) -> WordSpace:
     table = model.get_input_embeddings().weight.detach().to(torch.float32)
     vocab = sorted(tokenizer.get_vocab().items(), key=lambda kv: kv[1])
     special = set(tokenizer.all_special_tokens)
-    keep = [(w, i) for w, i in vocab
-            if not w.startswith("##") and w not in special and not (w.startswith("[") and w.endswith("]"))]
+    keep = [
+        (w, i)
+        for w, i in vocab
+        if not w.startswith("##") and w not in special and not (w.startswith("[") and w.endswith("]"))
+    ]
     ids = torch.tensor([i for _, i in keep])
     lowercase = bool(getattr(tokenizer, "do_lower_case", True))
     return WordSpace.from_vectors(name, [w for w, _ in keep], table[ids], lowercase=lowercase)

@@ -46,16 +46,32 @@ def _channel(level: str, name: str) -> EmbeddingChannel:
     if level == "sentence":
         return make_channels(config.resolve({"sentence-mechanism": name, "sentence-epsilon": 2.0}), DIM).embedding
     if level == "word":
-        cfg = config.resolve({"word-mechanism": name, "word-epsilon": 5.0, "sentence-mechanism": "none",
-                              "word-options": "vocab_size = 2000"})
+        cfg = config.resolve(
+            {
+                "word-mechanism": name,
+                "word-epsilon": 5.0,
+                "sentence-mechanism": "none",
+                "word-options": "vocab_size = 2000",
+            }
+        )
         return make_channels(cfg, DIM).embedding
-    cfg = config.resolve({"document-mechanism": name, "document-epsilon": 2.0, "sentence-mechanism": "none",
-                          "map-in": "identity", "public-fraction": 0.1})
+    cfg = config.resolve(
+        {
+            "document-mechanism": name,
+            "document-epsilon": 2.0,
+            "sentence-mechanism": "none",
+            "map-in": "identity",
+            "public-fraction": 0.1,
+        }
+    )
     return make_channels(cfg, DIM, _setup(name)).embedding
 
 
-EXTRAS = {"sentence": {}, "word": {"num-words": np.array([3, 0, 7, 3])},
-          "document": {"num-sentences": np.array([2, 5, 5, 9])}}
+EXTRAS = {
+    "sentence": {},
+    "word": {"num-words": np.array([3, 0, 7, 3])},
+    "document": {"num-sentences": np.array([2, 5, 5, 9])},
+}
 CASES = [(level, name) for level in ("sentence", "word", "document") for name in _names(level)]
 
 
@@ -76,8 +92,13 @@ def test_cost_equals_the_ledger_charge_and_survives_the_wire(level: str, name: s
     emb = np.random.default_rng(0).normal(size=(n, DIM)).astype(np.float32)
     if isinstance(channel, DocumentChannel) and channel.setup.candidates is not None:
         emb = channel.setup.candidates[torch.as_tensor(ids)].numpy()
-    rel = wire.Release(user_ids=users, fresh=np.ones(n, dtype=bool), rows=channel.to_record(emb, ids, extras),
-                       charges={"embedding": charges}, index={"embedding": index})
+    rel = wire.Release(
+        user_ids=users,
+        fresh=np.ones(n, dtype=bool),
+        rows=channel.to_record(emb, ids, extras),
+        charges={"embedding": charges},
+        index={"embedding": index},
+    )
     back = wire.Release.from_content(RecordDict(rel.to_content()))
     ledger = PrivacyLedger({"train": n})
     for group, charge in back.fresh_charges("embedding"):
@@ -94,14 +115,18 @@ def test_cost_equals_the_ledger_charge_and_survives_the_wire(level: str, name: s
 def test_bad_parameters_are_refused_before_running(level: str, name: str) -> None:
     """A non-positive epsilon stops the config with a message naming the key."""
     key = {"sentence": "sentence-epsilon", "word": "word-epsilon", "document": "document-epsilon"}[level]
-    base = {"sentence": {}, "word": {"sentence-mechanism": "none"},
-            "document": {"sentence-mechanism": "none", "map-in": "identity", "public-fraction": 0.1}}[level]
+    base = {
+        "sentence": {},
+        "word": {"sentence-mechanism": "none"},
+        "document": {"sentence-mechanism": "none", "map-in": "identity", "public-fraction": 0.1},
+    }[level]
     with pytest.raises(config.ConfigError, match="epsilon"):
         config.resolve({**base, f"{level}-mechanism": name, key: -1.0})
 
 
-@pytest.mark.parametrize("name", [n for n in mechanisms.names() if mechanisms.mechanism_class(n).level == "label"
-                                  or n == "none"])
+@pytest.mark.parametrize(
+    "name", [n for n in mechanisms.names() if mechanisms.mechanism_class(n).level == "label" or n == "none"]
+)
 def test_label_channel_contract(name: str) -> None:
     """The label channel charges one use of its guarantee per label (infinite in the clear)."""
     channel = LabelChannel(config.resolve({"label-mechanism": name, "label-epsilon": 1.5}))
@@ -122,13 +147,17 @@ def test_one_factory_decides_the_level() -> None:
     """Only the factory reads the level flags; the run name follows the channel."""
     sentence = config.resolve({})
     word = config.resolve({"word-mechanism": "cmp", "sentence-mechanism": "none"})
-    document = config.resolve({"document-mechanism": "truncation", "sentence-mechanism": "none",
-                               "map-in": "identity", "public-fraction": 0.1})
+    document = config.resolve(
+        {"document-mechanism": "truncation", "sentence-mechanism": "none", "map-in": "identity", "public-fraction": 0.1}
+    )
     assert [level_of(c) for c in (sentence, word, document)] == ["sentence", "word", "document"]
     assert isinstance(make_channels(sentence, DIM).embedding, SentenceChannel)
     assert isinstance(make_channels(word, DIM).embedding, WordChannel)
     assert isinstance(make_channels(document, DIM, _setup("truncation")).embedding, DocumentChannel)
     with pytest.raises(ValueError, match="public setup"):
         make_channels(document, DIM)
-    assert (run_label(sentence), run_label(word), run_label(document)) == \
-        ("purkayastha-eps10", "cmp-eps10-per-word", "truncation-eps10-per-sentence")
+    assert (run_label(sentence), run_label(word), run_label(document)) == (
+        "purkayastha-eps10",
+        "cmp-eps10-per-word",
+        "truncation-eps10-per-sentence",
+    )

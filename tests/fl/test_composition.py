@@ -110,8 +110,10 @@ def test_worst_case_uses_one_delta_for_every_user() -> None:
 
     out = compose_worst([(1.0, 1e-5), (0.5, 0.0)], np.array([[3, 0], [0, 40], [1, 10]]), 1e-6)
     assert out["delta_approx"] == pytest.approx(3e-5 + 1e-6)
-    each = [compose(parts, 1e-6, 3e-5 + 1e-6) for parts in ([(1.0, 1e-5, 3)], [(0.5, 0.0, 40)],
-                                                            [(1.0, 1e-5, 1), (0.5, 0.0, 10)])]
+    each = [
+        compose(parts, 1e-6, 3e-5 + 1e-6)
+        for parts in ([(1.0, 1e-5, 3)], [(0.5, 0.0, 40)], [(1.0, 1e-5, 1), (0.5, 0.0, 10)])
+    ]
     assert out["epsilon_best_approx"] == pytest.approx(max(c.epsilon_best_approx for c in each))
     assert out["epsilon_advanced"] is None  # the mixed user has no advanced bound
     assert out["epsilon_basic"] == pytest.approx(20.0) and out["releases"] == 40

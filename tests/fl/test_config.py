@@ -44,8 +44,10 @@ def test_quickstart_config_resolves() -> None:
         ({"word-mechanism": "glove", "sentence-mechanism": "none"}, "unknown mechanism 'glove'"),
         ({"word-mechanism": "purkayastha", "sentence-mechanism": "none"}, "is a sentence-level mechanism"),
         ({"word-mechanism": "cmp", "sentence-mechanism": "none", "word-epsilon": -2.0}, "word-mechanism 'cmp'"),
-        ({"word-mechanism": "cmp", "sentence-mechanism": "none", "word-options": "speed = 2"},
-         "bad parameters for mechanism 'cmp'"),
+        (
+            {"word-mechanism": "cmp", "sentence-mechanism": "none", "word-options": "speed = 2"},
+            "bad parameters for mechanism 'cmp'",
+        ),
         ({"word-quality-docs": -1}, "word-quality-docs must be >= 0"),
     ],
 )
@@ -63,8 +65,16 @@ def test_parse_value() -> None:
 
 
 def test_word_level_config_resolves_and_counts_as_a_protected_embedding() -> None:
-    cfg = config.resolve({"word-mechanism": "trlaplace", "word-epsilon": 20.0, "sentence-mechanism": "none",
-                          "label-mechanism": "rr", "max-epsilon": 500.0, "word-options": "vocab_size = 1000"})
+    cfg = config.resolve(
+        {
+            "word-mechanism": "trlaplace",
+            "word-epsilon": 20.0,
+            "sentence-mechanism": "none",
+            "label-mechanism": "rr",
+            "max-epsilon": 500.0,
+            "word-options": "vocab_size = 1000",
+        }
+    )
     mech = config.make_mechanism(cfg, "word")
     assert mech.level == "word" and mech.epsilon == 20.0 and mech.space.num_words == 1000
     # Without the word mechanism the budget refuses an embedding in the clear.

@@ -130,15 +130,26 @@ def test_20newsgroups_merged_into_nine_categories(data_dir: Path) -> None:
 
 
 def test_short_documents_policy_at_the_document_level(tmp_path: Path) -> None:
-    rows = ["One sentence only.", "Two sentences here. And here.", "Three. Four five. Six!", "",
-            "Short", "A. B is two."]
+    rows = [
+        "One sentence only.",
+        "Two sentences here. And here.",
+        "Three. Four five. Six!",
+        "",
+        "Short",
+        "A. B is two.",
+    ]
     path = tmp_path / "docs.jsonl"
     path.write_text("".join(f'{{"text": "{t}", "label": {i % 2}}}\n' for i, t in enumerate(rows)))
     base = {"dataset": str(path), "empty-documents": "drop", "test-fraction": 0.5, "public-fraction": 0.0}
     # Without a document mechanism nothing is filtered by length.
     assert len(datasets.load(config.resolve(base)).train) + len(datasets.load(config.resolve(base)).test) == 5
-    doc = {**base, "document-mechanism": "truncation", "sentence-mechanism": "none", "map-in": "identity",
-           "public-fraction": 0.01}
+    doc = {
+        **base,
+        "document-mechanism": "truncation",
+        "sentence-mechanism": "none",
+        "map-in": "identity",
+        "public-fraction": 0.01,
+    }
     with pytest.raises(ValueError, match="fewer than 2 sentences.*short-documents"):
         datasets.load(config.resolve({**doc, "short-documents": "error"}))
     ds = datasets.load(config.resolve(doc))

@@ -56,16 +56,27 @@ def test_projection_tuning_prefers_what_scores_best(trained: tuple) -> None:
     recoded = recode(training.recoder, docs.emb)
     chosen, f = select_candidates(docs, recoded, 8, 40, seed=0)
     blocks = docs.docs(range(60), emb=recoded)
-    make = lambda p: mechanisms.create("deepcandidate", epsilon=50.0, candidates=f.double(),  # noqa: E731
-                                       num_projections=p, projection_seed=0)
+
+    def make(p: int) -> mechanisms.Mechanism:
+        return mechanisms.create(
+            "deepcandidate", epsilon=50.0, candidates=f.double(), num_projections=p, projection_seed=0
+        )
+
     best, f1 = tune_projections(make, f, training.classifier, blocks, labels[:60].numpy(), 3, grid=(1, 20))
     assert set(f1) == {1, 20} and f1[best] == max(f1.values())
 
 
 def test_setup_round_trips_through_the_wire_format(trained: tuple) -> None:
     docs, _, training = trained
-    cfg = config.resolve({"document-mechanism": "deepcandidate", "sentence-mechanism": "none", "map-in": "identity",
-                          "public-fraction": 0.5, "document-epsilon": 3.0})
+    cfg = config.resolve(
+        {
+            "document-mechanism": "deepcandidate",
+            "sentence-mechanism": "none",
+            "map-in": "identity",
+            "public-fraction": 0.5,
+            "document-epsilon": 3.0,
+        }
+    )
     f = select_candidates(docs, recode(training.recoder, docs.emb), 8, 20, seed=0)[1]
     setup = DocumentSetup("deepcandidate", 3.0, training.recoder, f, 25, 7)
     back = DocumentSetup.from_record(setup.to_record(), cfg)

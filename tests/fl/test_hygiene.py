@@ -18,14 +18,36 @@ TESTS = REPO / "tests"
 # tests/mechanisms/*.py (outside words/) is seeded separately; add it here once it is.
 SEEDED = [TESTS]  # every test module, helpers included
 
-TORCH_DRAWS = {"rand", "randn", "randint", "randperm", "normal", "bernoulli", "multinomial", "poisson",
-               "rand_like", "randn_like", "randint_like"}
-INPLACE_DRAWS = {"uniform_", "normal_", "random_", "exponential_", "bernoulli_", "cauchy_", "geometric_",
-                 "log_normal_"}
+TORCH_DRAWS = {
+    "rand",
+    "randn",
+    "randint",
+    "randperm",
+    "normal",
+    "bernoulli",
+    "multinomial",
+    "poisson",
+    "rand_like",
+    "randn_like",
+    "randint_like",
+}
+INPLACE_DRAWS = {"uniform_", "normal_", "random_", "exponential_", "bernoulli_", "cauchy_", "geometric_", "log_normal_"}
 SEEDABLE = {"default_rng", "Generator", "RandomState", "SeedSequence", "Random"}  # need a seed argument
 # Constructors that initialise parameters from the global torch RNG.
-PARAMETERISED = {"Linear", "Bilinear", "Embedding", "EmbeddingBag", "Conv1d", "Conv2d", "Conv3d", "RNN", "LSTM",
-                 "GRU", "MultiheadAttention", "ServerModel"}
+PARAMETERISED = {
+    "Linear",
+    "Bilinear",
+    "Embedding",
+    "EmbeddingBag",
+    "Conv1d",
+    "Conv2d",
+    "Conv3d",
+    "RNN",
+    "LSTM",
+    "GRU",
+    "MultiheadAttention",
+    "ServerModel",
+}
 CLOCKS = {"time", "perf_counter", "perf_counter_ns", "monotonic", "monotonic_ns", "process_time", "time_ns"}
 
 
@@ -39,8 +61,9 @@ def _dotted(node: ast.AST) -> str:
 
 
 def _generator_given(call: ast.Call, keyword: str = "generator") -> bool:
-    return any(k.arg == keyword and not (isinstance(k.value, ast.Constant) and k.value.value is None)
-               for k in call.keywords)
+    return any(
+        k.arg == keyword and not (isinstance(k.value, ast.Constant) and k.value.value is None) for k in call.keywords
+    )
 
 
 def global_rng_draws(source: str) -> list[str]:
@@ -74,8 +97,12 @@ def global_rng_draws(source: str) -> list[str]:
             bad = not _generator_given(node, "random_state")
         elif last in PARAMETERISED:
             inside = [f for f in functions if f.lineno <= node.lineno <= (f.end_lineno or f.lineno)]
-            bad = not any(_dotted(c.func) == "torch.manual_seed" and c.lineno <= node.lineno
-                          for f in inside for c in ast.walk(f) if isinstance(c, ast.Call))
+            bad = not any(
+                _dotted(c.func) == "torch.manual_seed" and c.lineno <= node.lineno
+                for f in inside
+                for c in ast.walk(f)
+                if isinstance(c, ast.Call)
+            )
         else:
             bad = False
         if bad:
@@ -86,13 +113,15 @@ def global_rng_draws(source: str) -> list[str]:
 def wall_clock_reads(source: str) -> list[str]:
     """``line: code`` of every call of a clock (time.time(), perf_counter(), ..., datetime.now())."""
     tree = ast.parse(source)
-    clocks = {f"time.{c}" for c in CLOCKS} | {f"{m}.{f}" for m in ("datetime", "datetime.datetime")
-                                              for f in ("now", "utcnow", "today")}
+    clocks = {f"time.{c}" for c in CLOCKS} | {
+        f"{m}.{f}" for m in ("datetime", "datetime.datetime") for f in ("now", "utcnow", "today")
+    }
     for node in ast.walk(tree):
         if isinstance(node, ast.ImportFrom) and node.module == "time":
             clocks |= {a.asname or a.name for a in node.names if a.name in CLOCKS}
-    return [f"{n.lineno}: {ast.unparse(n)}" for n in ast.walk(tree)
-            if isinstance(n, ast.Call) and _dotted(n.func) in clocks]
+    return [
+        f"{n.lineno}: {ast.unparse(n)}" for n in ast.walk(tree) if isinstance(n, ast.Call) and _dotted(n.func) in clocks
+    ]
 
 
 def _sources(roots: list[Path]) -> list[Path]:
@@ -100,15 +129,17 @@ def _sources(roots: list[Path]) -> list[Path]:
 
 
 def test_every_random_test_input_is_seeded() -> None:
-    offenders = {str(p.relative_to(REPO)): draws for p in _sources(SEEDED)
-                 if (draws := global_rng_draws(p.read_text()))}
+    offenders = {
+        str(p.relative_to(REPO)): draws for p in _sources(SEEDED) if (draws := global_rng_draws(p.read_text()))
+    }
     assert offenders == {}
 
 
 def test_no_unit_test_reads_a_wall_clock() -> None:
     """Integration tests may bound a subprocess with a timeout; no test asserts on elapsed time."""
-    offenders = {str(p.relative_to(REPO)): calls for p in _sources([TESTS])
-                 if (calls := wall_clock_reads(p.read_text()))}
+    offenders = {
+        str(p.relative_to(REPO)): calls for p in _sources([TESTS]) if (calls := wall_clock_reads(p.read_text()))
+    }
     assert offenders == {}
 
 

@@ -94,8 +94,9 @@ def test_public_pretraining_learns_and_returns_a_frozen_map() -> None:
     start = input_map("public", 32, 8, seed=0)
     model = _model(8, 32, 16, 2)
     mech = mechanisms.create("purkayastha", epsilon=10.0)
-    matrix, loss = train_public_map(start, model, x, y, mech, epochs=5, batch_size=64, lr=1e-2,
-                                    generator=torch.Generator().manual_seed(0))
+    matrix, loss = train_public_map(
+        start, model, x, y, mech, epochs=5, batch_size=64, lr=1e-2, generator=torch.Generator().manual_seed(0)
+    )
     assert matrix.dtype == torch.float64 and not matrix.requires_grad and matrix.shape == (32, 8)
     assert not torch.equal(matrix, start) and map_version(matrix) != map_version(start)
     assert loss < 0.6  # separable classes are learnt through the noise

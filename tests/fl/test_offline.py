@@ -12,8 +12,9 @@ import pytest
 
 from tests.conftest import OFFLINE_VARIABLES
 
-CHILD = ("import huggingface_hub, huggingface_hub.constants as c; "
-         "print(c.HF_HUB_OFFLINE, huggingface_hub.is_offline_mode())")
+CHILD = (
+    "import huggingface_hub, huggingface_hub.constants as c; print(c.HF_HUB_OFFLINE, huggingface_hub.is_offline_mode())"
+)
 
 
 def test_the_hub_libraries_run_offline_in_this_process() -> None:

@@ -42,8 +42,9 @@ def test_releases_carry_no_gradient_path_to_raw_embeddings() -> None:
     released = mechanisms.create("purkayastha", epsilon=5.0).sanitize(mapped, torch.Generator().manual_seed(0))
     model = _model(16, 384, 32, 2)
     opt = torch.optim.Adam(model.parameters())
-    train_epochs(model, opt, released.float(), torch.randint(0, 2, (64,), generator=gen), 1, 16,
-                 torch.Generator().manual_seed(0))
+    train_epochs(
+        model, opt, released.float(), torch.randint(0, 2, (64,), generator=gen), 1, 16, torch.Generator().manual_seed(0)
+    )
     assert raw.grad is None
 
 

@@ -14,14 +14,26 @@ import mechanisms
 from fl import config, rewrite
 from fl.encoder import embed_documents
 
-TEXTS = ["a charming and often affecting journey .", "the movie is bad", "unflinchingly bleak and desperate",
-         "a charming and often affecting journey ."]
+TEXTS = [
+    "a charming and often affecting journey .",
+    "the movie is bad",
+    "unflinchingly bleak and desperate",
+    "a charming and often affecting journey .",
+]
 
 
 def _cfg(cache_dir: Path, **extra: object) -> dict:
-    return config.resolve({"word-mechanism": "cmp", "word-epsilon": 30.0, "sentence-mechanism": "none",
-                           "word-options": "vocab_size = 5000", "cache-dir": str(cache_dir), "noise-seed": 0,
-                           **extra})
+    return config.resolve(
+        {
+            "word-mechanism": "cmp",
+            "word-epsilon": 30.0,
+            "sentence-mechanism": "none",
+            "word-options": "vocab_size = 5000",
+            "cache-dir": str(cache_dir),
+            "noise-seed": 0,
+            **extra,
+        }
+    )
 
 
 def _files(folder: Path) -> set[Path]:

@@ -86,9 +86,7 @@ def test_published_check_values() -> None:
 def test_closed_form_matches_formula_and_regime() -> None:
     for eps0, n, delta in [(4.0, 100_000, 1e-6), (1.0, 10_000, 1e-5), (0.3, 5_000, 1e-8), (2.5, 10**6, 1e-9)]:
         e = math.exp(eps0)
-        want = math.log(
-            1 + (e - 1) / (e + 1) * (8 * math.sqrt(e * math.log(4 / delta)) / math.sqrt(n) + 8 * e / n)
-        )
+        want = math.log(1 + (e - 1) / (e + 1) * (8 * math.sqrt(e * math.log(4 / delta)) / math.sqrt(n) + 8 * e / n))
         assert closed_form_valid(eps0, n, delta)
         assert closed_form_amplification(eps0, n, delta) == pytest.approx(want, rel=1e-12)
         # the numerical bound is at least as good as the closed form
@@ -306,9 +304,7 @@ def test_compose_advanced_homogeneous() -> None:
 def test_compose_advanced_heterogeneous() -> None:
     epsilons = [0.05] * 60 + [0.2] * 40
     d, slack = 1e-9, 1e-5
-    want = math.sqrt(2 * math.log(1 / slack) * sum(e * e for e in epsilons)) + sum(
-        e * math.expm1(e) for e in epsilons
-    )
+    want = math.sqrt(2 * math.log(1 / slack) * sum(e * e for e in epsilons)) + sum(e * math.expm1(e) for e in epsilons)
     got_eps, got_delta = compose_shuffled(epsilons, d, slack)
     assert want < sum(epsilons)
     assert got_eps == pytest.approx(want, rel=1e-12)

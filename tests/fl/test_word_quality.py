@@ -21,13 +21,23 @@ def test_text_similarity_bounds_and_a_known_value() -> None:
 
 
 @pytest.mark.parametrize(("epsilon", "low", "high"), [(200.0, 0.8, 1.0), (0.5, 0.0, 0.05)])
-def test_rewrite_quality_tracks_epsilon(data_dir: Path, tmp_path: Path, epsilon: float, low: float,
-                                        high: float) -> None:
+def test_rewrite_quality_tracks_epsilon(
+    data_dir: Path, tmp_path: Path, epsilon: float, low: float, high: float
+) -> None:
     """CMP at a huge epsilon keeps the text (N_w, ROUGE-1 near 1 up to OOV words, S_w near 1); at a small one it
     replaces it (both near 0, S_w near the number of draws): the diagnostics see the mechanism."""
-    cfg = config.resolve({"data-dir": str(data_dir), "cache-dir": str(tmp_path), "word-mechanism": "cmp",
-                          "sentence-mechanism": "none", "word-epsilon": epsilon, "word-options": "vocab_size = 20000",
-                          "word-quality-docs": 40, "word-support-words": 2})
+    cfg = config.resolve(
+        {
+            "data-dir": str(data_dir),
+            "cache-dir": str(tmp_path),
+            "word-mechanism": "cmp",
+            "sentence-mechanism": "none",
+            "word-epsilon": epsilon,
+            "word-options": "vocab_size = 20000",
+            "word-quality-docs": 40,
+            "word-support-words": 2,
+        }
+    )
     q = rewrite_quality(cfg)
     assert q["documents"] == 40 and q["words"] > 300 and 0.0 <= q["oov_fraction"] < 0.2
     assert low <= q["N_w"] <= high and low <= q["rouge1_f"] <= high

@@ -79,8 +79,11 @@ def test_one_key_value_parser_with_the_option_in_its_errors() -> None:
 def test_load_with_overrides_reads_the_file_then_applies_the_sets(tmp_path: Path) -> None:
     path = tmp_path / "run.toml"
     path.write_text('dataset = "sst2"\nseed = 1\n')
-    assert load_with_overrides(path, ["seed=2", 'map-in="identity"']) == {"dataset": "sst2", "seed": 2,
-                                                                          "map-in": "identity"}
+    assert load_with_overrides(path, ["seed=2", 'map-in="identity"']) == {
+        "dataset": "sst2",
+        "seed": 2,
+        "map-in": "identity",
+    }
     with pytest.raises(ConfigError, match="--set expects key=value"):
         load_with_overrides(path, ["seed"])
 
@@ -93,8 +96,9 @@ def test_run_result_reads_a_results_folder(tmp_path: Path) -> None:
     (folder / "rounds.jsonl").write_text('{"round": 1, "accuracy": 0.5}\n{"round": 2, "accuracy": 0.75}\n')
     (folder / "summary.json").write_text('{"final": {"accuracy": 0.75}}')
     result = api.RunResult.from_folder(folder)
-    assert result == simulations.RunResult(folder, [{"round": 1, "accuracy": 0.5}, {"round": 2, "accuracy": 0.75}],
-                                           {"final": {"accuracy": 0.75}})
+    assert result == simulations.RunResult(
+        folder, [{"round": 1, "accuracy": 0.5}, {"round": 2, "accuracy": 0.75}], {"final": {"accuracy": 0.75}}
+    )
     with pytest.raises(AttributeError):
         result.folder = tmp_path  # type: ignore[misc]  # frozen
 
@@ -104,8 +108,9 @@ def test_bad_data_fails_before_writing(tmp_path: Path, data_dir: Path, cache_dir
     with pytest.raises(ValueError, match="unknown dataset 'sst3'"):
         simulations.run({**SMALL, "dataset": "sst3"}, data_dir=data_dir, cache_dir=cache_dir, out=tmp_path / "out")
     with pytest.raises(ValueError, match="empty document"):
-        simulations.run({**SMALL, "dataset": "20newsgroups"}, data_dir=data_dir, cache_dir=cache_dir,
-                        out=tmp_path / "out")
+        simulations.run(
+            {**SMALL, "dataset": "20newsgroups"}, data_dir=data_dir, cache_dir=cache_dir, out=tmp_path / "out"
+        )
     assert not (tmp_path / "out").exists()
 
 
@@ -126,8 +131,14 @@ def test_one_real_run_through_the_python_api(tmp_path: Path, data_dir: Path, cac
     config = tmp_path / "run.toml"
     config.write_text("".join(f"{k} = {json.dumps(v)}\n" for k, v in SMALL.items()))
     out = tmp_path / "out"
-    proc = subprocess.run([sys.executable, "-c", SCRIPT, str(config), str(data_dir), str(cache_dir), str(out)],
-                          cwd=REPO, env=dict(os.environ), capture_output=True, text=True, timeout=900)
+    proc = subprocess.run(
+        [sys.executable, "-c", SCRIPT, str(config), str(data_dir), str(cache_dir), str(out)],
+        cwd=REPO,
+        env=dict(os.environ),
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "sanitas: 60 training users, 40 test users on 10 simulated nodes" in proc.stdout
     line = next(line for line in proc.stdout.splitlines() if line.startswith("RESULT "))

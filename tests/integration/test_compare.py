@@ -16,17 +16,36 @@ from simulations import compare as cmp
 
 def _fake(folder: Path, accuracy: float, privacy: dict, holds: bool = True) -> None:
     folder.mkdir(parents=True)
-    (folder / "summary.json").write_text(json.dumps({"final": {"accuracy": accuracy, "macro_f1": accuracy - 0.01},
-                                                     "privacy": privacy, "ldp_guarantee_holds": holds,
-                                                     "evaluation_covered": False}))
+    (folder / "summary.json").write_text(
+        json.dumps(
+            {
+                "final": {"accuracy": accuracy, "macro_f1": accuracy - 0.01},
+                "privacy": privacy,
+                "ldp_guarantee_holds": holds,
+                "evaluation_covered": False,
+            }
+        )
+    )
 
 
 def test_plan_has_local_central_and_reference_runs() -> None:
     runs = cmp.plan(["2", "6"], ["1.0"], ["users-per-node=50"])
-    modes = [(r.values.get("mode"), r.values.get("sentence-epsilon"), r.values.get("central-noise-multiplier"),
-              r.values.get("sentence-mechanism"), r.values.get("users-per-node")) for r in runs]
-    assert modes == [("local", 2, None, None, None), ("local", 6, None, None, None),
-                     ("central", None, 1.0, None, 50), ("local", None, None, "none", None)]
+    modes = [
+        (
+            r.values.get("mode"),
+            r.values.get("sentence-epsilon"),
+            r.values.get("central-noise-multiplier"),
+            r.values.get("sentence-mechanism"),
+            r.values.get("users-per-node"),
+        )
+        for r in runs
+    ]
+    assert modes == [
+        ("local", 2, None, None, None),
+        ("local", 6, None, None, None),
+        ("central", None, 1.0, None, 50),
+        ("local", None, None, "none", None),
+    ]
     with pytest.raises(ConfigError):
         cmp.plan([], ["1.0"], [])
     with pytest.raises(ConfigError, match="key=value"):
@@ -40,9 +59,18 @@ def test_rows_csv_and_plot(tmp_path: Path) -> None:
     stays in its own column. Every row says evaluation is not covered."""
     runs = cmp.plan(["2"], ["1.0"], [])
     local, central, reference = runs
-    _fake(tmp_path / local.name, 0.6, {"epsilon_ldp": 2 * math.pi, "label_protected": False, "delta_total": 0.0,
-                                       "epsilon_total": None, "epsilon_shuffled_total": 0.8,
-                                       "delta_shuffled_total": 1e-6})
+    _fake(
+        tmp_path / local.name,
+        0.6,
+        {
+            "epsilon_ldp": 2 * math.pi,
+            "label_protected": False,
+            "delta_total": 0.0,
+            "epsilon_total": None,
+            "epsilon_shuffled_total": 0.8,
+            "delta_shuffled_total": 1e-6,
+        },
+    )
     _fake(tmp_path / central.name, 0.7, {"mode": "central", "epsilon": 20.1, "delta": 1e-5}, holds=False)
     rows = [row for run in runs for row in cmp.rows_for(run, tmp_path)]
     assert [r["series"] for r in rows] == ["local-ldp", "local-shuffled", "central"]  # reference not run yet
@@ -72,8 +100,17 @@ def test_a_run_without_ldp_gets_no_local_epsilon(tmp_path: Path) -> None:
 
 def test_joint_figures_when_labels_are_protected(tmp_path: Path) -> None:
     local = cmp.plan(["2"], ["1.0"], [])[0]
-    _fake(tmp_path / local.name, 0.6, {"epsilon_ldp": 6.28, "epsilon_total": 7.28, "label_protected": True,
-                                       "epsilon_shuffled_total": 0.8, "epsilon_shuffled_joint_total": 0.9,
-                                       "delta_shuffled_joint_total": 1e-6})
+    _fake(
+        tmp_path / local.name,
+        0.6,
+        {
+            "epsilon_ldp": 6.28,
+            "epsilon_total": 7.28,
+            "label_protected": True,
+            "epsilon_shuffled_total": 0.8,
+            "epsilon_shuffled_joint_total": 0.9,
+            "delta_shuffled_joint_total": 1e-6,
+        },
+    )
     ldp, shuffled = cmp.rows_for(local, tmp_path)
     assert ldp["epsilon"] == 7.28 and shuffled["epsilon"] == 0.9

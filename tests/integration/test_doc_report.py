@@ -14,12 +14,23 @@ from simulations.cli import main
 def _run(folder: Path, name: str, mechanism: str | None, epsilon: float | None, f1: float) -> dict:
     run = folder / name
     run.mkdir(parents=True)
-    buckets = [{"k": "2-3", "k_min": 2, "documents": 10, "macro_f1": f1 - 0.1, "random_guess_f1": 0.5},
-               {"k": "10-14", "k_min": 10, "documents": 5, "macro_f1": f1 + 0.1, "random_guess_f1": 0.52}]
+    buckets = [
+        {"k": "2-3", "k_min": 2, "documents": 10, "macro_f1": f1 - 0.1, "random_guess_f1": 0.5},
+        {"k": "10-14", "k_min": 10, "documents": 5, "macro_f1": f1 + 0.1, "random_guess_f1": 0.52},
+    ]
     (run / "summary.json").write_text(json.dumps({"final": {"by_sentences": buckets}}))
-    return {"status": "ok", "run_name": name, "results_folder": str(run), "dataset": "imdb",
-            "level": "document" if mechanism else "sentence", "document_mechanism": mechanism,
-            "epsilon": epsilon, "macro_f1": f1, "accuracy": f1, "random_guess_f1": 0.5}
+    return {
+        "status": "ok",
+        "run_name": name,
+        "results_folder": str(run),
+        "dataset": "imdb",
+        "level": "document" if mechanism else "sentence",
+        "document_mechanism": mechanism,
+        "epsilon": epsilon,
+        "macro_f1": f1,
+        "accuracy": f1,
+        "random_guess_f1": 0.5,
+    }
 
 
 def test_report_writes_both_plots_and_tables(tmp_path: Path) -> None:
@@ -34,10 +45,14 @@ def test_report_writes_both_plots_and_tables(tmp_path: Path) -> None:
     assert [r["epsilon"] for r in by_eps if r["mechanism"] == "none"] == [""]
     by_k = list(csv.DictReader((tmp_path / "f1_vs_sentences.csv").open()))
     # epsilon = 10 only (deepcandidate, truncation) plus the non-private run, two buckets each
-    assert len(by_k) == 6 and {r["run"] for r in by_k} == {"imdb deepcandidate", "imdb truncation",
-                                                           "imdb none (non-private)"}
-    assert float(next(r for r in by_k if r["run"] == "imdb deepcandidate" and r["k"] == "10-14")["macro_f1"]) \
-        == pytest.approx(0.7)
+    assert len(by_k) == 6 and {r["run"] for r in by_k} == {
+        "imdb deepcandidate",
+        "imdb truncation",
+        "imdb none (non-private)",
+    }
+    assert float(
+        next(r for r in by_k if r["run"] == "imdb deepcandidate" and r["k"] == "10-14")["macro_f1"]
+    ) == pytest.approx(0.7)
 
 
 def test_report_without_a_sweep_is_a_clear_error(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:

@@ -31,17 +31,31 @@ BASE = {
 }
 
 
-def _run(tmp_path: Path, data_dir: Path, cache_dir: Path, extra: dict[str, str],
-         pythonpath: str = "") -> subprocess.CompletedProcess:
+def _run(
+    tmp_path: Path, data_dir: Path, cache_dir: Path, extra: dict[str, str], pythonpath: str = ""
+) -> subprocess.CompletedProcess:
     cfg = tmp_path / "run.toml"
     cfg.write_text("".join(f"{k} = {v}\n" for k, v in {**BASE, **extra}.items()))
     env = {**os.environ, "SANITAS_DATA_DIR": str(data_dir), "SANITAS_CACHE_DIR": str(cache_dir)}
     if pythonpath:
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [pythonpath, env.get("PYTHONPATH", "")]))
     return subprocess.run(
-        [sys.executable, "-m", "simulations.cli", "run", str(cfg), "--out", str(tmp_path / "out"),
-         "--set", 'run-name="r"'],
-        cwd=REPO, env=env, capture_output=True, text=True, timeout=900,
+        [
+            sys.executable,
+            "-m",
+            "simulations.cli",
+            "run",
+            str(cfg),
+            "--out",
+            str(tmp_path / "out"),
+            "--set",
+            'run-name="r"',
+        ],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
     )
 
 
@@ -75,8 +89,10 @@ def test_end_to_end_run_writes_a_complete_results_folder(tmp_path: Path, data_di
     assert rounds[0]["fresh_test_releases"] == 40 and rounds[1]["fresh_test_releases"] == 0
     # Issue 11 item 2: the guarantee covers releases; evaluation counts (true labels) are outside it.
     for r in rounds:
-        assert r["privacy"]["evaluation_covered"] is False and "true labels" in \
-            r["privacy"]["evaluation_not_covered_because"]
+        assert (
+            r["privacy"]["evaluation_covered"] is False
+            and "true labels" in r["privacy"]["evaluation_not_covered_because"]
+        )
         assert r["privacy"]["guarantee_covers"].startswith("the sanitized releases only")
     summary = json.loads((folder / "summary.json").read_text())
     assert summary["evaluation_covered"] is False and "nearly reveal" in summary["evaluation_not_covered_because"]
@@ -155,8 +171,13 @@ def test_custom_strategy_outside_the_package_with_fresh_noise(tmp_path: Path, da
 
 def test_wrapper_strategy(tmp_path: Path, data_dir: Path, cache_dir: Path) -> None:
     (tmp_path / "my_strategies.py").write_text(CUSTOM)
-    proc = _run(tmp_path, data_dir, cache_dir, {"strategy": '"my_strategies:Counting"', "num-server-rounds": "1"},
-                pythonpath=str(tmp_path))
+    proc = _run(
+        tmp_path,
+        data_dir,
+        cache_dir,
+        {"strategy": '"my_strategies:Counting"', "num-server-rounds": "1"},
+        pythonpath=str(tmp_path),
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     summary = json.loads((tmp_path / "out" / "r" / "summary.json").read_text())
     assert summary["strategy"] == "Counting" and summary["rounds"] == 1
@@ -174,8 +195,9 @@ def test_wrapper_strategy(tmp_path: Path, data_dir: Path, cache_dir: Path) -> No
         ({"sentence-mechanism": '"privemb"', "sentence-options": "'speed = 2'"}, "bad parameters for mechanism"),
     ],
 )
-def test_bad_input_fails_before_writing(tmp_path: Path, data_dir: Path, cache_dir: Path, extra: dict,
-                                        message: str) -> None:
+def test_bad_input_fails_before_writing(
+    tmp_path: Path, data_dir: Path, cache_dir: Path, extra: dict, message: str
+) -> None:
     proc = _run(tmp_path, data_dir, cache_dir, extra)
     assert proc.returncode == 2
     assert message in proc.stderr and proc.stderr.count("\n") == 1
@@ -195,9 +217,14 @@ def test_public_map_with_rr_prior_labels_and_privemb(tmp_path: Path, data_dir: P
     """map-in = public (M1 trained on the public split, frozen), RR-with-prior labels (prior from the
     server model on the sanitized rows) and a projecting mechanism (privemb, k = 8)."""
     extra = {
-        "map-in": '"public"', "public-fraction": "0.3", "public-epochs": "2",
-        "sentence-mechanism": '"privemb"', "sentence-options": "'out_dim = 8'", "sentence-epsilon": "5.0",
-        "label-mechanism": '"rr_prior"', "label-epsilon": "2.0",
+        "map-in": '"public"',
+        "public-fraction": "0.3",
+        "public-epochs": "2",
+        "sentence-mechanism": '"privemb"',
+        "sentence-options": "'out_dim = 8'",
+        "sentence-epsilon": "5.0",
+        "label-mechanism": '"rr_prior"',
+        "label-epsilon": "2.0",
     }
     proc = _run(tmp_path, data_dir, cache_dir, extra)
     assert proc.returncode == 0, proc.stderr[-3000:]
@@ -243,8 +270,14 @@ def test_budget_refusals_reach_the_server_as_normal_replies(tmp_path: Path, data
     """max-epsilon = 4: a training release costs pi*1 + 0.5 = 3.64 and a test release pi = 3.14, so
     the second round's fresh draws are refused by the clients, the cached releases are re-sent,
     and no user's spend exceeds the budget."""
-    extra = {"sentence-epsilon": "1.0", "label-mechanism": '"rr"', "label-epsilon": "0.5",
-             "fresh-noise-per-round": "true", "fraction-train": "1.0", "max-epsilon": "4.0"}
+    extra = {
+        "sentence-epsilon": "1.0",
+        "label-mechanism": '"rr"',
+        "label-epsilon": "0.5",
+        "fresh-noise-per-round": "true",
+        "fraction-train": "1.0",
+        "max-epsilon": "4.0",
+    }
     proc = _run(tmp_path, data_dir, cache_dir, extra)
     assert proc.returncode == 0, proc.stderr[-3000:]
     rounds = _rounds(tmp_path / "out" / "r")
@@ -263,10 +296,18 @@ def test_word_level_rewrite_with_budget_warning_and_quality(tmp_path: Path, data
     rewritten on the nodes and their embeddings released without further noise. The ledger charges
     k * 20 per k-word document (+ 2 for the RR label), the clients refuse documents over the
     budget of 150, the delta warning is loud, and the rewrite diagnostics are written."""
-    extra = {"sentence-mechanism": '"none"', "map-in": '"identity"', "word-mechanism": '"trlaplace"',
-             "word-epsilon": "20.0", "word-options": "'vocab_size = 20000'", "word-quality-docs": "20",
-             "word-support-words": "1", "label-mechanism": '"rr"', "label-epsilon": "2.0",
-             "max-epsilon": "150.0"}
+    extra = {
+        "sentence-mechanism": '"none"',
+        "map-in": '"identity"',
+        "word-mechanism": '"trlaplace"',
+        "word-epsilon": "20.0",
+        "word-options": "'vocab_size = 20000'",
+        "word-quality-docs": "20",
+        "word-support-words": "1",
+        "label-mechanism": '"rr"',
+        "label-epsilon": "2.0",
+        "max-epsilon": "150.0",
+    }
     proc = _run(tmp_path, data_dir, cache_dir, extra)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "WARNING: the word mechanism's delta per word is 0.0532" in proc.stderr
@@ -298,9 +339,18 @@ def test_word_level_rewrite_with_budget_warning_and_quality(tmp_path: Path, data
 
 
 DOCUMENT_LEVEL = {
-    "dataset": '"imdb"', "train-size": "80", "test-size": "20", "public-fraction": "0.5", "users-per-node": "10",
-    "sentence-mechanism": '"none"', "map-in": '"identity"', "document-epsilon": "10.0",
-    "recoder-clusters": "4", "recoder-epochs": "2", "num-candidates": "20", "candidate-min-sentences": "4",
+    "dataset": '"imdb"',
+    "train-size": "80",
+    "test-size": "20",
+    "public-fraction": "0.5",
+    "users-per-node": "10",
+    "sentence-mechanism": '"none"',
+    "map-in": '"identity"',
+    "document-epsilon": "10.0",
+    "recoder-clusters": "4",
+    "recoder-epochs": "2",
+    "num-candidates": "20",
+    "candidate-min-sentences": "4",
 }
 
 

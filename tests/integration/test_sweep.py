@@ -31,8 +31,9 @@ def _runs() -> list[sw.Run]:
     return sw.expand([[sw.parse_grid(g) for g in GRID], [sw.parse_grid(g) for g in REFERENCES]])
 
 
-def _summary(folder: Path, accuracy: float, epsilon: float | None, pure: float | None, holds: bool = True,
-             releases: int = 1) -> None:
+def _summary(
+    folder: Path, accuracy: float, epsilon: float | None, pure: float | None, holds: bool = True, releases: int = 1
+) -> None:
     """A summary.json as a run writes it; the ledger's per-user total is ``releases`` times ``pure``
     (re-draws), plus a label epsilon of 1 with protected labels."""
     folder.mkdir(parents=True, exist_ok=True)
@@ -43,15 +44,21 @@ def _summary(folder: Path, accuracy: float, epsilon: float | None, pure: float |
         "best_accuracy": accuracy + 0.02,
         "ldp_guarantee_holds": holds,
         "evaluation_covered": False,
-        "guarantee": {"sentence": {"notion": "metric" if epsilon else "pure", "epsilon": epsilon,
-                                   "pure_ldp_per_release": pure}},
-        "privacy": {"epsilon_ldp": user, "epsilon_total": None if user is None else user + 1.0,
-                    "label_protected": pure is not None},
+        "guarantee": {
+            "sentence": {"notion": "metric" if epsilon else "pure", "epsilon": epsilon, "pure_ldp_per_release": pure}
+        },
+        "privacy": {
+            "epsilon_ldp": user,
+            "epsilon_total": None if user is None else user + 1.0,
+            "label_protected": pure is not None,
+        },
         "wall_seconds": 12.5,
     }
     if not holds:  # the leaky mode keeps the ledger's numbers only as nominal figures
-        summary["privacy"] = {"ldp_guarantee_holds": False,
-                              "nominal_mechanism_accounting_not_a_guarantee": summary["privacy"]}
+        summary["privacy"] = {
+            "ldp_guarantee_holds": False,
+            "nominal_mechanism_accounting_not_a_guarantee": summary["privacy"],
+        }
     (folder / "summary.json").write_text(json.dumps(summary))
 
 
@@ -83,10 +90,19 @@ def test_grid_values_parse_as_toml_and_split_outside_quotes_and_brackets() -> No
     assert sw.split_values("[1, 2],{a = 1, b = 2}, 3") == ["[1, 2]", "{a = 1, b = 2}", "3"]
 
 
-@pytest.mark.parametrize("spec", [
-    "sentence-epsilon", "=1,2", "no-such-key=1", 'map-in="random,public', "sentence-epsilon=1,,2",
-    "sentence-epsilon=[1,2", "sentence-epsilon=1]", "sentence-epsilon=2,2.0",
-])
+@pytest.mark.parametrize(
+    "spec",
+    [
+        "sentence-epsilon",
+        "=1,2",
+        "no-such-key=1",
+        'map-in="random,public',
+        "sentence-epsilon=1,,2",
+        "sentence-epsilon=[1,2",
+        "sentence-epsilon=1]",
+        "sentence-epsilon=2,2.0",
+    ],
+)
 def test_bad_grid_specs_are_refused(spec: str) -> None:
     with pytest.raises(ConfigError):
         sw.parse_grid(spec)
@@ -102,8 +118,9 @@ def test_product_in_order_then_the_next_block() -> None:
     assert runs[1].values["map-in"] == "public"  # last key varies fastest
     assert runs[2].values["sentence-epsilon"] == 6
     assert runs[11].values == {"sentence-mechanism": "planar_laplace", "sentence-epsilon": 10, "map-in": "public"}
-    assert [r.values for r in runs[12:]] == [{"sentence-mechanism": "none", "map-in": m}
-                                             for m in ("identity", "random", "public")]
+    assert [r.values for r in runs[12:]] == [
+        {"sentence-mechanism": "none", "map-in": m} for m in ("identity", "random", "public")
+    ]
     assert sw.grid_keys(runs) == ["sentence-mechanism", "sentence-epsilon", "map-in"]
 
 
@@ -131,8 +148,13 @@ def test_each_run_passes_its_grid_values_and_name_as_sets(tmp_path: Path) -> Non
     assert command[:5] == [sys.executable, "-m", "simulations.cli", "run", "c.toml"]
     assert command[-2:] == ["--out", str(tmp_path)]
     sets = [command[i + 1] for i, arg in enumerate(command) if arg == "--set"]
-    assert sets == ["noise-seed=1", 'sentence-mechanism="purkayastha"', "sentence-epsilon=2",
-                    'map-in="random"', f'run-name="{run.name}"']
+    assert sets == [
+        "noise-seed=1",
+        'sentence-mechanism="purkayastha"',
+        "sentence-epsilon=2",
+        'map-in="random"',
+        f'run-name="{run.name}"',
+    ]
 
 
 def test_every_run_config_is_checked_before_anything_runs(tmp_path: Path, data_dir: Path) -> None:
@@ -180,9 +202,19 @@ def test_tables_and_plot_are_written(tmp_path: Path) -> None:
         table = list(csv.DictReader(fh))
     assert len(table) == 15
     assert list(table[0])[:4] == ["sentence-mechanism", "sentence-epsilon", "map-in", "status"]
-    assert {"accuracy", "macro_f1", "best_accuracy", "clean_accuracy", "sentence_epsilon",
-            "max_user_pure_epsilon_embedding", "max_user_pure_epsilon_total", "ldp_guarantee_holds",
-            "evaluation_covered", "wall_seconds", "results_folder"} <= set(table[0])
+    assert {
+        "accuracy",
+        "macro_f1",
+        "best_accuracy",
+        "clean_accuracy",
+        "sentence_epsilon",
+        "max_user_pure_epsilon_embedding",
+        "max_user_pure_epsilon_total",
+        "ldp_guarantee_holds",
+        "evaluation_covered",
+        "wall_seconds",
+        "results_folder",
+    } <= set(table[0])
     assert table[0]["ldp_guarantee_holds"] == "true" and table[-1]["status"] == "pending"
     assert {r["evaluation_covered"] for r in table if r["status"] == "ok"} == {"false"}
     assert table[12]["sentence_epsilon"] == "" and table[12]["sentence-mechanism"] == "none"
@@ -284,8 +316,9 @@ def test_a_failed_run_is_recorded_and_the_sweep_goes_on(tmp_path: Path) -> None:
 
 
 def test_execute_records_a_crashing_process(tmp_path: Path) -> None:
-    code = ("import sys; print('progress'); print('sanitas: error: bad thing', file=sys.stderr); print('tail'); "
-            "sys.exit(3)")
+    code = (
+        "import sys; print('progress'); print('sanitas: error: bad thing', file=sys.stderr); print('tail'); sys.exit(3)"
+    )
     outcome = sw.execute([sys.executable, "-c", code], tmp_path / "logs" / "r.log")
     assert outcome.returncode == 3 and outcome.error == "sanitas: error: bad thing"
     assert "progress" in (tmp_path / "logs" / "r.log").read_text()
@@ -305,8 +338,23 @@ def test_cli_splits_grid_products_at_also(monkeypatch: pytest.MonkeyPatch) -> No
         return 0
 
     monkeypatch.setattr(sw, "sweep", fake_sweep)
-    argv = ["sweep", "c.toml", "--grid", GRID[0], "--grid", GRID[1], "--also", "--grid", REFERENCES[0],
-            "--set", "noise-seed=0", "--out", "o", "--name", "n"]
+    argv = [
+        "sweep",
+        "c.toml",
+        "--grid",
+        GRID[0],
+        "--grid",
+        GRID[1],
+        "--also",
+        "--grid",
+        REFERENCES[0],
+        "--set",
+        "noise-seed=0",
+        "--out",
+        "o",
+        "--name",
+        "n",
+    ]
     assert cli.main(argv) == 0
     assert seen["blocks"] == [GRID[:2], REFERENCES[:1]]
     assert seen["sets"] == ["noise-seed=0"] and seen["out"] == "o" and seen["name"] == "n"

@@ -167,8 +167,13 @@ class TooLittleRR(RandomizedResponse):
 class TooLittleRRPrior(RRWithPrior):
     """Claims epsilon, samples RR-with-prior at 3 * epsilon (with the prior it is given)."""
 
-    def sanitize(self, y: torch.Tensor, num_classes: int, generator: torch.Generator | None = None,
-                 prior: LabelPrior | None = None) -> torch.Tensor:
+    def sanitize(
+        self,
+        y: torch.Tensor,
+        num_classes: int,
+        generator: torch.Generator | None = None,
+        prior: LabelPrior | None = None,
+    ) -> torch.Tensor:
         return RRWithPrior(3 * self.epsilon).sanitize(y, num_classes, generator, prior)
 
 
@@ -341,7 +346,8 @@ def test_threshold_audit_bonferroni_and_delta() -> None:
 
     with_delta = threshold_audit(kx, kp, n, thresholds, delta=0.05, alpha=0.05)
     assert with_delta.epsilon_lb == pytest.approx(
-        np.log((cp_lower(2000, n, level) - 0.05) / cp_upper(20, n, level)), rel=1e-12)
+        np.log((cp_lower(2000, n, level) - 0.05) / cp_upper(20, n, level)), rel=1e-12
+    )
     # delta above every TPR: nothing left, the trivial bound 0.
     none_left = threshold_audit(np.array([100]), np.array([100]), n, np.array([0.0]), delta=0.99)
     assert none_left.epsilon_lb == 0.0 and none_left.threshold is None

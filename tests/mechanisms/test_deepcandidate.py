@@ -146,8 +146,13 @@ def test_sensitivity_with_exact_ties_on_an_integer_grid() -> None:
     for t, (k, (a, b)) in enumerate(zip(ks, rows, strict=True)):
         x = torch.randint(-3, 4, (k, p), generator=g).double()
         y, row = x.clone(), b % k
-        y[row] = [cand[a % m], torch.full((p,), math.inf), torch.full((p,), -math.inf), -x[row],
-                torch.randint(-3, 4, (p,), generator=g).double()][t % 5]
+        y[row] = [
+            cand[a % m],
+            torch.full((p,), math.inf),
+            torch.full((p,), -math.inf),
+            -x[row],
+            torch.randint(-3, 4, (p,), generator=g).double(),
+        ][t % 5]
         docs.append(x)
         nbrs.append(y)
     u, u_nbr = utilities_from_projections(docs, cand), utilities_from_projections(nbrs, cand)
@@ -286,8 +291,9 @@ def test_registry_contract_and_guarantees() -> None:
     for bad in (-1, 2.5, True):
         with pytest.raises(ValueError, match="num_sentences"):
             mech.document_guarantee(bad)
-    idx = mech.sanitize([torch.randn(3, 5, generator=g), torch.randn(6, 5, generator=g)],
-                        generator=torch.Generator().manual_seed(0))
+    idx = mech.sanitize(
+        [torch.randn(3, 5, generator=g), torch.randn(6, 5, generator=g)], generator=torch.Generator().manual_seed(0)
+    )
     assert idx.dtype == torch.int64 and idx.shape == (2,) and bool(((idx >= 0) & (idx < 20)).all())
     assert mech.sanitize([]).shape == (0,)
     assert DeepCandidate(1.0, cand).num_projections == 100
@@ -311,8 +317,12 @@ def test_invalid_inputs_are_refused() -> None:
     for bad in (0, 10_001, 2.5, True, None):
         with pytest.raises(ValueError, match="num_projections"):
             DeepCandidate(1.0, cand, num_projections=bad)
-    for bad in (torch.randn(5, generator=g), torch.randn(1, 5, generator=g), torch.ones(4, 5, dtype=torch.int64),
-                torch.tensor([[0.0, 1.0], [math.nan, 0.0]])):
+    for bad in (
+        torch.randn(5, generator=g),
+        torch.randn(1, 5, generator=g),
+        torch.ones(4, 5, dtype=torch.int64),
+        torch.tensor([[0.0, 1.0], [math.nan, 0.0]]),
+    ):
         with pytest.raises(ValueError, match="candidates"):
             DeepCandidate(1.0, bad)
     with pytest.raises(ValueError, match="overflow"):

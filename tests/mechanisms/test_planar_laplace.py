@@ -51,8 +51,10 @@ def _direction_checks(z: np.ndarray) -> tuple[float, float]:
     m = z.shape[1]
     norms = np.linalg.norm(z, axis=1)
     u = z / norms[:, None]
-    return (stats.kstest(u[:, 0] ** 2, stats.beta(0.5, (m - 1) / 2).cdf).pvalue,
-            abs(stats.pearsonr(norms, u[:, 0]).statistic))
+    return (
+        stats.kstest(u[:, 0] ** 2, stats.beta(0.5, (m - 1) / 2).cdf).pvalue,
+        abs(stats.pearsonr(norms, u[:, 0]).statistic),
+    )
 
 
 @pytest.mark.parametrize("m", [2, 16, 300])
@@ -106,15 +108,18 @@ def _mean_cosine_checks(mech: mechanisms.Mechanism, m: int, expected: float) -> 
     """(mean of cos(x, release) within max(5 SE, 0.004) of ``expected``, releases on the sphere),
     for N releases of one seeded random unit x."""
     x = torch.nn.functional.normalize(
-        torch.randn(1, m, dtype=torch.float64, generator=torch.Generator().manual_seed(30 + m)), dim=1)
+        torch.randn(1, m, dtype=torch.float64, generator=torch.Generator().manual_seed(30 + m)), dim=1
+    )
     y = mech.sanitize(x.expand(N, m).contiguous(), generator=torch.Generator().manual_seed(3))
     cos = (y @ x.T).squeeze(1).numpy()
     mean_ok = abs(cos.mean() - expected) < max(5 * cos.std() / math.sqrt(N), 0.004)
     return bool(mean_ok), bool(np.allclose(np.linalg.norm(y.numpy(), axis=1), 1.0))
 
 
-@pytest.mark.parametrize(("m", "eps", "expected"), [(16, 8.0, 0.446), (16, 10.0, 0.530), (16, 12.0, 0.599),
-                                                    (768, 10.0, 0.0125), (2, 10.0, 0.984)])
+@pytest.mark.parametrize(
+    ("m", "eps", "expected"),
+    [(16, 8.0, 0.446), (16, 10.0, 0.530), (16, 12.0, 0.599), (768, 10.0, 0.0125), (2, 10.0, 0.984)],
+)
 def test_reference_mean_cosine(m: int, eps: float, expected: float) -> None:
     """E[cos(x, n(x + Z))] matches docs/SPEC.md §2.2 (MC reference, 3 decimals)."""
     mean_ok, on_sphere = _mean_cosine_checks(mechanisms.create("planar_laplace", epsilon=eps), m, expected)
@@ -122,18 +127,26 @@ def test_reference_mean_cosine(m: int, eps: float, expected: float) -> None:
     assert on_sphere
 
 
-def _exponential_norm_noise(n: int, m: int, scale: float, generator: torch.Generator | None,
-                            device: torch.device) -> torch.Tensor:
+def _exponential_norm_noise(
+    n: int, m: int, scale: float, generator: torch.Generator | None, device: torch.device
+) -> torch.Tensor:
     """The "exponential norm" bug: radius ~ Exp(scale) instead of Gamma(m, scale)."""
     radius = gamma_integer_shape(n, 1, generator, device) * scale
     return radius.unsqueeze(1) * uniform_directions(n, m, generator, device)
 
 
-@pytest.mark.parametrize(("wrong", "m", "eps", "expected"),
-                         [("epsilon 8", 16, 10.0, 0.530), ("epsilon 12", 2, 10.0, 0.984),
-                          ("exponential norm", 16, 10.0, 0.530), ("not normalised", 16, 10.0, 0.530)])
-def test_mean_cosine_check_has_power(wrong: str, m: int, eps: float, expected: float,
-                                     monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize(
+    ("wrong", "m", "eps", "expected"),
+    [
+        ("epsilon 8", 16, 10.0, 0.530),
+        ("epsilon 12", 2, 10.0, 0.984),
+        ("exponential norm", 16, 10.0, 0.530),
+        ("not normalised", 16, 10.0, 0.530),
+    ],
+)
+def test_mean_cosine_check_has_power(
+    wrong: str, m: int, eps: float, expected: float, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Power: the same mean-cosine check rejects a mechanism run at the wrong epsilon and one with
     the "exponential norm" noise; the sphere check rejects the un-normalised release."""
     if wrong.startswith("epsilon"):

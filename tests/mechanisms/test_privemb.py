@@ -152,9 +152,11 @@ def _direction_stats(z: np.ndarray) -> tuple[float, float, float]:
     k = z.shape[1]
     norms = np.linalg.norm(z, axis=1)
     u = z / norms[:, None]
-    return (stats.kstest(u[:, 0] ** 2, stats.beta(0.5, (k - 1) / 2).cdf).pvalue,
-            abs(stats.pearsonr(norms, u[:, 0]).statistic),
-            abs(np.corrcoef(z[:-1, 0], z[1:, 0])[0, 1]))
+    return (
+        stats.kstest(u[:, 0] ** 2, stats.beta(0.5, (k - 1) / 2).cdf).pvalue,
+        abs(stats.pearsonr(norms, u[:, 0]).statistic),
+        abs(np.corrcoef(z[:-1, 0], z[1:, 0])[0, 1]),
+    )
 
 
 def test_noise_direction_uniform_and_independent() -> None:
@@ -182,12 +184,14 @@ def _radius_tied_to_direction(n: int, m: int, scale: float, generator, device) -
 def _shared_by_row_pairs(n: int, m: int, scale: float, generator, device) -> torch.Tensor:
     """Wrong noise: one correct noise vector for each pair of consecutive rows (a partial broadcast)."""
     half = (gamma_integer_shape((n + 1) // 2, m, generator, device) * scale)[:, None] * uniform_directions(
-        (n + 1) // 2, m, generator, device)
+        (n + 1) // 2, m, generator, device
+    )
     return half.repeat_interleave(2, dim=0)[:n]
 
 
-@pytest.mark.parametrize(("wrong", "which"), [(_stretched_direction, 0), (_radius_tied_to_direction, 1),
-                                              (_shared_by_row_pairs, 2)])
+@pytest.mark.parametrize(
+    ("wrong", "which"), [(_stretched_direction, 0), (_radius_tied_to_direction, 1), (_shared_by_row_pairs, 2)]
+)
 def test_noise_direction_checks_have_power(wrong, which: int, monkeypatch: pytest.MonkeyPatch) -> None:
     """Power: PrivEmb run with a wrong noise sampler (patched into the mechanism) fails the
     matching check of ``test_noise_direction_uniform_and_independent`` (same helper, same thresholds):

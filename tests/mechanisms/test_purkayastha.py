@@ -173,8 +173,9 @@ def _indep_integral(g, a: float, b: float, m: int, eps: float) -> float:
     """int_a^b g(t) exp(_indep_log_f(t)) dt (scipy quad, breakpoints at the mode and mode +- 1, 3, 10, 30 sd)."""
     mode, sd = _indep_mode_sd(m, eps)
     points = [p for p in (mode + k * sd for k in (-30, -10, -3, -1, 0, 1, 3, 10, 30)) if a < p < b]
-    value, _ = integrate.quad(lambda t: g(t) * math.exp(float(_indep_log_f(t, m, eps))), a, b,
-                              points=points or None, **_QUAD)
+    value, _ = integrate.quad(
+        lambda t: g(t) * math.exp(float(_indep_log_f(t, m, eps))), a, b, points=points or None, **_QUAD
+    )
     return value
 
 
@@ -186,8 +187,13 @@ def _indep_moments(m: int, eps: float) -> dict[str, float]:
     var = _indep_integral(lambda t: (t - mean) ** 2, 0.0, math.pi, m, eps) / z
     mean_cos = _indep_integral(math.cos, 0.0, math.pi, m, eps) / z
     var_cos = _indep_integral(lambda t: (math.cos(t) - mean_cos) ** 2, 0.0, math.pi, m, eps) / z
-    return {"mode": _indep_mode_sd(m, eps)[0], "mean": mean, "sd": math.sqrt(var),
-            "mean_cos": mean_cos, "sd_cos": math.sqrt(var_cos)}
+    return {
+        "mode": _indep_mode_sd(m, eps)[0],
+        "mean": mean,
+        "sd": math.sqrt(var),
+        "mean_cos": mean_cos,
+        "sd_cos": math.sqrt(var_cos),
+    }
 
 
 def _reduction_log_i(n: int, eps: float) -> float:
@@ -251,8 +257,12 @@ TABLE_TOL = 1e-5  # the table's rounding (5e-6) plus slack for a last digit roun
 def _table_misses(row: tuple, moments: dict[str, float]) -> float:
     """Largest |table - moments| over theta*, E[theta], sd[theta], E[cos theta] for one docs/SPEC.md §1.5 row."""
     _, _, mode, mean, sd, mean_cos = row
-    return max(abs(mode - moments["mode"]), abs(mean - moments["mean"]), abs(sd - moments["sd"]),
-               abs(mean_cos - moments["mean_cos"]))
+    return max(
+        abs(mode - moments["mode"]),
+        abs(mean - moments["mean"]),
+        abs(sd - moments["sd"]),
+        abs(mean_cos - moments["mean_cos"]),
+    )
 
 
 @pytest.mark.parametrize("row", SPEC_TABLE, ids=lambda r: f"{r[0]}-{r[1]}")
@@ -341,13 +351,17 @@ def test_indexed_search_equals_searchsorted(m: int, eps: float) -> None:
     g = torch.Generator().manual_seed(9)
     edges = torch.arange(GUIDE_BUCKETS, dtype=torch.float64) / GUIDE_BUCKETS
     inner = cdf[(cdf > 0) & (cdf < 1)]
-    u = torch.cat([
-        torch.rand(200_000, generator=g, dtype=torch.float64),
-        edges, torch.nextafter(edges[1:], torch.zeros(1, dtype=torch.float64)),
-        inner, torch.nextafter(inner, torch.zeros(1, dtype=torch.float64)),
-        torch.nextafter(inner, torch.ones(1, dtype=torch.float64)),
-        torch.tensor([0.0, 1.0 - 2.0**-53], dtype=torch.float64),
-    ])
+    u = torch.cat(
+        [
+            torch.rand(200_000, generator=g, dtype=torch.float64),
+            edges,
+            torch.nextafter(edges[1:], torch.zeros(1, dtype=torch.float64)),
+            inner,
+            torch.nextafter(inner, torch.zeros(1, dtype=torch.float64)),
+            torch.nextafter(inner, torch.ones(1, dtype=torch.float64)),
+            torch.tensor([0.0, 1.0 - 2.0**-53], dtype=torch.float64),
+        ]
+    )
     u = u[u < 1]
     expected = torch.searchsorted(cdf, u, right=True)
     assert torch.equal(_cell_index(u, cdf, first, narrow).long(), expected)
@@ -393,13 +407,15 @@ MOMENTS = [
 ]
 
 
-def _release_moments_ok(mech: mechanisms.Mechanism, m: int, mean: float, sd: float,
-                        mean_cos: float) -> tuple[bool, bool]:
+def _release_moments_ok(
+    mech: mechanisms.Mechanism, m: int, mean: float, sd: float, mean_cos: float
+) -> tuple[bool, bool]:
     """(mean theta within 5 sd/sqrt(N) of ``mean``, mean cos theta within 5 SE + 1e-5 of ``mean_cos``)
     for N full releases of one seeded random unit input (float64)."""
     g = torch.Generator().manual_seed(2)
     mu = torch.nn.functional.normalize(
-        torch.randn(1, m, dtype=torch.float64, generator=torch.Generator().manual_seed(20 + m)), dim=1)
+        torch.randn(1, m, dtype=torch.float64, generator=torch.Generator().manual_seed(20 + m)), dim=1
+    )
     y = mech.sanitize(mu.expand(N_SAMPLES, m).contiguous(), generator=g)
     cos = (y @ mu.T).squeeze(1).numpy()
     theta = np.arccos(np.clip(cos, -1, 1))

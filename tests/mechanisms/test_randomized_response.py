@@ -131,8 +131,9 @@ def test_transition_law_is_normalised_and_exactly_e_eps(k: int, eps: float) -> N
     assert ratio.normalised and ratio.same_support and ratio.finite_on_support
     assert ratio.bounded_by(eps)
     assert ratio.max_log_ratio == pytest.approx(eps, rel=1e-12)
-    assert torch.allclose(log_p.diagonal().exp(), torch.full((k,), keep_probability(eps, k), dtype=torch.float64),
-                          rtol=1e-12, atol=0)
+    assert torch.allclose(
+        log_p.diagonal().exp(), torch.full((k,), keep_probability(eps, k), dtype=torch.float64), rtol=1e-12, atol=0
+    )
     y = torch.randint(0, k, (50,), generator=torch.Generator().manual_seed(k))
     assert torch.equal(mech.log_output_probabilities(y, k), log_p[y])
     assert torch.equal(mech.output_probabilities(y, k), log_p[y].exp())
@@ -148,8 +149,9 @@ def test_transition_law_check_has_power(k: int, eps: float) -> None:
     assert not ratio.bounded_by(eps)
     assert ratio.max_log_ratio == pytest.approx(3 * eps, rel=1e-12)
     off_by_one = RandomizedResponse(eps).log_transition_matrix(k)
-    off_by_one = torch.where(torch.eye(k, dtype=torch.bool), off_by_one,
-                             torch.full_like(off_by_one, -eps - math.log1p(k * math.exp(-eps))))
+    off_by_one = torch.where(
+        torch.eye(k, dtype=torch.bool), off_by_one, torch.full_like(off_by_one, -eps - math.log1p(k * math.exp(-eps)))
+    )
     assert eps > 30 or not check_ratio(off_by_one).normalised
 
 
@@ -179,8 +181,11 @@ def test_sampler_matches_transition_law(k: int, eps: float, per_input: int) -> N
 def test_sampler_law_check_has_power(wrong: str, k: int, eps: float, per_input: int) -> None:
     """Power: the same check fails for RR sampling at 3 eps, for RR whose other label is always
     y + 1, and for the real sampler compared with the law of 3 eps."""
-    sampler = {"sampler at 3 eps": _rr(3 * eps), "never uniform sampler": _wrong_never_uniform(eps),
-               "law at 3 eps": _rr(eps)}[wrong]
+    sampler = {
+        "sampler at 3 eps": _rr(3 * eps),
+        "never uniform sampler": _wrong_never_uniform(eps),
+        "law at 3 eps": _rr(eps),
+    }[wrong]
     law_eps = 3 * eps if wrong == "law at 3 eps" else eps
     counts = _transition_counts(sampler, k, per_input, seed=k)
     result = check_law(counts, RandomizedResponse(law_eps).log_transition_matrix(k).exp().numpy())

@@ -41,10 +41,12 @@ def _priors(k: int, seed: int) -> torch.Tensor:
     """Seeded test priors over k labels: Dirichlet(1) and Dirichlet(0.3) (peaked), the uniform
     prior, a one-hot prior (k* = 1), a prior with ties, and near-uniform Dirichlet(1000)."""
     ties = torch.tensor([3.0, 3.0] + [1.0] * (k - 2), dtype=torch.float64)
-    fixed = torch.stack([torch.full((k,), 1.0 / k, dtype=torch.float64),
-                         torch.eye(k, dtype=torch.float64)[k - 1], ties / ties.sum()])
-    return torch.cat([_dirichlet(100, k, seed), _dirichlet(100, k, seed + 1, 0.3), fixed,
-                      _dirichlet(50, k, seed + 2, 1000.0)])
+    fixed = torch.stack(
+        [torch.full((k,), 1.0 / k, dtype=torch.float64), torch.eye(k, dtype=torch.float64)[k - 1], ties / ties.sum()]
+    )
+    return torch.cat(
+        [_dirichlet(100, k, seed), _dirichlet(100, k, seed + 1, 0.3), fixed, _dirichlet(50, k, seed + 2, 1000.0)]
+    )
 
 
 @pytest.mark.parametrize("eps", [0.1, 1.0, 3.0])
@@ -106,8 +108,9 @@ def test_outcome_test_has_power(monkeypatch: pytest.MonkeyPatch) -> None:
 def _uniform_prior_p(eps: float, sample_eps: float) -> float:
     """Binomial p-value of the keep rate of rr_prior(sample_eps) without a prior (K = 3)
     against the K-ary RR keep rate at eps."""
-    out = mechanisms.create("rr_prior", epsilon=sample_eps).sanitize(torch.zeros(N, dtype=torch.long), 3,
-                                                                     torch.Generator().manual_seed(1))
+    out = mechanisms.create("rr_prior", epsilon=sample_eps).sanitize(
+        torch.zeros(N, dtype=torch.long), 3, torch.Generator().manual_seed(1)
+    )
     keep = 1 / (1 + 2 * math.exp(-eps))
     return stats.binomtest(int((out == 0).sum()), N, keep).pvalue
 
@@ -178,8 +181,9 @@ def test_output_law_bounded_and_tight_for_random_priors(k: int, eps: float) -> N
     _, k_star = top_k_sets(priors, eps)
     several = k_star >= 2
     assert bool(several.any())  # the tightness check below is not vacuous
-    assert torch.allclose(ratio.per_batch[several], torch.full((int(several.sum()),), eps, dtype=torch.float64),
-                          rtol=1e-9, atol=0)
+    assert torch.allclose(
+        ratio.per_batch[several], torch.full((int(several.sum()),), eps, dtype=torch.float64), rtol=1e-9, atol=0
+    )
     assert bool((ratio.per_batch[~several] == 0).all())
 
 
@@ -206,8 +210,14 @@ PER_INPUT = 4000
 def _sampler_priors(k: int) -> torch.Tensor:
     """16 seeded priors over k labels: 10 Dirichlet(1), 4 Dirichlet(0.3), the uniform and a tied one."""
     ties = torch.tensor([3.0, 3.0] + [1.0] * (k - 2), dtype=torch.float64)
-    return torch.cat([_dirichlet(10, k, 3), _dirichlet(4, k, 4, 0.3),
-                      torch.full((1, k), 1.0 / k, dtype=torch.float64), (ties / ties.sum())[None]])
+    return torch.cat(
+        [
+            _dirichlet(10, k, 3),
+            _dirichlet(4, k, 4, 0.3),
+            torch.full((1, k), 1.0 / k, dtype=torch.float64),
+            (ties / ties.sum())[None],
+        ]
+    )
 
 
 def _law_counts(eps: float, k: int, priors: torch.Tensor, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
@@ -273,5 +283,6 @@ def test_raw_prior_is_refused() -> None:
     with pytest.raises(TypeError):
         RRWithPrior(1.0).log_output_probabilities(torch.zeros(2, dtype=torch.long), 2, torch.ones(2, 2))
     with pytest.raises(ValueError, match="shape"):
-        RRWithPrior(1.0).log_output_probabilities(torch.zeros(2, dtype=torch.long), 2,
-                                                  LabelPrior(torch.ones(3, 2) / 2, "public"))
+        RRWithPrior(1.0).log_output_probabilities(
+            torch.zeros(2, dtype=torch.long), 2, LabelPrior(torch.ones(3, 2) / 2, "public")
+        )

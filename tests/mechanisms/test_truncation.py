@@ -78,12 +78,14 @@ def _max_loss(mech: Truncation, d: int, k: int, pairs: int = 60, seed: int = 1) 
             x2[j] = lo + (hi - lo) * torch.rand(d, generator=g, dtype=torch.float64)
         c = mech.clipped_means([x])[0]
         b = mech.scale(k)
-        ys = torch.cat([
-            c + b * laplace((200, d), 1.0, g, torch.device("cpu")),  # typical releases
-            c + 50 * b * (2 * torch.rand(100, d, generator=g, dtype=torch.float64) - 1),  # far ones
-            _favourable(mech, x, x2).unsqueeze(0),
-            _favourable(mech, x2, x).unsqueeze(0),
-        ])
+        ys = torch.cat(
+            [
+                c + b * laplace((200, d), 1.0, g, torch.device("cpu")),  # typical releases
+                c + 50 * b * (2 * torch.rand(100, d, generator=g, dtype=torch.float64) - 1),  # far ones
+                _favourable(mech, x, x2).unsqueeze(0),
+                _favourable(mech, x2, x).unsqueeze(0),
+            ]
+        )
         worst = max(worst, float(_loss(mech, x, x2, ys).abs().max()))
     return worst
 
@@ -129,8 +131,9 @@ def test_whole_document_loss_is_k_epsilon() -> None:
 def _noise_draws(n: int = 20_000) -> tuple[Truncation, np.ndarray, torch.Tensor]:
     d, k = 6, 4
     mech = Truncation(1.5, *_box(d))
-    doc = mech.lo + (mech.hi - mech.lo) * (2 * torch.rand(k, d, generator=torch.Generator().manual_seed(3),
-                                                           dtype=torch.float64) - 0.5)
+    doc = mech.lo + (mech.hi - mech.lo) * (
+        2 * torch.rand(k, d, generator=torch.Generator().manual_seed(3), dtype=torch.float64) - 0.5
+    )
     y = mech.sanitize([doc] * n, generator=torch.Generator().manual_seed(4))
     z = (y - mech.clipped_means([doc])).numpy()
     return mech, z, mech.scale(k)
@@ -191,8 +194,10 @@ def test_median_box_exact_on_symmetric_data() -> None:
     """n = 2001 evenly spaced values: m = ceil(0.75 n) = 1501 kept, box = median +- 750 steps, centred."""
     n, d = 2001, 3
     g = torch.Generator().manual_seed(0)
-    med, step = torch.tensor([0.3, -2.0, 10.0], dtype=torch.float64), torch.tensor([0.01, 1.0, 0.5],
-                                                                                    dtype=torch.float64)
+    med, step = (
+        torch.tensor([0.3, -2.0, 10.0], dtype=torch.float64),
+        torch.tensor([0.01, 1.0, 0.5], dtype=torch.float64),
+    )
     grid = torch.arange(-1000, 1001, dtype=torch.float64)
     x = torch.stack([med[j] + step[j] * grid[torch.randperm(n, generator=g)] for j in range(d)], dim=1)
     lo, hi = median_box(x)

@@ -27,9 +27,20 @@ NODES = {
 
 
 def _cfg(**kw: object) -> config.RunConfig:
-    return config.resolve({"map-in": "random", "map-dim": 4, "server-epochs": 1, "batch-size": 4, "device": "cpu",
-                           "sentence-epsilon": EPS, "label-mechanism": "rr", "label-epsilon": LABEL_EPS,
-                           "fraction-train": 0.5, **kw})
+    return config.resolve(
+        {
+            "map-in": "random",
+            "map-dim": 4,
+            "server-epochs": 1,
+            "batch-size": 4,
+            "device": "cpu",
+            "sentence-epsilon": EPS,
+            "label-mechanism": "rr",
+            "label-epsilon": LABEL_EPS,
+            "fraction-train": 0.5,
+            **kw,
+        }
+    )
 
 
 class Nodes:
@@ -91,8 +102,9 @@ def test_fresh_releases_are_charged_once_and_resent_ones_are_free() -> None:
     record = _round(acc, grid, 2)
     second = core.sample_users(2)
     spent = acc.ledger.spent("train", np.arange(8))
-    assert spent[np.union1d(first, second)] == pytest.approx(np.full(np.union1d(first, second).size,
-                                                                      math.pi * EPS + LABEL_EPS))
+    assert spent[np.union1d(first, second)] == pytest.approx(
+        np.full(np.union1d(first, second).size, math.pi * EPS + LABEL_EPS)
+    )
     assert record["fresh_train_releases"] == np.setdiff1d(second, first).size
     assert record["train_releases_total"] == np.union1d(first, second).size  # re-sent rows replace themselves
     assert record["privacy"]["max_releases_per_user"] == 1
@@ -106,9 +118,13 @@ def test_charges_travel_with_the_release_and_units_compose() -> None:
     grid = FakeGrid(NODES, Nodes(core))
     list(acc.configure_train(1, ArrayRecord(), ConfigRecord(), grid))  # discovery opens the ledger
     per_word = Guarantee("pure", 0.5, granularity="word")
-    rel = wire.Release(user_ids=np.array([0, 1, 2]), fresh=np.array([True, True, False]),
-                       rows={}, charges={"embedding": [Charge(per_word, 3), Charge(per_word, 5)]},
-                       index={"embedding": np.array([0, 1, 1])})
+    rel = wire.Release(
+        user_ids=np.array([0, 1, 2]),
+        fresh=np.array([True, True, False]),
+        rows={},
+        charges={"embedding": [Charge(per_word, 3), Charge(per_word, 5)]},
+        index={"embedding": np.array([0, 1, 1])},
+    )
     again = wire.Release.from_content(RecordDict(rel.to_content()))
     assert again.charges == rel.charges and np.array_equal(again.index["embedding"], rel.index["embedding"])
     acc._charge("train", again)

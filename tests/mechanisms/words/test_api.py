@@ -59,8 +59,11 @@ def test_text_structure_and_round_trip(name: str) -> None:
     """One output word per input word, separators verbatim; with negligible noise the text comes back
     (lower-cased) and OOV words never do (they go through <unk>). TrLaplace's noise never falls below
     about Lap(4C) per coordinate (dummy dimensions), so it keeps only the structure."""
-    space = WordSpace.from_vectors("toy", ["the", "cat", "sat", "on", "mat", "'s"],
-                                   torch.tensor([[0.0, 0.0], [4, 0], [0, 4], [4, 4], [-4, 0], [0, -4]]))
+    space = WordSpace.from_vectors(
+        "toy",
+        ["the", "cat", "sat", "on", "mat", "'s"],
+        torch.tensor([[0.0, 0.0], [4, 0], [0, 4], [4, 4], [-4, 0], [0, -4]]),
+    )
     params = {"clip": 100.0} if name.startswith("word_") else {}
     mech = mechanisms.create(name, epsilon=1e6 if name == "trlaplace" else 1e9, space=space, **params)
     with warnings.catch_warnings():

@@ -19,8 +19,9 @@ def test_cuda_nearest_equals_brute_force() -> None:
     vectors = space.vectors[: space.num_words]
     gen = torch.Generator().manual_seed(0)
     q = vectors[torch.randint(0, 20_000, (2000,), generator=gen)].double()
-    q += torch.logspace(-3, 2, 2000, dtype=torch.float64).unsqueeze(1) * torch.randn(2000, 50, generator=gen,
-                                                                                      dtype=torch.float64)
+    q += torch.logspace(-3, 2, 2000, dtype=torch.float64).unsqueeze(1) * torch.randn(
+        2000, 50, generator=gen, dtype=torch.float64
+    )
     got = NearestWords(vectors)(q.cuda())
     assert got.device.type == "cuda"
     assert torch.equal(got.cpu(), brute_force_nearest(q, vectors))

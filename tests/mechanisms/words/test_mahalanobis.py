@@ -85,8 +85,9 @@ def test_lambda_zero_is_cmp(space: WordSpace) -> None:
     ids = torch.randint(0, space.unk + 1, (3000,), generator=torch.Generator().manual_seed(0))
     a = mechanisms.create("mahalanobis", epsilon=2.0, lam=0.0, space=space)
     b = mechanisms.create("cmp", epsilon=2.0, space=space)
-    assert torch.equal(a.sanitize_ids(ids, torch.Generator().manual_seed(4)),
-                       b.sanitize_ids(ids, torch.Generator().manual_seed(4)))
+    assert torch.equal(
+        a.sanitize_ids(ids, torch.Generator().manual_seed(4)), b.sanitize_ids(ids, torch.Generator().manual_seed(4))
+    )
 
 
 def test_bad_lambda(space: WordSpace) -> None:

@@ -13,10 +13,14 @@ from mechanisms.words import detokenize, tokenize
 @pytest.mark.parametrize(
     ("text", "words"),
     [
-        ("it 's a charming and often affecting journey . ", ["it", "'s", "a", "charming", "and", "often",
-                                                             "affecting", "journey"]),
-        ("Don't stop: it's O'Neill's well-known 3.5% of 1,000 U.S. cars.",
-         ["Do", "n't", "stop", "it", "'s", "O'Neill", "'s", "well-known", "3.5", "of", "1,000", "U.S.", "cars"]),
+        (
+            "it 's a charming and often affecting journey . ",
+            ["it", "'s", "a", "charming", "and", "often", "affecting", "journey"],
+        ),
+        (
+            "Don't stop: it's O'Neill's well-known 3.5% of 1,000 U.S. cars.",
+            ["Do", "n't", "stop", "it", "'s", "O'Neill", "'s", "well-known", "3.5", "of", "1,000", "U.S.", "cars"],
+        ),
         ("does n't , ca n't", ["does", "n't", "ca", "n't"]),
         ("snake_case\ttab\nnewline  naïve café 東京🙂", ["snake", "case", "tab", "newline", "naïve", "café", "東京"]),
         ("", []),

@@ -37,8 +37,9 @@ def _noise(mech, n: int, word: int = 0, seed: int = 0) -> torch.Tensor:
 
 
 @pytest.mark.filterwarnings("ignore:trlaplace")
-@pytest.mark.parametrize(("eps", "dim"), [(0.001, 300), (1.0, 300), (5.0, 300), (10.0, 300), (20.0, 300),
-                                          (1.0, 50), (10.0, 50)])
+@pytest.mark.parametrize(
+    ("eps", "dim"), [(0.001, 300), (1.0, 300), (5.0, 300), (10.0, 300), (20.0, 300), (1.0, 50), (10.0, 50)]
+)
 def test_noise_law_and_support(eps: float, dim: int) -> None:
     """KS of the coordinates against the truncated-Laplace CDF; |z_i| <= A (docs/SPEC.md §11.5 item 1)."""
     mech = mechanisms.create("trlaplace", epsilon=eps, clip=1.0, space=_space(dim))
@@ -64,9 +65,16 @@ def test_variance_matches_formula() -> None:
 
 @pytest.mark.parametrize(
     ("eps", "d_params", "a_over_c", "lam_over_c", "delta"),
-    [(0.01, 300, 4.002, 3464, 0.987), (0.05, 300, 4.012, 693, 0.987), (0.1, 300, 4.023, 346, 0.987),
-     (0.5, 300, 4.120, 69.3, 0.984), (1, 300, 4.250, 34.6, 0.979), (5, 300, 5.967, 6.93, 0.843),
-     (10, 500, 10.05, 4.47, 0.371), (20, 1700, 14.48, 4.12, 0.123)],
+    [
+        (0.01, 300, 4.002, 3464, 0.987),
+        (0.05, 300, 4.012, 693, 0.987),
+        (0.1, 300, 4.023, 346, 0.987),
+        (0.5, 300, 4.120, 69.3, 0.984),
+        (1, 300, 4.250, 34.6, 0.979),
+        (5, 300, 5.967, 6.93, 0.843),
+        (10, 500, 10.05, 4.47, 0.371),
+        (20, 1700, 14.48, 4.12, 0.123),
+    ],
 )
 def test_spec_table(eps: float, d_params: int, a_over_c: float, lam_over_c: float, delta: float) -> None:
     """docs/SPEC.md §7.5 table (d = 300), including the computed dummy dimensions 500 and 1700."""

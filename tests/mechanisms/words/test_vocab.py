@@ -49,8 +49,11 @@ def test_glove_6b_50d_from_the_installed_package() -> None:
     assert load_space() is space  # cached per process
     assert (space.num_words, space.dim, space.vectors.dtype) == (400_000, 50, torch.float32)
     assert space.words[:4] == ("the", ",", ".", "of")
-    assert space.lookup(["The", "n't", "u.s.", "zzqxjwv"]).tolist()[:3] == [0, space.word_to_id["n't"],
-                                                                          space.word_to_id["u.s."]]
+    assert space.lookup(["The", "n't", "u.s.", "zzqxjwv"]).tolist()[:3] == [
+        0,
+        space.word_to_id["n't"],
+        space.word_to_id["u.s."],
+    ]
     assert int(space.lookup(["zzqxjwv"])) == space.unk
     assert space.diameter == pytest.approx(21.103597, abs=1e-5)
     assert load_glove(10_000).num_words == 10_000
@@ -63,7 +66,8 @@ def test_minilm_word_piece_space() -> None:
 
     space = load_minilm()
     assert space.dim == 384 and 20_000 < space.num_words < 30_522
-    assert not any(w.startswith("##") or (w.startswith("[") and w.endswith("]") and len(w) > 2)
-                   for w in space.words[:-1])
+    assert not any(
+        w.startswith("##") or (w.startswith("[") and w.endswith("]") and len(w) > 2) for w in space.words[:-1]
+    )
     assert "[" in space.word_to_id and "[CLS]" not in space.word_to_id
     assert int(space.lookup(["Charming"])) != space.unk
