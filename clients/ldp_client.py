@@ -38,7 +38,7 @@ from fl import config as config_mod
 from fl import document_level, maps
 from fl import messages as wire
 from fl import rewrite as rewrite_mod
-from fl.channels import Channels, ReleaseInputs, make_channels
+from fl.channels import Channels, ReleaseInputs, channel_class, make_channels
 from fl.cohort import Cohort
 from fl.document_level import DocumentSetup
 from fl.pipeline import ServerModel, confusion_matrix, predict
@@ -260,7 +260,7 @@ SETUP_KEY = "sanitas.document-setup"
 
 def node_document_setup(msg: Message, context: Context, cfg: Mapping[str, Any]) -> DocumentSetup | None:
     """The document level's public material: sent by the server once, then kept in the node's state."""
-    if not document_level.enabled(cfg):
+    if not channel_class(cfg).needs_public_setup:
         return None
     if wire.DOCUMENT_SETUP in msg.content:
         context.state[SETUP_KEY] = msg.content[wire.DOCUMENT_SETUP]
@@ -317,18 +317,18 @@ def handle_evaluate(msg: Message, context: Context, cfg: Mapping[str, Any]) -> M
         "refused-releases": rel.refused,
         "confusion": confusion_matrix(truth, sanitized, k).reshape(-1).tolist(),
     }
-    clean_evaluation = bool(cfg["clean-evaluation"])  # diagnostics from raw embeddings, off on request
-    if setup is not None:  # the model on the clean document embedding (diagnostic); scores by k
-        assert c.test_docs is not None
-        ks = rel.extras["num-sentences"]
-        metrics["confusion-by-k"] = document_level.confusion_by_k(truth, sanitized, ks, k).reshape(-1).tolist()
-        if clean_evaluation:
-            clean = predict(model, setup.clean(c.test_docs.select(rel.rows))).numpy()
-            metrics["clean-confusion"] = confusion_matrix(truth, clean, k).reshape(-1).tolist()
-            metrics["clean-confusion-by-k"] = document_level.confusion_by_k(truth, clean, ks, k).reshape(-1).tolist()
-    elif clean_evaluation and c.release_dim == c.map_dim:  # diagnostic: the model on n(M1 x) without noise
-        clean = predict(model, maps.apply_input_map(c.test_emb[rel.rows], matrix).to(torch.float32)).numpy()
+    sizes = channels.embedding.breakdown(rel.extras)  # scores by sentences per document (document level)
+    if sizes is not None:
+        metrics["confusion-by-k"] = document_level.confusion_by_k(truth, sanitized, sizes, k).reshape(-1).tolist()
+    # Diagnostic from raw embeddings (off with clean-evaluation = false): the model on noise-free rows.
+    rows_clean = (
+        channels.embedding.clean(ReleaseInputs(c, "test", matrix), rel.rows) if cfg["clean-evaluation"] else None
+    )
+    if rows_clean is not None:
+        clean = predict(model, rows_clean).numpy()
         metrics["clean-confusion"] = confusion_matrix(truth, clean, k).reshape(-1).tolist()
+        if sizes is not None:
+            metrics["clean-confusion-by-k"] = document_level.confusion_by_k(truth, clean, sizes, k).reshape(-1).tolist()
     user_ids = np.arange(c.test_users.start, c.test_users.stop, dtype=np.int64)[rel.rows]
     out = rel.to_wire(channels, user_ids, None)
     content = RecordDict({wire.METRICS: MetricRecord(metrics), **out.to_content()})

@@ -23,6 +23,7 @@ from . import datasets as data
 from .config import cache_dir
 from .documents import SentenceDocs, embed_sentences
 from .encoder import best_device, embed_documents, embedding_dim, load_encoder
+from .levels import level_of
 from .maps import map_dim, release_dim
 from .partition import UserPartition, cohort
 
@@ -96,7 +97,7 @@ def _build_cached(key: tuple[tuple[str, Any], ...], partition_id: int, num_parti
     encoder = load_encoder(cfg["encoder"], device)
     d = embedding_dim(encoder)
 
-    document_level = cfg["document-mechanism"] != "none"
+    document_level = level_of(cfg) == "document"
     sentence_docs: list[SentenceDocs] = []
 
     def embed(split: Any, rows: np.ndarray) -> tuple[torch.Tensor, torch.Tensor, list[str]]:
@@ -142,7 +143,7 @@ def _build_cached(key: tuple[tuple[str, Any], ...], partition_id: int, num_parti
         train_text,
         test_text,
         *(sentence_docs if document_level else (None, None)),
-        *((word_counts(train_text), word_counts(test_text)) if cfg["word-mechanism"] != "none" else (None, None)),
+        *((word_counts(train_text), word_counts(test_text)) if level_of(cfg) == "word" else (None, None)),
     )
 
 

@@ -380,7 +380,7 @@ def _load_cached(key: tuple[tuple[str, Any], ...]) -> TextDataset:
     # After subsampling and the public split, so that a document-level run and its non-private
     # reference (document-mechanism = "none") draw the same documents, less the short ones.
     short: dict[str, int] = {}
-    if cfg["document-mechanism"] != "none":
+    if cfg["document-mechanism"] != "none":  # the document level drops short documents (data cache key)
         train = _handle_short(train, cfg["short-documents"], "train", short)
         test = _handle_short(test, cfg["short-documents"], "test", short)
     train = train.add_column("row", np.arange(len(train), dtype=np.int64))

@@ -48,11 +48,6 @@ log = logging.getLogger(__name__)
 K_EDGES: tuple[int, ...] = (2, 4, 6, 8, 10, 15, 20, 30, 50)
 
 
-def enabled(cfg: Mapping[str, Any]) -> bool:
-    """True when users release sentence-level-DP document embeddings."""
-    return cfg["document-mechanism"] != "none"
-
-
 @dataclass
 class DocumentSetup:
     """Public material of a document-level run, built by the server from public documents."""
@@ -311,4 +306,4 @@ def bucket_label(b: int) -> str:
     return f"{lo}+" if b == len(K_EDGES) - 1 else f"{lo}-{K_EDGES[b + 1] - 1}"
 
 
-__all__ = ["DocumentSetup", "K_EDGES", "bucket_index", "bucket_label", "build_setup", "confusion_by_k", "enabled"]
+__all__ = ["DocumentSetup", "K_EDGES", "bucket_index", "bucket_label", "build_setup", "confusion_by_k"]

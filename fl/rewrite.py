@@ -50,11 +50,6 @@ WORD_KEYS = ("word-mechanism", "word-epsilon", "word-options")
 REWRITE_VERSION = 1  # bump when the rewrite of a (seed, document) changes
 
 
-def enabled(cfg: Mapping[str, Any]) -> bool:
-    """True when documents are rewritten by a word mechanism before encoding."""
-    return cfg["word-mechanism"] != "none"
-
-
 def word_mechanism(cfg: Mapping[str, Any]) -> WordMechanism:
     """The configured word mechanism (cached per process: the space and its index load once)."""
     return _mechanism(tuple((k, cfg[k]) for k in WORD_KEYS))
@@ -190,4 +185,4 @@ def _save(path: Path, out: RewrittenSplit) -> None:
     os.replace(tmp, path)
 
 
-__all__ = ["RewrittenSplit", "delta_warning", "enabled", "rewritten_split", "word_mechanism"]
+__all__ = ["RewrittenSplit", "delta_warning", "rewritten_split", "word_mechanism"]

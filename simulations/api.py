@@ -122,7 +122,7 @@ def launch(cfg: Mapping[str, Any]) -> Path:
 
     from clients.app import make_client_app
     from fl import datasets as data
-    from fl import rewrite
+    from fl.channels import channel_class
     from fl.cohort import population_sizes
     from fl.partition import num_nodes
     from fl.results import run_folder
@@ -141,10 +141,9 @@ def launch(cfg: Mapping[str, Any]) -> Path:
     print(f"sanitas: {train_users} training users, {test_users} test users on {nodes} simulated nodes", flush=True)
     if cfg["map-in"] == "leaky":
         print(f"sanitas: WARNING: {LEAKY_WARNING}", file=sys.stderr, flush=True)
-    if rewrite.enabled(cfg):
-        warning = rewrite.delta_warning(rewrite.word_mechanism(cfg).guarantee, train_users + test_users)
-        if warning:
-            print(f"sanitas: WARNING: {warning}", file=sys.stderr, flush=True)
+    warning = channel_class(cfg).early_warning(cfg, train_users + test_users)  # e.g. a word-level delta
+    if warning:
+        print(f"sanitas: WARNING: {warning}", file=sys.stderr, flush=True)
     os.environ.setdefault("RAY_DEDUP_LOGS", "0")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")

@@ -100,7 +100,9 @@ class LocalDPAccounting(Strategy):
             {"train": core.num_train_users, "test": core.num_test_users}, target_delta=self.cfg["accounting-delta"]
         )
         assert core.channels is not None
-        self.level_warning = core.channels.embedding.warning(core.num_train_users + core.num_test_users)
+        self.level_warning = type(core.channels.embedding).early_warning(
+            self.cfg, core.num_train_users + core.num_test_users
+        )
         if self.level_warning:
             log.warning("WORD-LEVEL DELTA TOO LARGE: %s", self.level_warning)
 
@@ -172,11 +174,10 @@ class LocalDPAccounting(Strategy):
         assert self.ledger is not None and self.core.channels is not None
         snapshot = {**scope_fields("local"), **self.ledger.snapshot()}
         snapshot.update(self.shuffle_record())
-        level = self.core.channels.embedding.report(concat_extras(self._seen) if self._seen else {})
+        seen = concat_extras(self._seen) if self._seen else {}
+        level = self.core.channels.embedding.report(seen, self.level_warning)
         if level is not None:
             key, block = level
-            if key == "word_level":
-                block["delta_warning"] = self.level_warning
             snapshot[key] = block
         if not self.leaky:
             return snapshot

@@ -39,7 +39,7 @@ from fl import config as config_mod
 from fl import datasets as data
 from fl import document_level, maps
 from fl import messages as wire
-from fl.channels import Channels, make_channels
+from fl.channels import Channels, channel_class, make_channels
 from fl.document_level import DocumentSetup
 from fl.encoder import best_device, embed_documents
 from fl.pipeline import build_model, scores, train_epochs
@@ -98,8 +98,8 @@ class ReleaseTraining(Strategy):
         self.optimizer = torch.optim.Adam(self.model.parameters(), lr=self.cfg["learning-rate"])
         self._x = np.zeros((0, info.release_dim), dtype=np.float32)
         self.setup_map()
-        if document_level.enabled(self.cfg):
-            self.document_setup = document_level.build_setup(self.cfg, self.device)
+        self.document_setup = channel_class(self.cfg).public_setup(self.cfg, self.device)
+        if self.document_setup is not None:
             self.public_info = {**self.public_info, "document_setup": self.document_setup.info}
             log.info(
                 "document level: %s set up from public documents (%s)",

@@ -26,7 +26,7 @@ from fl import config as config_mod
 from fl import datasets as data
 from fl.accounting.central import check_central_config
 from fl.accounting.scope import EVALUATION_NOT_COVERED, GUARANTEE_COVERS, scope_fields
-from fl.channels import run_label
+from fl.channels import channel_class, run_label
 from fl.pipeline import build_model
 from fl.results import RunWriter, run_folder
 
@@ -176,23 +176,16 @@ def run_server(grid: Grid, cfg: Mapping[str, Any], timeout: float = 3600.0) -> d
     writer = RunWriter(run_folder(cfg))
     writer.write_json("config.json", {"config": dict(cfg), "data_source": source})
     log.info("results go to %s", writer.folder)
-    quality = None
+    diagnostics = None
     if cfg["mode"] == "central":
         run = central_run(grid, cfg, writer, timeout)
     else:
         run = local_run(grid, cfg, writer)
-        if cfg["word-mechanism"] != "none" and cfg["word-quality-docs"] > 0:  # diagnostics of the rewrite
-            from fl.word_quality import rewrite_quality
-
-            quality = rewrite_quality(cfg)
-            writer.write_json("rewrite_quality.json", quality)
-            log.info(
-                "word-level rewrite on %d sampled test documents: N_w %.3f, ROUGE-1 F %.3f, BLEU %.1f",
-                quality["documents"],
-                quality["N_w"],
-                quality["rouge1_f"],
-                quality["bleu"],
-            )
+        diagnostics = channel_class(cfg).diagnostics(cfg)  # e.g. the word-level rewrite's quality
+        if diagnostics is not None:
+            name, data_ = diagnostics
+            writer.write_json(f"{name}.json", data_)
+            log.info("%s: %s", name, {k: v for k, v in data_.items() if isinstance(v, int | float)})
     run.strategy.start(
         grid=grid, initial_arrays=run.initial_arrays, num_rounds=int(cfg["num-server-rounds"]), timeout=timeout
     )
@@ -201,7 +194,7 @@ def run_server(grid: Grid, cfg: Mapping[str, Any], timeout: float = 3600.0) -> d
         "results_folder": str(writer.folder),
         "dataset": cfg["dataset"],
         **fields,
-        **({"rewrite_quality": quality} if quality is not None else {}),
+        **({diagnostics[0]: diagnostics[1]} if diagnostics is not None else {}),
         "wall_seconds": round(time.time() - started, 2),
     }
     writer.write_json("summary.json", summary)

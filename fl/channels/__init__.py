@@ -11,13 +11,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..document_level import DocumentSetup
+from ..levels import level_of
 from .base import Drawn, EmbeddingChannel, Received, ReleaseInputs, concat_extras
 from .document import DocumentChannel
 from .label import LabelChannel
 from .sentence import SentenceChannel
 from .word import WordChannel
 
-#: Level name -> channel class; the config keys that select a level are checked in ``level_of``.
+#: Level name -> channel class; ``fl.levels.level_of`` reads which level a config selects.
 LEVELS: dict[str, type[EmbeddingChannel]] = {
     "sentence": SentenceChannel,
     "word": WordChannel,
@@ -25,13 +26,9 @@ LEVELS: dict[str, type[EmbeddingChannel]] = {
 }
 
 
-def level_of(cfg: Mapping[str, Any]) -> str:
-    """The level a config releases at: ``word`` or ``document`` when their mechanism is set."""
-    if cfg["word-mechanism"] != "none":
-        return "word"
-    if cfg["document-mechanism"] != "none":
-        return "document"
-    return "sentence"
+def channel_class(cfg: Mapping[str, Any]) -> type[EmbeddingChannel]:
+    """The class of the run's embedding channel (its class methods need no built channel)."""
+    return LEVELS[level_of(cfg)]
 
 
 @dataclass(frozen=True)
@@ -44,7 +41,7 @@ class Channels:
 
 def run_label(cfg: Mapping[str, Any]) -> str:
     """The level's mechanism and epsilon, for run names and plot titles (no channel needs building)."""
-    return LEVELS[level_of(cfg)].run_label(cfg)
+    return channel_class(cfg).run_label(cfg)
 
 
 def make_channels(cfg: Mapping[str, Any], input_dim: int, setup: DocumentSetup | None = None) -> Channels:
@@ -70,6 +67,7 @@ __all__ = [
     "ReleaseInputs",
     "SentenceChannel",
     "WordChannel",
+    "channel_class",
     "concat_extras",
     "level_of",
     "make_channels",

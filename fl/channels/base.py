@@ -30,6 +30,7 @@ from flwr.app import Array, ArrayRecord
 
 from mechanisms.guarantee import Guarantee
 
+from .. import maps
 from ..accounting.charges import Charge, costs, index_charges
 from ..cohort import Cohort
 
@@ -85,6 +86,7 @@ class EmbeddingChannel(ABC):
     mechanism_key: ClassVar[str]  # the run-config keys naming the mechanism and its per-unit epsilon
     epsilon_key: ClassVar[str]
     unit_suffix: ClassVar[str] = ""  # "-per-word": what the epsilon in a run name is per
+    needs_public_setup: ClassVar[bool] = False  # the server builds public material and sends it to nodes
 
     def __init__(self, cfg: Mapping[str, Any], input_dim: int) -> None:
         self.cfg = cfg
@@ -118,6 +120,35 @@ class EmbeddingChannel(ABC):
     def release(self, inputs: ReleaseInputs, rows: np.ndarray, generator: torch.Generator) -> Drawn:
         """Draw one release per row with ``generator`` (fresh noise per row)."""
 
+    def clean(self, inputs: ReleaseInputs, rows: np.ndarray) -> torch.Tensor | None:
+        """Noise-free rows in the release space, for the clean-evaluation diagnostic (never released);
+        ``None`` when releases do not live in M1's output space."""
+        c = inputs.cohort
+        if c.release_dim != c.map_dim:
+            return None
+        emb = c.train_emb if inputs.purpose == "train" else c.test_emb
+        return maps.apply_input_map(emb[rows], inputs.matrix).to(torch.float32)
+
+    def breakdown(self, extras: Mapping[str, np.ndarray]) -> np.ndarray | None:
+        """Per-row sizes to break evaluation scores down by (sentences per document), if any."""
+        return None
+
+    # ------------------------------------------------------------- the server's side
+    @classmethod
+    def public_setup(cls, cfg: Mapping[str, Any], device: Any) -> Any:
+        """Public material the server builds before the first round (``None``: none needed)."""
+        return None
+
+    @classmethod
+    def early_warning(cls, cfg: Mapping[str, Any], num_users: int) -> str | None:
+        """A loud warning about this level's guarantee for ``num_users`` users, before anything runs."""
+        return None
+
+    @classmethod
+    def diagnostics(cls, cfg: Mapping[str, Any]) -> tuple[str, dict[str, Any]] | None:
+        """``(name, data)`` of a diagnostic the driver computes once per run (``<name>.json``)."""
+        return None
+
     # ------------------------------------------------------------- the wire
     def to_record(self, emb: np.ndarray, ids: np.ndarray | None, extras: Mapping[str, np.ndarray]) -> dict[str, Array]:
         """The rows' wire arrays (vectors, or candidate indices) and their extras."""
@@ -141,12 +172,8 @@ class EmbeddingChannel(ABC):
         """The summary's words for the embedding release (``base``: the sentence mechanism's)."""
         return base
 
-    def report(self, seen: Mapping[str, np.ndarray]) -> tuple[str, dict[str, Any]] | None:
+    def report(self, seen: Mapping[str, np.ndarray], warning: str | None = None) -> tuple[str, dict[str, Any]] | None:
         """``(key, block)`` of a per-level privacy report from the extras of the fresh releases so far."""
-        return None
-
-    def warning(self, num_users: int) -> str | None:
-        """A loud warning about this level's guarantee for a population of ``num_users``, if any."""
         return None
 
     @classmethod

@@ -34,6 +34,7 @@ class DocumentChannel(EmbeddingChannel):
     mechanism_key = "document-mechanism"
     epsilon_key = "document-epsilon"
     unit_suffix = "-per-sentence"
+    needs_public_setup = True
     extra_keys = ("num-sentences",)
 
     def __init__(self, cfg: Mapping[str, Any], input_dim: int, setup: DocumentSetup) -> None:
@@ -67,6 +68,23 @@ class DocumentChannel(EmbeddingChannel):
         emb, chosen = self.setup.release(self.cfg, docs.select(rows), generator)
         return Drawn(emb, ids=None if chosen is None else chosen.numpy())
 
+    def clean(self, inputs: ReleaseInputs, rows: np.ndarray) -> torch.Tensor | None:
+        c = inputs.cohort
+        docs = c.train_docs if inputs.purpose == "train" else c.test_docs
+        assert docs is not None
+        return self.setup.clean(docs.select(rows))
+
+    def breakdown(self, extras: Mapping[str, np.ndarray]) -> np.ndarray | None:
+        return extras["num-sentences"]
+
+    @classmethod
+    def public_setup(cls, cfg: Mapping[str, Any], device: Any) -> DocumentSetup:
+        """Recoder, candidates and projections (DeepCandidate) or the box (truncation), from public
+        documents only."""
+        from ..document_level import build_setup
+
+        return build_setup(cfg, device)
+
     def to_record(self, emb: np.ndarray, ids: np.ndarray | None, extras: Mapping[str, np.ndarray]) -> dict[str, Array]:
         """DeepCandidate sends the index of the chosen public candidate *instead of* a vector."""
         arrays = super().to_record(emb, ids, extras)
@@ -95,7 +113,7 @@ class DocumentChannel(EmbeddingChannel):
             f"sentences: pure {whole} (see privacy.document_level); the number of sentences k is revealed"
         )
 
-    def report(self, seen: Mapping[str, np.ndarray]) -> tuple[str, dict[str, Any]]:
+    def report(self, seen: Mapping[str, np.ndarray], warning: str | None = None) -> tuple[str, dict[str, Any]]:
         """The per-sentence (SentDP) guarantee and the whole-document guarantee at the longest and the
         median released document."""
         ks = np.asarray(seen.get("num-sentences", np.zeros(0, dtype=np.int64)))

@@ -75,10 +75,21 @@ class WordChannel(SentenceChannel):
             "privacy.word_level); the number of words is not hidden"
         )
 
-    def warning(self, num_users: int) -> str | None:
-        return rewrite_mod.delta_warning(self.guarantee, num_users)
+    @classmethod
+    def early_warning(cls, cfg: Mapping[str, Any], num_users: int) -> str | None:
+        return rewrite_mod.delta_warning(rewrite_mod.word_mechanism(cfg).guarantee, num_users)
 
-    def report(self, seen: Mapping[str, np.ndarray]) -> tuple[str, dict[str, Any]]:
+    @classmethod
+    def diagnostics(cls, cfg: Mapping[str, Any]) -> tuple[str, dict[str, Any]] | None:
+        """N_w, S_w, ROUGE-1 and BLEU of the rewrite on sampled test documents (reads raw text: a
+        diagnostic, not a release)."""
+        if cfg["word-quality-docs"] <= 0:
+            return None
+        from ..word_quality import rewrite_quality
+
+        return "rewrite_quality", rewrite_quality(cfg)
+
+    def report(self, seen: Mapping[str, np.ndarray], warning: str | None = None) -> tuple[str, dict[str, Any]]:
         """The per-word guarantee and the document guarantee (the mechanism's own composition over
         words: TrLaplace's is tighter than basic) at the longest and the median released document."""
         words = np.asarray(seen.get("num-words", np.zeros(0, dtype=np.int64)))
@@ -91,5 +102,5 @@ class WordChannel(SentenceChannel):
             "median_words_per_document": median,
             "per_document_longest": described(document(longest)),
             "per_document_median": described(document(median)),
-            "delta_warning": None,  # set by the accounting, which knows the population
+            "delta_warning": warning,
         }
