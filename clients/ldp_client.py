@@ -65,12 +65,12 @@ def _rewrite(
     return rewrite_mod.rewritten_split(cfg, texts, purpose, (c.partition_id, c.num_partitions), draw, seed)
 
 
-def node_map(msg: Message, cfg: Mapping[str, Any], c: Cohort) -> torch.Tensor | None:
+def node_map(msg: Message, map_in: str, map_seed: int, c: Cohort) -> torch.Tensor | None:
     """This round's M1: derived locally from public values, or sent by the server (public/leaky)."""
-    if cfg["map-in"] not in maps.FROM_SERVER:
-        return _local_map(cfg["map-in"], c.encoder_dim, c.map_dim, cfg["map-seed"])
+    if map_in not in maps.FROM_SERVER:
+        return _local_map(map_in, c.encoder_dim, c.map_dim, map_seed)
     if wire.MAP_IN not in msg.content:
-        raise ValueError(f"map-in = {cfg['map-in']!r} but the server sent no input map")
+        raise ValueError(f"map-in = {map_in!r} but the server sent no input map")
     matrix = torch.as_tensor(msg.content[wire.MAP_IN]["matrix"].numpy(), dtype=torch.float64)
     if tuple(matrix.shape) != (c.encoder_dim, c.map_dim):
         raise ValueError(
@@ -84,10 +84,10 @@ def _local_map(kind: str, d: int, m_prime: int, seed: int) -> torch.Tensor | Non
     return maps.input_map(kind, d, m_prime, seed)
 
 
-def _server_model(msg: Message, cfg: Mapping[str, Any], c: Cohort) -> ServerModel | None:
+def _server_model(msg: Message, hidden_dim: int, c: Cohort) -> ServerModel | None:
     if wire.MODEL not in msg.content:
         return None
-    model = ServerModel(c.release_dim, c.encoder_dim, int(cfg["hidden-dim"]), c.num_classes)
+    model = ServerModel(c.release_dim, c.encoder_dim, int(hidden_dim), c.num_classes)
     model.load_state_dict(msg.content[wire.MODEL].to_torch_state_dict())
     return model.eval()
 
@@ -138,16 +138,14 @@ class NodeRelease:
         )
 
 
-def within_budget(
-    context: Context, cfg: Mapping[str, Any], purpose: str, users: np.ndarray, costs: np.ndarray
-) -> np.ndarray:
+def within_budget(context: Context, budget: float, purpose: str, users: np.ndarray, costs: np.ndarray) -> np.ndarray:
     """Which of these prospective releases (one per entry of ``users``, in order, costing
-    ``costs``) fit the users' lifetime budget ``max-epsilon``; records the spend of the allowed ones.
+    ``costs``) fit the users' lifetime ``budget`` (``max-epsilon``; 0 = none); records the spend of
+    the allowed ones.
 
     The node keeps each of its users' spend in its own state: the budget is
     enforced by the client, whatever the server asks.
     """
-    budget = cfg["max-epsilon"]
     if budget <= 0 or users.size == 0:
         return np.ones(users.size, dtype=bool)
     key = f"sanitas.spent.{purpose}"
@@ -212,7 +210,7 @@ def release(
     costs = channels.embedding.costs(want.size, channels.embedding.extras(c, purpose, want))
     if y is not None:
         costs = costs + channels.label.costs(want.size)
-    ok = within_budget(context, cfg, purpose, row_user[want], costs)
+    ok = within_budget(context, float(cfg["max-epsilon"]), purpose, row_user[want], costs)
     need, denied = want[ok], want[~ok]
     grad = None
     if need.size:
@@ -274,7 +272,8 @@ def handle_train(msg: Message, context: Context, cfg: Mapping[str, Any]) -> Mess
     c = node_cohort(context, cfg)
     requested = np.asarray(msg.content[wire.CONFIG]["user-ids"], dtype=np.int64)
     rows = np.flatnonzero(np.isin(c.train_doc_user, requested))
-    matrix, model = node_map(msg, cfg, c), _server_model(msg, cfg, c)
+    matrix = node_map(msg, cfg["map-in"], cfg["map-seed"], c)
+    model = _server_model(msg, cfg["hidden-dim"], c)
     setup = node_document_setup(msg, context, cfg)
     channels = node_channels(cfg, c, setup)
     rel = release(context, cfg, "train", c, rows, channels, matrix, model, setup.version() if setup else "")
@@ -303,7 +302,8 @@ def handle_evaluate(msg: Message, context: Context, cfg: Mapping[str, Any]) -> M
     c = node_cohort(context, cfg)
     k = c.num_classes
     rows = np.arange(c.test_emb.shape[0])
-    matrix, model = node_map(msg, cfg, c), _server_model(msg, cfg, c)
+    matrix = node_map(msg, cfg["map-in"], cfg["map-seed"], c)
+    model = _server_model(msg, cfg["hidden-dim"], c)
     if model is None:
         raise ValueError("the evaluate message carries no model")
     setup = node_document_setup(msg, context, cfg)
