@@ -1,0 +1,79 @@
+"""Per-user model updates, clipped and summed, vectorized over users (user-level DP-FedAvg).
+
+McMahan et al. (2018), "Learning Differentially Private Recurrent Language
+Models", Alg. 1: every sampled user starts from the global model, takes
+``steps`` gradient steps of plain SGD on their *own* documents only, and the
+difference to the global model is clipped to L2 norm ``C`` over all
+parameters. A node returns only the **sum** of its users' clipped updates: no
+per-user quantity leaves it.
+
+Users hold different numbers of documents: their documents are padded to a
+common count and masked, so one user's loss is the mean over their real
+documents. The computation is one ``torch.func.vmap`` over users of a
+``grad`` of a ``functional_call`` (no Python loop per user); the only Python
+loop is over the ``steps``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import torch
+from torch import nn
+from torch.func import functional_call, grad, vmap
+
+
+def pad_by_user(
+    x: torch.Tensor, y: torch.Tensor, owner: torch.Tensor, num_users: int
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Documents grouped by user: ``x`` [U, D, m], ``y`` [U, D], ``mask`` [U, D] (D = most documents
+    of one user). ``owner[i]`` in [0, num_users) is the user of document i; a user without documents
+    gets an all-false mask row."""
+    counts = torch.bincount(owner, minlength=num_users)
+    width = max(int(counts.max()) if counts.numel() else 0, 1)
+    order = torch.argsort(owner, stable=True)
+    starts = torch.cumsum(counts, 0) - counts
+    slot = torch.arange(owner.numel(), device=owner.device) - starts[owner[order]]
+    xs = x.new_zeros((num_users, width, x.shape[1]))
+    ys = y.new_zeros((num_users, width))
+    mask = torch.zeros((num_users, width), dtype=torch.bool, device=x.device)
+    xs[owner[order], slot] = x[order]
+    ys[owner[order], slot] = y[order]
+    mask[owner[order], slot] = True
+    return xs, ys, mask
+
+
+def clipped_update_sum(
+    model: nn.Module, x: torch.Tensor, y: torch.Tensor, mask: torch.Tensor, steps: int, lr: float, clip: float
+) -> tuple[dict[str, torch.Tensor], torch.Tensor]:
+    """Sum over users of their clipped updates, and each user's update norm before clipping.
+
+    ``x`` [U, D, m], ``y`` [U, D], ``mask`` [U, D] from :func:`pad_by_user`. Each user's update is
+    ``theta_user - theta_global`` after ``steps`` SGD steps at ``lr`` on the user's masked mean
+    cross-entropy, scaled by ``min(1, clip / ||update||)``: every user's contribution to the sum
+    has norm <= ``clip`` (the sensitivity the server's noise is calibrated to). Users with no
+    documents contribute zero. The model is not modified.
+    """
+    if not (clip > 0 and steps >= 1 and lr > 0):
+        raise ValueError(f"need clip > 0, steps >= 1 and lr > 0, got {clip}, {steps}, {lr}")
+    params = {k: v.detach() for k, v in model.named_parameters()}
+    buffers = {k: v.detach() for k, v in model.named_buffers()}
+
+    def loss(p: Mapping[str, torch.Tensor], xu: torch.Tensor, yu: torch.Tensor, mu: torch.Tensor) -> torch.Tensor:
+        logits = functional_call(model, (p, buffers), (xu,))
+        per_doc = nn.functional.cross_entropy(logits, yu, reduction="none")
+        return (per_doc * mu).sum() / mu.sum().clamp_min(1)
+
+    def user_update(xu: torch.Tensor, yu: torch.Tensor, mu: torch.Tensor) -> dict[str, torch.Tensor]:
+        p = dict(params)
+        for _ in range(steps):
+            g = grad(loss)(p, xu, yu, mu.to(xu.dtype))
+            p = {k: p[k] - lr * g[k] for k in p}
+        return {k: p[k] - params[k] for k in p}
+
+    updates = vmap(user_update)(x, y, mask)  # each [U, *shape]
+    flat = torch.cat([u.reshape(u.shape[0], -1) for u in updates.values()], dim=1)
+    norms = flat.norm(dim=1)
+    scale = torch.clamp(clip / norms.clamp_min(1e-12), max=1.0)
+    total = {k: (u * scale.view(-1, *([1] * (u.dim() - 1)))).sum(dim=0) for k, u in updates.items()}
+    return total, norms

@@ -1,0 +1,91 @@
+"""Per-user clipped updates, vectorized over users: equal to a per-user loop, clipped, masked."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+import torch
+
+from fl.pipeline import ServerModel
+from fl.user_updates import clipped_update_sum, pad_by_user
+
+
+def _model() -> ServerModel:
+    torch.manual_seed(0)
+    return ServerModel(4, 6, 8, 3)
+
+
+def _data() -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    g = torch.Generator().manual_seed(1)
+    owner = torch.tensor([0, 2, 2, 0, 2, 3])  # user 1 has no documents; users hold 2, 0, 3, 1
+    return torch.randn(6, 4, generator=g), torch.randint(0, 3, (6,), generator=g), owner
+
+
+def _loop_reference(
+    model: ServerModel,
+    x: torch.Tensor,
+    y: torch.Tensor,
+    owner: torch.Tensor,
+    users: int,
+    steps: int,
+    lr: float,
+    clip: float,
+) -> tuple[dict[str, torch.Tensor], list[float]]:
+    """One user at a time with a real optimizer: the plain, unvectorized definition."""
+    total = {k: torch.zeros_like(v) for k, v in model.named_parameters()}
+    norms = []
+    for u in range(users):
+        local = copy.deepcopy(model)
+        opt = torch.optim.SGD(local.parameters(), lr=lr)
+        mine = owner == u
+        for _ in range(steps):
+            if not mine.any():
+                break
+            opt.zero_grad()
+            torch.nn.functional.cross_entropy(local(x[mine]), y[mine]).backward()
+            opt.step()
+        delta = {k: local.state_dict()[k] - v.detach() for k, v in model.named_parameters()}
+        norm = torch.cat([d.reshape(-1) for d in delta.values()]).norm()
+        norms.append(float(norm))
+        scale = min(1.0, clip / max(float(norm), 1e-12))
+        for k in total:
+            total[k] += scale * delta[k]
+    return total, norms
+
+
+@pytest.mark.parametrize(("steps", "clip"), [(1, 100.0), (3, 0.05)])
+def test_vectorized_equals_the_per_user_loop(steps: int, clip: float) -> None:
+    """Same updates, norms and clipped sum as training each user alone (and the model is untouched)."""
+    model, (x, y, owner) = _model(), _data()
+    before = {k: v.clone() for k, v in model.state_dict().items()}
+    xs, ys, mask = pad_by_user(x, y, owner, 4)
+    total, norms = clipped_update_sum(model, xs, ys, mask, steps, 0.5, clip)
+    ref_total, ref_norms = _loop_reference(model, x, y, owner, 4, steps, 0.5, clip)
+    assert norms.tolist() == pytest.approx(ref_norms, rel=1e-5, abs=1e-7)
+    for k in ref_total:
+        torch.testing.assert_close(total[k], ref_total[k], rtol=1e-5, atol=1e-6)
+    assert all(torch.equal(before[k], v) for k, v in model.state_dict().items())
+    assert norms[1] == 0.0  # no documents, no update
+
+
+def test_each_user_contributes_at_most_clip() -> None:
+    """With a small clip every user's share of the sum has norm <= clip; the check has power: without
+    clipping the sum of 3 active users is far above 3 * clip."""
+    model, (x, y, owner) = _model(), _data()
+    xs, ys, mask = pad_by_user(x, y, owner, 4)
+    total, norms = clipped_update_sum(model, xs, ys, mask, 2, 1.0, 1e-3)
+    flat = torch.cat([v.reshape(-1) for v in total.values()])
+    assert float(flat.norm()) <= 3 * 1e-3 * (1 + 1e-6) and float(norms.max()) > 10 * 1e-3
+    loose, _ = clipped_update_sum(model, xs, ys, mask, 2, 1.0, 1e6)
+    assert float(torch.cat([v.reshape(-1) for v in loose.values()]).norm()) > 3 * 1e-3
+
+
+def test_padding_groups_documents_by_user() -> None:
+    x, y, owner = _data()
+    xs, ys, mask = pad_by_user(x, y, owner, 4)
+    assert xs.shape == (4, 3, 4) and mask.sum(dim=1).tolist() == [2, 0, 3, 1]
+    torch.testing.assert_close(xs[2][mask[2]], x[owner == 2])
+    assert ys[0][mask[0]].tolist() == y[owner == 0].tolist()
+    with pytest.raises(ValueError, match="clip > 0"):
+        clipped_update_sum(_model(), xs, ys, mask, 1, 0.1, 0.0)
