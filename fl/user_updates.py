@@ -16,6 +16,7 @@ loop is over the ``steps``.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Mapping
 
 import torch
@@ -77,3 +78,38 @@ def clipped_update_sum(
     scale = torch.clamp(clip / norms.clamp_min(1e-12), max=1.0)
     total = {k: (u * scale.view(-1, *([1] * (u.dim() - 1)))).sum(dim=0) for k, u in updates.items()}
     return total, norms
+
+
+def poisson_sample(seed: int, server_round: int, user_ids: torch.Tensor, num_users: int, q: float) -> torch.Tensor:
+    """Which of ``user_ids`` take part in this round: each of the ``num_users`` users independently with
+    probability ``q``, from a stream seeded by (seed, round) and indexed by user id, so a user's coin
+    does not depend on which node asks, in which order, or on any data."""
+    if not 0.0 < q <= 1.0:
+        raise ValueError(f"the sampling rate q must lie in (0, 1], got {q!r}")
+    gen = torch.Generator().manual_seed(hash_seed(seed, server_round))
+    coins = torch.rand(num_users, generator=gen, dtype=torch.float64)
+    return coins[user_ids.to(torch.int64)] < q
+
+
+def hash_seed(*parts: int) -> int:
+    """A 63-bit seed from integers (stable across processes, unlike ``hash``)."""
+    material = "|".join(str(int(p)) for p in parts).encode()
+    return int.from_bytes(hashlib.sha256(material).digest()[:8], "little") >> 1
+
+
+def noisy_mean(
+    update_sum: Mapping[str, torch.Tensor],
+    noise_multiplier: float,
+    clip: float,
+    expected_users: float,
+    generator: torch.Generator,
+) -> dict[str, torch.Tensor]:
+    """The server's release: (sum of clipped updates + N(0, z^2 C^2 I)) / (q N), McMahan et al.'s
+    fixed-denominator estimator (the denominator is public, so dividing is post-processing)."""
+    if not (noise_multiplier > 0 and clip > 0 and expected_users > 0):
+        raise ValueError("need noise_multiplier > 0, clip > 0 and expected_users > 0")
+    out = {}
+    for k, v in update_sum.items():
+        noise = torch.randn(v.shape, generator=generator, dtype=v.dtype, device=v.device)
+        out[k] = (v + noise_multiplier * clip * noise) / expected_users
+    return out

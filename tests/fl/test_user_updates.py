@@ -89,3 +89,31 @@ def test_padding_groups_documents_by_user() -> None:
     assert ys[0][mask[0]].tolist() == y[owner == 0].tolist()
     with pytest.raises(ValueError, match="clip > 0"):
         clipped_update_sum(_model(), xs, ys, mask, 1, 0.1, 0.0)
+
+
+def test_poisson_sample_is_per_user_and_order_free() -> None:
+    """A user's coin depends on (seed, round, user id) only: asking in another order or from another
+    node gives the same answer; the rate is q (binomial test), and rounds differ."""
+    from scipy import stats
+
+    from fl.user_updates import poisson_sample
+
+    n, q = 100_000, 0.01
+    ids = torch.arange(n)
+    picked = poisson_sample(42, 3, ids, n, q)
+    perm = torch.randperm(n, generator=torch.Generator().manual_seed(0))
+    assert torch.equal(poisson_sample(42, 3, ids[perm], n, q), picked[perm])
+    assert stats.binomtest(int(picked.sum()), n, q).pvalue > 1e-4
+    assert stats.binomtest(int(picked.sum()), n, 1.5 * q).pvalue < 1e-6  # power: the wrong rate is refuted
+    assert not torch.equal(poisson_sample(42, 4, ids, n, q), picked)
+
+
+def test_noisy_mean_has_the_calibrated_noise() -> None:
+    """The release is (sum + N(0, (zC)^2)) / (qN): its spread around sum / (qN) is z C / (q N)."""
+    from fl.user_updates import noisy_mean
+
+    total = {"w": torch.full((200_000,), 3.0, dtype=torch.float64)}
+    out = noisy_mean(total, 1.5, 0.5, 100.0, torch.Generator().manual_seed(0))["w"]
+    assert float(out.mean()) == pytest.approx(0.03, abs=5 * 0.0075 / 200_000**0.5)
+    assert float(out.std()) == pytest.approx(1.5 * 0.5 / 100.0, rel=0.01)
+    assert abs(float(out.std()) - 1.5 * 0.4 / 100.0) > 0.05 * 0.006  # power: a wrong clip is told apart
