@@ -92,6 +92,10 @@ DEFAULTS: dict[str, Any] = {
     "learning-rate": 0.001,
     "hidden-dim": 256,
     "device": "auto",  # "auto", "cpu", "cuda", "cuda:1", ...
+    # --- simulation (sanitas run: Flower's Ray backend) --------------------------
+    "node-cpus": 1.0,  # CPUs Ray reserves for each simulated node (fractions allowed)
+    "node-gpus": -1.0,  # GPUs per simulated node; -1 = auto: 0.25 when the run uses CUDA, else 0
+    "ray-address": "",  # "" = start a local Ray instance; "auto" or "host:port" = attach to a running cluster
     # --- output -----------------------------------------------------------------
     "out-dir": "results",  # a new folder <out-dir>/<run-name> per run
     "run-name": "",  # "" = <dataset>-<mechanism>-<timestamp>
@@ -180,6 +184,7 @@ SECTIONS: dict[str, tuple[str, ...]] = {
         "hidden-dim",
         "device",
     ),
+    "simulation": ("node-cpus", "node-gpus", "ray-address"),
     "output": ("out-dir", "run-name"),
 }
 
@@ -203,6 +208,7 @@ EncoderConfig = _section_class("encoder", SECTIONS["encoder"])
 ReleaseConfig = _section_class("release", SECTIONS["release"])
 CentralConfig = _section_class("central", SECTIONS["central"])
 ServerConfig = _section_class("server", SECTIONS["server"])
+SimulationConfig = _section_class("simulation", SECTIONS["simulation"])
 OutputConfig = _section_class("output", SECTIONS["output"])
 _SECTION_OF = {key: section for section, keys in SECTIONS.items() for key in keys}
 
@@ -223,6 +229,7 @@ class RunConfig(Mapping[str, Any]):
     release: Any
     central: Any
     server: Any
+    simulation: Any
     output: Any
 
     @classmethod
@@ -395,6 +402,7 @@ def validate(cfg: Mapping[str, Any]) -> None:
                 )
     if cfg["learning-rate"] <= 0:
         raise ConfigError(f"learning-rate must be > 0, got {cfg['learning-rate']}")
+    _check_simulation(cfg)
     # Mechanisms: known names, right level, valid epsilon (their constructors check).
     for channel, level in (("sentence", "sentence"), ("label", "label"), ("word", "word"), ("document", "document")):
         name = cfg[f"{channel}-mechanism"]
@@ -419,6 +427,32 @@ def validate(cfg: Mapping[str, Any]) -> None:
     data_dir = cfg["data-dir"]
     if data_dir and not Path(data_dir).expanduser().is_dir():
         raise ConfigError(f"data-dir {data_dir!r} does not exist or is not a folder")
+
+
+def _check_simulation(cfg: Mapping[str, Any]) -> None:
+    """The Ray resources of a simulated node and the cluster address (Ray counts resources in 0.0001 units)."""
+    cpus, gpus = cfg["node-cpus"], cfg["node-gpus"]
+    if not (cpus >= 0.0001 and math.isfinite(cpus)):
+        raise ConfigError(f"node-cpus (CPUs Ray reserves per simulated node) must be >= 0.0001 and finite, got {cpus}")
+    if gpus != -1.0 and not (gpus == 0.0 or (gpus >= 0.0001 and math.isfinite(gpus))):
+        raise ConfigError(
+            f"node-gpus must be -1 (auto: 0.25 when the run uses CUDA, else 0), 0, or a GPU share >= 0.0001, got {gpus}"
+        )
+    address = cfg["ray-address"]
+    host, colon, port = address.rpartition(":")
+    if address not in ("", "auto") and not (
+        colon
+        and host
+        and "/" not in address
+        and not any(c.isspace() for c in address)
+        and port.isdigit()
+        and 0 < int(port) < 65536
+    ):
+        raise ConfigError(
+            'ray-address must be "" (start a local Ray instance), "auto" (the cluster $RAY_ADDRESS names, else the '
+            f'last one `ray start` started on this machine) or the head\'s "host:port" (e.g. "10.0.0.5:6379"), '
+            f"got {address!r}"
+        )
 
 
 def mechanism_options(text: str, key: str = "options") -> dict[str, Any]:

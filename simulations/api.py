@@ -100,15 +100,27 @@ def resolve_config(
 
 
 def backend_config(cfg: Mapping[str, Any]) -> dict[str, Any]:
-    """Ray resources per simulated node: one CPU each, a GPU share when there is one."""
-    import torch
+    """Flower's Ray backend config: the resources of each simulated node and where Ray runs.
 
-    gpus = 0.0
-    if cfg["device"] != "cpu" and torch.cuda.is_available():
-        gpus = 0.25
+    ``node-cpus`` CPUs and ``node-gpus`` GPUs per node (``node-gpus = -1``: 0.25 when the run
+    uses CUDA, else 0). Flower's ``RayBackend.init_ray`` passes ``init_args`` to ``ray.init``, so
+    ``ray-address`` becomes its ``address``: ``"auto"`` or ``"host:port"`` attaches to a running
+    cluster; ``""`` starts a new local instance (``address="local"``, so a cluster that
+    ``ray start`` left on this machine, or ``$RAY_ADDRESS``, is never picked up by accident).
+    """
+    gpus = cfg["node-gpus"]
+    if gpus < 0:
+        import torch
+
+        gpus = 0.25 if cfg["device"] != "cpu" and torch.cuda.is_available() else 0.0
     return {
-        "client_resources": {"num_cpus": 1, "num_gpus": gpus},
-        "init_args": {"include_dashboard": False, "logging_level": "ERROR", "log_to_driver": True},
+        "client_resources": {"num_cpus": cfg["node-cpus"], "num_gpus": gpus},
+        "init_args": {
+            "address": cfg["ray-address"] or "local",
+            "include_dashboard": False,
+            "logging_level": "ERROR",
+            "log_to_driver": True,
+        },
     }
 
 

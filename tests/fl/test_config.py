@@ -19,6 +19,16 @@ def test_pyproject_run_config_matches_defaults() -> None:
     assert comps == {"serverapp": "strategies.server_app:app", "clientapp": "clients.app:app"}
 
 
+def test_every_key_is_in_exactly_one_section() -> None:
+    keys = [key for section in config.SECTIONS.values() for key in section]
+    assert sorted(keys) == sorted(config.DEFAULTS)
+    cfg = config.resolve({"node-cpus": 2, "ray-address": "auto"})
+    assert cfg.simulation.node_cpus == 2.0 and cfg["node-gpus"] == -1.0 and cfg.simulation.ray_address == "auto"
+    assert (
+        config.resolve({"ray-address": "head-0.cluster:6379", "node-gpus": 0.0})["ray-address"] == "head-0.cluster:6379"
+    )
+
+
 def test_quickstart_config_resolves() -> None:
     cfg = config.resolve(config.load_toml(REPO / "simulations" / "quickstart.toml") | {"data-dir": ""})
     assert cfg["dataset"] == "sst2" and cfg["sentence-mechanism"] == "purkayastha"
@@ -49,6 +59,14 @@ def test_quickstart_config_resolves() -> None:
             "bad parameters for mechanism 'cmp'",
         ),
         ({"word-quality-docs": -1}, "word-quality-docs must be >= 0"),
+        ({"node-cpus": 0.0}, "node-cpus .*must be >= 0.0001 and finite"),
+        ({"node-cpus": math.inf}, "node-cpus .*must be >= 0.0001 and finite"),
+        ({"node-gpus": -0.5}, r"node-gpus must be -1 \(auto"),
+        ({"node-gpus": 0.00001}, "node-gpus must be -1"),
+        ({"ray-address": "ray://10.0.0.5:10001"}, 'ray-address must be "".*got \'ray://'),
+        ({"ray-address": "10.0.0.5"}, "ray-address must be"),
+        ({"ray-address": "head:99999"}, "ray-address must be"),
+        ({"ray-address": ":6379"}, "ray-address must be"),
     ],
 )
 def test_bad_config_is_refused_with_a_clear_message(overrides: dict, message: str) -> None:
