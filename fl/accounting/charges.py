@@ -16,7 +16,6 @@ reply, not one guarantee per row).
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -68,7 +67,3 @@ def costs(charges: list[Charge], index: np.ndarray) -> np.ndarray:
     """Per-row pure-LDP epsilon from a charge table and per-row indices (float64)."""
     table = np.array([c.cost for c in charges], dtype=np.float64) if charges else np.zeros(0)
     return table[np.asarray(index, dtype=np.int64)] if len(index) else np.zeros(0)
-
-
-def finite_or_none(value: float) -> float | None:
-    return float(value) if math.isfinite(value) else None
