@@ -1,7 +1,7 @@
 """Throughput of every sentence-level mechanism against torch.randn (JSON).
 
 Usage: python benchmarks/bench_mechanisms.py [--sizes 16,384,768] [--n 100000]
-       [--epsilon 10] [--repeats 5] [--threads T] [--out FILE]
+       [--epsilon 10] [--repeats 5] [--threads T] [--mechanisms a,b] [--out FILE]
 
 For each registered mechanism whose class level is "sentence" ("none" is
 skipped: its level is set per instance, and ``torch.randn`` is the reference
@@ -18,7 +18,8 @@ It also times the Purkayastha tables a new (m, epsilon) pair has to build:
 ``purarc_table`` (the inverse-CDF table) and ``purarc_guide`` (the index of
 the CPU search), with their lru caches cleared before each build.
 
-The mechanisms are constructed with ``mechanisms.create(name, epsilon=...)``
+``--mechanisms`` restricts the run to some of them (default: all). The
+mechanisms are constructed with ``mechanisms.create(name, epsilon=...)``
 only; one that needs other parameters, or fails, is reported with its error.
 The output width is recorded, since a mechanism may change the dimension.
 
@@ -136,6 +137,7 @@ def main() -> None:
     parser.add_argument("--epsilon", type=float, default=10.0)
     parser.add_argument("--repeats", type=int, default=5, help="timed calls per figure (median)")
     parser.add_argument("--threads", type=int, default=0, help="torch CPU threads (0: torch's default)")
+    parser.add_argument("--mechanisms", default="", help="comma-separated names to time (default: every sentence one)")
     parser.add_argument("--out", default="", help="also write the JSON to this file")
     args = parser.parse_args()
     if args.threads > 0:
@@ -143,6 +145,12 @@ def main() -> None:
     sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
 
     names = mechanisms_at_level("sentence")
+    if args.mechanisms:
+        wanted = [name.strip() for name in args.mechanisms.split(",") if name.strip()]
+        unknown = sorted(set(wanted) - set(names))
+        if unknown:
+            parser.error(f"not sentence mechanisms: {', '.join(unknown)} (choose from {', '.join(names)})")
+        names = [name for name in names if name in wanted]
     devices = [torch.device("cpu")] + ([torch.device("cuda")] if torch.cuda.is_available() else [])
     result = {
         **run_header(),

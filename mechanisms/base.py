@@ -47,10 +47,13 @@ def check_embeddings(x: torch.Tensor, name: str = "x") -> torch.Tensor:
         raise ValueError(f"{name} must have dimension m >= 2, got m = {x.shape[1]}")
     if not torch.is_floating_point(x):
         raise ValueError(f"{name} must be a floating-point tensor, got {x.dtype}")
-    if not bool(torch.isfinite(x).all()):
+    x = x.detach()
+    # One reduction instead of an isfinite scan: a NaN or infinite entry makes the sum NaN or
+    # infinite (in any summation order); only a sum that overflows needs the exact scan.
+    if not bool(torch.isfinite(x.sum())) and not bool(torch.isfinite(x).all()):
         bad = int((~torch.isfinite(x)).any(dim=1).sum())
         raise ValueError(f"{name} contains NaN or infinite values in {bad} row(s)")
-    return x.detach()
+    return x
 
 
 def check_labels(y: torch.Tensor, num_classes: int) -> torch.Tensor:
@@ -81,6 +84,33 @@ def normalize_rows(x: torch.Tensor) -> torch.Tensor:
         e1[0] = 1.0
         out[tiny] = e1
     return out
+
+
+def _inverse_row_norms(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(1 / ||row||, rows of norm < 1e-12)`` of a float64 [n, m] tensor; the inverse is 0 on those rows."""
+    norms = torch.linalg.vector_norm(x, dim=1)
+    tiny = norms < 1e-12
+    inv = norms.clamp_min_(1e-300).reciprocal_()
+    return inv.masked_fill_(tiny, 0.0), tiny
+
+
+def add_unit_rows_(y: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+    """``y += normalize_rows(x)`` in place, in float64 (``y`` float64 [n, m], ``x`` of any float dtype)."""
+    x64 = x.to(device=y.device, dtype=torch.float64)
+    inv, tiny = _inverse_row_norms(x64)
+    y.addcmul_(x64, inv.unsqueeze(1))
+    if bool(tiny.any()):
+        y[tiny, 0] += 1.0  # the public vector e1
+    return y
+
+
+def normalize_rows_(y: torch.Tensor) -> torch.Tensor:
+    """``normalize_rows(y)`` in place (``y`` float64; rows of norm < 1e-12 become e1)."""
+    inv, tiny = _inverse_row_norms(y)
+    y.mul_(inv.unsqueeze(1))
+    if bool(tiny.any()):
+        y[tiny, 0] = 1.0  # the row is 0 after the product: e1
+    return y
 
 
 def unit_rows_for_sampling(

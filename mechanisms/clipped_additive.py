@@ -10,11 +10,15 @@ by at most 2C in L2 and by at most 2C*sqrt(d) in L1.
   per row at any epsilon > 0. Not the TrLaplace code's sigma = 2C*sqrt(d)/epsilon
   (docs/SPEC.md §7.3). The calibration is exact (bisection on the privacy
   profile); tests check it against dp-accounting's PLD accountant.
+
+Both clip and add the noise in float64 (53-bit uniforms, ``mechanisms.noise``)
+and round the release to the input's dtype once, at the end.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from functools import lru_cache
 
 import torch
@@ -22,7 +26,31 @@ from scipy import optimize, special
 
 from .base import SentenceMechanism, check_embeddings, check_epsilon, sample_device
 from .guarantee import Guarantee
-from .noise import clip_l2, laplace
+from .noise import clip_l2, row_blocks, standard_laplace_, standard_normal_
+
+
+def _release(
+    x: torch.Tensor,
+    generator: torch.Generator | None,
+    clip: float,
+    scale: float,
+    fill_noise: Callable[[torch.Tensor, torch.Generator | None], torch.Tensor],
+) -> torch.Tensor:
+    """``clip_l2(x, clip) + scale * noise`` in float64, rounded once to x's dtype.
+
+    ``fill_noise(buffer, generator)`` fills a float64 buffer with standard noise. On the CPU
+    the rows go in blocks, so that the float64 temporaries are reused.
+    """
+    device = sample_device(x.device, generator)
+    out = torch.empty(x.shape, dtype=x.dtype, device=device)
+    noise = None
+    for rows in row_blocks(x.shape[0], x.shape[1], device):
+        clipped = clip_l2(x[rows].to(device=device, dtype=torch.float64), clip)
+        if noise is None:  # the first block is the largest
+            noise = torch.empty(clipped.shape, dtype=torch.float64, device=device)
+        buf = fill_noise(noise[: clipped.shape[0]], generator)
+        out[rows] = torch.add(clipped, buf, alpha=scale, out=buf)  # never written into x
+    return out.to(x.device)
 
 
 def _check_clip(clip: float) -> float:
@@ -85,10 +113,7 @@ class ClippedLaplace(SentenceMechanism):
     @torch.no_grad()
     def sanitize(self, x: torch.Tensor, generator: torch.Generator | None = None) -> torch.Tensor:
         x = check_embeddings(x)
-        device = sample_device(x.device, generator)
-        clipped = clip_l2(x.to(device=device, dtype=torch.float64), self.clip)
-        noise = laplace(tuple(clipped.shape), self.scale(x.shape[1]), generator, device)
-        return (clipped + noise).to(device=x.device, dtype=x.dtype)
+        return _release(x, generator, self.clip, self.scale(x.shape[1]), standard_laplace_)
 
 
 class ClippedGaussian(SentenceMechanism):
@@ -121,10 +146,7 @@ class ClippedGaussian(SentenceMechanism):
     @torch.no_grad()
     def sanitize(self, x: torch.Tensor, generator: torch.Generator | None = None) -> torch.Tensor:
         x = check_embeddings(x)
-        device = sample_device(x.device, generator)
-        clipped = clip_l2(x.to(device=device, dtype=torch.float64), self.clip)
-        noise = torch.randn(clipped.shape, generator=generator, dtype=torch.float64, device=device) * self.sigma
-        return (clipped + noise).to(device=x.device, dtype=x.dtype)
+        return _release(x, generator, self.clip, self.sigma, standard_normal_)
 
 
 __all__ = ["ClippedGaussian", "ClippedLaplace", "analytic_gaussian_sigma", "gaussian_delta"]

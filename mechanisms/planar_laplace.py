@@ -14,9 +14,9 @@ from __future__ import annotations
 
 import torch
 
-from .base import SentenceMechanism, check_epsilon, normalize_rows, unit_rows_for_sampling
+from .base import SentenceMechanism, add_unit_rows_, check_embeddings, check_epsilon, normalize_rows_, sample_device
 from .guarantee import Guarantee
-from .noise import gamma_radius_noise
+from .noise import gamma_radius_noise, row_blocks
 
 
 class PlanarLaplace(SentenceMechanism):
@@ -44,10 +44,14 @@ class PlanarLaplace(SentenceMechanism):
 
     @torch.no_grad()
     def sanitize(self, x: torch.Tensor, generator: torch.Generator | None = None) -> torch.Tensor:
-        x, mu, device = unit_rows_for_sampling(x, generator)
+        x = check_embeddings(x)
         n, m = x.shape
-        # float64: at m = 768, eps = 0.01 the noise norm is ~7.7e4 and float32 would swallow x.
-        y = mu + gamma_radius_noise(n, m, 1.0 / self.epsilon, generator, device)
-        if self.normalize_output:
-            y = normalize_rows(y)
-        return y.to(device=x.device, dtype=x.dtype)
+        device = sample_device(x.device, generator)
+        out = torch.empty((n, m), dtype=x.dtype, device=device)
+        # Float64 (at m = 768, eps = 0.01 the noise norm is ~7.7e4 and float32 would swallow x), in
+        # blocks of rows on the CPU so that the float64 temporaries stay small; one rounding at the end.
+        for rows in row_blocks(n, m, device, elements=2**18):
+            y = gamma_radius_noise(rows.stop - rows.start, m, 1.0 / self.epsilon, generator, device)
+            add_unit_rows_(y, x[rows])  # x / |x| + Z
+            out[rows] = normalize_rows_(y) if self.normalize_output else y
+        return out.to(x.device)

@@ -37,9 +37,9 @@ from functools import lru_cache
 
 import torch
 
-from .base import SentenceMechanism, check_embeddings, check_epsilon, normalize_rows, sample_device
+from .base import SentenceMechanism, check_embeddings, check_epsilon, normalize_rows_, sample_device
 from .guarantee import Guarantee
-from .noise import gamma_radius_noise
+from .noise import gamma_radius_noise, row_blocks
 
 VARIANTS = ("exact", "paper")
 
@@ -260,13 +260,16 @@ class PrivEmb(SentenceMechanism):
         elif d != self.input_dim:
             raise ValueError(f"input dimension {d} does not match the projection's {self.input_dim}")
         device = sample_device(x.device, generator)
-        x64 = x.to(device=device, dtype=torch.float64)
-        if self.domain is None:
-            x64 = normalize_rows(x64)
-        else:
-            self._check_in_domain(x64.cpu())
+        if self.domain is not None:
+            self._check_in_domain(x.to(torch.float64).cpu())
         phi = self.phi.to(device)
-        w = x64 @ phi.T + gamma_radius_noise(x.shape[0], phi.shape[0], self.noise_scale, generator, device)
-        if self.map_back:
-            w = w @ phi
-        return w.to(device=x.device, dtype=x.dtype)
+        k = phi.shape[0]
+        out = torch.empty((x.shape[0], self.output_dim(d)), dtype=x.dtype, device=device)
+        for rows in row_blocks(x.shape[0], max(d, k), device, elements=2**18):  # CPU: small float64 temporaries
+            x64 = x[rows].to(device=device, dtype=torch.float64, copy=True)
+            if self.domain is None:
+                normalize_rows_(x64)
+            w = gamma_radius_noise(x64.shape[0], k, self.noise_scale, generator, device)
+            w = w.addmm_(x64, phi.T)  # Phi x + kappa
+            out[rows] = w @ phi if self.map_back else w
+        return out.to(x.device)
