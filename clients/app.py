@@ -1,7 +1,9 @@
 """The Sanitas ClientApp: one app for both modes, dispatching each message by ``mode``.
 
 ``mode = "local"``: local-DP releases (``clients.ldp_client``);
-``mode = "central"``: DP-FedAvg local training (``clients.central_client``).
+``mode = "central"``: DP-FedAvg (``clients.central_client``): per-user clipped
+updates summed on the node (``central-unit = "user"``) or a node's local
+training (``central-unit = "node"``).
 Queries are the same in both modes (``clients.node``). The run config is
 resolved once per process (``clients.node.resolve_once``).
 """
@@ -14,7 +16,7 @@ from typing import Any
 from flwr.app import Context, Message
 from flwr.clientapp import ClientApp
 
-from .central_client import central_clipping_mod, handle_central_evaluate, handle_central_train
+from .central_client import central_clipping_mod, handle_central_evaluate, handle_central_train, handle_user_train
 from .ldp_client import handle_evaluate, handle_train
 from .node import handle_query, resolve_once
 
@@ -33,7 +35,10 @@ def make_client_app(overrides: Mapping[str, Any] | None = None) -> ClientApp:
     @app.train(mods=[central_clipping_mod])  # fixedclipping_mod when the server sends a clipping norm
     def train(msg: Message, context: Context) -> Message:
         cfg = resolved(context)
-        return (handle_central_train if cfg["mode"] == "central" else handle_train)(msg, context, cfg)
+        if cfg["mode"] == "central":
+            handler = handle_user_train if cfg["central-unit"] == "user" else handle_central_train
+            return handler(msg, context, cfg)
+        return handle_train(msg, context, cfg)
 
     @app.evaluate()
     def evaluate(msg: Message, context: Context) -> Message:

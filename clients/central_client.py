@@ -1,7 +1,17 @@
 """Central-DP (DP-FedAvg) ClientApp handlers (``mode = "central"``).
 
-A node holds the same cohort of users as in local mode (``fl.cohort``). On a
-*train* message it trains the downstream model on its users' **raw**
+``central-unit = "user"`` (user-level DP-FedAvg, McMahan et al. 2018): on a
+*train* message each of the node's training users joins the round with
+probability ``q`` (the ``sampling-rate`` the server sends; the coin comes from
+the node's secret, the round and the user id, ``fl.user_updates.poisson_sample``),
+each sampled user takes ``local-epochs`` plain-SGD steps at
+``client-learning-rate`` from the global model on their own documents only,
+the update is clipped to ``central-clip``, and the node replies with the **sum**
+of its users' clipped updates, nothing else: no count, no per-user value, no
+metric (the number of sampled users would itself reveal sampling coins).
+
+``central-unit = "node"`` (DP-FedAvg over nodes): on a *train* message a node
+trains the downstream model on its users' **raw**
 (unsanitized) embeddings: M1 from public values (``random`` or ``identity``),
 normalise, then ``ServerModel`` (M2 + tanh + MLP), for ``local-epochs``
 epochs of Adam at ``learning-rate``, starting from the global weights, and
@@ -26,17 +36,20 @@ from functools import lru_cache
 from typing import Any
 
 import torch
-from flwr.app import ArrayRecord, Context, Message, MessageType, MetricRecord, RecordDict
+from flwr.app import Array, ArrayRecord, Context, Message, MessageType, MetricRecord, RecordDict
 from flwr.clientapp.mod import fixedclipping_mod
 from flwr.clientapp.typing import ClientAppCallable
 from flwr.supercore.differential_privacy import KEY_CLIPPING_NORM
 
 from fl import maps
+from fl import messages as wire
 from fl.accounting.central import UNIFORM_WEIGHT_KEY, check_central_config
 from fl.cohort import Cohort
+from fl.encoder import best_device
 from fl.pipeline import ServerModel, confusion_matrix, predict, train_epochs
+from fl.user_updates import clipped_update_sum, pad_by_user, poisson_sample
 
-from .node import node_cohort
+from .node import node_cohort, noise_secret
 
 
 def _cohort(context: Context, cfg: Mapping[str, Any]) -> Cohort:
@@ -48,10 +61,23 @@ def _map(kind: str, d: int, m_prime: int, seed: int) -> torch.Tensor | None:
     return maps.input_map(kind, d, m_prime, seed)
 
 
-def central_features(cfg: Mapping[str, Any], c: Cohort, emb: torch.Tensor) -> torch.Tensor:
-    """n(M1 x) of raw embeddings, float32 (M1 from the public seed, or none)."""
+def input_matrix(msg: Message, cfg: Mapping[str, Any], c: Cohort) -> torch.Tensor | None:
+    """M1: from the public seed (``random``), none (``identity``), or the server's public-trained
+    matrix carried by the message (``public``)."""
+    if cfg["map-in"] in maps.FROM_SERVER:
+        if wire.MAP_IN not in msg.content:
+            raise ValueError(f"map-in = {cfg['map-in']!r}: the message carries no M1")
+        return torch.as_tensor(msg.content[wire.MAP_IN]["matrix"].numpy())
+    return _map(cfg["map-in"], c.encoder_dim, c.map_dim, cfg["map-seed"])
+
+
+def central_features(
+    cfg: Mapping[str, Any], c: Cohort, emb: torch.Tensor, matrix: torch.Tensor | None = None
+) -> torch.Tensor:
+    """n(M1 x) of raw embeddings, float32 (M1 from the public seed, none, or ``matrix``)."""
     check_central_config(cfg)
-    matrix = _map(cfg["map-in"], c.encoder_dim, c.map_dim, cfg["map-seed"])
+    if matrix is None and cfg["map-in"] not in maps.FROM_SERVER:
+        matrix = _map(cfg["map-in"], c.encoder_dim, c.map_dim, cfg["map-seed"])
     return maps.apply_input_map(emb, matrix).to(torch.float32)
 
 
@@ -85,12 +111,48 @@ def handle_central_train(msg: Message, context: Context, cfg: Mapping[str, Any])
     return Message(content=content, reply_to=msg)
 
 
+def sampled_users(context: Context, cfg: Mapping[str, Any], c: Cohort, server_round: int, q: float) -> torch.Tensor:
+    """The node's training users in this round's Poisson sample (sorted global ids)."""
+    users = torch.arange(c.train_users.start, c.train_users.stop, dtype=torch.int64)
+    secret = int(noise_secret(context, cfg)["secret"])  # noise-seed, or the node's OS secret
+    return users[poisson_sample(secret, server_round, users, c.num_train_users, q)]
+
+
+def handle_user_train(msg: Message, context: Context, cfg: Mapping[str, Any]) -> Message:
+    """User-level DP-FedAvg on a node: reply with the sum of the sampled users' clipped updates."""
+    c = _cohort(context, cfg)
+    model = global_model(msg, cfg, c)
+    request = msg.content[wire.CONFIG]
+    chosen = sampled_users(context, cfg, c, int(request["server-round"]), float(request["sampling-rate"]))
+    doc_user = torch.from_numpy(c.train_doc_user)
+    keep = torch.isin(doc_user, chosen)
+    device = torch.device(best_device(cfg["device"]))
+    x = central_features(cfg, c, c.train_emb[keep], input_matrix(msg, cfg, c)).to(device)
+    owner = torch.searchsorted(chosen, doc_user[keep]).to(device)
+    if chosen.numel():
+        xs, ys, mask = pad_by_user(x, c.train_y[keep].to(device), owner, int(chosen.numel()))
+        total, _ = clipped_update_sum(
+            model.to(device),
+            xs,
+            ys,
+            mask,
+            steps=int(cfg["local-epochs"]),
+            lr=float(cfg["client-learning-rate"]),
+            clip=float(cfg["central-clip"]),
+        )
+    else:  # nobody sampled here: the sum is zero (the reply looks the same)
+        total = {k: torch.zeros_like(v) for k, v in model.named_parameters()}
+    arrays = ArrayRecord({k: Array(v.detach().to("cpu", torch.float32).numpy()) for k, v in total.items()})
+    return Message(content=RecordDict({wire.UPDATE_SUM: arrays}), reply_to=msg)
+
+
 def handle_central_evaluate(msg: Message, context: Context, cfg: Mapping[str, Any]) -> Message:
     """Score the global model on the node's test users' raw embeddings; return confusion counts."""
     c = _cohort(context, cfg)
     model = global_model(msg, cfg, c).eval()
     truth = c.test_y.numpy()
-    pred = predict(model, central_features(cfg, c, c.test_emb)).numpy()
+    matrix = input_matrix(msg, cfg, c)
+    pred = predict(model, central_features(cfg, c, c.test_emb, matrix)).numpy()
     metrics = MetricRecord(
         {
             "num-examples": int(truth.size),

@@ -19,7 +19,7 @@ from typing import Any
 
 DEFAULTS: dict[str, Any] = {
     # --- data -----------------------------------------------------------------
-    "dataset": "sst2",  # registry name, or a path to a .csv/.jsonl/.json/.parquet file
+    "dataset": "sst2",  # registry name, "synthetic" (scale work only), or a .csv/.jsonl/.json/.parquet path
     "data-dir": "",  # folder with <dataset>/<split>.jsonl.gz; "" = $SANITAS_DATA_DIR, else the hub
     "test-file": "",  # user data: optional separate test file
     "text-column": "text",  # user data: text column(s), comma-separated columns are joined
@@ -29,6 +29,8 @@ DEFAULTS: dict[str, Any] = {
     "test-size": 0,  # seeded subsample of test documents (0 = all)
     "public-fraction": 0.0,  # seeded fraction of training documents marked public
     "empty-documents": "error",  # "error" or "drop" (dropped documents are counted)
+    "synthetic-dim": 384,  # dataset = "synthetic": embedding dimension d (no encoder)
+    "synthetic-test-users": 2000,  # dataset = "synthetic": test users (one document each)
     # --- users and nodes --------------------------------------------------------
     "num-users": 0,  # training users (0 = one user per training document)
     "partitioner": "iid",  # "iid" or "dirichlet" (label skew), via flwr-datasets
@@ -82,7 +84,13 @@ DEFAULTS: dict[str, Any] = {
     "central-clip": 1.0,  # clipping norm of a client update
     "central-clipping": "server",  # "server" or "client" side fixed clipping
     "central-delta": 1e-5,  # delta of the central (epsilon, delta) account
-    "local-epochs": 1,  # central mode: epochs of local training per round
+    "local-epochs": 1,  # central mode: epochs (node unit) or per-user SGD steps (user unit) per round
+    "central-unit": "user",  # "user": user-level DP-FedAvg (Poisson-sampled users, per-user clipping);
+    # "node": DP-FedAvg over whole nodes (a node's update clipped and noised as one client)
+    "central-cohort-size": 1000.0,  # user unit: expected users per round q * N (q = min(1, this / N))
+    "client-learning-rate": 1.0,  # user unit: plain-SGD step size of each user's local steps
+    "server-optimizer": "adam",  # user unit: "adam" (FedAdam) or "sgd" (FedAvg step) on the noisy mean
+    "server-learning-rate": 0.001,  # user unit: step size of the server optimizer
     # --- server -----------------------------------------------------------------
     "strategy": "",  # "" = sanitas ReleaseTraining, or "package.module:Class"
     "num-server-rounds": 3,
@@ -109,6 +117,8 @@ CHOICES: dict[str, tuple[str, ...]] = {
     "label-prior": ("model", "public"),
     "mode": ("local", "central"),
     "central-clipping": ("server", "client"),
+    "central-unit": ("user", "node"),
+    "server-optimizer": ("adam", "sgd"),
     "short-documents": ("drop", "error"),
 }
 
@@ -131,6 +141,8 @@ SECTIONS: dict[str, tuple[str, ...]] = {
         "public-fraction",
         "empty-documents",
         "short-documents",
+        "synthetic-dim",
+        "synthetic-test-users",
     ),
     "users": ("num-users", "partitioner", "dirichlet-alpha", "users-per-node", "seed"),
     "encoder": ("encoder", "encode-batch-size", "doc-embedding", "cache-dir"),
@@ -173,6 +185,11 @@ SECTIONS: dict[str, tuple[str, ...]] = {
         "central-clipping",
         "central-delta",
         "local-epochs",
+        "central-unit",
+        "central-cohort-size",
+        "client-learning-rate",
+        "server-optimizer",
+        "server-learning-rate",
     ),
     "server": (
         "strategy",
@@ -313,6 +330,11 @@ def validate(cfg: Mapping[str, Any]) -> None:
     ):
         if cfg[key] < 1:
             raise ConfigError(f"{key} must be >= 1, got {cfg[key]}")
+    if cfg["synthetic-dim"] < 2 or cfg["synthetic-test-users"] < 1:
+        raise ConfigError(
+            f"synthetic-dim must be >= 2 and synthetic-test-users >= 1, got {cfg['synthetic-dim']} and "
+            f"{cfg['synthetic-test-users']}"
+        )
     for key in ("train-size", "test-size", "num-users"):
         if cfg[key] < 0:
             raise ConfigError(f"{key} must be >= 0, got {cfg[key]}")
@@ -342,7 +364,13 @@ def validate(cfg: Mapping[str, Any]) -> None:
     for key in ("accounting-delta", "central-delta"):
         if not 0.0 < cfg[key] < 1.0:
             raise ConfigError(f"{key} must lie in (0, 1), got {cfg[key]}")
-    for key in ("central-noise-multiplier", "central-clip"):
+    for key in (
+        "central-noise-multiplier",
+        "central-clip",
+        "central-cohort-size",
+        "client-learning-rate",
+        "server-learning-rate",
+    ):
         if not (cfg[key] > 0 and math.isfinite(cfg[key])):
             raise ConfigError(f"{key} must be > 0 and finite, got {cfg[key]}")
     if cfg["mode"] == "central":

@@ -25,6 +25,7 @@ DOCUMENT_SETUP = "document-setup"  # requests: ArrayRecord, the document level's
 RELEASE = "release"  # replies: ArrayRecord of released rows (see Release)
 CHARGES = "charges"  # replies: ConfigRecord, the release's distinct charges per channel (JSON)
 METRICS = "metrics"  # replies: MetricRecord (counts, confusion matrices)
+UPDATE_SUM = "update-sum"  # user-level central replies: ArrayRecord, the sum of the sampled users' clipped updates
 MAP_GRAD = "map-in-grad"  # leaky mode only: ArrayRecord {"grad", "count"}, an unsanitized gradient
 
 #: Privacy channels of a release, as named on the wire and in the ledger.

@@ -19,6 +19,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Mapping
 
+import numpy as np
 import torch
 from torch import nn
 from torch.func import functional_call, grad, vmap
@@ -45,7 +46,14 @@ def pad_by_user(
 
 
 def clipped_update_sum(
-    model: nn.Module, x: torch.Tensor, y: torch.Tensor, mask: torch.Tensor, steps: int, lr: float, clip: float
+    model: nn.Module,
+    x: torch.Tensor,
+    y: torch.Tensor,
+    mask: torch.Tensor,
+    steps: int,
+    lr: float,
+    clip: float,
+    chunk: int = 128,
 ) -> tuple[dict[str, torch.Tensor], torch.Tensor]:
     """Sum over users of their clipped updates, and each user's update norm before clipping.
 
@@ -53,7 +61,8 @@ def clipped_update_sum(
     ``theta_user - theta_global`` after ``steps`` SGD steps at ``lr`` on the user's masked mean
     cross-entropy, scaled by ``min(1, clip / ||update||)``: every user's contribution to the sum
     has norm <= ``clip`` (the sensitivity the server's noise is calibrated to). Users with no
-    documents contribute zero. The model is not modified.
+    documents contribute zero. The model is not modified. Users go through ``vmap`` ``chunk`` at a
+    time, so memory holds ``chunk`` per-user copies of the parameters, not one per user.
     """
     if not (clip > 0 and steps >= 1 and lr > 0):
         raise ValueError(f"need clip > 0, steps >= 1 and lr > 0, got {clip}, {steps}, {lr}")
@@ -72,23 +81,53 @@ def clipped_update_sum(
             p = {k: p[k] - lr * g[k] for k in p}
         return {k: p[k] - params[k] for k in p}
 
-    updates = vmap(user_update)(x, y, mask)  # each [U, *shape]
-    flat = torch.cat([u.reshape(u.shape[0], -1) for u in updates.values()], dim=1)
-    norms = flat.norm(dim=1)
-    scale = torch.clamp(clip / norms.clamp_min(1e-12), max=1.0)
-    total = {k: (u * scale.view(-1, *([1] * (u.dim() - 1)))).sum(dim=0) for k, u in updates.items()}
+    total = {k: torch.zeros_like(v) for k, v in params.items()}
+    all_norms = []
+    for start in range(0, x.shape[0], max(1, int(chunk))):
+        part = slice(start, start + max(1, int(chunk)))
+        updates = vmap(user_update)(x[part], y[part], mask[part])  # each [U_chunk, *shape]
+        norms = torch.sqrt(sum(u.reshape(u.shape[0], -1).square().sum(dim=1) for u in updates.values()))
+        scale = torch.clamp(clip / norms.clamp_min(1e-12), max=1.0)
+        for k, u in updates.items():
+            total[k] += torch.tensordot(scale, u, dims=1)  # sum over users of the clipped updates
+        all_norms.append(norms)
+    norms = torch.cat(all_norms) if all_norms else torch.zeros(0, dtype=x.dtype, device=x.device)
     return total, norms
 
 
-def poisson_sample(seed: int, server_round: int, user_ids: torch.Tensor, num_users: int, q: float) -> torch.Tensor:
+_GOLDEN = 0x9E3779B97F4A7C15  # SplitMix64's increment
+
+
+def _splitmix64(x: np.ndarray) -> np.ndarray:
+    """SplitMix64's output function (Steele, Lea & Flood 2014) on uint64 counters, vectorised:
+    a bijective mixer whose outputs for consecutive counters pass BigCrush."""
+    with np.errstate(over="ignore"):
+        z = x + np.uint64(_GOLDEN)
+        z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+        z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+        return z ^ (z >> np.uint64(31))
+
+
+def user_coins(secret: int, server_round: int, user_ids: torch.Tensor) -> torch.Tensor:
+    """One uniform in [0, 1) per user id (float64, 53 bits), a function of (secret, round, user id)
+    only: counter-based (SplitMix64 of key + id), so a node computes its users' coins in O(its
+    users), whichever node asks and in whatever order."""
+    key = np.uint64(hash_seed(secret, server_round))
+    ids = user_ids.to(torch.int64).numpy().astype(np.uint64)
+    with np.errstate(over="ignore"):
+        bits = _splitmix64(_splitmix64(ids * np.uint64(_GOLDEN) + key))
+    return torch.from_numpy((bits >> np.uint64(11)).astype(np.float64) * 2.0**-53)
+
+
+def poisson_sample(secret: int, server_round: int, user_ids: torch.Tensor, num_users: int, q: float) -> torch.Tensor:
     """Which of ``user_ids`` take part in this round: each of the ``num_users`` users independently with
-    probability ``q``, from a stream seeded by (seed, round) and indexed by user id, so a user's coin
-    does not depend on which node asks, in which order, or on any data."""
+    probability ``q``. A user's coin depends on (secret, round, user id) only (:func:`user_coins`),
+    never on which node asks, in which order, or on any data."""
     if not 0.0 < q <= 1.0:
         raise ValueError(f"the sampling rate q must lie in (0, 1], got {q!r}")
-    gen = torch.Generator().manual_seed(hash_seed(seed, server_round))
-    coins = torch.rand(num_users, generator=gen, dtype=torch.float64)
-    return coins[user_ids.to(torch.int64)] < q
+    if user_ids.numel() and not (0 <= int(user_ids.min()) and int(user_ids.max()) < num_users):
+        raise ValueError(f"user ids must lie in [0, {num_users})")
+    return user_coins(secret, server_round, user_ids) < q
 
 
 def hash_seed(*parts: int) -> int:

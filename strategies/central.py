@@ -54,6 +54,17 @@ CENTRAL_NOTE = (
 )
 
 
+def sum_confusions(replies: Iterable[Message], num_classes: int) -> tuple[dict[str, float], np.ndarray]:
+    """Scores and the summed confusion counts of central-mode evaluate replies (a failed reply stops the run)."""
+    k = num_classes
+    conf = np.zeros((k, k), dtype=np.int64)
+    for reply in replies:
+        if reply.has_error():
+            raise RuntimeError(f"a node failed during evaluate: {reply.error.reason}")
+        conf += np.asarray(reply.content["metrics"]["confusion"], dtype=np.int64).reshape(k, k)
+    return scores(conf), conf
+
+
 class CentralFedAvg(FedAvg):
     """FedAvg sampling exactly ``num_sampled`` of the nodes, averaging uniformly, and
     evaluating on every node that holds test users.
@@ -93,13 +104,7 @@ class CentralFedAvg(FedAvg):
         return self._construct_messages(content, test_nodes, MessageType.EVALUATE)
 
     def aggregate_evaluate(self, server_round: int, replies: Iterable[Message]) -> MetricRecord | None:
-        k = self.num_classes
-        conf = np.zeros((k, k), dtype=np.int64)
-        for reply in replies:
-            if reply.has_error():
-                raise RuntimeError(f"a node failed during evaluate: {reply.error.reason}")
-            conf += np.asarray(reply.content["metrics"]["confusion"], dtype=np.int64).reshape(k, k)
-        s = scores(conf)
+        s, conf = sum_confusions(replies, self.num_classes)
         return MetricRecord(
             {
                 "accuracy": s["accuracy"],

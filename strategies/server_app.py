@@ -18,22 +18,27 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+import torch
 from flwr.app import ArrayRecord, Context
 from flwr.serverapp import Grid, ServerApp
 from flwr.serverapp.strategy import Strategy
 
 from fl import config as config_mod
 from fl import datasets as data
+from fl import maps
 from fl.accounting.central import check_central_config
 from fl.accounting.scope import EVALUATION_NOT_COVERED, GUARANTEE_COVERS, scope_fields
 from fl.channels import channel_class, run_label
+from fl.encoder import best_device
 from fl.pipeline import build_model
+from fl.public_start import train_public_start
 from fl.results import RunWriter, run_folder
 
 from .central import CentralDPAccounting, central_guarantee, make_central_strategy
 from .discovery import discover_nodes
 from .loading import make_strategy
 from .local_accounting import LEAKY_WARNING, LocalDPAccounting
+from .user_central import UserLevelDPFedAvg, user_level_guarantee
 
 log = logging.getLogger(__name__)
 
@@ -80,8 +85,9 @@ def guarantee_statement(cfg: Mapping[str, Any], accounting: LocalDPAccounting) -
 class ModeRun:
     """One mode's strategy (its accounting outermost) and how its summary and plot read."""
 
-    strategy: LocalDPAccounting | CentralDPAccounting
+    strategy: LocalDPAccounting | CentralDPAccounting | UserLevelDPFedAvg
     initial_arrays: ArrayRecord
+    start: str = ""  # where the model started (central mode)
 
     @property
     def records(self) -> list[dict[str, Any]]:
@@ -94,9 +100,44 @@ def local_run(grid: Grid, cfg: Mapping[str, Any], writer: RunWriter) -> ModeRun:
     return ModeRun(LocalDPAccounting(strategy, cfg, writer), ArrayRecord())
 
 
+def user_level_run(grid: Grid, cfg: Mapping[str, Any], writer: RunWriter, timeout: float) -> ModeRun:
+    """User-level DP-FedAvg from a seeded start, or from a model trained on the public split."""
+    import mechanisms
+
+    nodes = discover_nodes(grid, timeout)
+    first = next(iter(nodes.values()))
+    model = build_model(cfg, first.map_dim, first.encoder_dim, first.num_classes)
+    matrix = None
+    start = f"seeded random initialisation (seed {cfg['seed']}), M1 = {cfg['map-in']}"
+    if cfg["map-in"] == "public":
+        device = torch.device(best_device(cfg["device"]))
+        no_noise = mechanisms.mechanism_class("none")(level="sentence")  # central mode: no local sanitizer
+        start_map = maps.input_map("public", first.encoder_dim, first.map_dim, cfg["map-seed"])
+        assert start_map is not None
+        gen = torch.Generator().manual_seed(int(cfg["seed"]))
+        matrix, info = train_public_start(cfg, model.to(device), start_map, no_noise, device, gen)
+        start = (
+            f"M1, M2 and the classifier trained on {info['public_documents']} public documents "
+            f"({info['public_epochs']} epochs, clean embeddings), M1 then frozen"
+        )
+    strategy = UserLevelDPFedAvg(cfg, nodes, model, matrix, writer)
+    log.info(
+        "%d nodes hold %d training users and %d test users; about %.0f users sampled per round; start: %s",
+        len(nodes),
+        first.num_train_users,
+        first.num_test_users,
+        strategy.q * strategy.num_users,
+        start,
+    )
+    return ModeRun(strategy, ArrayRecord(model.state_dict()), start)
+
+
 def central_run(grid: Grid, cfg: Mapping[str, Any], writer: RunWriter, timeout: float) -> ModeRun:
-    """DP-FedAvg inside Flower's fixed-clipping wrapper, inside the central accounting."""
+    """User-level DP-FedAvg (``central-unit = "user"``), or node-level DP-FedAvg inside Flower's
+    fixed-clipping wrapper inside the central accounting (``"node"``)."""
     check_central_config(cfg)
+    if cfg["central-unit"] == "user":
+        return user_level_run(grid, cfg, writer, timeout)
     nodes = discover_nodes(grid, timeout)
     first = next(iter(nodes.values()))
     strategy = make_central_strategy(cfg, nodes, writer)
@@ -108,7 +149,7 @@ def central_run(grid: Grid, cfg: Mapping[str, Any], writer: RunWriter, timeout: 
         first.num_test_users,
         strategy.num_sampled,
     )
-    return ModeRun(strategy, ArrayRecord(model.state_dict()))
+    return ModeRun(strategy, ArrayRecord(model.state_dict()), "seeded random initialisation")
 
 
 def _summary(cfg: Mapping[str, Any], run: ModeRun, writer: RunWriter) -> tuple[dict[str, Any], str, str]:
@@ -118,10 +159,35 @@ def _summary(cfg: Mapping[str, Any], run: ModeRun, writer: RunWriter) -> tuple[d
     best = max(
         (r["accuracy"] for r in records if r["accuracy"] is not None and not math.isnan(r["accuracy"])), default=None
     )
+    if isinstance(run.strategy, UserLevelDPFedAvg):
+        u = run.strategy
+        p = last.get("privacy") or {}
+        fields = {
+            "mode": "central",
+            "central_unit": "user",
+            "strategy": type(u).__name__,
+            "rounds": len(records),
+            "final": {k: last.get(k) for k in ("accuracy", "macro_f1", "clean_accuracy", "clean_macro_f1")},
+            "best_accuracy": best,
+            "privacy": p or None,
+            "ldp_guarantee_holds": False,
+            **scope_fields("central"),
+            "start": run.start,
+            "guarantee": user_level_guarantee(cfg, u, run.start),
+            "users": {"train": u.num_users, "test": next(iter(u.nodes.values())).num_test_users, "nodes": len(u.nodes)},
+        }
+        title = (
+            f"{cfg['dataset']} | user-level central DP z={cfg['central-noise-multiplier']:g} "
+            f"C={cfg['central-clip']:g} | ~{u.q * u.num_users:.0f} users/round | "
+            f"eps={p.get('epsilon', float('nan')):.3g}, delta={cfg['central-delta']:g}"
+        )
+        return fields, title, "raw test"
     if isinstance(run.strategy, CentralDPAccounting):
         s = run.strategy
         fields = {
             "mode": "central",
+            "central_unit": "node",
+            "start": run.start,
             "strategy": f"{type(s.strategy).__name__}({type(s.strategy.strategy).__name__})",
             "rounds": len(records),
             "final": {k: last.get(k) for k in ("accuracy", "macro_f1", "clean_accuracy", "clean_macro_f1")},

@@ -73,13 +73,16 @@ PLD_DISCRETIZATION = 1e-3  # pessimistic PLD rounding: a valid upper bound, ~10x
 def check_central_config(cfg: Mapping[str, Any]) -> None:
     """Refuse configurations central mode cannot run (ValueError naming the key).
 
-    Reads ``map-in`` and ``strategy``; missing keys count as their defaults.
+    Reads ``map-in``, ``central-unit`` and ``strategy``; missing keys count as their defaults.
     """
     map_in = cfg.get("map-in", "random")
-    if map_in not in CENTRAL_MAPS:
+    unit = cfg.get("central-unit", "user")
+    allowed = (*CENTRAL_MAPS, "public") if unit == "user" else CENTRAL_MAPS
+    if map_in not in allowed:
         raise ValueError(
-            f"mode = 'central' trains on raw embeddings through a public M1: map-in must be one of "
-            f"{CENTRAL_MAPS}, got {map_in!r} ('public' and 'leaky' are local-mode options)"
+            f"mode = 'central' with central-unit = {unit!r} trains on raw embeddings through a public M1: map-in "
+            f"must be one of {allowed}, got {map_in!r} ('leaky' is a local-mode option"
+            + ("; the public start needs central-unit = 'user')" if map_in == "public" else ")")
         )
     if cfg.get("strategy", ""):
         raise ValueError(

@@ -33,6 +33,7 @@ the sampling coin of each user is independent of the data.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from functools import lru_cache
 from typing import Any
 
@@ -40,6 +41,8 @@ import dp_accounting
 from dp_accounting import dp_event
 from dp_accounting.pld import PLDAccountant
 from dp_accounting.rdp import RdpAccountant
+
+from .scope import scope_fields
 
 RELATION = dp_accounting.NeighboringRelation.ADD_OR_REMOVE_ONE
 
@@ -137,3 +140,30 @@ def noise_for_user_epsilon(target_epsilon: float, sampling_rate: float, rounds: 
         mid = math.sqrt(lo * hi)
         lo, hi = (lo, mid) if fits(mid) else (mid, hi)
     return hi
+
+
+def sampling_rate(cohort_size: float, num_users: int) -> float:
+    """Poisson sampling rate ``q = min(1, cohort_size / N)``: the expected number of users per round
+    is ``cohort_size`` (all users when there are fewer)."""
+    if num_users < 1:
+        raise ValueError(f"the number of training users must be >= 1, got {num_users}")
+    if not (cohort_size > 0 and math.isfinite(cohort_size)):
+        raise ValueError(f"central-cohort-size must be > 0 and finite, got {cohort_size!r}")
+    return min(1.0, float(cohort_size) / num_users)
+
+
+def user_privacy_record(cfg: Mapping[str, Any], sampling_rate_: float, num_users: int, rounds: int) -> dict[str, Any]:
+    """The ``privacy`` block of a user-level central round record (the figure is per user)."""
+    acc = user_level_epsilon(
+        float(cfg["central-noise-multiplier"]), float(sampling_rate_), int(rounds), float(cfg["central-delta"])
+    )
+    return {
+        "mode": "central",
+        "central_unit": "user",
+        **scope_fields("central"),
+        **acc,
+        "clipping_norm": float(cfg["central-clip"]),
+        "clipping": "client (each user's update, on its node)",
+        "expected_users_per_round": float(sampling_rate_) * num_users,
+        "users": int(num_users),
+    }

@@ -69,6 +69,18 @@ def test_vectorized_equals_the_per_user_loop(steps: int, clip: float) -> None:
     assert norms[1] == 0.0  # no documents, no update
 
 
+@pytest.mark.parametrize("chunk", [1, 3])
+def test_chunks_of_users_give_the_same_sum(chunk: int) -> None:
+    """Going through vmap a few users at a time changes nothing but memory."""
+    model, (x, y, owner) = _model(), _data()
+    xs, ys, mask = pad_by_user(x, y, owner, 4)
+    whole, whole_norms = clipped_update_sum(model, xs, ys, mask, 2, 0.5, 0.05)
+    parts, part_norms = clipped_update_sum(model, xs, ys, mask, 2, 0.5, 0.05, chunk=chunk)
+    torch.testing.assert_close(part_norms, whole_norms)
+    for k in whole:
+        torch.testing.assert_close(parts[k], whole[k], rtol=1e-5, atol=1e-7)
+
+
 def test_each_user_contributes_at_most_clip() -> None:
     """With a small clip every user's share of the sum has norm <= clip; the check has power: without
     clipping the sum of 3 active users is far above 3 * clip."""

@@ -2,7 +2,10 @@
 
 Runs the ``sanitas`` CLI in a subprocess (as test_simulation.py does) with
 ``mode = "central"`` and checks the results folder and that every round's
-epsilon is the one ``fl.accounting.central`` gives for the same parameters.
+epsilon is the one ``fl.accounting.central`` (node level) or
+``fl.accounting.user_level`` (user level) gives for the same parameters. A
+node's user-level reply is checked in process against a per-user loop over the
+users its Poisson coins pick.
 """
 
 from __future__ import annotations
@@ -13,11 +16,15 @@ from pathlib import Path
 
 import pytest
 
+from fl import config as config_mod
+from fl import messages as wire
 from fl.accounting.central import central_epsilon
+from fl.accounting.user_level import user_level_epsilon
 from tests.integration.test_simulation import _run as run_cli
 
 CENTRAL = {  # on top of test_simulation's BASE (same users, nodes and rounds)
     "mode": '"central"',
+    "central-unit": '"node"',
     "central-noise-multiplier": "1.0",
     "central-clip": "1.0",
     "central-delta": "1e-5",
@@ -89,3 +96,105 @@ def test_central_refuses_a_trained_map_before_writing(tmp_path: Path, data_dir: 
     last = proc.stderr.strip().splitlines()[-1]
     assert last.startswith("sanitas: error:") and "map-in must be one of" in last
     assert "Ray" not in proc.stderr and not (tmp_path / "out").exists()
+
+
+USER = {  # user-level DP-FedAvg on top of test_simulation's BASE: 60 users, 10 nodes, 2 rounds
+    "mode": '"central"',
+    "central-unit": '"user"',
+    "central-cohort-size": "20.0",
+    "central-noise-multiplier": "1.0",
+    "central-clip": "1.0",
+    "local-epochs": "2",
+    "server-optimizer": '"sgd"',
+    "server-learning-rate": "1.0",
+}
+
+
+def test_user_level_central_end_to_end(tmp_path: Path, data_dir: Path, cache_dir: Path) -> None:
+    """Every round's per-user epsilon is the accountant's for q = 20 / 60; the summary says so in words."""
+    proc = run_cli(tmp_path, data_dir, cache_dir, USER)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    folder = tmp_path / "out" / "r"
+    rounds = [json.loads(line) for line in (folder / "rounds.jsonl").read_text().splitlines()]
+    assert [r["round"] for r in rounds] == [1, 2]
+    for r in rounds:
+        p = r["privacy"]
+        expected = user_level_epsilon(1.0, 20 / 60, r["round"], 1e-5)
+        assert p["epsilon"] == expected["epsilon"] and p["accountant"] == expected["accountant"]
+        assert p["unit"] == "user" and p["central_unit"] == "user" and p["sampling_rate"] == pytest.approx(1 / 3)
+        assert r["test_users"] == 40 and r["central_unit"] == "user" and r["ldp_guarantee_holds"] is False
+        assert set(r["timing"]) == {"train_round_trip", "server_step", "evaluate_round_trip", "accounting"}
+    summary = json.loads((folder / "summary.json").read_text())
+    assert summary["central_unit"] == "user" and summary["strategy"] == "UserLevelDPFedAvg"
+    assert summary["users"] == {"train": 60, "test": 40, "nodes": 10}
+    assert summary["start"].startswith("seeded random initialisation")
+    text = summary["guarantee"]["central"]["text"]
+    assert "per user" in text and "q = 0.3333" in text and summary["privacy"] == rounds[-1]["privacy"]
+
+
+@pytest.mark.slow
+def test_user_level_central_from_a_public_start(tmp_path: Path, data_dir: Path, cache_dir: Path) -> None:
+    """map-in = "public" in central mode: the server trains M1 (and the model) on the public split
+    first and sends M1 with every request; the summary names the start."""
+    proc = run_cli(
+        tmp_path, data_dir, cache_dir, {**USER, "map-in": '"public"', "public-fraction": "0.3", "public-epochs": "2"}
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    summary = json.loads((tmp_path / "out" / "r" / "summary.json").read_text())
+    assert "public documents" in summary["start"] and summary["start"] in " ".join(summary["guarantee"]["notes"])
+
+
+def test_a_node_replies_the_clipped_sum_of_its_sampled_users_only(data_dir: Path, cache_dir: Path) -> None:
+    """handle_user_train on one real node: the reply is exactly one array per parameter, equal to the sum
+    over the users its Poisson coins pick of their clipped updates computed one user at a time."""
+    import torch
+    from flwr.app import ArrayRecord, ConfigRecord, Context, Message, MessageType, RecordDict
+    from flwr.supercore.task_identity import TaskIdentity
+
+    from clients.central_client import central_features, handle_user_train
+    from fl.cohort import build_cohort
+    from fl.pipeline import build_model
+    from fl.user_updates import poisson_sample
+    from tests.fl.test_user_updates import _loop_reference
+
+    cfg = config_mod.resolve(
+        {
+            "dataset": "sst2",
+            "train-size": 60,
+            "test-size": 40,
+            "users-per-node": 6,
+            "mode": "central",
+            "central-clip": 0.05,
+            "local-epochs": 2,
+            "client-learning-rate": 0.5,
+            "noise-seed": 11,
+            "data-dir": str(data_dir),
+            "cache-dir": str(cache_dir),
+            "device": "cpu",
+        }
+    )
+    TaskIdentity.run_id, TaskIdentity.node_id, TaskIdentity.task_id = 1, 0, 0
+    c = build_cohort(cfg, 3, 10, progress=False)
+    model = build_model(cfg, c.map_dim, c.encoder_dim, c.num_classes)
+    context = Context(1, 5, {"partition-id": 3, "num-partitions": 10}, RecordDict(), {})
+    request = ConfigRecord({"server-round": 4, "sampling-rate": 0.5})
+    msg = Message(
+        content=RecordDict({wire.MODEL: ArrayRecord(model.state_dict()), wire.CONFIG: request}),
+        dst_node_id=5,
+        message_type=MessageType.TRAIN,
+    )
+    reply = handle_user_train(msg, context, cfg)
+    assert list(reply.content.keys()) == [wire.UPDATE_SUM]
+    got = reply.content[wire.UPDATE_SUM]
+    assert sorted(got.keys()) == sorted(k for k, _ in model.named_parameters())
+
+    users = torch.arange(c.train_users.start, c.train_users.stop)
+    chosen = users[poisson_sample(11, 4, users, c.num_train_users, 0.5)]
+    assert 0 < chosen.numel() < users.numel()  # this seed picks some users and leaves some out
+    doc_user = torch.from_numpy(c.train_doc_user)
+    keep = torch.isin(doc_user, chosen)
+    x = central_features(cfg, c, c.train_emb[keep])
+    owner = torch.searchsorted(chosen, doc_user[keep])
+    ref, _ = _loop_reference(model, x, c.train_y[keep], owner, int(chosen.numel()), 2, 0.5, 0.05)
+    for k, v in ref.items():
+        torch.testing.assert_close(torch.from_numpy(got[k].numpy()), v, rtol=1e-4, atol=1e-6)
