@@ -90,7 +90,7 @@ DEFAULTS: dict[str, Any] = {
     "central-cohort-size": 1000.0,  # user unit: expected users per round q * N (q = min(1, this / N))
     "client-learning-rate": 1.0,  # user unit: plain-SGD step size of each user's local steps
     "server-optimizer": "adam",  # user unit: "adam" (FedAdam) or "sgd" (FedAvg step) on the noisy mean
-    "server-learning-rate": 0.001,  # user unit: step size of the server optimizer
+    "server-learning-rate": 0.01,  # user unit: step size of the server optimizer
     # --- server -----------------------------------------------------------------
     "strategy": "",  # "" = sanitas ReleaseTraining, or "package.module:Class"
     "num-server-rounds": 3,

@@ -66,6 +66,8 @@ def clipped_update_sum(
     """
     if not (clip > 0 and steps >= 1 and lr > 0):
         raise ValueError(f"need clip > 0, steps >= 1 and lr > 0, got {clip}, {steps}, {lr}")
+    if steps == 1 and _linear_only(model):
+        return _one_step_clipped_sum(model, x, y, mask, lr, clip)
     params = {k: v.detach() for k, v in model.named_parameters()}
     buffers = {k: v.detach() for k, v in model.named_buffers()}
 
@@ -117,6 +119,66 @@ def user_coins(secret: int, server_round: int, user_ids: torch.Tensor) -> torch.
     with np.errstate(over="ignore"):
         bits = _splitmix64(_splitmix64(ids * np.uint64(_GOLDEN) + key))
     return torch.from_numpy((bits >> np.uint64(11)).astype(np.float64) * 2.0**-53)
+
+
+def _linear_only(model: nn.Module) -> bool:
+    """True when every parameter belongs to an ``nn.Linear`` (the rest of the model has none)."""
+    owned = {id(p) for m in model.modules() if isinstance(m, nn.Linear) for p in m.parameters(recurse=False)}
+    return all(id(p) in owned for p in model.parameters())
+
+
+def _one_step_clipped_sum(
+    model: nn.Module, x: torch.Tensor, y: torch.Tensor, mask: torch.Tensor, lr: float, clip: float
+) -> tuple[dict[str, torch.Tensor], torch.Tensor]:
+    """:func:`clipped_update_sum` for one SGD step of a model made of ``nn.Linear`` layers, without
+    materialising one gradient per user (the "ghost norm" identity of Goodfellow 2015 and Li et al.
+    2022, "Large Language Models Can Be Strong Differentially Private Learners").
+
+    For a linear layer z = W a + b, user u's gradient is G_u = sum_j d_j a_j^T over u's documents j
+    (d_j = dLoss_u / dz_j), so ||G_u||^2 = sum_jk (d_j . d_k)(a_j . a_k) and the bias gradient is
+    sum_j d_j: the norms need one forward and one backward pass over all documents, and the clipped
+    sum is sum_u s_u G_u = (s * d)^T a. Same result as the per-user definition (tests check it).
+    """
+    num_users, width = mask.shape
+    weights = (mask / mask.sum(dim=1, keepdim=True).clamp_min(1)).to(x.dtype).reshape(-1)  # 1 / n_u per document
+    flat_x, flat_y = x.reshape(num_users * width, -1), y.reshape(-1)
+    layers = [(name, m) for name, m in model.named_modules() if isinstance(m, nn.Linear)]
+    inputs: dict[str, torch.Tensor] = {}
+    outputs: dict[str, torch.Tensor] = {}
+
+    def keep(name: str):
+        def hook(module: nn.Module, args: tuple[torch.Tensor, ...], out: torch.Tensor) -> None:
+            inputs[name], outputs[name] = args[0].detach(), out
+
+        return hook
+
+    handles = [m.register_forward_hook(keep(name)) for name, m in layers]
+    try:
+        with torch.enable_grad():
+            logits = model(flat_x)
+            per_doc = nn.functional.cross_entropy(logits, flat_y, reduction="none")
+            deltas = torch.autograd.grad((per_doc * weights).sum(), [outputs[name] for name, _ in layers])
+    finally:
+        for h in handles:
+            h.remove()
+    sq = torch.zeros(num_users, dtype=x.dtype, device=x.device)
+    for (name, m), d in zip(layers, deltas, strict=True):
+        a = inputs[name].reshape(num_users, width, -1)
+        d = d.reshape(num_users, width, -1)
+        sq += (torch.bmm(d, d.transpose(1, 2)) * torch.bmm(a, a.transpose(1, 2))).sum(dim=(1, 2))
+        if m.bias is not None:
+            sq += d.sum(dim=1).square().sum(dim=1)
+    norms = lr * sq.clamp_min(0).sqrt()  # the update is -lr * G_u
+    scale = torch.clamp(clip / norms.clamp_min(1e-12), max=1.0)
+    doc_scale = scale.repeat_interleave(width).unsqueeze(1)  # s_u for each (padded) document
+    names = {id(p): k for k, p in model.named_parameters()}
+    total: dict[str, torch.Tensor] = {}
+    for (name, m), d in zip(layers, deltas, strict=True):
+        sd = d * doc_scale
+        total[names[id(m.weight)]] = -lr * (sd.T @ inputs[name])
+        if m.bias is not None:
+            total[names[id(m.bias)]] = -lr * sd.sum(dim=0)
+    return {k: total[k] for k in names.values()}, norms
 
 
 def poisson_sample(secret: int, server_round: int, user_ids: torch.Tensor, num_users: int, q: float) -> torch.Tensor:
