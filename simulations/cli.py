@@ -95,14 +95,21 @@ def _add_compare_parser(sub: Any) -> None:
     """The ``compare`` subcommand (logic in :mod:`simulations.compare`)."""
     p = sub.add_parser(
         "compare",
-        help="local DP vs central DP on one epsilon axis (plot + CSV)",
-        description="Run local-DP runs (one per sentence epsilon), central-DP runs (one per "
-        "noise multiplier) and a non-private reference from one config; write "
-        "compare.csv and compare.png into OUT/NAME.",
+        help="local DP vs central DP at the same per-user unit, on one epsilon axis (plot + CSV + JSON)",
+        description="Run local-DP runs (one per sentence epsilon), user-level central-DP runs (one per "
+        "target per-user epsilon, noise found by the accountant), optional node-level runs and a "
+        "non-private reference from one config, once per seed; write compare.csv, compare.json "
+        "and compare.png into OUT/NAME.",
     )
     p.add_argument("config", help="flat TOML file of run-config keys shared by every run")
     p.add_argument("--epsilons", default="2,6,10", help="local sentence epsilons, comma-separated")
-    p.add_argument("--noise-multipliers", default="1.62,2.78,5.61", help="central noise multipliers, comma-separated")
+    p.add_argument(
+        "--central-epsilons", default="0.5,1,2,4,8", help="target per-user epsilons of the user-level central runs"
+    )
+    p.add_argument("--seeds", default="1,2,3", help="seeds, comma-separated (seed and noise-seed of every run)")
+    p.add_argument(
+        "--node-multipliers", default="", help="node-level central runs at these noise multipliers (optional)"
+    )
     p.add_argument(
         "--set",
         dest="sets",
@@ -165,11 +172,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             return compare(
                 args.config,
                 split(args.epsilons),
-                split(args.noise_multipliers),
+                split(args.central_epsilons),
+                split(args.seeds),
                 args.sets,
                 args.central_sets,
                 args.out,
                 name=args.name,
+                node_multipliers=split(args.node_multipliers),
                 timeout=args.timeout,
             )
         if args.command == "run":

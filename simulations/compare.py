@@ -1,39 +1,42 @@
-"""``sanitas compare``: local DP vs central DP on one epsilon axis.
+"""``sanitas compare``: local DP vs central DP at the same per-user privacy unit, on one axis.
 
 ::
 
-    sanitas compare CONFIG.toml [--epsilons 2,6,10] [--noise-multipliers 0.5,1,2]
+    sanitas compare CONFIG.toml [--epsilons 2,6,10] [--central-epsilons 0.5,1,2,4,8]
+                    [--seeds 1,2,3] [--node-multipliers 1.0,2.0]
                     [--set key=value ...] [--central-set key=value ...] --out DIR [--name NAME]
 
-Runs, all from the same config (same data, users, seeds):
+Runs, all from the same config (same data, users, rounds), once per seed
+(``seed`` and ``noise-seed`` both set to it):
 
 * local DP: one run per ``sentence-epsilon``;
-* central DP: ``mode = "central"``, one run per ``central-noise-multiplier``
-  (``--central-set`` adds keys for these runs only, e.g. ``users-per-node=50``:
-  in central mode a node is the party whose clipped update is noised);
+* central DP, user level (``central-unit = "user"``): one run per target
+  per-user epsilon, at the noise multiplier the accountant finds for it
+  (``fl.accounting.user_level.noise_for_user_epsilon`` for the run's ``q``,
+  rounds and ``central-delta``; never typed by hand);
+* central DP, node level (``--node-multipliers``, optional): DP-FedAvg over
+  whole nodes at those noise multipliers (its figure holds per user too);
 * a non-private reference (``sentence-mechanism = "none"``).
 
 Every run is an ordinary ``sanitas run`` (through :mod:`simulations.sweep`, so
-an interrupted comparison resumes). ``compare.csv`` has one row per point:
+an interrupted comparison resumes). The x-axis is the privacy of **one user**:
 
-* ``local-ldp``: x = the per-user pure-LDP epsilon0 of the whole record
-  (embedding + label), the guarantee every user has against the server;
-* ``local-shuffled``: x = the shuffle-amplified central epsilon of the same run
-  (Feldman et al. 2021; what a trusted shuffler would give, an estimate);
-* ``central``: x = the central (epsilon, delta) of DP-FedAvg (dp-accounting),
-  which covers the whole record;
-* ``non-private``: no epsilon (a horizontal line).
+* ``local-ldp``: the per-user pure-LDP epsilon0 of the whole record (embedding
+  + label), with the metric epsilon per unit distance beside it
+  (``metric_epsilon``);
+* ``local-shuffled``: the shuffle-amplified central epsilon of the same run (a
+  what-if: it needs a trusted shuffler);
+* ``central-user`` / ``central-node``: the (epsilon, delta) the run's own
+  accountant printed.
 
-A local run whose labels are released in the clear (``label-mechanism =
-"none"``) has no whole-record epsilon: its ``epsilon`` is empty,
-``label_protected`` is false, and the embedding-only figure is kept in
-``epsilon_embedding_only``. Such points are never drawn on the epsilon axis
-with central DP; ``compare.png`` shows them in a separate panel labelled
-"labels in the clear". A run without an LDP guarantee (``ldp_guarantee_holds``
-false) gets no local epsilon at all. ``evaluation_covered`` is false for every
-row (``fl.accounting.scope``).
+A local run whose labels are released in the clear has no whole-record
+epsilon; its embedding-only figure is kept in ``epsilon_embedding_only`` and
+drawn in a separate panel, never on the axis shared with central DP.
 
-``compare.png`` plots accuracy against epsilon (log scale) for the three.
+Outputs in the comparison folder: ``compare.csv`` (one row per point: mean and
+sd over seeds, n), ``compare.json`` (the points, every run, the noise found per
+target, the starts) and ``compare.png`` (accuracy vs per-user epsilon, log x,
+error bars, the non-private and random-guess lines).
 """
 
 from __future__ import annotations
@@ -41,6 +44,7 @@ from __future__ import annotations
 import csv
 import json
 import math
+import statistics
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -50,21 +54,30 @@ from fl import config as config_mod
 from . import sweep as sw
 from .overrides import split_override
 
+#: Columns of compare.csv: one row per point (series, value), aggregated over seeds.
 COLUMNS = (
     "series",
     "parameter",
     "value",
+    "n",
+    "seeds",
     "epsilon",
     "delta",
+    "metric_epsilon",
+    "noise_multiplier",
     "label_protected",
     "epsilon_embedding_only",
-    "accuracy",
-    "macro_f1",
+    "accuracy_mean",
+    "accuracy_sd",
+    "macro_f1_mean",
+    "macro_f1_sd",
+    "wall_seconds_mean",
+    "start",
     "ldp_guarantee_holds",
     "evaluation_covered",
-    "run_name",
-    "results_folder",
+    "runs",
 )
+SEED_KEYS = ("seed", "noise-seed")
 
 
 def _axis(key: str, values: Sequence[str]) -> sw.GridAxis:
@@ -76,16 +89,61 @@ def _fixed(items: Sequence[str]) -> list[sw.GridAxis]:
     return [_axis(key, [value]) for key, value in (split_override(item, "--central-set") for item in items)]
 
 
-def plan(epsilons: Sequence[str], multipliers: Sequence[str], central_sets: Sequence[str]) -> list[sw.Run]:
-    """The runs of a comparison: local epsilons, central noise multipliers, the reference."""
-    if not epsilons or not multipliers:
-        raise config_mod.ConfigError("compare needs at least one epsilon and one noise multiplier")
+def _seeded(runs: Sequence[sw.Run], seeds: Sequence[int]) -> list[sw.Run]:
+    """Each run once per seed, with ``seed`` and ``noise-seed`` both set to it (paired, not crossed)."""
+    out = []
+    for run in runs:
+        for seed in seeds:
+            values = {**run.values, **{k: int(seed) for k in SEED_KEYS}}
+            texts = {**run.texts, **{k: str(int(seed)) for k in SEED_KEYS}}
+            out.append(sw.Run(sw.run_name(values), texts, values))
+    return out
+
+
+def plan(
+    epsilons: Sequence[str],
+    central_noise: Mapping[float, float],
+    seeds: Sequence[int],
+    central_sets: Sequence[str] = (),
+    node_multipliers: Sequence[str] = (),
+) -> list[sw.Run]:
+    """The runs of a comparison, in this order: user-level central runs (one per target epsilon, at
+    the noise ``central_noise[target]``), optional node-level runs, local epsilons, the reference;
+    each once per seed."""
+    if not epsilons or not central_noise:
+        raise config_mod.ConfigError("compare needs at least one local epsilon and one central epsilon")
+    if not seeds or len(set(seeds)) != len(seeds):
+        raise config_mod.ConfigError(f"compare needs distinct seeds, got {list(seeds)}")
+    noise = [f"{central_noise[t]:.6g}" for t in sorted(central_noise)]
     blocks = [
-        [_axis("mode", ['"local"']), _axis("sentence-epsilon", epsilons)],
-        [_axis("mode", ['"central"']), *_fixed(central_sets), _axis("central-noise-multiplier", multipliers)],
-        [_axis("mode", ['"local"']), _axis("sentence-mechanism", ['"none"'])],
+        [
+            _axis("mode", ['"central"']),
+            _axis("central-unit", ['"user"']),
+            *_fixed(central_sets),
+            _axis("central-noise-multiplier", noise),
+        ],
     ]
-    return sw.expand(blocks)
+    if node_multipliers:
+        blocks.append(
+            [
+                _axis("mode", ['"central"']),
+                _axis("central-unit", ['"node"']),
+                *_fixed(central_sets),
+                _axis("central-noise-multiplier", node_multipliers),
+            ]
+        )
+    blocks.append([_axis("mode", ['"local"']), _axis("sentence-epsilon", epsilons)])
+    blocks.append([_axis("mode", ['"local"']), _axis("sentence-mechanism", ['"none"'])])
+    return _seeded(sw.expand(blocks), seeds)
+
+
+def central_noise_table(
+    targets: Sequence[float], sampling_rate: float, rounds: int, delta: float
+) -> dict[float, float]:
+    """Target per-user epsilon -> the noise multiplier the accountant finds for it (user level)."""
+    from fl.accounting.user_level import noise_for_user_epsilon
+
+    return {float(t): noise_for_user_epsilon(float(t), sampling_rate, int(rounds), float(delta)) for t in targets}
 
 
 def _summary(folder: Path) -> dict[str, Any] | None:
@@ -95,8 +153,15 @@ def _summary(folder: Path) -> dict[str, Any] | None:
         return None
 
 
-def rows_for(run: sw.Run, sweep_dir: Path) -> list[dict[str, Any]]:
-    """The comparison rows of one finished run (none while it has no summary)."""
+def _local_start(summary: Mapping[str, Any]) -> str:
+    """Where a local run's server model started: from the public split's training, or seeded."""
+    text = (summary.get("guarantee") or {}).get("sentence", {}).get("text", "")
+    return "public-trained M1, M2 and classifier" if "trained on the public split" in text else "seeded start"
+
+
+def rows_for(run: sw.Run, sweep_dir: Path, targets: Mapping[str, float] | None = None) -> list[dict[str, Any]]:
+    """The comparison rows of one finished run (none while it has no summary). ``targets`` maps a
+    user-level central run's name to the per-user epsilon its noise was calibrated for."""
     folder = sweep_dir / run.name
     summary = _summary(folder)
     if summary is None:
@@ -105,22 +170,27 @@ def rows_for(run: sw.Run, sweep_dir: Path) -> list[dict[str, Any]]:
     base = {
         "accuracy": final.get("accuracy"),
         "macro_f1": final.get("macro_f1"),
+        "seed": run.values.get("seed"),
+        "wall_seconds": summary.get("wall_seconds"),
         "run_name": run.name,
         "results_folder": str(folder),
         "ldp_guarantee_holds": summary.get("ldp_guarantee_holds"),
         "evaluation_covered": summary.get("evaluation_covered", False),
     }
     if run.values.get("mode") == "central":
+        unit = run.values.get("central-unit", "user")
         z = run.values["central-noise-multiplier"]
         return [
             {
                 **base,
-                "series": "central",
-                "parameter": "central-noise-multiplier",
-                "value": z,
+                "series": f"central-{unit}",
+                "parameter": "target-epsilon" if unit == "user" else "central-noise-multiplier",
+                "value": (targets or {}).get(run.name, z) if unit == "user" else z,
+                "noise_multiplier": z,
                 "epsilon": privacy.get("epsilon"),
                 "delta": privacy.get("delta"),
                 "label_protected": True,
+                "start": summary.get("start", ""),
             }
         ]
     labels = bool(privacy.get("label_protected"))
@@ -134,6 +204,7 @@ def rows_for(run: sw.Run, sweep_dir: Path) -> list[dict[str, Any]]:
                 "epsilon": None,
                 "delta": None,
                 "label_protected": labels,
+                "start": _local_start(summary),
             }
         ]
     eps = run.values["sentence-epsilon"]
@@ -143,38 +214,99 @@ def rows_for(run: sw.Run, sweep_dir: Path) -> list[dict[str, Any]]:
     ldp = privacy.get("epsilon_total") if labels else None
     shuffled = privacy.get("epsilon_shuffled_joint_total") if labels else None
     shuffled_delta = privacy.get("delta_shuffled_joint_total") if labels else None
+    local = {**base, "parameter": "sentence-epsilon", "value": eps, "label_protected": labels}
+    local["metric_epsilon"] = eps if privacy else None
+    local["start"] = _local_start(summary)
     return [
         {
-            **base,
+            **local,
             "series": "local-ldp",
-            "parameter": "sentence-epsilon",
-            "value": eps,
             "epsilon": ldp,
             "delta": privacy.get("delta_total", 0.0) if labels else None,
-            "label_protected": labels,
             "epsilon_embedding_only": privacy.get("epsilon_ldp"),
         },
         {
-            **base,
+            **local,
             "series": "local-shuffled",
-            "parameter": "sentence-epsilon",
-            "value": eps,
             "epsilon": shuffled,
             "delta": shuffled_delta,
-            "label_protected": labels,
             "epsilon_embedding_only": privacy.get("epsilon_shuffled_total"),
         },
     ]
 
 
-def write(rows: Sequence[Mapping[str, Any]], sweep_dir: Path, title: str) -> tuple[Path, Path]:
-    """``compare.csv`` and ``compare.png`` in ``sweep_dir``."""
+def _stats(values: Sequence[Any]) -> tuple[float | None, float | None]:
+    vals = [float(v) for v in values if v is not None and math.isfinite(float(v))]
+    if not vals:
+        return None, None
+    return statistics.fmean(vals), (statistics.stdev(vals) if len(vals) > 1 else None)
+
+
+def aggregate(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """One point per (series, value): mean and sd over seeds of accuracy, macro-F1 and wall time; the
+    privacy figures, which do not depend on the seed, from the first run (checked equal)."""
+    groups: dict[tuple[str, Any], list[Mapping[str, Any]]] = {}
+    for r in rows:
+        groups.setdefault((r["series"], r["value"]), []).append(r)
+    points = []
+    for (series, value), members in groups.items():
+        first = members[0]
+        eps = {m.get("epsilon") for m in members}
+        if len(eps) > 1:
+            raise ValueError(f"{series} at {value}: the seeds' runs report different epsilons {sorted(map(str, eps))}")
+        acc, acc_sd = _stats([m.get("accuracy") for m in members])
+        f1, f1_sd = _stats([m.get("macro_f1") for m in members])
+        wall, _ = _stats([m.get("wall_seconds") for m in members])
+        points.append(
+            {
+                "series": series,
+                "parameter": first["parameter"],
+                "value": value,
+                "n": len(members),
+                "seeds": " ".join(str(m.get("seed")) for m in members),
+                **{
+                    k: first.get(k)
+                    for k in (
+                        "epsilon",
+                        "delta",
+                        "metric_epsilon",
+                        "noise_multiplier",
+                        "label_protected",
+                        "epsilon_embedding_only",
+                        "start",
+                        "ldp_guarantee_holds",
+                        "evaluation_covered",
+                    )
+                },
+                "accuracy_mean": acc,
+                "accuracy_sd": acc_sd,
+                "macro_f1_mean": f1,
+                "macro_f1_sd": f1_sd,
+                "wall_seconds_mean": wall,
+                "runs": " ".join(m["run_name"] for m in members),
+            }
+        )
+    return points
+
+
+def write(
+    points: Sequence[Mapping[str, Any]],
+    sweep_dir: Path,
+    title: str,
+    random_guess: float | None = None,
+    extra: Mapping[str, Any] | None = None,
+    rows: Sequence[Mapping[str, Any]] = (),
+) -> tuple[Path, Path, Path]:
+    """``compare.csv``, ``compare.json`` and ``compare.png`` in ``sweep_dir``."""
     csv_path = sweep_dir / "compare.csv"
     with csv_path.open("w", newline="") as fh:
         writer = csv.DictWriter(fh, fieldnames=COLUMNS)
         writer.writeheader()
-        writer.writerows({k: _cell(r.get(k)) for k in COLUMNS} for r in rows)
-    return csv_path, plot(rows, sweep_dir / "compare.png", title)
+        writer.writerows({k: _cell(p.get(k)) for k in COLUMNS} for p in points)
+    json_path = sweep_dir / "compare.json"
+    document = {**dict(extra or {}), "random_guess_accuracy": random_guess, "points": list(points), "runs": list(rows)}
+    json_path.write_text(json.dumps(document, indent=2, default=str) + "\n")
+    return csv_path, json_path, plot(points, sweep_dir / "compare.png", title, random_guess)
 
 
 def _cell(value: Any) -> Any:
@@ -185,61 +317,76 @@ def _cell(value: Any) -> Any:
     return value
 
 
-def _points(rows: Sequence[Mapping[str, Any]], series: str, key: str) -> list[tuple[float, float]]:
+def _points(points: Sequence[Mapping[str, Any]], series: str, key: str) -> list[tuple[float, float, float, int]]:
+    """(x, mean accuracy, sd or 0, n) of one series, sorted by x; only finite positive x."""
     return sorted(
-        (r[key], r["accuracy"])
-        for r in rows
-        if r["series"] == series
-        and r.get(key) is not None
-        and r.get("accuracy") is not None
-        and math.isfinite(r[key])
-        and r[key] > 0
+        (p[key], p["accuracy_mean"], p.get("accuracy_sd") or 0.0, int(p.get("n") or 1))
+        for p in points
+        if p["series"] == series
+        and p.get(key) is not None
+        and p.get("accuracy_mean") is not None
+        and math.isfinite(p[key])
+        and p[key] > 0
     )
 
 
-def plot(rows: Sequence[Mapping[str, Any]], path: Path, title: str) -> Path:
-    """Accuracy against epsilon (log x) for local (by epsilon0 and shuffled) and central DP.
+STYLES = {
+    "local-ldp": ("o", "-", "local DP: per-user pure epsilon0 (embedding + label)"),
+    "local-shuffled": ("s", "--", "local DP, shuffled: central epsilon (what-if, needs a shuffler)"),
+    "central-user": ("^", "-", "central DP, user level (DP-FedAvg, Poisson users)"),
+    "central-node": ("v", ":", "central DP, node level (DP-FedAvg over nodes)"),
+}
 
-    Only whole-record epsilons share the axis. Local runs with labels in the clear
-    (``epsilon`` empty, ``epsilon_embedding_only`` set) go to a second panel labelled
-    "labels in the clear": their figure protects the embedding only.
+
+def _draw(ax: Any, points: Sequence[Mapping[str, Any]], key: str, gray: bool = False) -> None:
+    for series, (marker, line, label) in STYLES.items():
+        pts = _points(points, series, key)
+        if not pts:
+            continue
+        x, y, sd, n = zip(*pts, strict=True)
+        kwargs = {"color": "gray"} if gray else {}
+        drawn = ax.errorbar(x, y, yerr=sd, marker=marker, linestyle=line, capsize=3, label=label, **kwargs)
+        single = [(xi, yi) for xi, yi, ni in zip(x, y, n, strict=True) if ni < 2]
+        if single:  # a one-seed point: hollow marker, no error bar
+            sx, sy = zip(*single, strict=True)
+            color = drawn.lines[0].get_color()
+            ax.plot(sx, sy, marker, mfc="white", mec=color, ms=9, linestyle="none")
+
+
+def plot(points: Sequence[Mapping[str, Any]], path: Path, title: str, random_guess: float | None = None) -> Path:
+    """Accuracy (mean +- sd over seeds; hollow markers: one seed) against per-user epsilon (log x) for
+    local DP (epsilon0 and shuffled) and central DP, with the non-private and random-guess lines.
+
+    Only whole-record epsilons share the axis; local runs with labels in the clear go to a second
+    panel labelled "labels in the clear" (their figure protects the embedding only).
     """
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    styles = {
-        "local-ldp": ("o-", "local DP: per-user epsilon0 (pure, embedding + label)"),
-        "local-shuffled": ("s--", "local DP: shuffled central epsilon (estimate)"),
-        "central": ("^-", "central DP (DP-FedAvg)"),
-    }
-    clear = any(r.get("label_protected") is False and r.get("epsilon_embedding_only") is not None for r in rows)
+    clear = [p for p in points if p.get("label_protected") is False and p.get("epsilon_embedding_only") is not None]
     if clear:
-        fig, (ax, ax_clear) = plt.subplots(1, 2, figsize=(12, 4.8), sharey=True)
-        for series, (style, label) in styles.items():
-            points = _points([r for r in rows if r.get("label_protected") is False], series, "epsilon_embedding_only")
-            if points:
-                ax_clear.plot(*zip(*points, strict=True), style, color="gray", label=label.split(" (")[0])
+        fig, (ax, ax_clear) = plt.subplots(1, 2, figsize=(13, 5), sharey=True)
+        _draw(ax_clear, clear, "epsilon_embedding_only", gray=True)
         ax_clear.set_xscale("log")
         ax_clear.set_title(
             "labels in the clear: embedding-only epsilon,\nnot a whole-record guarantee", fontsize=8, color="crimson"
         )
         ax_clear.set_xlabel("epsilon of the embedding alone (log scale)")
         ax_clear.grid(alpha=0.3, which="both")
-        ax_clear.legend(fontsize=7, loc="best")
     else:
-        fig, ax = plt.subplots(figsize=(7.5, 4.8))
-    for series, (style, label) in styles.items():
-        points = _points(rows, series, "epsilon")
-        if points:
-            ax.plot(*zip(*points, strict=True), style, label=label)
-    for r in rows:
-        if r["series"] == "non-private" and r.get("accuracy") is not None:
-            ax.axhline(r["accuracy"], color="gray", linestyle=":", label="no privacy")
+        fig, ax = plt.subplots(figsize=(8, 5))
+    _draw(ax, points, "epsilon")
+    reference = [p for p in points if p["series"] == "non-private" and p.get("accuracy_mean") is not None]
+    for p in reference:
+        sd = f" +- {p['accuracy_sd']:.3f}" if p.get("accuracy_sd") is not None else ""
+        ax.axhline(p["accuracy_mean"], color="gray", linestyle=":", label=f"non-private {p['accuracy_mean']:.3f}{sd}")
+    if random_guess is not None:
+        ax.axhline(random_guess, color="crimson", linestyle="-.", alpha=0.6, label=f"random guess {random_guess:.2f}")
     ax.set_xscale("log")
-    ax.set_xlabel("whole-record epsilon (log scale; delta in compare.csv)")
-    ax.set_ylabel("final test accuracy")
+    ax.set_xlabel("per-user epsilon (log scale; delta in compare.csv)")
+    ax.set_ylabel("final test accuracy (mean +- sd over seeds)")
     ax.set_title(title, fontsize=9)
     ax.grid(alpha=0.3, which="both")
     ax.legend(fontsize=7, loc="best")
@@ -252,17 +399,36 @@ def plot(rows: Sequence[Mapping[str, Any]], path: Path, title: str) -> Path:
 def compare(
     config: str,
     epsilons: Sequence[str],
-    multipliers: Sequence[str],
+    central_epsilons: Sequence[str],
+    seeds: Sequence[str],
     sets: Sequence[str],
     central_sets: Sequence[str],
     out: str,
     name: str | None = None,
+    node_multipliers: Sequence[str] = (),
     timeout: float | None = None,
     progress: bool = True,
 ) -> int:
     """The ``sanitas compare`` command; returns 0 when every run finished, 1 otherwise."""
-    runs = plan(epsilons, multipliers, central_sets)
+    from fl import datasets as data
+    from fl.accounting.user_level import sampling_rate
+    from fl.cohort import population_sizes
+
     sweep_dir = Path(out).expanduser().resolve() / (name or f"{Path(config).stem}-compare")
+    central_cfg = sw.resolve_run(config, sw.Run("probe", {}, {}), [*sets, *central_sets], sweep_dir)
+    num_users = population_sizes(central_cfg)[0]
+    q = sampling_rate(float(central_cfg["central-cohort-size"]), num_users)
+    rounds, delta = int(central_cfg["num-server-rounds"]), float(central_cfg["central-delta"])
+    targets = sorted({float(config_mod.parse_value(t)) for t in central_epsilons})
+    print(f"sanitas: calibrating the noise for per-user epsilon {targets} (q = {q:.4g}, {rounds} rounds)", flush=True)
+    noise = central_noise_table(targets, q, rounds, delta)
+    runs = plan(epsilons, noise, [int(config_mod.parse_value(s)) for s in seeds], central_sets, node_multipliers)
+    by_noise = {f"{z:.6g}": t for t, z in noise.items()}
+    run_targets = {
+        r.name: by_noise[f"{r.values['central-noise-multiplier']:.6g}"]
+        for r in runs
+        if r.values.get("central-unit") == "user"
+    }
     sw.check_runs(config, runs, sets, sweep_dir)
     print(f"sanitas: comparison of {len(runs)} runs into {sweep_dir}", flush=True)
 
@@ -270,7 +436,22 @@ def compare(
         return sw.execute(sw.run_command(config, run, sets, sweep_dir), log_path, timeout)
 
     finished = sw.run_sweep(runs, sweep_dir, runner, progress=progress)
-    rows = [row for run in runs for row in rows_for(run, sweep_dir)]
-    csv_path, png = write(rows, sweep_dir, f"{Path(config).stem}: local vs central DP")
-    print(f"sanitas: {csv_path} and {png}", flush=True)
+    rows = [row for run in runs for row in rows_for(run, sweep_dir, run_targets)]
+    points = aggregate(rows)
+    extra = {
+        "config": str(config),
+        "sets": list(sets),
+        "central_sets": list(central_sets),
+        "users": num_users,
+        "sampling_rate": q,
+        "rounds": rounds,
+        "central_delta": delta,
+        "noise_for_target_epsilon": {str(t): z for t, z in noise.items()},
+        "seeds": list(seeds),
+    }
+    guess = 1.0 / data.load(central_cfg).num_classes
+    csv_path, json_path, png = write(
+        points, sweep_dir, f"{Path(config).stem}: local vs central DP per user", guess, extra, rows
+    )
+    print(f"sanitas: {csv_path}, {json_path} and {png}", flush=True)
     return 0 if all(r["status"] == "ok" for r in finished) else 1

@@ -13,93 +13,138 @@ import pytest
 from fl.config import ConfigError
 from simulations import compare as cmp
 
+NOISE = {1.0: 3.5, 4.0: 1.2}  # target per-user epsilon -> noise multiplier (as the accountant would give)
 
-def _fake(folder: Path, accuracy: float, privacy: dict, holds: bool = True) -> None:
+
+def _fake(folder: Path, accuracy: float, privacy: dict, holds: bool = True, **extra: object) -> None:
     folder.mkdir(parents=True)
-    (folder / "summary.json").write_text(
-        json.dumps(
-            {
-                "final": {"accuracy": accuracy, "macro_f1": accuracy - 0.01},
-                "privacy": privacy,
-                "ldp_guarantee_holds": holds,
-                "evaluation_covered": False,
-            }
-        )
-    )
+    summary = {
+        "final": {"accuracy": accuracy, "macro_f1": accuracy - 0.01},
+        "privacy": privacy,
+        "ldp_guarantee_holds": holds,
+        "evaluation_covered": False,
+        "wall_seconds": 10.0,
+        **extra,
+    }
+    (folder / "summary.json").write_text(json.dumps(summary))
 
 
-def test_plan_has_local_central_and_reference_runs() -> None:
-    runs = cmp.plan(["2", "6"], ["1.0"], ["users-per-node=50"])
+def test_plan_has_local_central_user_node_and_reference_runs_per_seed() -> None:
+    runs = cmp.plan(["2", "6"], {1.0: 3.5}, [1, 2], ["users-per-node=50"], ["1.5"])
     modes = [
         (
             r.values.get("mode"),
+            r.values.get("central-unit"),
             r.values.get("sentence-epsilon"),
             r.values.get("central-noise-multiplier"),
             r.values.get("sentence-mechanism"),
             r.values.get("users-per-node"),
+            r.values["seed"],
         )
         for r in runs
     ]
     assert modes == [
-        ("local", 2, None, None, None),
-        ("local", 6, None, None, None),
-        ("central", None, 1.0, None, 50),
-        ("local", None, None, "none", None),
+        ("central", "user", None, 3.5, None, 50, 1),
+        ("central", "user", None, 3.5, None, 50, 2),
+        ("central", "node", None, 1.5, None, 50, 1),
+        ("central", "node", None, 1.5, None, 50, 2),
+        ("local", None, 2, None, None, None, 1),
+        ("local", None, 2, None, None, None, 2),
+        ("local", None, 6, None, None, None, 1),
+        ("local", None, 6, None, None, None, 2),
+        ("local", None, None, None, "none", None, 1),
+        ("local", None, None, None, "none", None, 2),
     ]
-    with pytest.raises(ConfigError):
-        cmp.plan([], ["1.0"], [])
+    assert all(r.values["noise-seed"] == r.values["seed"] for r in runs)  # paired, not crossed
+    assert len({r.name for r in runs}) == len(runs)
+    with pytest.raises(ConfigError, match="one local epsilon"):
+        cmp.plan([], {1.0: 3.5}, [1])
+    with pytest.raises(ConfigError, match="distinct seeds"):
+        cmp.plan(["2"], {1.0: 3.5}, [1, 1])
     with pytest.raises(ConfigError, match="key=value"):
-        cmp.plan(["2"], ["1.0"], ["users-per-node"])
+        cmp.plan(["2"], {1.0: 3.5}, [1], ["users-per-node"])
 
 
-def test_rows_csv_and_plot(tmp_path: Path) -> None:
-    """Issue 11 item 1: with labels in the clear the local figure covers the embedding only, so it
-    is not a whole-record epsilon: ``epsilon`` is empty (kept off the axis shared with central DP,
-    which covers the whole record), ``label_protected`` is false and the embedding-only figure
-    stays in its own column. Every row says evaluation is not covered."""
-    runs = cmp.plan(["2"], ["1.0"], [])
-    local, central, reference = runs
-    _fake(
-        tmp_path / local.name,
-        0.6,
-        {
-            "epsilon_ldp": 2 * math.pi,
-            "label_protected": False,
-            "delta_total": 0.0,
-            "epsilon_total": None,
-            "epsilon_shuffled_total": 0.8,
-            "delta_shuffled_total": 1e-6,
-        },
+def test_central_noise_is_found_by_the_accountant() -> None:
+    """The noise of a target is the accountant's: its per-user epsilon is at most the target."""
+    from fl.accounting.user_level import user_level_epsilon
+
+    table = cmp.central_noise_table([2.0], 0.05, 5, 1e-5)
+    assert user_level_epsilon(table[2.0], 0.05, 5, 1e-5)["epsilon"] <= 2.0
+    assert user_level_epsilon(table[2.0] / 1.01, 0.05, 5, 1e-5)["epsilon"] > 2.0
+
+
+def test_rows_points_csv_json_and_plot(tmp_path: Path) -> None:
+    """Issue 11 item 1 still holds (labels in the clear: no whole-record epsilon, own panel), and
+    issue 13: user-level central points sit at the accountant's per-user epsilon, with mean and sd
+    over seeds, the start each side used, and the random-guess line's value in the JSON."""
+    runs = cmp.plan(["2"], NOISE, [1, 2])
+    by_kind = {
+        (r.values.get("central-noise-multiplier"), r.values.get("sentence-mechanism"), r.values["seed"]): r
+        for r in runs
+    }
+    targets = {r.name: t for t, z in NOISE.items() for r in runs if r.values.get("central-noise-multiplier") == z}
+    local_privacy = {
+        "epsilon_ldp": 2 * math.pi,
+        "label_protected": False,
+        "delta_total": 0.0,
+        "epsilon_total": None,
+        "epsilon_shuffled_total": 0.8,
+        "delta_shuffled_total": 1e-6,
+    }
+    for seed, shift in ((1, 0.0), (2, 0.02)):
+        _fake(tmp_path / by_kind[(None, None, seed)].name, 0.6 + shift, local_privacy)
+        for target, z in NOISE.items():
+            privacy = {"mode": "central", "epsilon": 0.99 * target, "delta": 1e-5}
+            _fake(tmp_path / by_kind[(z, None, seed)].name, 0.7 + shift, privacy, holds=False, start="seeded")
+    rows = [row for run in runs for row in cmp.rows_for(run, tmp_path, targets)]
+    assert {r["series"] for r in rows} == {"local-ldp", "local-shuffled", "central-user"}  # reference not run yet
+    ldp = [r for r in rows if r["series"] == "local-ldp"]
+    assert all(r["epsilon"] is None and r["epsilon_embedding_only"] == pytest.approx(2 * math.pi) for r in ldp)
+    assert all(r["metric_epsilon"] == 2 for r in ldp)
+    _fake(tmp_path / by_kind[(None, "none", 1)].name, 0.8, {})
+    rows = [row for run in runs for row in cmp.rows_for(run, tmp_path, targets)]
+    points = cmp.aggregate(rows)
+    central = sorted((p for p in points if p["series"] == "central-user"), key=lambda p: p["value"])
+    assert [p["value"] for p in central] == [1.0, 4.0]
+    assert [p["epsilon"] for p in central] == [0.99, 3.96] and [p["n"] for p in central] == [2, 2]
+    assert central[0]["accuracy_mean"] == pytest.approx(0.71) and central[0]["accuracy_sd"] == pytest.approx(
+        0.01414, rel=1e-3
     )
-    _fake(tmp_path / central.name, 0.7, {"mode": "central", "epsilon": 20.1, "delta": 1e-5}, holds=False)
-    rows = [row for run in runs for row in cmp.rows_for(run, tmp_path)]
-    assert [r["series"] for r in rows] == ["local-ldp", "local-shuffled", "central"]  # reference not run yet
-    assert rows[0]["epsilon"] is None and rows[1]["epsilon"] is None
-    assert rows[0]["label_protected"] is False and rows[0]["epsilon_embedding_only"] == pytest.approx(2 * math.pi)
-    assert rows[1]["epsilon_embedding_only"] == 0.8
-    assert rows[2]["epsilon"] == 20.1 and rows[2]["delta"] == 1e-5 and rows[2]["label_protected"] is True
-    assert cmp._points(rows, "local-ldp", "epsilon") == [] and cmp._points(rows, "central", "epsilon") == [(20.1, 0.7)]
-    _fake(tmp_path / reference.name, 0.8, {})
-    rows = [row for run in runs for row in cmp.rows_for(run, tmp_path)]
-    csv_path, png = cmp.write(rows, tmp_path, "t")
+    assert central[0]["noise_multiplier"] == 3.5 and central[0]["start"] == "seeded"
+    reference = next(p for p in points if p["series"] == "non-private")
+    assert reference["n"] == 1 and reference["accuracy_sd"] is None  # one seed: marked as such
+    csv_path, json_path, png = cmp.write(points, tmp_path, "t", 0.5, {"sampling_rate": 0.01}, rows)
     table = list(csv.DictReader(csv_path.open()))
-    assert [r["series"] for r in table] == ["local-ldp", "local-shuffled", "central", "non-private"]
-    assert table[3]["epsilon"] == "" and png.stat().st_size > 1000
-    assert [r["label_protected"] for r in table[:3]] == ["false", "false", "true"]
-    assert table[0]["epsilon"] == "" and float(table[0]["epsilon_embedding_only"]) == pytest.approx(2 * math.pi)
+    assert set(table[0]) == set(cmp.COLUMNS) and len(table) == len(points)
+    local_row = next(r for r in table if r["series"] == "local-ldp")
+    assert local_row["epsilon"] == "" and local_row["label_protected"] == "false"
     assert {r["evaluation_covered"] for r in table} == {"false"}
+    document = json.loads(json_path.read_text())
+    assert document["random_guess_accuracy"] == 0.5 and document["sampling_rate"] == 0.01
+    assert len(document["runs"]) == len(rows) and png.stat().st_size > 1000
+
+
+def test_seeds_that_disagree_on_epsilon_are_refused() -> None:
+    rows = [
+        {"series": "central-user", "parameter": "p", "value": 1.0, "epsilon": e, "run_name": n, "accuracy": 0.7}
+        for e, n in ((0.9, "a"), (1.1, "b"))
+    ]
+    with pytest.raises(ValueError, match="different epsilons"):
+        cmp.aggregate(rows)
 
 
 def test_a_run_without_ldp_gets_no_local_epsilon(tmp_path: Path) -> None:
     """A local run whose guarantee does not hold (leaky M1) reports no epsilon in any column."""
-    local = cmp.plan(["2"], ["1.0"], [])[0]
+    local = next(r for r in cmp.plan(["2"], NOISE, [1]) if r.values.get("sentence-epsilon") == 2)
     _fake(tmp_path / local.name, 0.9, {"ldp_guarantee_holds": False, "label_protected": True}, holds=False)
     ldp, shuffled = cmp.rows_for(local, tmp_path)
     assert ldp["epsilon"] is None and ldp["epsilon_embedding_only"] is None and shuffled["epsilon"] is None
+    assert ldp["metric_epsilon"] is None
 
 
 def test_joint_figures_when_labels_are_protected(tmp_path: Path) -> None:
-    local = cmp.plan(["2"], ["1.0"], [])[0]
+    local = next(r for r in cmp.plan(["2"], NOISE, [1]) if r.values.get("sentence-epsilon") == 2)
     _fake(
         tmp_path / local.name,
         0.6,
