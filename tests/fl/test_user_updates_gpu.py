@@ -3,6 +3,8 @@ the vmap path) and the server's noisy step give the CPU's results. Skipped witho
 
 from __future__ import annotations
 
+import copy
+
 import pytest
 import torch
 
@@ -27,8 +29,7 @@ def _case() -> tuple[ServerModel, torch.Tensor, torch.Tensor, torch.Tensor]:
 def test_clipped_sums_on_cuda_match_the_cpu(steps: int) -> None:
     model, xs, ys, mask = _case()
     cpu_total, cpu_norms = clipped_update_sum(model, xs, ys, mask, steps, 0.5, 0.1)
-    gpu_model = ServerModel(32, 64, 64, 2).to(CUDA)
-    gpu_model.load_state_dict(model.state_dict())
+    gpu_model = copy.deepcopy(model).to(CUDA)
     total, norms = clipped_update_sum(gpu_model, xs.to(CUDA), ys.to(CUDA), mask.to(CUDA), steps, 0.5, 0.1)
     assert norms.device.type == "cuda"
     torch.testing.assert_close(norms.cpu(), cpu_norms, rtol=1e-4, atol=1e-6)
@@ -45,6 +46,7 @@ def test_the_server_step_runs_on_cuda() -> None:
 
     info = wire.CohortInfo(0, 10, 10, 10, 0, 5, 5, 2, 64, 32, 32)
     cfg = dict(config_mod.resolve({"mode": "central", "map-dim": 32, "hidden-dim": 64, "device": "cuda"}))
+    torch.manual_seed(0)
     s = UserLevelDPFedAvg(cfg, {1: info}, ServerModel(32, 64, 64, 2))
     assert next(s.model.parameters()).device.type == "cuda"
     arrays = s._arrays()
