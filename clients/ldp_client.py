@@ -38,7 +38,10 @@ from fl import config as config_mod
 from fl import document_level, maps
 from fl import messages as wire
 from fl import rewrite as rewrite_mod
+from fl.accounting.charges import Charge
+from fl.accounting.charges import costs as charge_costs
 from fl.channels import Channels, ReleaseInputs, channel_class, make_channels
+from fl.channels.base import EmbeddingChannel
 from fl.cohort import Cohort
 from fl.document_level import DocumentSetup
 from fl.pipeline import ServerModel, confusion_matrix, predict
@@ -123,7 +126,7 @@ class NodeRelease:
     def to_wire(self, channels: Channels, user_ids: np.ndarray, doc_ids: np.ndarray | None) -> wire.Release:
         """The release as it crosses: the channel's arrays and every row's charges."""
         n = self.rows.size
-        emb_charges, emb_index = channels.embedding.charges(n, self.extras)
+        emb_charges, emb_index = charges_by_extras(channels.embedding, n, self.extras)
         charges, index = {"embedding": emb_charges}, {"embedding": emb_index}
         if self.labels is not None:
             charges["label"], index["label"] = channels.label.charges(n)
@@ -136,6 +139,31 @@ class NodeRelease:
             doc_ids=doc_ids,
             labels=self.labels,
         )
+
+
+def charges_by_extras(
+    channel: EmbeddingChannel, n: int, extras: Mapping[str, np.ndarray]
+) -> tuple[list[Charge], np.ndarray]:
+    """``channel.charges(n, extras)``, computed once per distinct row of extras.
+
+    A row's charge is a function of its extras (``EmbeddingChannel.row_charges``), so
+    rows with equal extras (every row, when the level has none) share one; the table
+    and the index are exactly those of ``channel.charges(n, extras)``, without a
+    Python step per row.
+    """
+    if n == 0:
+        return channel.charges(0, extras)
+    keys = sorted(extras)
+    if not keys:
+        table, index = channel.charges(1, extras)
+        return table, np.full(n, index[0], dtype=np.int64)
+    stacked = np.stack([np.asarray(extras[k]).reshape(n) for k in keys], axis=1)
+    distinct, first, inverse = np.unique(stacked, axis=0, return_index=True, return_inverse=True)
+    order = np.argsort(first)  # distinct rows in first-seen order, so the table's order is the same
+    rank = np.empty(order.size, dtype=np.int64)
+    rank[order] = np.arange(order.size)
+    table, index = channel.charges(order.size, {k: distinct[order, i] for i, k in enumerate(keys)})
+    return table, np.asarray(index, dtype=np.int64)[rank[np.asarray(inverse).reshape(n)]]
 
 
 def within_budget(context: Context, budget: float, purpose: str, users: np.ndarray, costs: np.ndarray) -> np.ndarray:
@@ -207,10 +235,15 @@ def release(
         done = np.zeros(n, dtype=bool)
     fresh_noise = bool(cfg["fresh-noise-per-round"])
     want = rows if fresh_noise else rows[~done[rows]]
-    costs = channels.embedding.costs(want.size, channels.embedding.extras(c, purpose, want))
-    if y is not None:
-        costs = costs + channels.label.costs(want.size)
-    ok = within_budget(context, float(cfg["max-epsilon"]), purpose, row_user[want], costs)
+    budget = float(cfg["max-epsilon"])
+    if budget > 0:  # the per-row costs are only read by a budget
+        extras = channels.embedding.extras(c, purpose, want)
+        costs = charge_costs(*charges_by_extras(channels.embedding, want.size, extras))
+        if y is not None:
+            costs = costs + channels.label.costs(want.size)
+        ok = within_budget(context, budget, purpose, row_user[want], costs)
+    else:
+        ok = np.ones(want.size, dtype=bool)
     need, denied = want[ok], want[~ok]
     grad = None
     if need.size:

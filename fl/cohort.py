@@ -5,6 +5,10 @@ frozen encoder (through the embedding cache). The input map M1 is applied at
 release time (``fl.maps``), because in the ``public`` and ``leaky`` modes it
 comes from the server. Cached per process, so a Ray worker that serves a node in several rounds
 builds it once.
+
+With ``dataset = "synthetic"`` (scale and speed measurements only) a node
+generates its users' vectors itself (``fl.datasets.SyntheticDataset``): no data
+file, no partition, no encoder, and memory in O(users of the node).
 """
 
 from __future__ import annotations
@@ -65,13 +69,18 @@ def _partition(key: tuple[tuple[str, Any], ...]) -> UserPartition:
 
 def user_partition(cfg: Mapping[str, Any]) -> UserPartition:
     """The (cached) partition of training documents into users."""
+    if data.is_synthetic(cfg):
+        raise ValueError('dataset = "synthetic" has no documents to partition: user u holds synthetic row u')
     keys = (*data.DATA_KEYS, "num-users", "partitioner", "dirichlet-alpha")
     return _partition(tuple((k, cfg[k]) for k in keys))
 
 
 def population_sizes(cfg: Mapping[str, Any]) -> tuple[int, int]:
     """(training users, test users): a test user holds one test document."""
-    return user_partition(cfg).num_users, len(data.load(cfg).test)
+    ds = data.load(cfg)
+    if isinstance(ds, data.SyntheticDataset):
+        return ds.num_train, ds.num_test
+    return user_partition(cfg).num_users, len(ds.test)
 
 
 def build_cohort(cfg: Mapping[str, Any], partition_id: int, num_partitions: int, progress: bool = True) -> Cohort:
@@ -85,7 +94,10 @@ def build_cohort(cfg: Mapping[str, Any], partition_id: int, num_partitions: int,
 @lru_cache(maxsize=4096)
 def _build_cached(key: tuple[tuple[str, Any], ...], partition_id: int, num_partitions: int, progress: bool) -> Cohort:
     cfg = dict(key)
+    if data.is_synthetic(cfg):
+        return _synthetic_cohort(cfg, partition_id, num_partitions)
     ds = data.load(cfg)
+    assert isinstance(ds, data.TextDataset)
     parts = user_partition(cfg)
     train_users = cohort(partition_id, num_partitions, parts.num_users)
     test_users = cohort(partition_id, num_partitions, len(ds.test))
@@ -144,6 +156,39 @@ def _build_cached(key: tuple[tuple[str, Any], ...], partition_id: int, num_parti
         test_text,
         *(sentence_docs if document_level else (None, None)),
         *((word_counts(train_text), word_counts(test_text)) if level_of(cfg) == "word" else (None, None)),
+    )
+
+
+def _synthetic_cohort(cfg: Mapping[str, Any], partition_id: int, num_partitions: int) -> Cohort:
+    """A node's block of synthetic users, generated from (seed, user id) alone (sentence level only)."""
+    ds = data.load(cfg)
+    assert isinstance(ds, data.SyntheticDataset)
+    if level_of(cfg) != "sentence":  # data.load refuses it too; the cohort has no text to rewrite
+        raise ValueError(f'dataset = "synthetic" has no text: the {level_of(cfg)} level is not supported')
+    train_users = cohort(partition_id, num_partitions, ds.num_train)
+    test_users = cohort(partition_id, num_partitions, ds.num_test)
+    train_x, train_y = ds.rows("train", train_users)
+    test_x, test_y = ds.rows("test", test_users)
+    users = np.arange(train_users.start, train_users.stop, dtype=np.int64)
+    return Cohort(
+        partition_id,
+        num_partitions,
+        ds.num_train,
+        ds.num_test,
+        train_users,
+        test_users,
+        users,  # one document per user ...
+        users.copy(),  # ... whose row in the (virtual) train split is the user id
+        torch.from_numpy(train_x),
+        torch.from_numpy(train_y),
+        torch.from_numpy(test_x),
+        torch.from_numpy(test_y),
+        ds.num_classes,
+        ds.dim,
+        map_dim(cfg, ds.dim),
+        release_dim(cfg, ds.dim),
+        [],  # no text
+        [],
     )
 
 

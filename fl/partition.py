@@ -11,10 +11,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from functools import cached_property
+from typing import TYPE_CHECKING
 
-import datasets
 import numpy as np
-from flwr_datasets.partitioner import DirichletPartitioner, IidPartitioner, Partitioner
+
+if TYPE_CHECKING:  # imported where a partition is built: a synthetic node never pays for them
+    import datasets
+    from flwr_datasets.partitioner import Partitioner
 
 
 class UserPartition:
@@ -32,6 +35,8 @@ class UserPartition:
     """
 
     def __init__(self, train: datasets.Dataset, num_users: int, scheme: str, alpha: float, seed: int) -> None:
+        from flwr_datasets.partitioner import DirichletPartitioner, IidPartitioner
+
         n_docs = len(train)
         self.num_users = num_users or n_docs
         if self.num_users > n_docs:

@@ -124,6 +124,20 @@ def backend_config(cfg: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
+#: Above this many simulated nodes a round slows down sharply (see :func:`many_nodes_warning`).
+MANY_NODES = 250
+
+
+def many_nodes_warning(nodes: int) -> str:
+    """Why a run with many nodes is slow: measured with benchmarks/bench_simulation.py, 10^4 users on
+    1000 nodes took 170 s and on 10 nodes 22 s (2 cores)."""
+    return (
+        f"{nodes} simulated nodes: Flower's in-memory simulation scans every pending message for every "
+        "node when it dispatches, so a round's message handling grows with the square of the number of "
+        f"nodes; raise users-per-node to keep the nodes to a few hundred at most (<= {MANY_NODES})"
+    )
+
+
 def launch(cfg: Mapping[str, Any]) -> Path:
     """Run one simulation of a resolved config; returns its results folder.
 
@@ -153,6 +167,8 @@ def launch(cfg: Mapping[str, Any]) -> Path:
     print(f"sanitas: {train_users} training users, {test_users} test users on {nodes} simulated nodes", flush=True)
     if cfg["map-in"] == "leaky":
         print(f"sanitas: WARNING: {LEAKY_WARNING}", file=sys.stderr, flush=True)
+    if nodes > MANY_NODES:
+        print(f"sanitas: WARNING: {many_nodes_warning(nodes)}", file=sys.stderr, flush=True)
     warning = channel_class(cfg).early_warning(cfg, train_users + test_users)  # e.g. a word-level delta
     if warning:
         print(f"sanitas: WARNING: {warning}", file=sys.stderr, flush=True)

@@ -81,10 +81,13 @@ class ReleaseTraining(Strategy):
         self._map_param: torch.nn.Parameter | None = None  # leaky mode only
         self._map_optimizer: torch.optim.Optimizer | None = None
         self._setup_sent: set[int] = set()
-        # Every document's latest release (re-sent releases replace themselves).
-        self._doc_index: dict[int, int] = {}
-        self._x = np.zeros((0, 0), dtype=np.float32)
-        self._y = np.zeros(0, dtype=np.int64)
+        # Every document's latest release (re-sent releases replace themselves): document row ->
+        # slot (-1: none yet), slots in first-seen order; _x / _y are views of the filled slots.
+        self._slot = np.zeros(0, dtype=np.int64)
+        self._x_buf = np.zeros((0, 0), dtype=np.float32)
+        self._y_buf = np.zeros(0, dtype=np.int64)
+        self._x = self._x_buf
+        self._y = self._y_buf
         # What the last round did (read by the accounting wrapper for the round record).
         self.train_info: dict[str, Any] = {}
         self.evaluation: dict[str, Any] = {}
@@ -96,7 +99,8 @@ class ReleaseTraining(Strategy):
         self.info = info = next(iter(self.nodes.values()))
         self.model = build_model(self.cfg, info.release_dim, info.encoder_dim, info.num_classes).to(self.device)
         self.optimizer = torch.optim.Adam(self.model.parameters(), lr=self.cfg["learning-rate"])
-        self._x = np.zeros((0, info.release_dim), dtype=np.float32)
+        self._x_buf = np.zeros((0, info.release_dim), dtype=np.float32)
+        self._x = self._x_buf[:0]
         self.setup_map()
         self.document_setup = channel_class(self.cfg).public_setup(self.cfg, self.device)
         if self.document_setup is not None:
@@ -297,16 +301,43 @@ class ReleaseTraining(Strategy):
         )
 
     def _store(self, doc_ids: np.ndarray, emb: np.ndarray, labels: np.ndarray) -> None:
-        """Keep the latest release of each document (re-sent releases replace themselves)."""
-        new = [d for d in doc_ids.tolist() if d not in self._doc_index]
-        for d in new:
-            self._doc_index[d] = len(self._doc_index)
-        if new:
-            self._x = np.concatenate([self._x, np.zeros((len(new), self._x.shape[1]), dtype=np.float32)])
-            self._y = np.concatenate([self._y, np.zeros(len(new), dtype=np.int64)])
-        idx = np.fromiter((self._doc_index[d] for d in doc_ids.tolist()), dtype=np.int64, count=len(doc_ids))
-        self._x[idx] = emb
-        self._y[idx] = labels
+        """Keep the latest release of each document (re-sent releases replace themselves).
+
+        A new document gets the next slot, in the order the replies list them; the buffers grow
+        geometrically, so storing N releases costs O(N) whatever the number of replies.
+        """
+        doc_ids = np.asarray(doc_ids, dtype=np.int64)
+        if doc_ids.size == 0:
+            return
+        if doc_ids.min() < 0:
+            raise ValueError("document ids must be >= 0")
+        top = int(doc_ids.max()) + 1
+        if top > self._slot.size:
+            grown = np.full(max(top, 2 * self._slot.size), -1, dtype=np.int64)
+            grown[: self._slot.size] = self._slot
+            self._slot = grown
+        slots = self._slot[doc_ids]
+        if (slots < 0).any():
+            unseen, first = np.unique(doc_ids[slots < 0], return_index=True)
+            unseen = unseen[np.argsort(first)]  # first-seen order
+            count = self._y.size
+            self._reserve(count + unseen.size)
+            self._slot[unseen] = np.arange(count, count + unseen.size)
+            self._x, self._y = self._x_buf[: count + unseen.size], self._y_buf[: count + unseen.size]
+            slots = self._slot[doc_ids]
+        self._x[slots] = emb
+        self._y[slots] = labels
+
+    def _reserve(self, rows: int) -> None:
+        """Room for ``rows`` stored releases (at least doubling, so growth is amortised O(1) per row)."""
+        if rows <= self._y_buf.size:
+            return
+        size = max(rows, 2 * self._y_buf.size)
+        x_buf = np.zeros((size, self._x_buf.shape[1]), dtype=np.float32)
+        y_buf = np.zeros(size, dtype=np.int64)
+        x_buf[: self._y.size] = self._x
+        y_buf[: self._y.size] = self._y
+        self._x_buf, self._y_buf = x_buf, y_buf
 
     def configure_evaluate(
         self, server_round: int, arrays: ArrayRecord, config: ConfigRecord, grid: Grid

@@ -1,0 +1,429 @@
+"""End-to-end speed and memory of one local-DP round on synthetic users, against a plain loop (JSON).
+
+Usage: python benchmarks/bench_simulation.py [--users 1000 10000 100000 1000000] [--users-per-node N]
+       [--test-users 2000] [--dim 384] [--threads N] [--timeout S] [--smoke] [--out FILE]
+
+For each number of training users N (``--users``) it runs, each in a fresh child process:
+
+* **federated**: ``simulations.run`` in local mode, one round, sentence-level Purkayastha
+  (epsilon 10, ``map-in = "random"``, m' = 16: the defaults), labels in the clear,
+  ``server-epochs = 1``, ``noise-seed = 0``, on ``dataset = "synthetic"`` (``fl/datasets.py``:
+  each node generates its own users), ``ceil(N / users-per-node)`` Flower nodes on a fresh local
+  Ray instance. Its strategy is ``ReleaseTraining`` with timers (:class:`TimedReleaseTraining`,
+  through the ``strategy`` key), which splits the run into ``discovery`` (Ray and actor start-up,
+  ClientApp imports on the actors, and the nodes' cohort generation: the first message each node
+  answers), the ``train_round_trip`` (nodes map, sanitize and reply; Flower and Ray move the
+  messages), ``store`` and ``fit`` (server training), the ``evaluate_round_trip``, and
+  ``ray_start_and_other`` (start-up before the ServerApp runs, accounting, results files, Ray
+  shutdown: the rest of the wall time).
+* **floor**: the same work in one process, without Flower or Ray: generate the same synthetic
+  users block by block (``users-per-node`` at a time), apply the same M1 and the same sanitizer
+  with the same code (``fl.maps.apply_input_map``, the sentence channel's mechanism), train the
+  same server model for the same epochs (``fl.pipeline.train_epochs``), and score the test users
+  (sanitized and clean), as the round's evaluation does.
+
+Per N it reports the wall seconds and users per second of both, ``overhead_ratio`` = federated /
+floor wall seconds (1 = no overhead), ``overhead_ratio_after_discovery`` = (federated wall -
+discovery) / (floor wall - floor generation), which leaves out the one-time start-up (and the
+generation on both sides), and the peak memory of each child's whole process tree (the child and
+every descendant: Ray's GCS, raylet, agents and ClientApp actors): the peak of the summed RSS
+(counts shared pages, such as Ray's object store, once per process that maps them) and of the
+summed PSS (shared pages divided among those processes), sampled every 0.25 s from ``/proc`` by a
+thread of this process (Linux; a peak shorter than the interval can be missed).
+``resource.getrusage(RUSAGE_CHILDREN)`` would not do: it reports the largest single waited-for
+descendant, not the tree's sum. Between consecutive sizes, ``marginal`` gives the seconds one
+more user costs on both sides and their ratio: the per-user overhead, free of the fixed start-up.
+
+``--smoke`` runs one tiny size (untimed: the figures are not measurements) to check that the
+script works end to end. Timings are wall-clock, so other work on the machine skews them; the
+load average is recorded.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmark this checkout
+
+from _common import emit, run_header  # noqa: E402  (benchmarks/ is sys.path[0])
+from strategies.release_training import ReleaseTraining  # noqa: E402
+
+SCRIPT = Path(__file__).resolve()
+RESULT_MARK = "BENCH_SIMULATION_RESULT "
+SAMPLE_SECONDS = 0.25
+TREE_EVERY = 4
+
+
+# ------------------------------------------------------------------------------------ the run config
+def run_config(users: int, users_per_node: int, test_users: int, dim: int) -> dict[str, Any]:
+    """The federated run's config (run-config keys); the floor reads the same one."""
+    return {
+        "dataset": "synthetic",
+        "num-users": users,
+        "synthetic-test-users": test_users,
+        "synthetic-dim": dim,
+        "users-per-node": users_per_node,
+        "num-server-rounds": 1,
+        "server-epochs": 1,
+        "sentence-mechanism": "purkayastha",
+        "sentence-epsilon": 10.0,
+        "label-mechanism": "none",
+        "noise-seed": 0,
+        "seed": 42,
+        "device": "cpu",
+    }
+
+
+# ------------------------------------------------------------------------------------ peak memory
+def _children() -> dict[int, list[int]]:
+    """Parent pid -> child pids, from /proc/<pid>/stat."""
+    kids: dict[int, list[int]] = defaultdict(list)
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = Path(entry.path, "stat").read_text()
+        except OSError:
+            continue
+        kids[int(stat.rsplit(")", 1)[1].split()[1])].append(int(entry.name))
+    return kids
+
+
+def _tree(root: int) -> list[int]:
+    kids, out, todo = _children(), [], [root]
+    while todo:
+        pid = todo.pop()
+        out.append(pid)
+        todo.extend(kids.get(pid, []))
+    return out
+
+
+def _kib(path: str, field: str) -> int:
+    """A ``Field:  N kB`` line of a /proc file, in KiB (0 when the process is gone)."""
+    try:
+        for line in Path(path).read_text().splitlines():
+            if line.startswith(field):
+                return int(line.split()[1])
+    except (OSError, ValueError, IndexError):
+        pass
+    return 0
+
+
+class TreeMemory(threading.Thread):
+    """Samples the summed RSS and PSS of a process and all its descendants; keeps the peaks.
+
+    The process tree is re-read every ``TREE_EVERY`` samples (Ray starts its processes once).
+    """
+
+    def __init__(self, pid: int) -> None:
+        super().__init__(daemon=True)
+        self.pid = pid
+        self.peak_rss_kib = self.peak_pss_kib = self.peak_processes = 0
+        self.pids: list[int] = [pid]
+        self._samples = 0
+        self._done = threading.Event()
+
+    def sample(self) -> None:
+        if self._samples % TREE_EVERY == 0:
+            self.pids = _tree(self.pid)
+        self._samples += 1
+        pids = self.pids
+        rss = sum(_kib(f"/proc/{p}/status", "VmRSS:") for p in pids)
+        pss = sum(_kib(f"/proc/{p}/smaps_rollup", "Pss:") for p in pids)
+        self.peak_rss_kib = max(self.peak_rss_kib, rss)
+        self.peak_pss_kib = max(self.peak_pss_kib, pss)
+        self.peak_processes = max(self.peak_processes, len(pids))
+
+    def run(self) -> None:
+        while not self._done.is_set():
+            self.sample()
+            self._done.wait(SAMPLE_SECONDS)
+
+    def stop(self) -> dict[str, Any]:
+        self._done.set()
+        self.join()
+        return {
+            "peak_rss_mib": round(self.peak_rss_kib / 1024, 1),
+            "peak_pss_mib": round(self.peak_pss_kib / 1024, 1),
+            "peak_processes": self.peak_processes,
+        }
+
+
+# ------------------------------------------------------------------------------------ federated child
+PHASES: dict[str, float] = defaultdict(float)
+
+
+def _timed(name: str, method: Any) -> Any:
+    def wrapper(self: ReleaseTraining, *args: Any, **kwargs: Any) -> Any:
+        start = time.perf_counter()
+        try:
+            return method(self, *args, **kwargs)
+        finally:
+            PHASES[name] += time.perf_counter() - start
+            PHASES[f"{name}_end"] = time.perf_counter()
+
+    return wrapper
+
+
+class TimedReleaseTraining(ReleaseTraining):
+    """``ReleaseTraining`` with timers around its phases (what the federated child's strategy is)."""
+
+    discover = _timed("discovery", ReleaseTraining.discover)
+    configure_train = _timed("configure_train", ReleaseTraining.configure_train)
+    aggregate_train = _timed("aggregate_train", ReleaseTraining.aggregate_train)
+    fit = _timed("fit", ReleaseTraining.fit)
+    _store = _timed("store", ReleaseTraining._store)
+    configure_evaluate = _timed("configure_evaluate", ReleaseTraining.configure_evaluate)
+    aggregate_evaluate = _timed("aggregate_evaluate", ReleaseTraining.aggregate_evaluate)
+
+
+def federated(cfg: dict[str, Any]) -> dict[str, Any]:
+    """One ``simulations.run`` of ``cfg``, timed; its phases from :class:`TimedReleaseTraining`."""
+    import bench_simulation  # this file as a module: the ServerApp loads the strategy from it by name
+    import simulations
+
+    with tempfile.TemporaryDirectory() as out:
+        start = time.perf_counter()
+        result = simulations.run(cfg, out=out, run_name="bench", strategy="bench_simulation:TimedReleaseTraining")
+        wall = time.perf_counter() - start
+    p = bench_simulation.PHASES
+    train_trip = p["aggregate_train_end"] - p["aggregate_train"] - p["configure_train_end"]
+    evaluate_trip = p["aggregate_evaluate_end"] - p["aggregate_evaluate"] - p["configure_evaluate_end"]
+    phases = {
+        "discovery": p["discovery"],
+        "train_round_trip": train_trip,
+        "store": p["store"],
+        "fit": p["fit"],
+        "aggregate_train_other": p["aggregate_train"] - p["store"] - p["fit"],
+        "evaluate_round_trip": evaluate_trip,
+    }
+    phases["ray_start_and_other"] = wall - sum(phases.values())
+    record = result.rounds[0]
+    return {
+        "wall_seconds": wall,
+        "round_seconds": record["seconds"],
+        "phases": {k: round(v, 3) for k, v in phases.items()},
+        "nodes": result.summary["users"]["nodes"],
+        "releases": record["train_releases_total"],
+        "test_users": record["test_users"],
+        "accuracy": record["accuracy"],
+    }
+
+
+# ------------------------------------------------------------------------------------ floor child
+def floor(cfg: dict[str, Any]) -> dict[str, Any]:
+    """The federated round's work in one plain loop: generate, map, sanitize, train, score."""
+    import numpy as np
+    import torch
+
+    from fl import config as config_mod
+    from fl import datasets, maps
+    from fl.channels import make_channels
+    from fl.pipeline import build_model, confusion_matrix, predict, scores, train_epochs
+
+    start = time.perf_counter()
+    rc = config_mod.resolve(cfg)
+    ds = datasets.load(rc)
+    assert isinstance(ds, datasets.SyntheticDataset)
+    m_prime = maps.map_dim(rc, ds.dim)
+    matrix = maps.input_map(rc["map-in"], ds.dim, m_prime, rc["map-seed"])
+    channels = make_channels(rc, m_prime)
+    mechanism = channels.embedding.mechanism
+    generator = torch.Generator().manual_seed(int(rc["noise-seed"]))
+    block = int(rc["users-per-node"])
+    phases = {"generate": 0.0, "map_and_sanitize": 0.0, "fit": 0.0, "evaluate": 0.0}
+
+    def released(split: str, lo: int, hi: int) -> tuple[torch.Tensor, np.ndarray, torch.Tensor]:
+        t0 = time.perf_counter()
+        x, y = ds.rows(split, range(lo, hi))
+        t1 = time.perf_counter()
+        mapped = maps.apply_input_map(torch.from_numpy(x), matrix)
+        rows = mechanism.sanitize(mapped, generator=generator).to(torch.float32)
+        phases["generate"] += t1 - t0
+        phases["map_and_sanitize"] += time.perf_counter() - t1
+        return rows, y, mapped.to(torch.float32)
+
+    release_dim = int(mechanism.output_dim(m_prime))
+    x_all = np.zeros((ds.num_train, release_dim), dtype=np.float32)
+    y_all = np.zeros(ds.num_train, dtype=np.int64)
+    for lo in range(0, ds.num_train, block):
+        hi = min(lo + block, ds.num_train)
+        rows, y, _ = released("train", lo, hi)
+        x_all[lo:hi] = rows.numpy()
+        y_all[lo:hi] = channels.label.release(torch.from_numpy(y), rows, None, ds.num_classes, generator)
+    t0 = time.perf_counter()
+    model = build_model(rc, release_dim, ds.dim, ds.num_classes)
+    optimizer = torch.optim.Adam(model.parameters(), lr=rc["learning-rate"])
+    fit_generator = torch.Generator().manual_seed(int(rc["seed"]))
+    loss = train_epochs(
+        model,
+        optimizer,
+        torch.from_numpy(x_all),
+        torch.from_numpy(y_all),
+        int(rc["server-epochs"]),
+        int(rc["batch-size"]),
+        fit_generator,
+    )
+    phases["fit"] = time.perf_counter() - t0
+    k = ds.num_classes
+    confusion, clean = np.zeros((k, k), dtype=np.int64), np.zeros((k, k), dtype=np.int64)
+    test_block = -(-ds.num_test // -(-ds.num_train // block))  # the test users of one node
+    for lo in range(0, ds.num_test, test_block):
+        hi = min(lo + test_block, ds.num_test)
+        rows, y, mapped = released("test", lo, hi)
+        t0 = time.perf_counter()
+        confusion += confusion_matrix(y, predict(model, rows).numpy(), k)
+        clean += confusion_matrix(y, predict(model, mapped).numpy(), k)
+        phases["evaluate"] += time.perf_counter() - t0
+    wall = time.perf_counter() - start
+    phases["other"] = wall - sum(phases.values())
+    return {
+        "wall_seconds": wall,
+        "phases": {k: round(v, 3) for k, v in phases.items()},
+        "train_loss": loss,
+        "accuracy": scores(confusion)["accuracy"],
+        "clean_accuracy": scores(clean)["accuracy"],
+    }
+
+
+def child(kind: str, cfg: dict[str, Any]) -> None:
+    """Run one measurement in this (child) process and print its result line."""
+    import torch  # noqa: F401  (imported before the clock starts on both sides)
+
+    import fl.datasets  # noqa: F401
+
+    out = federated(cfg) if kind == "federated" else floor(cfg)
+    print(RESULT_MARK + json.dumps(out), flush=True)
+
+
+# ------------------------------------------------------------------------------------ the parent
+def measure(kind: str, cfg: dict[str, Any], threads: int, timeout: float) -> dict[str, Any]:
+    """Run one child, sample its process tree's memory, and read its result line."""
+    env = dict(os.environ)
+    if threads:
+        env.update({"OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads)})
+    cmd = [sys.executable, str(SCRIPT), "--child", kind, "--config", json.dumps(cfg)]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    sampler = TreeMemory(proc.pid)
+    sampler.start()
+    try:
+        stdout, stderr = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        for pid in reversed(_tree(proc.pid)):  # the child and the Ray processes it started
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+        stdout, stderr = proc.communicate()
+        sampler.stop()
+        return {"error": f"timed out after {timeout:.0f}s", "stderr_tail": stderr[-2000:]}
+    memory = sampler.stop()
+    lines = [line for line in stdout.splitlines() if line.startswith(RESULT_MARK)]
+    if proc.returncode != 0 or not lines:
+        return {"error": f"exit status {proc.returncode}", "stderr_tail": stderr[-2000:]}
+    return {**json.loads(lines[-1][len(RESULT_MARK) :]), **memory}
+
+
+def _ratio(a: float | None, b: float | None) -> float | None:
+    return a / b if a is not None and b and math.isfinite(a) and b > 0 else None
+
+
+def one_size(users: int, args: argparse.Namespace) -> dict[str, Any]:
+    users_per_node = args.users_per_node or max(1000, -(-users // 100))  # at most ~100 nodes
+    cfg = run_config(users, users_per_node, args.test_users, args.dim)
+    fed = measure("federated", cfg, args.threads, args.timeout)
+    flo = measure("floor", cfg, args.threads, args.timeout)
+    case: dict[str, Any] = {"users": users, "users_per_node": users_per_node, "federated": fed, "floor": flo}
+    if "error" in fed or "error" in flo:
+        return case
+    fed["users_per_second"] = users / fed["wall_seconds"]
+    flo["users_per_second"] = users / flo["wall_seconds"]
+    case["overhead_ratio"] = _ratio(fed["wall_seconds"], flo["wall_seconds"])
+    case["overhead_ratio_after_discovery"] = _ratio(
+        fed["wall_seconds"] - fed["phases"]["discovery"], flo["wall_seconds"] - flo["phases"]["generate"]
+    )
+    for side in (fed, flo):
+        side["wall_seconds"] = round(side["wall_seconds"], 3)
+        side["users_per_second"] = round(side["users_per_second"], 1)
+    return case
+
+
+def marginal(cases: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Between consecutive sizes: the seconds each extra user costs on both sides and their ratio,
+    the federation's per-user overhead without its fixed start-up and shutdown."""
+    done = sorted((c for c in cases if "overhead_ratio" in c), key=lambda c: c["users"])
+    out = []
+    for a, b in zip(done, done[1:], strict=False):
+        extra = b["users"] - a["users"]
+        if extra <= 0:
+            continue
+        fed = (b["federated"]["wall_seconds"] - a["federated"]["wall_seconds"]) / extra
+        flo = (b["floor"]["wall_seconds"] - a["floor"]["wall_seconds"]) / extra
+        out.append(
+            {
+                "from_users": a["users"],
+                "to_users": b["users"],
+                "federated_microseconds_per_user": round(fed * 1e6, 2),
+                "floor_microseconds_per_user": round(flo * 1e6, 2),
+                "overhead_ratio": _ratio(fed, flo),
+            }
+        )
+    return out
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--users", type=int, nargs="+", default=[1000, 10_000, 100_000], help="training users")
+    parser.add_argument(
+        "--users-per-node", type=int, default=0, help="users per node (0: max(1000, ceil(users / 100)))"
+    )
+    parser.add_argument("--test-users", type=int, default=2000, help="synthetic-test-users")
+    parser.add_argument("--dim", type=int, default=384, help="synthetic-dim")
+    parser.add_argument(
+        "--threads",
+        type=int,
+        default=1,
+        help="OMP/MKL (torch) threads of every child process, the server's training included (0: torch's "
+        "default); 1 by default: on a busy 2-core machine a 2-thread training step can be 50x slower",
+    )
+    parser.add_argument("--timeout", type=float, default=1800.0, help="seconds per child before it is killed")
+    parser.add_argument("--smoke", action="store_true", help="one tiny untimed size, to check the script")
+    parser.add_argument("--out", default="", help="also write the JSON to this file")
+    parser.add_argument("--child", choices=("federated", "floor"), help=argparse.SUPPRESS)
+    parser.add_argument("--config", default="", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        child(args.child, json.loads(args.config))
+        return 0
+    if args.smoke:
+        args.users, args.users_per_node, args.test_users, args.dim = [200], 100, 40, 32
+    header = run_header()  # the load before the children run
+    cases = [one_size(n, args) for n in args.users]
+    result = {
+        **header,
+        "benchmark": "one local-DP round on dataset = 'synthetic': simulations.run vs a plain loop",
+        "smoke": args.smoke,
+        "child_threads": args.threads or None,
+        "memory": "peak over 0.25 s samples of the summed RSS / PSS of the child's process tree (from /proc)",
+        "config": {k: v for k, v in run_config(0, 0, args.test_users, args.dim).items() if k != "num-users"},
+        "cases": cases,
+        "marginal": marginal(cases),
+    }
+    emit(result, args.out)
+    return 1 if any("error" in c["federated"] or "error" in c["floor"] for c in cases) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
