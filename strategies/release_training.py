@@ -36,13 +36,13 @@ from flwr.serverapp.strategy import Strategy
 from tqdm.auto import tqdm
 
 from fl import config as config_mod
-from fl import datasets as data
 from fl import document_level, maps
 from fl import messages as wire
 from fl.channels import Channels, channel_class, make_channels
 from fl.document_level import DocumentSetup
-from fl.encoder import best_device, embed_documents
+from fl.encoder import best_device
 from fl.pipeline import build_model, scores, train_epochs
+from fl.public_start import train_public_start
 
 from .discovery import discover_nodes, raise_on_errors
 
@@ -154,38 +154,15 @@ class ReleaseTraining(Strategy):
         The server model keeps its public training as the starting point for
         training on releases.
         """
-        cfg = self.cfg
-        public = data.load(cfg).public
-        assert public is not None and self.model is not None and self.map_matrix is not None
-        assert self.info is not None
-        emb = embed_documents(
-            public["text"],
-            cfg["doc-embedding"],
-            cfg["encoder"],
-            config_mod.cache_dir(cfg),
-            str(self.device),
-            cfg["encode-batch-size"],
-            True,
+        assert self.model is not None and self.map_matrix is not None and self.info is not None
+        mech = config_mod.make_mechanism(self.cfg, "sentence", input_dim=self.info.map_dim)
+        matrix, info = train_public_start(self.cfg, self.model, self.map_matrix, mech, self.device, self._gen)
+        self.public_info = info
+        log.info(
+            "M1 trained on %d public documents (loss %.4f), frozen",
+            self.public_info["public_documents"],
+            self.public_info["public_loss"],
         )
-        x = torch.as_tensor(np.asarray(emb), dtype=torch.float32, device=self.device)
-        y = torch.as_tensor(np.asarray(public["label"], dtype=np.int64), device=self.device)
-        mech = config_mod.make_mechanism(cfg, "sentence", input_dim=self.info.map_dim)
-        epochs = int(cfg["public-epochs"])
-        with tqdm(total=epochs, desc=f"training M1 on {len(y)} public documents", leave=False) as bar:
-            matrix, loss = maps.train_public_map(
-                self.map_matrix,
-                self.model,
-                x,
-                y,
-                mech,
-                epochs,
-                int(cfg["batch-size"]),
-                cfg["learning-rate"],
-                self._gen,
-                progress=lambda: bar.update(1),
-            )
-        self.public_info = {"public_documents": int(len(y)), "public_epochs": epochs, "public_loss": loss}
-        log.info("M1 trained on %d public documents (loss %.4f), frozen", len(y), loss)
         return matrix
 
     def _step_leaky_map(self, grad: np.ndarray) -> None:
