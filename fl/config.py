@@ -107,6 +107,7 @@ DEFAULTS: dict[str, Any] = {
     # --- output -----------------------------------------------------------------
     "out-dir": "results",  # a new folder <out-dir>/<run-name> per run
     "run-name": "",  # "" = <dataset>-<mechanism>-<timestamp>
+    "reference-accuracy": 0.0,  # a measured non-private accuracy drawn on the run's plot (0 = none)
 }
 
 CHOICES: dict[str, tuple[str, ...]] = {
@@ -202,7 +203,7 @@ SECTIONS: dict[str, tuple[str, ...]] = {
         "device",
     ),
     "simulation": ("node-cpus", "node-gpus", "ray-address"),
-    "output": ("out-dir", "run-name"),
+    "output": ("out-dir", "run-name", "reference-accuracy"),
 }
 
 
@@ -351,6 +352,8 @@ def validate(cfg: Mapping[str, Any]) -> None:
         raise ConfigError(
             "label-prior = 'public' takes class frequencies from the public split: set public-fraction > 0"
         )
+    if not 0.0 <= cfg["reference-accuracy"] <= 1.0:
+        raise ConfigError(f"reference-accuracy must lie in [0, 1] (0 = none), got {cfg['reference-accuracy']}")
     if not 0.0 < cfg["fraction-train"] <= 1.0:
         raise ConfigError(f"fraction-train must lie in (0, 1], got {cfg['fraction-train']}")
     if not 0.0 < cfg["test-fraction"] < 1.0:

@@ -428,7 +428,16 @@ def _read_local(spec: DatasetSpec, folder: Path) -> tuple[dict[str, datasets.Dat
 def _read_hub(spec: DatasetSpec) -> tuple[dict[str, datasets.Dataset], list[str]]:
     import datasets
 
-    loaded = datasets.load_dataset(spec.hub_path, spec.hub_name)
+    hub_id = spec.hub_path + (f"/{spec.hub_name}" if spec.hub_name else "")
+    try:
+        loaded = datasets.load_dataset(spec.hub_path, spec.hub_name)
+    except Exception as exc:  # network, authentication or a renamed hub entry: say what to do instead
+        raise FileNotFoundError(
+            f"dataset {spec.name!r}: no local folder was given (data-dir / SANITAS_DATA_DIR), and loading "
+            f"{hub_id!r} from the Hugging Face hub failed ({type(exc).__name__}: {str(exc)[:200]}). "
+            "Point data-dir or SANITAS_DATA_DIR at a folder holding "
+            f"{spec.local_folder or spec.name}/<split>.jsonl.gz, or connect to the internet."
+        ) from exc
     splits = {}
     for role, split in spec.hub_splits.items():
         ds = loaded[split]

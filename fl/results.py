@@ -77,19 +77,24 @@ class RunWriter:
             writer.writeheader()
             writer.writerows(rows)
 
-    def plot(self, title: str, test_label: str = "sanitized test") -> Path:
-        """Accuracy, macro-F1 and clean accuracy against the round.
+    def plot(self, title: str, test_label: str = "sanitized test", reference: float | None = None) -> Path:
+        """Accuracy, macro-F1 and clean accuracy against the round (integer ticks).
 
         ``test_label`` names what the scores were computed on (central DP mode:
-        "raw test", where the clean line is the same).
+        "raw test", where the clean line is the same). Also drawn when known: the
+        random-guess line (the records' ``random_guess_f1``, the score of guessing
+        with the test label frequencies), the non-private ``reference`` accuracy
+        (``reference-accuracy``), and, on a second axis, the cumulative per-user
+        epsilon after each round (:func:`round_epsilon`).
         """
         import matplotlib
 
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
+        from matplotlib.ticker import MaxNLocator
 
         rounds = [r["round"] for r in self.rounds]
-        fig, ax = plt.subplots(figsize=(6, 4))
+        fig, ax = plt.subplots(figsize=(6.4, 4.2))
         for key, label, style in (
             ("accuracy", f"accuracy ({test_label})", "o-"),
             ("macro_f1", f"macro-F1 ({test_label})", "s--"),
@@ -99,17 +104,54 @@ class RunWriter:
                 continue
             values = [r.get(key) for r in self.rounds]
             ax.plot(rounds, [math.nan if v is None else v for v in values], style, label=label)
+        guess = next((r["random_guess_f1"] for r in reversed(self.rounds) if r.get("random_guess_f1")), None)
+        if guess is not None:
+            ax.axhline(guess, color="grey", ls=":", lw=1, label=f"random guess ({guess:.3f})")
+        if reference:
+            ax.axhline(reference, color="black", ls="-.", lw=1, label=f"non-private reference ({reference:.3f})")
         ax.set_xlabel("round")
         ax.set_ylabel("score")
         ax.set_ylim(0, 1)
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         ax.set_title(title, fontsize=9)
         ax.grid(alpha=0.3)
-        ax.legend(fontsize=8)
+        handles, labels = ax.get_legend_handles_labels()
+        epsilons = [round_epsilon(r) for r in self.rounds]
+        if any(e is not None for e in epsilons):
+            ax2 = ax.twinx()
+            ax2.plot(rounds, [math.nan if e is None else e for e in epsilons], "d-", color="tab:red", alpha=0.6)
+            ax2.set_ylabel("cumulative per-user epsilon", color="tab:red")
+            ax2.tick_params(axis="y", colors="tab:red")
+            ax2.set_ylim(bottom=0)
+            handles.append(ax2.lines[0])
+            labels.append(epsilon_label(self.rounds[-1]))
+        ax.legend(handles, labels, fontsize=7, loc="lower right")
         fig.tight_layout()
         path = self.folder / "accuracy_vs_round.png"
         fig.savefig(path, dpi=120)
         plt.close(fig)
         return path
+
+
+def round_epsilon(record: Mapping[str, Any]) -> float | None:
+    """The cumulative per-user epsilon a round record reports: central mode's ``epsilon`` (at its
+    delta), local mode's largest per-user pure-LDP total (``epsilon_total``; ``epsilon_ldp`` when
+    labels are in the clear). None when the record has no guarantee (e.g. the leaky map)."""
+    p = record.get("privacy") or {}
+    if record.get("mode") == "central" or p.get("mode") == "central":
+        return p.get("epsilon")
+    if record.get("ldp_guarantee_holds") is False:
+        return None
+    total = p.get("epsilon_total")  # None when labels are released in the clear
+    return total if total is not None else p.get("epsilon_ldp")
+
+
+def epsilon_label(record: Mapping[str, Any]) -> str:
+    """Legend text of the epsilon curve: what kind of epsilon it is."""
+    p = record.get("privacy") or {}
+    if record.get("mode") == "central" or p.get("mode") == "central":
+        return f"per-user epsilon (delta={p.get('delta', float('nan')):g}, {p.get('accountant', '')})"
+    return "per-user pure-LDP epsilon (max over users)"
 
 
 def _flatten(record: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:

@@ -264,7 +264,7 @@ def run_server(grid: Grid, cfg: Mapping[str, Any], timeout: float = 3600.0) -> d
         "wall_seconds": round(time.time() - started, 2),
     }
     writer.write_json("summary.json", summary)
-    writer.plot(title, test_label=test_label)
+    writer.plot(title, test_label=test_label, reference=cfg["reference-accuracy"] or None)
     log.info("done in %.1fs: %s", summary["wall_seconds"], writer.folder)
     return summary
 

@@ -155,3 +155,67 @@ def test_short_documents_policy_at_the_document_level(tmp_path: Path) -> None:
     ds = datasets.load(config.resolve(doc))
     assert sum(ds.dropped_short.values()) == 3  # "A." is an initial: "A. B is two." is one sentence
     assert ds.describe()["dropped_short_documents"] == ds.dropped_short
+
+
+def _fake_glue_sst2() -> object:
+    """An in-memory stand-in for ``load_dataset("nyu-mll/glue", "sst2")`` (same columns and features)."""
+    import datasets as hf
+
+    features = hf.Features(
+        {
+            "sentence": hf.Value("string"),
+            "label": hf.ClassLabel(names=["negative", "positive"]),
+            "idx": hf.Value("int32"),
+        }
+    )
+
+    def split(n: int, offset: int) -> hf.Dataset:
+        rows = {"sentence": [f"review {offset + i}" for i in range(n)], "label": [i % 2 for i in range(n)]}
+        return hf.Dataset.from_dict({**rows, "idx": list(range(n))}, features=features)
+
+    return hf.DatasetDict({"train": split(40, 0), "validation": split(10, 1000), "test": split(10, 2000)})
+
+
+def test_without_a_local_folder_the_hub_id_is_loaded(monkeypatch: pytest.MonkeyPatch) -> None:
+    import datasets as hf
+
+    calls: list[tuple] = []
+
+    def fake_load(path: str, name: str | None = None, **kw: object) -> object:
+        calls.append((path, name))
+        return _fake_glue_sst2()
+
+    monkeypatch.delenv("SANITAS_DATA_DIR", raising=False)
+    monkeypatch.setattr(hf, "load_dataset", fake_load)
+    ds = datasets.load(config.resolve({"data-dir": "", "seed": 9091}))
+    assert calls == [("nyu-mll/glue", "sst2")]
+    assert ds.source.startswith("hub nyu-mll/glue/sst2")
+    assert (len(ds.train), len(ds.test), ds.label_names) == (40, 10, ["negative", "positive"])
+    assert ds.test["text"][0] == "review 1000"  # GLUE's validation split is the test split
+
+
+def test_local_folder_wins_over_the_hub(data_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import datasets as hf
+
+    def refuse(*args: object, **kw: object) -> object:
+        if args and args[0] == "json":  # the local files go through the json builder
+            return real(*args, **kw)
+        raise AssertionError("the hub must not be contacted when a local folder is given")
+
+    real = hf.load_dataset
+    monkeypatch.setattr(hf, "load_dataset", refuse)
+    monkeypatch.setenv("SANITAS_DATA_DIR", str(data_dir))
+    ds = datasets.load(config.resolve({"data-dir": "", "seed": 9092, "train-size": 50}))
+    assert ds.source.startswith("local")
+
+
+def test_hub_failure_says_how_to_use_local_files(monkeypatch: pytest.MonkeyPatch) -> None:
+    import datasets as hf
+
+    def offline(*args: object, **kw: object) -> object:
+        raise ConnectionError("Couldn't reach 'nyu-mll/glue' on the Hub (LocalEntryNotFoundError)")
+
+    monkeypatch.delenv("SANITAS_DATA_DIR", raising=False)
+    monkeypatch.setattr(hf, "load_dataset", offline)
+    with pytest.raises(FileNotFoundError, match="SANITAS_DATA_DIR.*hub failed.*ConnectionError|hub failed"):
+        datasets.load(config.resolve({"data-dir": "", "seed": 9093}))
