@@ -43,10 +43,12 @@ def _add_sweep_parser(sub: Any) -> None:
     """The ``sweep`` subcommand (logic in :mod:`simulations.sweep`)."""
     p = sub.add_parser(
         "sweep",
-        help="one run per point of a grid of config values, then a table and a plot",
-        description="Run the Cartesian product of --grid values, one 'sanitas run' process each, "
-        "into OUT/NAME/<run-name>; write sweep.csv, sweep.jsonl and "
-        "accuracy_vs_epsilon.png there. Runs with a summary.json are skipped.",
+        help="one run per point of a grid of config values (and per seed), then tables and a plot",
+        description="Run the Cartesian product of --grid values, once per --seeds seed, one 'sanitas run' "
+        "process each, into OUT/NAME/<run-name>; write sweep.csv/.jsonl (one row per run), "
+        "sweep_summary.csv/.jsonl (one row per grid point: n, mean and sample sd over seeds; "
+        "one_seed marks n = 1) and accuracy_vs_epsilon.png (mean +- sd, hollow marker: one seed) "
+        "there. Runs with a summary.json are skipped (resume); the runs share the embedding cache.",
     )
     p.add_argument("config", help="flat TOML file of run-config keys shared by every run")
     p.add_argument(
@@ -64,6 +66,14 @@ def _add_sweep_parser(sub: Any) -> None:
         action="append_const",
         const=None,
         help="close the current product of --grid keys and start another; the sweep runs the union",
+    )
+    p.add_argument(
+        "--seeds",
+        default=None,
+        metavar="S1,S2,...",
+        help="run every grid point once per seed, with seed AND noise-seed both set to it (as in 'sanitas "
+        "compare'; the run name ends in __seed=S); seed or noise-seed in --grid or --set is then an error. "
+        "Default: one run per point at the config's own seed and noise-seed",
     )
     p.add_argument(
         "--set",
@@ -88,7 +98,7 @@ def _sweep(args: argparse.Namespace) -> int:
             blocks.append([])
         else:
             blocks[-1].append(spec)
-    return sweep(args.config, blocks, args.sets, args.out, name=args.name, timeout=args.timeout)
+    return sweep(args.config, blocks, args.sets, args.out, name=args.name, timeout=args.timeout, seeds=args.seeds)
 
 
 def _add_compare_parser(sub: Any) -> None:
@@ -106,7 +116,12 @@ def _add_compare_parser(sub: Any) -> None:
     p.add_argument(
         "--central-epsilons", default="0.5,1,2,4,8", help="target per-user epsilons of the user-level central runs"
     )
-    p.add_argument("--seeds", default="1,2,3", help="seeds, comma-separated (seed and noise-seed of every run)")
+    p.add_argument(
+        "--seeds",
+        default="1,2,3",
+        help="seeds, comma-separated: every run once per seed, with seed AND noise-seed both set to it "
+        "(compare.csv: mean and sample sd over seeds, n)",
+    )
     p.add_argument(
         "--node-multipliers", default="", help="node-level central runs at these noise multipliers (optional)"
     )

@@ -44,13 +44,13 @@ from __future__ import annotations
 import csv
 import json
 import math
-import statistics
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from fl import config as config_mod
 
+from . import aggregate as agg
 from . import sweep as sw
 from .overrides import split_override
 
@@ -77,7 +77,7 @@ COLUMNS = (
     "evaluation_covered",
     "runs",
 )
-SEED_KEYS = ("seed", "noise-seed")
+SEED_KEYS = sw.SEED_KEYS
 
 
 def _axis(key: str, values: Sequence[str]) -> sw.GridAxis:
@@ -90,14 +90,10 @@ def _fixed(items: Sequence[str]) -> list[sw.GridAxis]:
 
 
 def _seeded(runs: Sequence[sw.Run], seeds: Sequence[int]) -> list[sw.Run]:
-    """Each run once per seed, with ``seed`` and ``noise-seed`` both set to it (paired, not crossed)."""
-    out = []
-    for run in runs:
-        for seed in seeds:
-            values = {**run.values, **{k: int(seed) for k in SEED_KEYS}}
-            texts = {**run.texts, **{k: str(int(seed)) for k in SEED_KEYS}}
-            out.append(sw.Run(sw.run_name(values), texts, values))
-    return out
+    """Each run once per seed, with ``seed`` and ``noise-seed`` both set to it (paired, not crossed):
+    :func:`simulations.sweep.with_seeds`, the names keeping both keys (``__seed=1__noise-seed=1``,
+    the folders of comparisons already on disk)."""
+    return sw.with_seeds(runs, seeds, name_keys=SEED_KEYS)
 
 
 def plan(
@@ -236,20 +232,16 @@ def rows_for(run: sw.Run, sweep_dir: Path, targets: Mapping[str, float] | None =
 
 
 def _stats(values: Sequence[Any]) -> tuple[float | None, float | None]:
-    vals = [float(v) for v in values if v is not None and math.isfinite(float(v))]
-    if not vals:
-        return None, None
-    return statistics.fmean(vals), (statistics.stdev(vals) if len(vals) > 1 else None)
+    mean, sd, _ = agg.mean_sd(values)
+    return mean, sd
 
 
 def aggregate(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """One point per (series, value): mean and sd over seeds of accuracy, macro-F1 and wall time; the
-    privacy figures, which do not depend on the seed, from the first run (checked equal)."""
-    groups: dict[tuple[str, Any], list[Mapping[str, Any]]] = {}
-    for r in rows:
-        groups.setdefault((r["series"], r["value"]), []).append(r)
+    """One point per (series, value): mean and sample sd over seeds (:mod:`simulations.aggregate`) of
+    accuracy, macro-F1 and wall time; the privacy figures, which do not depend on the seed, from
+    the first run (checked equal)."""
     points = []
-    for (series, value), members in groups.items():
+    for (series, value), members in agg.group(rows, lambda r: (r["series"], r["value"])).items():
         first = members[0]
         eps = {m.get("epsilon") for m in members}
         if len(eps) > 1:
@@ -345,12 +337,8 @@ def _draw(ax: Any, points: Sequence[Mapping[str, Any]], key: str, gray: bool = F
             continue
         x, y, sd, n = zip(*pts, strict=True)
         kwargs = {"color": "gray"} if gray else {}
-        drawn = ax.errorbar(x, y, yerr=sd, marker=marker, linestyle=line, capsize=3, label=label, **kwargs)
-        single = [(xi, yi) for xi, yi, ni in zip(x, y, n, strict=True) if ni < 2]
-        if single:  # a one-seed point: hollow marker, no error bar
-            sx, sy = zip(*single, strict=True)
-            color = drawn.lines[0].get_color()
-            ax.plot(sx, sy, marker, mfc="white", mec=color, ms=9, linestyle="none")
+        # a one-seed point: hollow marker, no error bar
+        agg.draw_errorbars(ax, x, y, sd, n, marker=marker, linestyle=line, label=label, **kwargs)
 
 
 def plot(points: Sequence[Mapping[str, Any]], path: Path, title: str, random_guess: float | None = None) -> Path:
@@ -422,7 +410,7 @@ def compare(
     targets = sorted({float(config_mod.parse_value(t)) for t in central_epsilons})
     print(f"sanitas: calibrating the noise for per-user epsilon {targets} (q = {q:.4g}, {rounds} rounds)", flush=True)
     noise = central_noise_table(targets, q, rounds, delta)
-    runs = plan(epsilons, noise, [int(config_mod.parse_value(s)) for s in seeds], central_sets, node_multipliers)
+    runs = plan(epsilons, noise, sw.parse_seeds(list(seeds)), central_sets, node_multipliers)
     by_noise = {f"{z:.6g}": t for t, z in noise.items()}
     run_targets = {
         r.name: by_noise[f"{r.values['central-noise-multiplier']:.6g}"]

@@ -10,6 +10,13 @@ runs' ``summary.json``) and writes into SWEEP_DIR:
 * ``f1_vs_sentences.png`` / ``f1_vs_sentences.csv``: macro-F1 per bucket of
   the number of sentences k at one epsilon (``--epsilon``, default 10), from
   the runs' final-round ``by_sentences`` scores, with the random-guess line.
+
+A sweep run with ``--seeds`` has several runs per grid point (the rows'
+``point``); both tables then hold one row per point (per point and k bucket),
+the metrics averaged over its finished seeds: ``macro_f1`` (and the other
+scores) is the mean, ``macro_f1_sd`` the sample sd (empty for one seed, then
+``one_seed`` is true), ``n`` the number of seeds; the plots draw mean +- sd, a
+one-seed point hollow. A sweep without seeds gives n = 1 everywhere.
 """
 
 from __future__ import annotations
@@ -19,6 +26,8 @@ import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
+
+from . import aggregate as agg
 
 
 def _rows(sweep_dir: Path) -> list[dict[str, Any]]:
@@ -33,6 +42,18 @@ def _summary(row: Mapping[str, Any]) -> dict[str, Any]:
     return json.loads(path.read_text()) if path.is_file() else {}
 
 
+def _point(row: Mapping[str, Any]) -> Any:
+    """The grid point of a sweep row (its run name in sweeps written before seeds)."""
+    return row.get("point") or row.get("run_name") or row.get("results_folder")
+
+
+def _mean(members: Sequence[Mapping[str, Any]], column: str) -> Any:
+    """Mean of a column over a point's runs; the value itself for one run (ints stay ints)."""
+    if len(members) == 1:
+        return members[0].get(column)
+    return agg.mean_sd(m.get(column) for m in members)[0]
+
+
 def _label(row: Mapping[str, Any]) -> str:
     return f"{row.get('dataset') or ''} {row.get('document_mechanism') or 'none'}".strip()
 
@@ -42,7 +63,9 @@ def _write_csv(path: Path, rows: Sequence[Mapping[str, Any]]) -> None:
     with path.open("w", newline="") as fh:
         writer = csv.DictWriter(fh, fieldnames=fields)
         writer.writeheader()
-        writer.writerows(rows)
+        writer.writerows(
+            {k: ("true" if v else "false") if isinstance(v, bool) else v for k, v in r.items()} for r in rows
+        )
 
 
 def _finish(fig: Any, ax: Any, stem: Path, table: Sequence[Mapping[str, Any]]) -> None:
@@ -59,27 +82,35 @@ def _finish(fig: Any, ax: Any, stem: Path, table: Sequence[Mapping[str, Any]]) -
 
 
 def f1_vs_epsilon(rows: Sequence[Mapping[str, Any]], out: Path) -> list[dict[str, Any]]:
-    """Plot and tabulate macro-F1 against the per-sentence epsilon; returns the table rows."""
+    """Plot and tabulate macro-F1 (mean +- sd over seeds) against the per-sentence epsilon;
+    returns the table rows (one per grid point)."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     done = [r for r in rows if r.get("status") == "ok" and r.get("macro_f1") is not None]
-    table = [
-        {
-            "dataset": r.get("dataset"),
-            "mechanism": r.get("document_mechanism") or "none",
-            "epsilon": r.get("epsilon") if r.get("level") == "document" else None,
-            "macro_f1": r["macro_f1"],
-            "accuracy": r.get("accuracy"),
-            "random_guess_f1": r.get("random_guess_f1"),
-            "num_projections": r.get("num_projections"),
-            "wall_seconds": r.get("wall_seconds"),
-            "run_name": r.get("run_name"),
-        }
-        for r in done
-    ]
+    table = []
+    for members in agg.group(done, _point).values():
+        r = members[0]
+        _, f1_sd, n = agg.mean_sd(m["macro_f1"] for m in members)
+        table.append(
+            {
+                "dataset": r.get("dataset"),
+                "mechanism": r.get("document_mechanism") or "none",
+                "epsilon": r.get("epsilon") if r.get("level") == "document" else None,
+                "macro_f1": _mean(members, "macro_f1"),
+                "macro_f1_sd": f1_sd,
+                "n": n,
+                "one_seed": n == 1,
+                "seeds": " ".join(str(m["seed"]) for m in members if m.get("seed") is not None),
+                "accuracy": _mean(members, "accuracy"),
+                "random_guess_f1": _mean(members, "random_guess_f1"),
+                "num_projections": r.get("num_projections"),
+                "wall_seconds": _mean(members, "wall_seconds"),
+                "run_name": " ".join(str(m.get("run_name")) for m in members),
+            }
+        )
     fig, ax = plt.subplots(figsize=(9, 4.8))
     colors = plt.get_cmap("tab10").colors
     groups: dict[str, list[dict[str, Any]]] = {}
@@ -88,27 +119,37 @@ def f1_vs_epsilon(rows: Sequence[Mapping[str, Any]], out: Path) -> list[dict[str
     for i, (label, group) in enumerate(sorted(groups.items())):
         private = sorted((r for r in group if r["epsilon"] is not None), key=lambda r: r["epsilon"])
         if private:
-            ax.plot(
+            agg.draw_errorbars(
+                ax,
                 [r["epsilon"] for r in private],
                 [r["macro_f1"] for r in private],
-                "o-",
+                [r["macro_f1_sd"] for r in private],
+                [r["n"] for r in private],
                 color=colors[i % 10],
-                label=label,
+                label=f"{label} ({agg.n_label(r['n'] for r in private)})",
             )
         for r in group:
             if r["epsilon"] is None:
-                ax.axhline(r["macro_f1"], linestyle="--", color=colors[i % 10], label=f"{label} (non-private)")
+                ax.axhline(
+                    r["macro_f1"], linestyle="--", color=colors[i % 10], label=f"{label} (non-private, n={r['n']})"
+                )
+    if any(r["n"] == 1 for r in table if r["epsilon"] is not None):
+        agg.add_one_seed_note(ax)
     guesses = {r["dataset"]: r["random_guess_f1"] for r in table if r["random_guess_f1"] is not None}
     for dataset, value in guesses.items():
         ax.axhline(value, linestyle=":", color="gray", label=f"{dataset or ''} random guess".strip())
     ax.set_xlabel("epsilon per sentence (SentDP)")
-    ax.set_ylabel("test macro-F1 (sanitized test documents)")
+    ax.set_ylabel("test macro-F1 (sanitized test documents), mean +- sd over seeds")
     _finish(fig, ax, out / "f1_vs_epsilon", table)
     return table
 
 
+BUCKET_SCORES = ("documents", "macro_f1", "clean_macro_f1", "random_guess_f1")
+
+
 def f1_vs_sentences(rows: Sequence[Mapping[str, Any]], out: Path, epsilon: float = 10.0) -> list[dict[str, Any]]:
-    """Plot and tabulate macro-F1 per k bucket at ``epsilon`` (and of the non-private runs)."""
+    """Plot and tabulate macro-F1 per k bucket at ``epsilon`` (and of the non-private runs), the
+    scores of a bucket averaged over the seeds of a grid point (``macro_f1_sd``, ``n``)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -121,26 +162,37 @@ def f1_vs_sentences(rows: Sequence[Mapping[str, Any]], out: Path, epsilon: float
         and (r.get("level") != "document" or abs(float(r.get("epsilon") or 0) - epsilon) < 1e-9)
     ]
     table = []
-    for r in chosen:
+    for members in agg.group(chosen, _point).values():
+        r = members[0]
         name = _label(r) + ("" if r.get("level") == "document" else " (non-private)")
-        for b in (_summary(r).get("final") or {}).get("by_sentences") or []:
+        buckets = [b for m in members for b in (_summary(m).get("final") or {}).get("by_sentences") or []]
+        for k, same_k in agg.group(buckets, lambda b: b.get("k")).items():
+            _, f1_sd, n = agg.mean_sd(b.get("macro_f1") for b in same_k)
             table.append(
                 {
                     "run": name,
                     "epsilon": r.get("epsilon") if r.get("level") == "document" else None,
-                    **{
-                        k: b.get(k)
-                        for k in ("k", "k_min", "documents", "macro_f1", "clean_macro_f1", "random_guess_f1")
-                    },
+                    "k": k,
+                    "k_min": same_k[0].get("k_min"),
+                    **{c: _mean(same_k, c) for c in BUCKET_SCORES},
+                    "macro_f1_sd": f1_sd,
+                    "n": n,
                 }
             )
     fig, ax = plt.subplots(figsize=(9, 4.8))
     for name in dict.fromkeys(t["run"] for t in table):
         pts = [t for t in table if t["run"] == name]
-        ax.plot([t["k"] for t in pts], [t["macro_f1"] for t in pts], "o-", label=name)
+        agg.draw_errorbars(
+            ax,
+            [t["k"] for t in pts],
+            [t["macro_f1"] for t in pts],
+            [t["macro_f1_sd"] for t in pts],
+            [t["n"] for t in pts],
+            label=f"{name} ({agg.n_label(t['n'] for t in pts)})",
+        )
         ax.plot([t["k"] for t in pts], [t["random_guess_f1"] for t in pts], ":", color="gray")
     ax.set_xlabel("number of sentences k (bucket)")
-    ax.set_ylabel("test macro-F1")
+    ax.set_ylabel("test macro-F1, mean +- sd over seeds")
     ax.set_title(f"macro-F1 by document length at epsilon = {epsilon:g} (dotted: random guess per bucket)", fontsize=9)
     _finish(fig, ax, out / "f1_vs_sentences", table)
     return table

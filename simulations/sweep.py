@@ -1,9 +1,9 @@
-"""``sanitas sweep``: one ``sanitas run`` per point of a grid of config values.
+"""``sanitas sweep``: one ``sanitas run`` per point of a grid of config values, once per seed.
 
 ::
 
     sanitas sweep CONFIG.toml --grid KEY=V1,V2,... [--grid KEY2=...] [--also --grid ...]
-                  [--set key=value ...] --out DIR [--name NAME] [--timeout SECONDS]
+                  [--seeds 1,2,3] [--set key=value ...] --out DIR [--name NAME] [--timeout SECONDS]
 
 Grid syntax
 -----------
@@ -24,18 +24,48 @@ new one; the sweep runs the union of the products, in order (e.g. a private
 grid ``--also`` non-private references that need no epsilon axis). A key may
 not appear twice in one product, nor in both ``--set`` and ``--grid``.
 
+Seeds
+-----
+``--seeds 1,2,3`` (distinct non-negative integers) runs every grid point once
+per seed, the seeds of a point one after another; each run has ``seed`` *and*
+``noise-seed`` set to its seed (paired, not crossed, as in ``sanitas compare``:
+the data subsample and split, the users' partition, the model's initialisation
+and the mechanisms' noise all change with it). The run name ends in
+``__seed=<seed>``. ``seed`` or ``noise-seed`` in ``--grid`` or ``--set``
+together with ``--seeds`` is an error (the config file's values are simply
+overridden). Without ``--seeds`` every point runs once, at the config's own
+``seed`` and ``noise-seed``.
+
+The runs share the encoder's embedding cache (``cache-dir``): it is keyed by
+(encoder, text), not by seed or epsilon, so a text is encoded once for the
+whole sweep. A seed that draws other documents (``train-size``/``test-size``
+subsamples, ``public-fraction`` and ``test-fraction`` splits are seeded)
+encodes those new documents once, on its first run.
+
 Output
 ------
 Each run is ``python -m simulations.cli run CONFIG --set ... --out <out>/<name>``
 in its own process (a crash fails that run only) and writes
 ``<out>/<name>/<run-name>/``; the run name is ``key=value`` pairs joined by
-``__`` (``sentence-mechanism=purkayastha__sentence-epsilon=2``). The process's
-output goes to ``<out>/<name>/logs/<run-name>.log`` and its outcome to
-``logs/<run-name>.status.json``. A run whose folder already holds
-``summary.json`` is skipped (resume); a failed or interrupted run is run again
-(a half-written folder is first moved to ``<out>/<name>/incomplete/``).
-``sweep.csv`` and ``sweep.jsonl`` (one row per run, rebuilt from the folders
-after every run) and ``accuracy_vs_epsilon.png`` go to ``<out>/<name>/``.
+``__`` (``sentence-mechanism=purkayastha__sentence-epsilon=2__seed=1``). The
+process's output goes to ``<out>/<name>/logs/<run-name>.log`` and its outcome
+to ``logs/<run-name>.status.json``. A run whose folder already holds
+``summary.json`` is skipped (resume, seed by seed); a failed or interrupted run
+is run again (a half-written folder is first moved to ``<out>/<name>/incomplete/``).
+
+Tables, rebuilt from the folders after every run, in ``<out>/<name>/``:
+
+* ``sweep.csv`` / ``sweep.jsonl``: one row per run (grid values, ``seed`` and
+  ``noise-seed`` when seeded, ``point``: the run's grid point, metrics);
+* ``sweep_summary.csv`` / ``sweep_summary.jsonl``: one row per grid point
+  (:func:`summarize`): ``n`` finished runs of ``planned``, ``seeds``,
+  ``<metric>_mean`` and ``<metric>_sd`` (sample sd, ddof = 1; empty when n < 2,
+  and then ``one_seed`` is true) of accuracy, macro-F1, clean accuracy, best
+  accuracy and wall time; the epsilon columns once (they do not depend on the
+  seed; ``epsilons_differ`` flags a point whose seeds disagree, and the column
+  then holds the largest value, the guarantee every seed's run meets);
+* ``accuracy_vs_epsilon.png``: mean +- sd per point, n in the legend (and at the
+  points when it varies along a line), a one-seed point as a hollow marker.
 """
 
 from __future__ import annotations
@@ -54,6 +84,7 @@ from typing import Any
 
 from fl import config as config_mod
 
+from . import aggregate as agg
 from .api import resolve_config
 from .overrides import load_with_overrides, override_key, split_override
 
@@ -81,6 +112,7 @@ METRIC_COLUMNS: tuple[str, ...] = (
     "evaluation_covered",
     "wall_seconds",
     "process_seconds",
+    "point",
     "run_name",
     "results_folder",
     "error",
@@ -99,6 +131,24 @@ WORD_COLUMNS: tuple[str, ...] = (
     "rouge1_f",
     "bleu",
 )
+#: The keys ``--seeds`` sets in every run, both to the run's seed.
+SEED_KEYS = ("seed", "noise-seed")
+#: Columns of ``sweep_summary.csv`` averaged over seeds (``<column>_mean``, ``<column>_sd``).
+STAT_COLUMNS = ("accuracy", "macro_f1", "clean_accuracy", "best_accuracy")
+#: Privacy columns, the same for every seed of a point: recorded once (the largest when seeds disagree).
+SEED_FREE_COLUMNS = (
+    "epsilon",
+    "sentence_epsilon",
+    "max_user_pure_epsilon_embedding",
+    "max_user_pure_epsilon_total",
+    "pure_ldp_per_word",
+    "document_epsilon_median",
+    "document_delta_median",
+    "document_epsilon_longest",
+    "document_delta_longest",
+)
+#: Descriptive columns of a point, from its first finished run (checked equal across seeds).
+POINT_COLUMNS = ("level", "label_protected", "ldp_guarantee_holds", "evaluation_covered")
 _OPEN, _CLOSE = "[{", "]}"
 
 
@@ -113,11 +163,24 @@ class GridAxis:
 
 @dataclass(frozen=True)
 class Run:
-    """One point of the sweep: its folder name and its grid settings."""
+    """One run of the sweep: its folder name, its settings and, when seeded, its seed."""
 
     name: str
     texts: dict[str, str] = field(default_factory=dict)  # key -> value as typed (passed to --set)
     values: dict[str, Any] = field(default_factory=dict)  # key -> parsed value (names, tables)
+    seed: int | None = None  # set by --seeds (then values hold seed and noise-seed too)
+
+    @property
+    def point_values(self) -> dict[str, Any]:
+        """The grid point's settings: ``values`` less the seed keys of a seeded run."""
+        if self.seed is None:
+            return dict(self.values)
+        return {k: v for k, v in self.values.items() if k not in SEED_KEYS}
+
+    @property
+    def point(self) -> str:
+        """The grid point's name (the run name without its seed); the run name when unseeded."""
+        return self.name if self.seed is None else run_name(self.point_values)
 
 
 @dataclass(frozen=True)
@@ -203,10 +266,12 @@ def run_name(values: Mapping[str, Any]) -> str:
     return name or "default"
 
 
-def expand(blocks: Sequence[Sequence[GridAxis]]) -> list[Run]:
-    """The runs: the Cartesian product of each block's axes, blocks one after another.
+def expand(blocks: Sequence[Sequence[GridAxis]], seeds: Sequence[int] | None = None) -> list[Run]:
+    """The runs: the Cartesian product of each block's axes, blocks one after another; with
+    ``seeds``, each point once per seed (:func:`with_seeds`, seeds fastest).
 
-    Raises ``ConfigError`` on a key repeated in a block and on two runs with the same name.
+    Raises ``ConfigError`` on a key repeated in a block, on two runs with the same name and on a
+    seed key in the grid of a seeded sweep.
     """
     runs: list[Run] = []
     for axes in blocks:
@@ -221,12 +286,56 @@ def expand(blocks: Sequence[Sequence[GridAxis]]) -> list[Run]:
     duplicates = sorted({n for n in names if names.count(n) > 1})
     if duplicates:
         raise config_mod.ConfigError(f"--grid: runs with the same name (repeated grid point?): {duplicates}")
-    return runs
+    return with_seeds(runs, seeds) if seeds else runs
+
+
+def parse_seeds(text: str | Sequence[Any]) -> list[int]:
+    """``--seeds 1,2,3`` (or a list): distinct non-negative integers, in order.
+
+    Raises ``ConfigError`` on an empty list, a non-integer, a negative or a repeated seed.
+    """
+    items = [t.strip() for t in text.split(",")] if isinstance(text, str) else [str(t).strip() for t in text]
+    if not items or any(not t for t in items):
+        raise config_mod.ConfigError(f"--seeds expects distinct integers like 1,2,3, got {text!r}")
+    try:
+        seeds = [int(t) for t in items]
+    except ValueError:
+        raise config_mod.ConfigError(f"--seeds expects integers like 1,2,3, got {text!r}") from None
+    if any(s < 0 for s in seeds):
+        raise config_mod.ConfigError(f"--seeds must be >= 0 (noise-seed -1 means a secret OS seed), got {seeds}")
+    if len(set(seeds)) != len(seeds):
+        raise config_mod.ConfigError(f"--seeds must be distinct, got {seeds}")
+    return seeds
+
+
+def with_seeds(runs: Sequence[Run], seeds: Sequence[int], name_keys: Sequence[str] = ("seed",)) -> list[Run]:
+    """Each run once per seed (seeds fastest), with ``seed`` and ``noise-seed`` both set to it
+    (paired, not crossed); the run name gets ``name_keys`` (``__seed=2``).
+
+    Raises ``ConfigError`` when a run already sets a seed key (e.g. ``--grid seed=...``).
+    """
+    clash = sorted({k for r in runs for k in r.values if k in SEED_KEYS})
+    if clash:
+        raise config_mod.ConfigError(f"--seeds sets {' and '.join(SEED_KEYS)} of every run; remove {clash} from --grid")
+    out = []
+    for run in runs:
+        for seed in seeds:
+            s = int(seed)
+            values = {**run.values, **dict.fromkeys(SEED_KEYS, s)}
+            texts = {**run.texts, **dict.fromkeys(SEED_KEYS, str(s))}
+            out.append(Run(run_name({**run.values, **dict.fromkeys(name_keys, s)}), texts, values, seed=s))
+    return out
 
 
 def grid_keys(runs: Iterable[Run]) -> list[str]:
-    """All grid keys of the sweep, in first-seen order (the leading table columns)."""
+    """All grid keys of the sweep, in first-seen order (the leading table columns); with seeds,
+    ``seed`` and ``noise-seed`` too."""
     return list(dict.fromkeys(k for r in runs for k in r.values))
+
+
+def point_keys(runs: Iterable[Run]) -> list[str]:
+    """The grid keys of the points (:func:`grid_keys` less the seed keys that ``--seeds`` set)."""
+    return list(dict.fromkeys(k for r in runs for k in r.point_values))
 
 
 def run_sets(run: Run, sets: Sequence[str]) -> list[str]:
@@ -243,9 +352,16 @@ def resolve_run(config: str, run: Run, sets: Sequence[str], sweep_dir: Path) -> 
 def check_runs(config: str, runs: Sequence[Run], sets: Sequence[str], sweep_dir: Path) -> None:
     """Resolve every run's config in-process, so a bad grid value stops the sweep before any run.
 
-    Raises ``ConfigError`` naming the run and the problem, or on a key in both ``--set`` and ``--grid``.
+    Raises ``ConfigError`` naming the run and the problem, on a key in both ``--set`` and ``--grid``,
+    or on ``seed``/``noise-seed`` in ``--set`` of a seeded sweep.
     """
     set_keys = {override_key(item) for item in sets}
+    if any(r.seed is not None for r in runs):
+        seeded = sorted(set_keys & set(SEED_KEYS))
+        if seeded:
+            raise config_mod.ConfigError(
+                f"--seeds sets {' and '.join(SEED_KEYS)} of every run; remove {seeded} from --set"
+            )
     clash = sorted(set_keys & set(grid_keys(runs)))
     if clash:
         raise config_mod.ConfigError(f"keys both in --set and --grid: {clash}")
@@ -313,7 +429,9 @@ def collect_row(run: Run, sweep_dir: Path, keys: Sequence[str]) -> dict[str, Any
     folder = sweep_dir / run.name
     status = _read_json(sweep_dir / "logs" / f"{run.name}.status.json") or {}
     summary = _read_json(folder / "summary.json")
-    row.update(run_name=run.name, results_folder=str(folder), process_seconds=status.get("process_seconds"))
+    row.update(
+        point=run.point, run_name=run.name, results_folder=str(folder), process_seconds=status.get("process_seconds")
+    )
     if summary is None:
         row["status"] = "failed" if status.get("status") == "failed" else "pending"
         row["error"] = status.get("error")
@@ -376,10 +494,10 @@ def _word_columns(summary: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
-def write_tables(rows: Sequence[Mapping[str, Any]], sweep_dir: Path) -> tuple[Path, Path]:
-    """Write ``sweep.csv`` and ``sweep.jsonl`` (``None`` is an empty cell / ``null``)."""
+def write_tables(rows: Sequence[Mapping[str, Any]], sweep_dir: Path, stem: str = "sweep") -> tuple[Path, Path]:
+    """Write ``<stem>.csv`` and ``<stem>.jsonl`` (``None`` is an empty cell / ``null``)."""
     fields = list(dict.fromkeys(k for r in rows for k in r)) or list(METRIC_COLUMNS)
-    csv_path, jsonl_path = sweep_dir / "sweep.csv", sweep_dir / "sweep.jsonl"
+    csv_path, jsonl_path = sweep_dir / f"{stem}.csv", sweep_dir / f"{stem}.jsonl"
     with csv_path.open("w", newline="") as fh:
         writer = csv.DictWriter(fh, fieldnames=fields)
         writer.writeheader()
@@ -396,35 +514,90 @@ def _cell(value: Any) -> Any:
     return value
 
 
+def summarize(rows: Sequence[Mapping[str, Any]], keys: Sequence[str]) -> list[dict[str, Any]]:
+    """One row per grid point (the rows' ``point``, else their run name), in first-seen order.
+
+    ``keys`` are the point's grid keys (:func:`point_keys`). Over the point's finished runs
+    (status ``ok``): ``n``, ``seeds``, ``one_seed`` (n == 1), ``<column>_mean`` and ``<column>_sd``
+    (sample sd, ddof = 1; ``None`` when n < 2) of :data:`STAT_COLUMNS` and of ``wall_seconds``;
+    :data:`SEED_FREE_COLUMNS` and :data:`POINT_COLUMNS` once, from the first finished run. When
+    the seeds disagree on a privacy column (e.g. a seeded subsample with longer documents), the
+    point gets ``epsilons_differ`` true and that column the largest value (the guarantee every
+    seed's run meets); ``differs_across_seeds`` names the columns that disagree. ``status``: ``ok``
+    (every planned run finished), ``partial``, ``failed`` (none finished, one failed) or ``pending``.
+    """
+    points = []
+    for point, members in agg.group(rows, lambda r: r.get("point") or r.get("run_name")).items():
+        done = [m for m in members if m.get("status") == "ok"]
+        first = (done or members)[0]
+        failed = any(m.get("status") == "failed" for m in members)
+        status = "ok" if len(done) == len(members) else "partial" if done else "failed" if failed else "pending"
+        present = [c for c in SEED_FREE_COLUMNS if any(m.get(c) is not None for m in done)]
+        differ = agg.differing(done, [*present, *POINT_COLUMNS]) if done else []
+        privacy = {c: first.get(c) for c in SEED_FREE_COLUMNS if c in present or c in METRIC_COLUMNS}
+        for c in differ:
+            if c in privacy:
+                values = agg.finite(m.get(c) for m in done)
+                privacy[c] = max(values) if values else None
+        points.append(
+            {
+                **{k: first.get(k) for k in keys},
+                "point": point,
+                "status": status,
+                "n": len(done),
+                "planned": len(members),
+                "one_seed": len(done) == 1,
+                "seeds": " ".join(str(m["seed"]) for m in done if m.get("seed") is not None),
+                **agg.stat_columns(done, STAT_COLUMNS),
+                **privacy,
+                "epsilons_differ": any(c in SEED_FREE_COLUMNS for c in differ),
+                "differs_across_seeds": " ".join(differ),
+                **{c: first.get(c) for c in POINT_COLUMNS},
+                **agg.stat_columns(done, ["wall_seconds"]),
+                "runs": " ".join(str(m.get("run_name")) for m in members),
+            }
+        )
+    return points
+
+
 def plot_groups(
-    rows: Sequence[Mapping[str, Any]], keys: Sequence[str]
+    points: Sequence[Mapping[str, Any]], keys: Sequence[str]
 ) -> tuple[dict[str, list[Mapping[str, Any]]], list[Mapping[str, Any]]]:
-    """Finished runs split for the plot: lines on the epsilon axis (one per combination of the
-    grid keys other than the epsilons) and the runs whose LDP guarantee does not hold, which
-    never enter the epsilon axis."""
-    others = [k for k in keys if k not in EPSILON_KEYS]
-    finished = [r for r in rows if r.get("status") == "ok" and r.get("accuracy") is not None]
+    """Points (:func:`summarize`) with a finished run, split for the plot: lines on the epsilon
+    axis (one per combination of the grid keys other than the epsilons) and the points whose LDP
+    guarantee does not hold, which never enter the epsilon axis."""
+    others = [k for k in keys if k not in EPSILON_KEYS and k not in SEED_KEYS]
+    finished = [p for p in points if p.get("n") and p.get("accuracy_mean") is not None]
     groups: dict[str, list[Mapping[str, Any]]] = {}
-    for row in finished:
-        if row.get("ldp_guarantee_holds") is not False:
-            label = ", ".join(f"{k}={format_value(row[k])}" for k in others if row.get(k) is not None) or "runs"
-            groups.setdefault(label, []).append(row)
-    return groups, [r for r in finished if r.get("ldp_guarantee_holds") is False]
+    for point in finished:
+        if point.get("ldp_guarantee_holds") is not False:
+            label = ", ".join(f"{k}={format_value(point[k])}" for k in others if point.get(k) is not None) or "runs"
+            groups.setdefault(label, []).append(point)
+    return groups, [p for p in finished if p.get("ldp_guarantee_holds") is False]
 
 
-def plot_accuracy(rows: Sequence[Mapping[str, Any]], keys: Sequence[str], path: Path, title: str = "") -> Path:
-    """Final accuracy against epsilon (per release, or per word at the word level): one
-    line per combination of the grid keys other than the epsilons; runs without a
-    finite epsilon (mechanism ``none``) as horizontal dashed lines. Runs whose LDP
-    guarantee does not hold (``map-in = "leaky"``) are never drawn on the epsilon axis:
+def _annotate_n(ax: Any, xs: Sequence[float], points: Sequence[Mapping[str, Any]]) -> None:
+    """``n=k`` beside each point, when the points of one line have different n."""
+    if len({p["n"] for p in points}) > 1:
+        for x, p in zip(xs, points, strict=True):
+            ax.annotate(f"n={p['n']}", (x, p["accuracy_mean"]), xytext=(4, 4), textcoords="offset points", fontsize=6)
+
+
+def plot_accuracy(points: Sequence[Mapping[str, Any]], keys: Sequence[str], path: Path, title: str = "") -> Path:
+    """Final accuracy (mean +- sd over seeds, :func:`summarize`'s points) against epsilon (per
+    release, or per word at the word level): one line per combination of the grid keys other than
+    the epsilons, n in its legend entry (and beside each point when it varies along the line);
+    a point that only one seed reached has a hollow marker and no error bar. Points without a
+    finite epsilon (mechanism ``none``) are horizontal dashed lines with a shaded sd band. Points
+    whose LDP guarantee does not hold (``map-in = "leaky"``) are never drawn on the epsilon axis:
     they go to a separate panel labelled "not LDP", against their mechanism setting."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    groups, not_ldp = plot_groups(rows, keys)
-    done = [r for group in groups.values() for r in group]
+    groups, not_ldp = plot_groups(points, keys)
+    done = [p for group in groups.values() for p in group]
     colors = plt.get_cmap("tab10").colors
     if not_ldp:
         fig, (ax, ax_leak) = plt.subplots(1, 2, figsize=(13, 6.0), gridspec_kw={"width_ratios": [2, 1]}, sharey=True)
@@ -433,12 +606,30 @@ def plot_accuracy(rows: Sequence[Mapping[str, Any]], keys: Sequence[str], path: 
         fig, ax = plt.subplots(figsize=(10, 4.8))
     for i, (label, group) in enumerate(groups.items()):
         color = colors[i % len(colors)]
-        private = sorted((r for r in group if r.get("epsilon") is not None), key=lambda r: r["epsilon"])
+        private = sorted((p for p in group if p.get("epsilon") is not None), key=lambda p: p["epsilon"])
         if private:
-            ax.plot([r["epsilon"] for r in private], [r["accuracy"] for r in private], "o-", color=color, label=label)
-        for r in group:
-            if r.get("epsilon") is None:
-                ax.axhline(r["accuracy"], linestyle="--", color=color, label=f"{label} (no privacy)")
+            xs = [p["epsilon"] for p in private]
+            agg.draw_errorbars(
+                ax,
+                xs,
+                [p["accuracy_mean"] for p in private],
+                [p.get("accuracy_sd") for p in private],
+                [p["n"] for p in private],
+                color=color,
+                label=f"{label} ({agg.n_label(p['n'] for p in private)})",
+            )
+            _annotate_n(ax, xs, private)
+        for p in group:
+            if p.get("epsilon") is None:
+                mean, sd = p["accuracy_mean"], p.get("accuracy_sd")
+                spread = f" +- {sd:.3f}" if sd is not None else ", one seed"
+                ax.axhline(
+                    mean, linestyle="--", color=color, label=f"{label} (no privacy: {mean:.3f}{spread}, n={p['n']})"
+                )
+                if sd is not None:
+                    ax.axhspan(mean - sd, mean + sd, color=color, alpha=0.12, linewidth=0)
+    if any(p["n"] == 1 for p in done if p.get("epsilon") is not None) or any(p["n"] == 1 for p in not_ldp):
+        agg.add_one_seed_note(ax)
     if not done:
         ax.text(
             0.5,
@@ -449,10 +640,10 @@ def plot_accuracy(rows: Sequence[Mapping[str, Any]], keys: Sequence[str], path: 
             transform=ax.transAxes,
         )
     ax.set_xlabel("epsilon per release (sentence level) or per word (word level), mechanism's own metric")
-    ax.set_ylabel("final accuracy (sanitized test)")
+    ax.set_ylabel("final accuracy (sanitized test), mean +- sd over seeds")
     ax.set_title(title, fontsize=9)
     ax.grid(alpha=0.3)
-    if groups:
+    if ax.get_legend_handles_labels()[0]:
         if not_ldp:  # below the axes: the "not LDP" panel sits on the right
             ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.18))
         else:
@@ -463,20 +654,38 @@ def plot_accuracy(rows: Sequence[Mapping[str, Any]], keys: Sequence[str], path: 
     return path
 
 
-def _plot_not_ldp(ax: Any, rows: Sequence[Mapping[str, Any]], keys: Sequence[str]) -> None:
-    """Runs without an LDP guarantee, apart: x is the mechanism's epsilon *setting* (a config
-    value, not a guarantee), each point labelled by its grid keys."""
+def _plot_not_ldp(ax: Any, points: Sequence[Mapping[str, Any]], keys: Sequence[str]) -> None:
+    """Points without an LDP guarantee, apart: x is the mechanism's epsilon *setting* (a config
+    value, not a guarantee), each line labelled by its grid keys; mean +- sd, hollow for one seed."""
     setting = [k for k in EPSILON_KEYS if k in keys]
-    groups: dict[str, list[tuple[float, float]]] = {}
-    for i, row in enumerate(rows):
-        x = next((row[k] for k in setting if row.get(k) is not None), i)
+    groups: dict[str, list[tuple[float, Mapping[str, Any]]]] = {}
+    for i, point in enumerate(points):
+        x = next((point[k] for k in setting if point.get(k) is not None), i)
         label = (
-            ", ".join(f"{k}={format_value(row[k])}" for k in keys if k not in EPSILON_KEYS and row.get(k) is not None)
+            ", ".join(
+                f"{k}={format_value(point[k])}"
+                for k in keys
+                if k not in EPSILON_KEYS and k not in SEED_KEYS and point.get(k) is not None
+            )
             or "runs"
         )
-        groups.setdefault(label, []).append((x, row["accuracy"]))
-    for marker, (label, points) in zip("xP*Dv^<>", groups.items(), strict=False):
-        ax.plot(*zip(*sorted(points), strict=True), marker=marker, linestyle=":", markersize=8, label=label)
+        groups.setdefault(label, []).append((x, point))
+    for marker, (label, members) in zip("xP*Dv^<>", groups.items(), strict=False):
+        members.sort(key=lambda m: m[0])
+        xs = [x for x, _ in members]
+        ps = [p for _, p in members]
+        agg.draw_errorbars(
+            ax,
+            xs,
+            [p["accuracy_mean"] for p in ps],
+            [p.get("accuracy_sd") for p in ps],
+            [p["n"] for p in ps],
+            marker=marker,
+            linestyle=":",
+            markersize=8,
+            label=f"{label} ({agg.n_label(p['n'] for p in ps)})",
+        )
+        _annotate_n(ax, xs, ps)
     ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.18))
     ax.set_title(
         "not LDP: no guarantee holds\n(e.g. leaky M1 trained on unsanitized gradients)", fontsize=8, color="crimson"
@@ -486,12 +695,15 @@ def _plot_not_ldp(ax: Any, rows: Sequence[Mapping[str, Any]], keys: Sequence[str
 
 
 def write_outputs(runs: Sequence[Run], sweep_dir: Path, plot: bool = True) -> list[dict[str, Any]]:
-    """Collect every run's row and write the tables (and the plot); returns the rows."""
+    """Collect every run's row; write ``sweep.csv``/``.jsonl``, the per-point summary
+    ``sweep_summary.csv``/``.jsonl`` (and the plot); returns the run rows."""
     keys = grid_keys(runs)
     rows = [collect_row(r, sweep_dir, keys) for r in runs]
     write_tables(rows, sweep_dir)
+    points = summarize(rows, point_keys(runs))
+    write_tables(points, sweep_dir, stem="sweep_summary")
     if plot:
-        plot_accuracy(rows, keys, sweep_dir / "accuracy_vs_epsilon.png", title=f"sweep {sweep_dir.name}")
+        plot_accuracy(points, point_keys(runs), sweep_dir / "accuracy_vs_epsilon.png", title=f"sweep {sweep_dir.name}")
     return rows
 
 
@@ -555,26 +767,34 @@ def sweep(
     name: str | None = None,
     timeout: float | None = None,
     progress: bool = True,
+    seeds: str | Sequence[Any] | None = None,
 ) -> int:
     """The ``sanitas sweep`` command: parse, check every run's config, run, report.
 
-    ``blocks`` are the ``--grid`` specs of each product (split at ``--also``).
+    ``blocks`` are the ``--grid`` specs of each product (split at ``--also``); ``seeds`` (``"1,2,3"``
+    or a list; ``None``: one run per point at the config's seeds) runs each point once per seed.
     Returns 0 when every run has a summary, 1 otherwise.
     """
     blocks = [b for b in blocks if b]
     if not blocks:
         raise config_mod.ConfigError("sweep needs at least one --grid KEY=V1,V2,...")
-    runs = expand([[parse_grid(spec) for spec in block] for block in blocks])
+    seed_list = parse_seeds(seeds) if seeds is not None else None
+    runs = expand([[parse_grid(spec) for spec in block] for block in blocks], seed_list)
     sweep_dir = Path(out).expanduser().resolve() / (name or Path(config).stem)
     check_runs(config, runs, sets, sweep_dir)
-    print(f"sanitas: sweep of {len(runs)} runs into {sweep_dir}", flush=True)
+    per_seed = f" ({len(runs) // len(seed_list)} points x {len(seed_list)} seeds)" if seed_list else ""
+    print(f"sanitas: sweep of {len(runs)} runs{per_seed} into {sweep_dir}", flush=True)
 
     def runner(run: Run, log_path: Path) -> Outcome:
         return execute(run_command(config, run, sets, sweep_dir), log_path, timeout)
 
     rows = run_sweep(runs, sweep_dir, runner, progress=progress)
     failed = [r["run_name"] for r in rows if r["status"] != "ok"]
-    print(f"sanitas: {len(rows) - len(failed)}/{len(rows)} runs done; table {sweep_dir / 'sweep.csv'}", flush=True)
+    print(
+        f"sanitas: {len(rows) - len(failed)}/{len(rows)} runs done; tables {sweep_dir / 'sweep.csv'} "
+        f"(per run) and {sweep_dir / 'sweep_summary.csv'} (per point, mean +- sd over seeds)",
+        flush=True,
+    )
     if failed:
         print(f"sanitas: not done: {', '.join(failed)}", file=sys.stderr, flush=True)
     return 1 if failed else 0

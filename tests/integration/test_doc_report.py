@@ -58,3 +58,33 @@ def test_report_writes_both_plots_and_tables(tmp_path: Path) -> None:
 def test_report_without_a_sweep_is_a_clear_error(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
     assert main(["report-documents", str(tmp_path)]) == 2
     assert "sweep.jsonl" in capsys.readouterr().err
+
+
+def test_report_averages_the_seeds_of_a_point(tmp_path: Path) -> None:
+    """A sweep with --seeds: one table row per grid point (and per point and k), mean, sample sd and n."""
+    rows = []
+    for seed, f1 in ((1, 0.6), (2, 0.7), (3, 0.8)):  # mean 0.7, sample sd 0.1
+        row = _run(tmp_path, f"document-epsilon=10__seed={seed}", "deepcandidate", 10.0, f1)
+        rows.append({**row, "point": "document-epsilon=10", "seed": seed})
+    one = _run(tmp_path, "document-mechanism=none__seed=1", None, None, 0.85)
+    rows.append({**one, "point": "document-mechanism=none", "seed": 1})
+    failed = {"status": "failed", "run_name": "document-mechanism=none__seed=2", "point": "document-mechanism=none"}
+    (tmp_path / "sweep.jsonl").write_text("".join(json.dumps(r) + "\n" for r in [*rows, failed]))
+    assert main(["report-documents", str(tmp_path), "--epsilon", "10"]) == 0
+    by_eps = list(csv.DictReader((tmp_path / "f1_vs_epsilon.csv").open()))
+    assert [(r["mechanism"], r["n"], r["seeds"], r["one_seed"]) for r in by_eps] == [
+        ("deepcandidate", "3", "1 2 3", "false"),
+        ("none", "1", "1", "true"),
+    ]
+    assert float(by_eps[0]["macro_f1"]) == pytest.approx(0.7) and float(by_eps[0]["macro_f1_sd"]) == pytest.approx(0.1)
+    assert by_eps[1]["macro_f1_sd"] == "" and float(by_eps[1]["macro_f1"]) == 0.85
+    by_k = list(csv.DictReader((tmp_path / "f1_vs_sentences.csv").open()))
+    assert [(r["run"], r["k"], r["n"]) for r in by_k] == [
+        ("imdb deepcandidate", "2-3", "3"),
+        ("imdb deepcandidate", "10-14", "3"),
+        ("imdb none (non-private)", "2-3", "1"),
+        ("imdb none (non-private)", "10-14", "1"),
+    ]
+    assert float(by_k[1]["macro_f1"]) == pytest.approx(0.8) and float(by_k[1]["macro_f1_sd"]) == pytest.approx(0.1)
+    assert float(by_k[1]["documents"]) == 5
+    assert (tmp_path / "f1_vs_epsilon.png").stat().st_size > 10_000

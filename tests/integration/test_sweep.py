@@ -247,11 +247,11 @@ def test_runs_without_ldp_get_no_epsilon_and_are_plotted_apart(tmp_path: Path) -
     for column in ("epsilon", "sentence_epsilon", "max_user_pure_epsilon_embedding", "max_user_pure_epsilon_total"):
         assert row[column] is None, column
     rows = [row, sw.collect_row(private, tmp_path, keys)]
-    groups, not_ldp = sw.plot_groups(rows, keys)
-    assert not_ldp == [row]
-    assert all(r is not row for group in groups.values() for r in group)
-    assert [r["run_name"] for group in groups.values() for r in group] == [private.name]
-    png = sw.plot_accuracy(rows, keys, tmp_path / "p.png")
+    points = sw.summarize(rows, keys)
+    groups, not_ldp = sw.plot_groups(points, keys)
+    assert [p["runs"] for p in not_ldp] == [leaky.name]
+    assert [p["runs"] for group in groups.values() for p in group] == [private.name]
+    png = sw.plot_accuracy(points, keys, tmp_path / "p.png")
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
@@ -358,3 +358,229 @@ def test_cli_splits_grid_products_at_also(monkeypatch: pytest.MonkeyPatch) -> No
     assert cli.main(argv) == 0
     assert seen["blocks"] == [GRID[:2], REFERENCES[:1]]
     assert seen["sets"] == ["noise-seed=0"] and seen["out"] == "o" and seen["name"] == "n"
+
+
+# --- seeds: expansion, the per-point summary, the plot, resume ----------------------------------
+
+
+def _seeded_runs(seeds: tuple[int, ...] = (1, 2, 3)) -> list[sw.Run]:
+    blocks = [[sw.parse_grid("sentence-epsilon=2,10")], [sw.parse_grid('sentence-mechanism="none"')]]
+    return sw.expand(blocks, list(seeds))
+
+
+def test_seeds_run_each_point_once_per_seed_with_seed_and_noise_seed() -> None:
+    runs = _seeded_runs((1, 2))
+    assert [r.name for r in runs] == [
+        "sentence-epsilon=2__seed=1",
+        "sentence-epsilon=2__seed=2",
+        "sentence-epsilon=10__seed=1",
+        "sentence-epsilon=10__seed=2",
+        "sentence-mechanism=none__seed=1",
+        "sentence-mechanism=none__seed=2",
+    ]
+    assert [r.seed for r in runs] == [1, 2] * 3
+    assert all(r.values["seed"] == r.values["noise-seed"] == r.seed for r in runs)  # paired, not crossed
+    assert [r.point for r in runs] == [
+        "sentence-epsilon=2",
+        "sentence-epsilon=2",
+        "sentence-epsilon=10",
+        "sentence-epsilon=10",
+        "sentence-mechanism=none",
+        "sentence-mechanism=none",
+    ]
+    assert runs[0].point_values == {"sentence-epsilon": 2}
+    assert sw.grid_keys(runs) == ["sentence-epsilon", "seed", "noise-seed", "sentence-mechanism"]
+    assert sw.point_keys(runs) == ["sentence-epsilon", "sentence-mechanism"]
+    sets = sw.run_sets(runs[3], ["train-size=100"])
+    assert sets == [
+        "train-size=100",
+        "sentence-epsilon=10",
+        "seed=2",
+        "noise-seed=2",
+        'run-name="sentence-epsilon=10__seed=2"',
+    ]
+    # Without seeds nothing changes: one run per point, named by its grid values only.
+    plain = sw.expand([[sw.parse_grid("sentence-epsilon=2,10")]])
+    assert [(r.name, r.seed, r.point) for r in plain] == [
+        ("sentence-epsilon=2", None, "sentence-epsilon=2"),
+        ("sentence-epsilon=10", None, "sentence-epsilon=10"),
+    ]
+    assert "seed" not in plain[0].values
+
+
+@pytest.mark.parametrize("text", ["", "1,,2", "1,a", "1.5", "-1,2", "1,2,1"])
+def test_bad_seed_lists_are_refused(text: str) -> None:
+    with pytest.raises(ConfigError, match="--seeds"):
+        sw.parse_seeds(text)
+
+
+def test_seeds_conflict_with_seed_keys_in_grid_or_set(tmp_path: Path) -> None:
+    assert sw.parse_seeds(" 3, 1,2 ") == [3, 1, 2] and sw.parse_seeds([0, 5]) == [0, 5]
+    for grid in ("seed=1,2", "noise-seed=0,1"):
+        with pytest.raises(ConfigError, match="--seeds sets seed and noise-seed .* from --grid"):
+            sw.expand([[sw.parse_grid("sentence-epsilon=2"), sw.parse_grid(grid)]], [1, 2])
+    sw.expand([[sw.parse_grid("seed=1,2")]])  # a seed axis without --seeds is an ordinary grid key
+    for item in ("seed=4", "noise-seed=0"):
+        with pytest.raises(ConfigError, match="--seeds sets seed and noise-seed .* from --set"):
+            sw.check_runs("unread.toml", _seeded_runs(), [item], tmp_path)
+
+
+def test_cli_seed_conflict_is_a_clear_error(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    from simulations import cli
+
+    argv = ["sweep", "c.toml", "--grid", "sentence-epsilon=2", "--seeds", "1,2", "--set", "noise-seed=0"]
+    assert cli.main([*argv, "--out", str(tmp_path)]) == 2
+    assert "--seeds sets seed and noise-seed of every run; remove ['noise-seed'] from --set" in capsys.readouterr().err
+    assert cli.main(["sweep", "c.toml", "--grid", "sentence-epsilon=2", "--seeds", "1,x", "--out", str(tmp_path)]) == 2
+    assert not list(tmp_path.iterdir())  # refused before anything was written
+
+
+SEED_ACCURACY = {1: 0.5, 2: 0.6, 3: 0.7}  # mean 0.6, sample sd 0.1
+
+
+class SeededRunner:
+    """Writes a summary whose accuracy depends on the seed; the runs in ``skip`` write nothing."""
+
+    def __init__(self, sweep_dir: Path, skip: set[str] = frozenset(), wider: set[str] = frozenset()) -> None:
+        self.sweep_dir, self.skip, self.wider = sweep_dir, skip, wider
+        self.calls: list[str] = []
+
+    def __call__(self, run: sw.Run, log_path: Path) -> sw.Outcome:
+        self.calls.append(run.name)
+        if run.name in self.skip:
+            return sw.Outcome(1, 1.0, "sanitas: error: boom")
+        accuracy = SEED_ACCURACY[run.seed]
+        if run.values.get("sentence-mechanism") == "none":
+            _summary(self.sweep_dir / run.name, accuracy + 0.2, None, None)
+        else:
+            eps = float(run.values["sentence-epsilon"])
+            releases = 2 if run.name in self.wider else 1  # that seed's users release twice
+            _summary(self.sweep_dir / run.name, accuracy + eps / 100, eps, eps * math.pi, releases=releases)
+        return sw.Outcome(0, 2.0)
+
+
+def test_summary_has_mean_sample_sd_and_n_per_point(tmp_path: Path) -> None:
+    runs = _seeded_runs()
+    # eps 2: all three seeds; eps 10: seed 1 only; none: nothing finished; eps 10 seed 3 differs in epsilon
+    runner = SeededRunner(
+        tmp_path,
+        skip={"sentence-epsilon=10__seed=2", *(r.name for r in runs if r.point == "sentence-mechanism=none")},
+        wider={"sentence-epsilon=10__seed=3"},
+    )
+    rows = sw.run_sweep(runs, tmp_path, runner, progress=False)
+    assert [r["point"] for r in rows] == [r.point for r in runs] and rows[1]["seed"] == 2
+    table = list(csv.DictReader((tmp_path / "sweep.csv").open()))
+    assert len(table) == 9 and table[4]["seed"] == "2" and table[4]["noise-seed"] == "2"
+    points = [json.loads(line) for line in (tmp_path / "sweep_summary.jsonl").read_text().splitlines()]
+    assert [p["point"] for p in points] == ["sentence-epsilon=2", "sentence-epsilon=10", "sentence-mechanism=none"]
+    full, partial, none_done = points
+    # Hand values: accuracies 0.52, 0.62, 0.72 -> mean 0.62, sample sd 0.1 (ddof = 1; ddof = 0 gives 0.0816).
+    assert (full["n"], full["planned"], full["seeds"], full["one_seed"], full["status"]) == (3, 3, "1 2 3", False, "ok")
+    assert full["accuracy_mean"] == pytest.approx(0.62) and full["accuracy_sd"] == pytest.approx(0.1)
+    assert full["macro_f1_mean"] == pytest.approx(0.61) and full["macro_f1_sd"] == pytest.approx(0.1)
+    assert full["clean_accuracy_mean"] == pytest.approx(0.63) and full["clean_accuracy_sd"] == pytest.approx(0.1)
+    assert full["epsilon"] == 2 and full["max_user_pure_epsilon_embedding"] == pytest.approx(2 * math.pi)
+    assert full["max_user_pure_epsilon_total"] == pytest.approx(2 * math.pi + 1)
+    assert full["epsilons_differ"] is False and full["differs_across_seeds"] == ""
+    assert full["sentence-epsilon"] == 2 and "seed" not in full and "noise-seed" not in full
+    assert full["runs"] == "sentence-epsilon=2__seed=1 sentence-epsilon=2__seed=2 sentence-epsilon=2__seed=3"
+    # eps 10: seeds 1 and 3 finished (0.60, 0.80), seed 3's users released twice: flagged, the larger kept.
+    assert (partial["n"], partial["seeds"], partial["status"]) == (2, "1 3", "partial")
+    assert partial["accuracy_mean"] == pytest.approx(0.70) and partial["accuracy_sd"] == pytest.approx(math.sqrt(0.02))
+    assert (
+        partial["epsilons_differ"] is True
+        and partial["differs_across_seeds"] == "max_user_pure_epsilon_embedding max_user_pure_epsilon_total"
+    )
+    assert partial["epsilon"] == 10 and partial["max_user_pure_epsilon_embedding"] == pytest.approx(20 * math.pi)
+    assert (none_done["n"], none_done["status"], none_done["accuracy_mean"], none_done["one_seed"]) == (
+        0,
+        "failed",
+        None,
+        False,
+    )
+    summary_csv = list(csv.DictReader((tmp_path / "sweep_summary.csv").open()))
+    assert list(summary_csv[0])[:3] == ["sentence-epsilon", "sentence-mechanism", "point"]
+    assert summary_csv[0]["one_seed"] == "false" and summary_csv[0]["n"] == "3"
+    # One seed: no sd (empty cell), marked one_seed = true.
+    (tmp_path / "sentence-epsilon=10__seed=3" / "summary.json").unlink()
+    (tmp_path / "logs" / "sentence-epsilon=10__seed=3.status.json").unlink()
+    sw.write_outputs(runs, tmp_path, plot=False)
+    one = list(csv.DictReader((tmp_path / "sweep_summary.csv").open()))[1]
+    assert (one["n"], one["one_seed"], one["accuracy_sd"], one["seeds"]) == ("1", "true", "", "1")
+    assert float(one["accuracy_mean"]) == pytest.approx(0.60) and one["epsilons_differ"] == "false"
+    assert one["status"] == "partial"
+
+
+def test_summary_without_seeds_is_one_run_per_point(tmp_path: Path) -> None:
+    runs = _runs()[:3]
+    for run in runs[:2]:
+        _fake_summary_for(run, tmp_path / run.name)
+    sw.write_outputs(runs, tmp_path, plot=False)
+    points = [json.loads(line) for line in (tmp_path / "sweep_summary.jsonl").read_text().splitlines()]
+    assert [(p["point"], p["n"], p["one_seed"], p["seeds"], p["accuracy_sd"]) for p in points] == [
+        (runs[0].name, 1, True, "", None),
+        (runs[1].name, 1, True, "", None),
+        (runs[2].name, 0, False, "", None),
+    ]
+    assert points[0]["accuracy_mean"] == pytest.approx(0.52) and points[2]["status"] == "pending"
+
+
+def test_seeded_plot_is_written_with_error_bars_and_one_seed_points(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    runs = _seeded_runs()
+    runner = SeededRunner(tmp_path, skip={"sentence-epsilon=10__seed=2", "sentence-epsilon=10__seed=3"})
+    sw.run_sweep(runs, tmp_path, runner, progress=False)
+    png = tmp_path / "accuracy_vs_epsilon.png"
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 10_000
+    # What is drawn: a line at the epsilons with n in its label, and the one-seed legend note.
+    points = sw.summarize([sw.collect_row(r, tmp_path, sw.grid_keys(runs)) for r in runs], sw.point_keys(runs))
+    groups, not_ldp = sw.plot_groups(points, sw.point_keys(runs))
+    assert not not_ldp and [len(g) for g in groups.values()] == [2, 1]
+    seen: dict[str, Any] = {}
+    real_savefig = plt.Figure.savefig
+
+    def spy(fig: Any, *args: Any, **kwargs: Any) -> None:
+        seen["labels"] = fig.axes[0].get_legend_handles_labels()[1]
+        real_savefig(fig, *args, **kwargs)
+
+    monkeypatch.setattr(plt.Figure, "savefig", spy)
+    sw.plot_accuracy(points, sw.point_keys(runs), tmp_path / "p.png")
+    labels = seen["labels"]
+    assert "sentence-mechanism=none (no privacy: 0.800 +- 0.100, n=3)" in labels
+    assert any(label.startswith("runs (n=1-3)") for label in labels)
+    assert any("one seed (n=1" in label for label in labels)
+
+
+def test_resume_with_seeds_skips_finished_runs_only(tmp_path: Path) -> None:
+    runs = _seeded_runs((1, 2))
+    SeededRunner(tmp_path)(runs[1], tmp_path / "x.log")  # eps 2, seed 2 done before the sweep
+    runner = SeededRunner(tmp_path, skip={runs[2].name})
+    rows = sw.run_sweep(runs, tmp_path, runner, progress=False)
+    assert runner.calls == [r.name for i, r in enumerate(runs) if i != 1]
+    assert [r["status"] for r in rows] == ["ok", "ok", "failed", "ok", "ok", "ok"]
+    runner = SeededRunner(tmp_path)
+    rows = sw.run_sweep(runs, tmp_path, runner, progress=False)
+    assert runner.calls == [runs[2].name]  # only the failed seed runs again
+    assert [r["status"] for r in rows] == ["ok"] * 6
+    runner = SeededRunner(tmp_path)
+    sw.run_sweep(runs, tmp_path, runner, progress=False)
+    assert runner.calls == []
+    points = [json.loads(line) for line in (tmp_path / "sweep_summary.jsonl").read_text().splitlines()]
+    assert [(p["n"], p["status"]) for p in points] == [(2, "ok")] * 3
+
+
+def test_cli_passes_seeds_to_the_sweep(monkeypatch: pytest.MonkeyPatch) -> None:
+    from simulations import cli
+
+    seen: dict[str, Any] = {}
+    monkeypatch.setattr(sw, "sweep", lambda *a, **kw: seen.update(kw) or 0)
+    assert cli.main(["sweep", "c.toml", "--grid", "sentence-epsilon=2", "--seeds", "1,2,3", "--out", "o"]) == 0
+    assert seen["seeds"] == "1,2,3"
+    assert cli.main(["sweep", "c.toml", "--grid", "sentence-epsilon=2", "--out", "o"]) == 0
+    assert seen["seeds"] is None
