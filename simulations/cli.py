@@ -146,6 +146,33 @@ def _add_compare_parser(sub: Any) -> None:
     p.add_argument("--timeout", type=float, default=None, help="seconds before a run is killed and marked failed")
 
 
+def _add_reproduce_parser(sub: Any) -> None:
+    """The ``reproduce`` subcommand (logic in :mod:`simulations.reproduce`)."""
+    from simulations.reproductions import REPRODUCTIONS
+
+    p = sub.add_parser(
+        "reproduce",
+        help="run a registered paper reproduction (seeded sweep) and tabulate it beside the paper",
+        description="Run the seeded sweep of a registered reproduction into OUT/NAME (resumable) and "
+        "write reproduction.csv, reproduction.md and reproduction.png there, with the paper's numbers. "
+        f"Known: {', '.join(sorted(REPRODUCTIONS))}.",
+    )
+    p.add_argument("name", help="the reproduction's name")
+    p.add_argument("--seeds", default=None, help="seeds, comma-separated (default: the reproduction's, 1,2,3)")
+    p.add_argument(
+        "--set",
+        dest="sets",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override a config key in every run (repeatable); values parse as TOML",
+    )
+    p.add_argument("--out", required=True, help="parent folder; the runs go to OUT/NAME")
+    p.add_argument("--docs", default=None, help="also copy the small tables and plot to DOCS/NAME/")
+    p.add_argument("--quick", action="store_true", help="the tiny CI version (checks the pipeline, measures nothing)")
+    p.add_argument("--timeout", type=float, default=None, help="seconds before a run is killed and marked failed")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="sanitas", description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -162,6 +189,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     p_run.add_argument("--out", default=None, help="results parent folder (config key out-dir)")
     _add_sweep_parser(sub)
     _add_compare_parser(sub)
+    _add_reproduce_parser(sub)
     p_doc = sub.add_parser(
         "report-documents",
         help="document level: macro-F1 vs epsilon and vs k (plots + CSV)",
@@ -195,6 +223,12 @@ def main(argv: Sequence[str] | None = None) -> int:
                 name=args.name,
                 node_multipliers=split(args.node_multipliers),
                 timeout=args.timeout,
+            )
+        if args.command == "reproduce":
+            from simulations.reproduce import reproduce
+
+            return reproduce(
+                args.name, args.out, args.seeds, args.sets, docs=args.docs, quick=args.quick, timeout=args.timeout
             )
         if args.command == "run":
             return _run(args)

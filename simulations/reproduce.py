@@ -1,0 +1,242 @@
+"""``sanitas reproduce NAME``: run a registered paper reproduction and tabulate it beside the paper.
+
+::
+
+    sanitas reproduce NAME [--seeds 1,2,3] [--set key=value ...] --out DIR [--docs docs/results]
+                      [--quick] [--timeout SECONDS]
+
+The reproduction (:mod:`simulations.reproductions`) is a seeded ``sanitas sweep`` of its config
+file under ``simulations/reproductions/`` over its grid, into ``DIR/NAME`` (resumable: finished
+runs are skipped). From the sweep's per-point summary it writes, into the same folder:
+
+* ``reproduction.csv``: one row per point: the series and x values, n, seeds, accuracy and
+  macro-F1 mean and sample sd over seeds, the per-user pure epsilon the runs' ledgers printed,
+  and the paper's number with our difference where the paper reports that point;
+* ``reproduction.md``: the same as a Markdown table, with the citation, the exact command, and
+  why our numbers are not expected to equal the paper's;
+* ``reproduction.png``: ours (mean +- sd, hollow markers for one-seed points) and the paper's
+  numbers (crosses) against the x key; points without an x value (e.g. the non-private
+  reference of an epsilon axis) are horizontal lines.
+
+``--docs DIR`` also copies these three files and ``sweep_summary.csv`` to ``DIR/NAME/``, the
+small committed record under ``docs/results``. ``--quick`` runs the tiny grid and sizes the
+reproduction declares for CI: it checks the pipeline end to end and measures nothing (its
+folder is ``NAME-quick`` and ``--docs`` is refused).
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+import shutil
+import sys
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from . import aggregate as agg
+from .reproductions import Reproduction, get
+from .sweep import parse_seeds, sweep
+
+COLUMNS: tuple[str, ...] = (
+    "series",
+    "x",
+    "status",
+    "n",
+    "seeds",
+    "accuracy_mean",
+    "accuracy_sd",
+    "macro_f1_mean",
+    "macro_f1_sd",
+    "clean_accuracy_mean",
+    "epsilon",
+    "max_user_pure_epsilon_embedding",
+    "max_user_pure_epsilon_total",
+    "ldp_guarantee_holds",
+    "paper",
+    "ours_minus_paper",
+    "point",
+)
+
+
+def _number(value: Any) -> float | None:
+    vals = agg.finite([value])
+    return vals[0] if vals else None
+
+
+def table(rep: Reproduction, points: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """One row per sweep point (:func:`simulations.sweep.summarize`), with the paper's number
+    for (series, x) when the paper reports it."""
+    rows = []
+    for p in points:
+        series = str(p.get(rep.series)) if p.get(rep.series) is not None else ""
+        x = _number(p.get(rep.x))
+        paper = rep.paper.get((series, x)) if x is not None else None
+        mean = p.get(f"{rep.metric}_mean")
+        rows.append(
+            {
+                "series": series,
+                "x": x,
+                "status": p.get("status"),
+                "n": p.get("n"),
+                "seeds": p.get("seeds"),
+                "accuracy_mean": p.get("accuracy_mean"),
+                "accuracy_sd": p.get("accuracy_sd"),
+                "macro_f1_mean": p.get("macro_f1_mean"),
+                "macro_f1_sd": p.get("macro_f1_sd"),
+                "clean_accuracy_mean": p.get("clean_accuracy_mean"),
+                "epsilon": p.get("epsilon"),
+                "max_user_pure_epsilon_embedding": p.get("max_user_pure_epsilon_embedding"),
+                "max_user_pure_epsilon_total": p.get("max_user_pure_epsilon_total"),
+                "ldp_guarantee_holds": p.get("ldp_guarantee_holds"),
+                "paper": paper,
+                "ours_minus_paper": (mean - paper) if paper is not None and mean is not None else None,
+                "point": p.get("point"),
+            }
+        )
+    return rows
+
+
+def _fmt(value: Any, digits: int = 3) -> str:
+    if value is None or (isinstance(value, float) and not math.isfinite(value)):
+        return ""
+    if isinstance(value, float):
+        return f"{value:.{digits}f}"
+    return str(value)
+
+
+def markdown(rep: Reproduction, rows: Sequence[Mapping[str, Any]], command: str) -> str:
+    """The Markdown record: citation, command, the table, the reasons for differences."""
+    lines = [
+        f"# {rep.title}",
+        "",
+        f"Paper: {rep.citation}.",
+        "",
+        f"Command: `{command}`",
+        "",
+        f"| {rep.series} | {rep.x} | n | {rep.metric} (mean +- sd) | macro-F1 | per-user pure eps "
+        "| paper | ours - paper |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        sd = f" +- {_fmt(r['accuracy_sd'])}" if r["accuracy_sd"] is not None else " (one seed)"
+        acc = f"{_fmt(r['accuracy_mean'])}{sd}" if r["accuracy_mean"] is not None else r["status"]
+        eps = r["max_user_pure_epsilon_total"] or r["max_user_pure_epsilon_embedding"]
+        eps_text = _fmt(eps, 2) if r["ldp_guarantee_holds"] is not False else "not LDP"
+        lines.append(
+            f"| {r['series']} | {_fmt(r['x'], 0) if r['x'] is not None else '-'} | {r['n']} | {acc} "
+            f"| {_fmt(r['macro_f1_mean'])} | {eps_text or 'none'} | {_fmt(r['paper'], 4)} "
+            f"| {_fmt(r['ours_minus_paper'])} |"
+        )
+    if rep.paper_note:
+        lines += ["", f"The paper's setting or claim: {rep.paper_note}."]
+    if rep.differences:
+        lines += ["", "Why ours differs:", "", *(f"- {d}" for d in rep.differences)]
+    return "\n".join(lines) + "\n"
+
+
+def plot(rep: Reproduction, rows: Sequence[Mapping[str, Any]], path: Path) -> Path:
+    """Ours (mean +- sd per series) and the paper's numbers against the x key."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(8.5, 4.8))
+    colors = plt.get_cmap("tab10").colors
+    done = [r for r in rows if r["n"] and r["accuracy_mean"] is not None]
+    series = list(dict.fromkeys(r["series"] for r in done))
+    for i, name in enumerate(series):
+        color = colors[i % len(colors)]
+        members = sorted((r for r in done if r["series"] == name and r["x"] is not None), key=lambda r: r["x"])
+        if members:
+            agg.draw_errorbars(
+                ax,
+                [r["x"] for r in members],
+                [r["accuracy_mean"] for r in members],
+                [r["accuracy_sd"] for r in members],
+                [r["n"] for r in members],
+                color=color,
+                label=f"ours: {name} ({agg.n_label(r['n'] for r in members)})",
+            )
+        for r in done:
+            if r["series"] == name and r["x"] is None:
+                ax.axhline(r["accuracy_mean"], ls="--", color=color, label=f"ours: {name} (n={r['n']})")
+        paper = sorted((x, v) for (s, x), v in rep.paper.items() if s == name)
+        if paper:
+            ax.plot([x for x, _ in paper], [v for _, v in paper], "x:", color=color, label=f"paper: {name}")
+    if any(r["n"] == 1 for r in done):
+        agg.add_one_seed_note(ax)
+    if rep.log_x:
+        ax.set_xscale("log", base=2)
+    ax.set_xlabel(rep.x)
+    ax.set_ylabel(f"{rep.metric} (sanitized test)")
+    ax.set_ylim(0.4, 1.0)
+    ax.set_title(rep.title, fontsize=9)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path
+
+
+def write_report(rep: Reproduction, sweep_dir: Path, command: str) -> list[Path]:
+    """reproduction.csv / .md / .png from ``sweep_dir/sweep_summary.jsonl``."""
+    summary = sweep_dir / "sweep_summary.jsonl"
+    if not summary.is_file():
+        raise FileNotFoundError(f"{summary} not found: the sweep wrote no summary")
+    points = [json.loads(line) for line in summary.read_text().splitlines() if line.strip()]
+    rows = table(rep, points)
+    csv_path = sweep_dir / "reproduction.csv"
+    with csv_path.open("w", newline="") as fh:
+        writer = csv.DictWriter(fh, fieldnames=COLUMNS)
+        writer.writeheader()
+        writer.writerows({k: ("" if r[k] is None else r[k]) for k in COLUMNS} for r in rows)
+    md_path = sweep_dir / "reproduction.md"
+    md_path.write_text(markdown(rep, rows, command))
+    return [csv_path, md_path, plot(rep, rows, sweep_dir / "reproduction.png")]
+
+
+def reproduce(
+    name: str,
+    out: str,
+    seeds: str | Sequence[Any] | None = None,
+    sets: Sequence[str] = (),
+    docs: str | None = None,
+    quick: bool = False,
+    timeout: float | None = None,
+) -> int:
+    """The ``sanitas reproduce`` command; returns 0 when every run finished, 1 otherwise."""
+    rep = get(name)
+    if quick and docs:
+        raise ValueError("--quick measures nothing: it cannot write to --docs")
+    seed_list = parse_seeds(seeds) if seeds is not None else list(rep.seeds)
+    blocks = [list(b) for b in (rep.quick_blocks if quick else rep.blocks)]
+    all_sets = [*(rep.quick_sets if quick else ()), *sets]
+    folder = f"{name}-quick" if quick else name
+    status = sweep(str(rep.config_path), blocks, all_sets, out, name=folder, timeout=timeout, seeds=seed_list)
+    command = " ".join(
+        [
+            "sanitas reproduce",
+            name,
+            f"--seeds {','.join(str(s) for s in seed_list)}",
+            *(f"--set {s}" for s in sets),
+            *(["--quick"] if quick else []),
+            "--out",
+            out,
+        ]
+    )
+    sweep_dir = Path(out).expanduser().resolve() / folder
+    paths = write_report(rep, sweep_dir, command)
+    print(f"sanitas: reproduction tables {', '.join(str(p) for p in paths)}", flush=True)
+    if docs:
+        target = Path(docs).expanduser() / name
+        target.mkdir(parents=True, exist_ok=True)
+        for path in [*paths, sweep_dir / "sweep_summary.csv"]:
+            shutil.copy2(path, target / path.name)
+        print(f"sanitas: copied to {target}", flush=True)
+    if status:
+        print("sanitas: some runs did not finish; the tables show what did", file=sys.stderr, flush=True)
+    return status

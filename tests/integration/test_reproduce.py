@@ -1,0 +1,65 @@
+"""``sanitas reproduce``: the registry, the table beside the paper's numbers, and the tiny CI
+version of one reproduction run end to end (real ``sanitas run`` jobs on SST-2)."""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+import pytest
+
+from fl import config
+from simulations import reproduce as rp
+from simulations.cli import main
+from simulations.reproductions import REPRODUCTIONS, get
+
+
+@pytest.mark.parametrize("name", sorted(REPRODUCTIONS))
+def test_every_reproduction_resolves(name: str) -> None:
+    rep = get(name)
+    assert rep.config_path.is_file()
+    config.resolve(config.load_toml(rep.config_path))  # the shared settings are a valid run config
+    keys = {spec.split("=", 1)[0] for block in rep.blocks for spec in block}
+    assert rep.x in keys and rep.series in keys
+    assert rep.seeds and len(rep.seeds) >= 3  # every committed point has at least three seeds
+    assert rep.differences  # an honest reason for every difference is part of the record
+
+
+def test_unknown_name_is_a_clear_error(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["reproduce", "du2099", "--out", "x"]) == 2
+    assert "unknown reproduction 'du2099'; known: du2023-" in capsys.readouterr().err
+
+
+def test_quick_cannot_write_docs(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="--quick measures nothing"):
+        rp.reproduce("du2023-table2-sst2", str(tmp_path), docs=str(tmp_path / "docs"), quick=True)
+
+
+def test_table_joins_the_papers_numbers_and_marks_one_seed() -> None:
+    rep = get("du2023-table2-sst2")
+    points = [
+        {"sentence-mechanism": "purkayastha", "map-dim": 16, "status": "ok", "n": 3, "seeds": "1 2 3",
+         "accuracy_mean": 0.80, "accuracy_sd": 0.01, "ldp_guarantee_holds": True,
+         "max_user_pure_epsilon_embedding": 31.4159},
+        {"sentence-mechanism": "none", "map-dim": 384, "status": "ok", "n": 1, "seeds": "1",
+         "accuracy_mean": 0.82, "accuracy_sd": None, "ldp_guarantee_holds": True},
+    ]  # fmt: skip
+    rows = rp.table(rep, points)
+    assert rows[0]["paper"] == 0.9243 and rows[0]["ours_minus_paper"] == pytest.approx(0.80 - 0.9243)
+    assert rows[1]["paper"] is None  # the paper has no m' = 384 row
+    text = rp.markdown(rep, rows, "sanitas reproduce du2023-table2-sst2")
+    assert "| purkayastha | 16 | 3 | 0.800 +- 0.010 |" in text and "31.42" in text
+    assert "0.820 (one seed)" in text and "Why ours differs" in text
+
+
+def test_quick_reproduction_runs_end_to_end(tmp_path: Path, data_dir: Path) -> None:
+    status = rp.reproduce("du2023-table2-sst2", str(tmp_path), seeds="1", sets=[f'data-dir="{data_dir}"'], quick=True)
+    assert status == 0
+    folder = tmp_path / "du2023-table2-sst2-quick"
+    with (folder / "reproduction.csv").open() as fh:
+        (row,) = list(csv.DictReader(fh))
+    assert (row["series"], float(row["x"]), row["n"], float(row["paper"])) == ("purkayastha", 16.0, "1", 0.9243)
+    assert 0.0 <= float(row["accuracy_mean"]) <= 1.0
+    assert float(row["max_user_pure_epsilon_embedding"]) == pytest.approx(10 * 3.141592653589793)
+    assert (folder / "reproduction.png").stat().st_size > 0
+    assert "--quick" in (folder / "reproduction.md").read_text()
