@@ -159,3 +159,14 @@ def test_joint_figures_when_labels_are_protected(tmp_path: Path) -> None:
     )
     ldp, shuffled = cmp.rows_for(local, tmp_path)
     assert ldp["epsilon"] == 7.28 and shuffled["epsilon"] == 0.9
+
+
+def test_shuffled_figures_of_different_seeds_take_the_largest() -> None:
+    """The shuffled epsilon depends on how many users the seed sampled: the point reports the bound
+    every seed's run meets (the largest), not the first seed's."""
+    rows = [
+        {"series": "local-shuffled", "parameter": "p", "value": 2.0, "epsilon": e, "run_name": n, "accuracy": 0.6}
+        for e, n in ((8.2831826807, "a"), (8.2831827117, "b"), (8.2831827045, "c"))
+    ]
+    (point,) = cmp.aggregate(rows)
+    assert point["epsilon"] == 8.2831827117 and point["n"] == 3
