@@ -5,7 +5,7 @@ requested users, what the run's channel draws (``fl.channels``): the sanitized
 document embedding (sentence level), the embedding of a word-level rewrite
 (word level) or a SentDP document release (document level), and the sanitized
 label (label channel). M1 is derived locally from public values (``identity``,
-``random``) or sent by the server (``public``; ``leaky``, where the reply also
+``random``) or sent by the server (``public``, ``supervised``; ``leaky``, where the reply also
 carries the unsanitized M1 gradient and no local-DP guarantee holds). On an
 *evaluate* message it releases its test users' embeddings the same way, scores
 the server's model on them (and, with ``clean-evaluation``, on the clean
@@ -69,16 +69,14 @@ def _rewrite(
 
 
 def node_map(msg: Message, map_in: str, map_seed: int, c: Cohort) -> torch.Tensor | None:
-    """This round's M1: derived locally from public values, or sent by the server (public/leaky)."""
+    """This round's M1: derived locally from public values, or sent by the server (public, supervised,
+    leaky; a supervised M1 is affine, [d + 1, m'])."""
     if map_in not in maps.FROM_SERVER:
         return _local_map(map_in, c.encoder_dim, c.map_dim, map_seed)
     if wire.MAP_IN not in msg.content:
         raise ValueError(f"map-in = {map_in!r} but the server sent no input map")
     matrix = torch.as_tensor(msg.content[wire.MAP_IN]["matrix"].numpy(), dtype=torch.float64)
-    if tuple(matrix.shape) != (c.encoder_dim, c.map_dim):
-        raise ValueError(
-            f"the server's input map has shape {tuple(matrix.shape)}, expected {(c.encoder_dim, c.map_dim)}"
-        )
+    maps.check_map_shape(matrix, c.encoder_dim, c.map_dim)  # linear [d, m'] or affine [d + 1, m']
     return matrix
 
 

@@ -44,8 +44,10 @@ DEFAULTS: dict[str, Any] = {
     "cache-dir": "",  # "" = $SANITAS_CACHE_DIR or ~/.cache/sanitas
     # --- client-side release ----------------------------------------------------
     "map-in": "random",  # input map M1: "random" (public seed), "identity", "public" (trained on
-    # the public split, then frozen) or "leaky" (trained through the noise: NOT local DP)
-    "map-dim": 16,  # m', output dimension of M1 (ignored by "identity")
+    # the public split, then frozen), "supervised" (affine: the public split's logistic-regression
+    # logits and a constant, fl.maps.supervised_map) or "leaky" (trained through the noise: NOT local DP)
+    "map-dim": 16,  # m', output dimension of M1 (ignored by "identity"; "supervised": >= number of classes)
+    "map-scale": 0.0,  # map-in = "supervised": the constant coordinate (0 = chosen on a public hold-out)
     "map-seed": 0,  # public seed of the random projection (and of M1's initialisation)
     "public-epochs": 10,  # map-in = "public": epochs of server-side training on the public split
     "allow-unaccounted-leakage": False,  # must be true for map-in = "leaky"
@@ -114,7 +116,7 @@ CHOICES: dict[str, tuple[str, ...]] = {
     "empty-documents": ("error", "drop"),
     "partitioner": ("iid", "dirichlet"),
     "doc-embedding": ("whole", "sentence-mean"),
-    "map-in": ("random", "identity", "public", "leaky"),
+    "map-in": ("random", "identity", "public", "supervised", "leaky"),
     "label-prior": ("model", "public"),
     "mode": ("local", "central"),
     "central-clipping": ("server", "client"),
@@ -150,6 +152,7 @@ SECTIONS: dict[str, tuple[str, ...]] = {
     "release": (
         "map-in",
         "map-dim",
+        "map-scale",
         "map-seed",
         "public-epochs",
         "allow-unaccounted-leakage",
@@ -346,8 +349,10 @@ def validate(cfg: Mapping[str, Any]) -> None:
             "map-in = 'leaky' sends unsanitized gradients of M1 to the server, so no local-DP guarantee "
             "holds; set allow-unaccounted-leakage = true to run it anyway"
         )
-    if cfg["map-in"] == "public" and cfg["public-fraction"] <= 0:
-        raise ConfigError("map-in = 'public' trains M1 on the public split: set public-fraction > 0")
+    if cfg["map-in"] in ("public", "supervised") and cfg["public-fraction"] <= 0:
+        raise ConfigError(f"map-in = {cfg['map-in']!r} builds M1 from the public split: set public-fraction > 0")
+    if not (cfg["map-scale"] >= 0 and math.isfinite(cfg["map-scale"])):
+        raise ConfigError(f"map-scale must be >= 0 and finite (0 = chosen on public data), got {cfg['map-scale']}")
     if cfg["label-mechanism"] == "rr_prior" and cfg["label-prior"] == "public" and cfg["public-fraction"] <= 0:
         raise ConfigError(
             "label-prior = 'public' takes class frequencies from the public split: set public-fraction > 0"

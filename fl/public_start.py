@@ -1,6 +1,13 @@
-"""A start from public data only: M1, M2 and the classifier trained on the public split.
+"""A start from public data only: M1 (and, for ``map-in = "public"``, M2 and the classifier)
+built from the public split.
 
-Both modes can start from the same public model (``map-in = "public"``): the
+``map-in = "supervised"`` (:func:`supervised_start`): M1 is the affine map of
+:func:`fl.maps.supervised_map`, the public logistic regression's logits and a
+constant coordinate whose scale is chosen on a public hold-out by emulating the
+run (its mechanism, epsilon and server model) on public documents
+(:func:`choose_map_scale`). The server model starts fresh.
+
+With ``map-in = "public"`` both modes can start from the same public model: the
 local-DP strategy trains it through its sentence mechanism (so the model learns
 to cope with the noise), central mode trains it on the clean public embeddings
 (no local sanitizer there). Only public documents are used, so the result is
@@ -22,13 +29,14 @@ from . import config as config_mod
 from . import datasets as data
 from . import maps
 from .encoder import embed_documents
+from .pipeline import ServerModel, predict, train_epochs
 
 
 def public_embeddings(cfg: Mapping[str, Any], device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
     """The public split's document embeddings (float32) and labels, on ``device``."""
     public = data.load(cfg).public
     if public is None or len(public) == 0:
-        raise ValueError("map-in = 'public' trains M1 on the public split: set public-fraction > 0")
+        raise ValueError(f"map-in = {cfg['map-in']!r} builds M1 from the public split: set public-fraction > 0")
     emb = embed_documents(
         public["text"],
         cfg["doc-embedding"],
@@ -70,3 +78,94 @@ def train_public_start(
             progress=lambda: bar.update(1),
         )
     return matrix, {"public_documents": int(len(y)), "public_epochs": epochs, "public_loss": loss}
+
+
+#: map-in = "supervised", map-scale = 0: the share of the public split held out to choose the scale,
+#: and how many releases of each held-out (and fitting) document the choice averages over.
+VALIDATION_FRACTION = 0.2
+VALIDATION_DRAWS = 4
+
+
+def public_validation_accuracy(
+    cfg: Mapping[str, Any],
+    matrix: torch.Tensor,
+    fit: tuple[torch.Tensor, torch.Tensor],
+    held_out: tuple[torch.Tensor, torch.Tensor],
+    mech: SentenceMechanism,
+    num_classes: int,
+    generator: torch.Generator,
+    draws: int = VALIDATION_DRAWS,
+) -> float:
+    """Accuracy of the run's pipeline emulated on public documents only: ``draws`` sanitized
+    releases of each ``fit`` document through ``matrix`` train a fresh server model
+    (``server-epochs`` epochs, the run's batch size, learning rate and hidden width), which is
+    scored on ``draws`` sanitized releases of each ``held_out`` document."""
+    (xf, yf), (xv, yv) = fit, held_out
+    device = xf.device
+
+    def released(x: torch.Tensor) -> torch.Tensor:
+        rows = maps.apply_input_map(x.repeat(draws, 1), matrix).to(device)
+        return mech.sanitize(rows, generator=generator).to(torch.float32)
+
+    zf, zv = released(xf), released(xv)
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(int(cfg["seed"]))
+        model = ServerModel(zf.shape[1], xf.shape[1], int(cfg["hidden-dim"]), num_classes).to(device)
+    optimizer = torch.optim.Adam(model.parameters(), lr=cfg["learning-rate"])
+    train_epochs(model, optimizer, zf, yf.repeat(draws), int(cfg["server-epochs"]), int(cfg["batch-size"]), generator)
+    return float((predict(model, zv) == yv.repeat(draws)).double().mean())
+
+
+def choose_map_scale(
+    cfg: Mapping[str, Any],
+    x: torch.Tensor,
+    y: torch.Tensor,
+    num_classes: int,
+    m_prime: int,
+    mech: SentenceMechanism,
+    generator: torch.Generator,
+    candidates: tuple[float, ...] = maps.SCALE_CANDIDATES,
+) -> tuple[float, dict[str, Any]]:
+    """The supervised map's scale, chosen on a seeded public hold-out (``VALIDATION_FRACTION`` of the
+    public split): for each candidate, the map is fitted on the rest of the public split and scored
+    by :func:`public_validation_accuracy` under the run's own mechanism and epsilon. Ties go to the
+    smaller scale. Only public documents are read."""
+    n = int(y.shape[0])
+    n_val = max(1, round(VALIDATION_FRACTION * n))
+    if n - n_val < 2:
+        raise ValueError(f"choosing map-scale needs more public documents than {n}: set map-scale > 0")
+    order = torch.randperm(n, generator=generator).to(x.device)
+    val, fit = order[:n_val], order[n_val:]
+    table = {}
+    for scale in candidates:
+        matrix = maps.supervised_map(x[fit], y[fit], num_classes, m_prime, scale)
+        table[scale] = public_validation_accuracy(
+            cfg, matrix, (x[fit], y[fit]), (x[val], y[val]), mech, num_classes, generator
+        )
+    best = max(candidates, key=lambda c: (table[c], -c))
+    return best, {
+        "validation_documents": n_val,
+        "validation_draws": VALIDATION_DRAWS,
+        "validation_accuracy": {f"{c:g}": round(a, 4) for c, a in table.items()},
+    }
+
+
+def supervised_start(
+    cfg: Mapping[str, Any],
+    mech: SentenceMechanism,
+    num_classes: int,
+    m_prime: int,
+    device: torch.device,
+    generator: torch.Generator,
+) -> tuple[torch.Tensor, dict[str, Any]]:
+    """M1 of ``map-in = "supervised"`` (:func:`fl.maps.supervised_map`) from the public split only,
+    with ``map-scale`` (0: chosen by :func:`choose_map_scale` under ``mech``); returns the frozen
+    affine M1 ([d + 1, m'] float64, CPU) and what was done."""
+    x, y = public_embeddings(cfg, device)
+    scale = float(cfg["map-scale"])
+    info: dict[str, Any] = {"public_documents": int(len(y)), "map": "supervised", "map_dim": int(m_prime)}
+    if scale == 0:
+        scale, chosen = choose_map_scale(cfg, x, y, num_classes, m_prime, mech, generator)
+        info["map_scale_chosen_on_public_validation"] = chosen
+    info["map_scale"] = scale
+    return maps.supervised_map(x, y, num_classes, m_prime, scale), info

@@ -42,7 +42,7 @@ from fl.channels import Channels, channel_class, make_channels
 from fl.document_level import DocumentSetup
 from fl.encoder import best_device
 from fl.pipeline import build_model, scores, train_epochs
-from fl.public_start import train_public_start
+from fl.public_start import supervised_start, train_public_start
 
 from .discovery import discover_nodes, raise_on_errors
 
@@ -57,8 +57,8 @@ class ReleaseTraining(Strategy):
     cfg : Mapping[str, Any]
         Resolved run config (``fl.config.resolve``). Keys used here: ``seed``,
         ``fraction-train``, ``server-epochs``, ``batch-size``, ``learning-rate``,
-        ``hidden-dim``, ``device``, ``map-in``, ``map-dim``, ``map-seed``,
-        ``public-epochs``, ``label-mechanism`` and ``label-prior`` (whether
+        ``hidden-dim``, ``device``, ``map-in``, ``map-dim``, ``map-scale``,
+        ``map-seed``, ``public-epochs``, ``label-mechanism`` and ``label-prior`` (whether
         nodes need the model), and the document level's keys for its public setup.
     timeout : float
         Seconds to wait for node replies in the discovery query.
@@ -136,9 +136,13 @@ class ReleaseTraining(Strategy):
         return self.cfg["map-in"] == "leaky"
 
     def setup_map(self) -> None:
-        """Prepare M1: public seed (random), pretraining on the public split (public), or a leaky start."""
+        """Prepare M1: public seed (random), pretraining on the public split (public), the public
+        logistic-regression map (supervised), or a leaky start."""
         assert self.info is not None
         kind = self.cfg["map-in"]
+        if kind == "supervised":
+            self.map_matrix = self.supervised_public_map()
+            return
         self.map_matrix = maps.input_map(kind, self.info.encoder_dim, self.info.map_dim, self.cfg["map-seed"])
         if kind == "public":
             self.map_matrix = self.pretrain_public_map()
@@ -162,6 +166,23 @@ class ReleaseTraining(Strategy):
             "M1 trained on %d public documents (loss %.4f), frozen",
             self.public_info["public_documents"],
             self.public_info["public_loss"],
+        )
+        return matrix
+
+    def supervised_public_map(self) -> torch.Tensor:
+        """The affine M1 of ``map-in = "supervised"``, from the public split only (its scale chosen on
+        a public hold-out under the run's mechanism when ``map-scale = 0``)."""
+        assert self.info is not None
+        mech = config_mod.make_mechanism(self.cfg, "sentence", input_dim=self.info.map_dim)
+        matrix, info = supervised_start(
+            self.cfg, mech, self.info.num_classes, self.info.map_dim, self.device, self._gen
+        )
+        self.public_info = info
+        log.info(
+            "M1 = the public logistic regression's map on %d public documents (m' = %d, scale %g), frozen",
+            info["public_documents"],
+            info["map_dim"],
+            info["map_scale"],
         )
         return matrix
 

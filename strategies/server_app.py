@@ -55,10 +55,12 @@ def guarantee_statement(cfg: Mapping[str, Any], accounting: LocalDPAccounting) -
     pulled_back = {
         "random": "the public random map M1",
         "public": "M1 trained on the public split only, then frozen",
+        "supervised": "the affine map computed from the public split only, then frozen",
     }
     if cfg["map-in"] in pulled_back:
+        offset = " + b" if cfg["map-in"] == "supervised" else ""
         statement["sentence"]["text"] += (
-            f" (metric pulled back through {pulled_back[cfg['map-in']]}: d(n(M1 x), n(M1 x')))"
+            f" (metric pulled back through {pulled_back[cfg['map-in']]}: d(n(M1 x{offset}), n(M1 x'{offset})))"
         )
     statement.update(channels.embedding.statement())
     statement["sentence"]["text"] = channels.embedding.sentence_text(statement["sentence"]["text"])
