@@ -54,8 +54,9 @@ z = 1, ``local-epochs = 1`` (one SGD step per user at ``client-learning-rate = 1
 
 Per mode and N it reports the wall seconds and users per second of both, ``overhead_ratio`` =
 federated / floor wall seconds (1 = no overhead), ``overhead_ratio_after_discovery`` = (federated
-wall - discovery) / (floor wall - floor generation), which leaves out the one-time start-up (and
-the generation on both sides), and the peak memory of each child's whole process tree (the child
+wall - discovery) / floor wall, which leaves out the federation's one-time start-up (both sides
+still generate their users: the nodes do it inside the round), and the peak memory of each
+child's whole process tree (the child
 and every descendant: Ray's GCS, raylet, agents and ClientApp actors): the peak of the summed RSS
 (counts shared pages, such as Ray's object store, once per process that maps them) and of the
 summed PSS (shared pages divided among those processes), sampled every 0.25 s from ``/proc`` by a
@@ -570,7 +571,7 @@ def one_size(users: int, mode: str, args: argparse.Namespace) -> dict[str, Any]:
     flo["users_per_second"] = users / flo["wall_seconds"]
     case["overhead_ratio"] = _ratio(fed["wall_seconds"], flo["wall_seconds"])
     case["overhead_ratio_after_discovery"] = _ratio(
-        fed["wall_seconds"] - fed["phases"]["discovery"], flo["wall_seconds"] - flo["phases"]["generate"]
+        fed["wall_seconds"] - fed["phases"]["discovery"], flo["wall_seconds"]
     )
     for side in (fed, flo):
         side["wall_seconds"] = round(side["wall_seconds"], 3)
