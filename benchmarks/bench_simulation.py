@@ -56,8 +56,8 @@ Per mode and N it reports the wall seconds and users per second of both, ``overh
 federated / floor wall seconds (1 = no overhead), ``overhead_ratio_after_discovery`` = (federated
 wall - discovery) / floor wall, which leaves out the federation's one-time start-up (both sides
 still generate their users: the nodes do it inside the round), and the peak memory of each
-child's whole process tree (the child
-and every descendant: Ray's GCS, raylet, agents and ClientApp actors): the peak of the summed RSS
+child's whole process tree (the child and every descendant: Ray's GCS, raylet, agents and
+ClientApp actors): the peak of the summed RSS
 (counts shared pages, such as Ray's object store, once per process that maps them) and of the
 summed PSS (shared pages divided among those processes), sampled every 0.25 s from ``/proc`` by a
 thread of this process (Linux; a peak shorter than the interval can be missed).
