@@ -1,0 +1,774 @@
+"""Distance and inner-product errors of PrivEmb against full-dimensional noise (a re-runnable
+reproduction of Feyisetan & Kasiviswanathan, TrustNLP 2021, §5.1-5.2, Figs. 1-2, with Props. 7-8).
+
+Usage::
+
+    python -m simulations.privemb_errors --out docs/results/feyisetan2021-errors [--seeds 1,2,3] [--quick]
+
+writes ``errors.csv`` (mean and sd over seeds per source, mechanism, epsilon, beta), ``errors.md``
+(the tables and the paper's claims next to ours) and ``errors.png`` (error against beta, one line per
+epsilon and mechanism, error bars = sd over seeds) into ``--out``.
+
+**The paper's experiment** (§5.1, §5.2). 100 word vectors are sampled from the vocabulary and each is
+paired with each of another 100 sampled word vectors; these 100 x 100 pairs stay fixed across runs.
+For every pair the paper reports ``||w_i - w_j|| - ||x_i - x_j||`` (Fig. 1; Prop. 7 bounds its
+absolute value) and ``|<w_i, w_j> - <x_i, x_j>|`` (Fig. 2; Prop. 8), where x are the clean d-dim
+vectors and w the released ones, at epsilon in {1, 2, 5} and beta in [0.5, 0.7] (we run 0.5..0.9).
+The released PrivEmb vectors live in R^m and are compared with the clean vectors in R^d directly,
+as in the paper (no map back). Embeddings: GloVe and fastText, d = 300, delta = 1e-6,
+omega = sqrt(log d). Baseline M1 (Feyisetan et al. 2020): ``v = x + N``, N in R^d with density
+proportional to exp(-epsilon ||z||) (no nearest-word step in these two experiments).
+
+**Errors reported** (each a mean over the fixed pairs, then mean +- sd over seeds):
+
+* ``dist_abs`` = mean |‖w_i − w_j‖ − ‖x_i − x_j‖|  (the paper's distance error, absolute);
+* ``dist_rel`` = mean |‖w_i − w_j‖ − ‖x_i − x_j‖| / ‖x_i − x_j‖;
+* ``dist_signed`` = mean (‖w_i − w_j‖ − ‖x_i − x_j‖)  (Fig. 1's difference without the absolute value);
+* ``ip_abs`` = mean |⟨w_i, w_j⟩ − ⟨x_i, x_j⟩|  (the paper's inner-product error);
+* ``ip_rel`` = mean |⟨w_i, w_j⟩ − ⟨x_i, x_j⟩| / (‖x_i‖ ‖x_j‖)  (Corollary 2's normalisation).
+
+**Mechanisms** (Sanitas's classes; no sampler is re-implemented here):
+
+* ``privemb-paper``: :class:`mechanisms.PrivEmb` with ``variant="paper"``: m from the paper's formula
+  (:func:`mechanisms.privemb.paper_out_dim`, C = 1, omega = sqrt(ln d), delta = 1e-6; docs/SPEC.md §6),
+  noise radius Gamma(m, (1 + beta) / epsilon): the paper's (epsilon, delta) calibration;
+* ``privemb-exact``: the same m and the same public Phi, ``variant="exact"``: radius Gamma(m, L / epsilon)
+  with L the realised Lipschitz constant of Phi on the input domain (pure epsilon * d_2, delta = 0; Sanitas's
+  default and docs/SPEC.md §6's recommendation);
+* ``full``: M1, the full-dimensional noise with the same metric notion (epsilon * d_2 in R^d, radius
+  Gamma(d, 1 / epsilon)): :meth:`mechanisms.CMP.perturb` (CMP's ``x + Z`` before its nearest-word step) for
+  word vectors, :class:`mechanisms.PlanarLaplace` with ``normalize_output=False`` (``x/|x| + Z``) for unit
+  sentence embeddings;
+* ``jl``: the noiseless projection Phi x (``PrivEmb.clean``), the pure Johnson-Lindenstrauss distortion that
+  PrivEmb's error tends to as epsilon grows (reported with epsilon = inf).
+
+**Sources** (``--sources``):
+
+* ``glove`` (the paper's setting: word vectors, GloVe): GloVe 6B **50d** (the only GloVe Sanitas ships,
+  ``mechanisms.words.load_glove``), raw vectors as in the paper, words drawn from the ``--vocab`` most frequent
+  words, which are also the public domain on which PrivEmb's L is measured (PrivEmb's inputs must be points
+  of it). At d = 50 the paper's formula gives m = 129, 90, 66, 50, 40 for beta = 0.5..0.9: the "reduction"
+  *expands* the vectors for beta <= 0.8, a regime the paper (d = 300: m = 149..46) never ran.
+* ``sentences``: the frozen default encoder's (all-MiniLM-L6-v2, d = 384) unit-norm sentence embeddings of the
+  sst2 validation sentences, through Sanitas's embedding cache (``fl.encoder.embed_documents``). The
+  paper says the mechanism applies to sentence embeddings too, and d = 384 puts m (151, 105, 77, 59, 46) in
+  the paper's m << d regime: its dimension counterpart.
+* ``synthetic``: points uniform on the unit sphere of R^``--synthetic-dim`` (for tests).
+
+Seeds: the pairs are fixed (``--pair-seed``); a seed draws the public Phi (``projection_seed = seed``) and the
+noise (a fresh generator per seed, mechanism, epsilon and beta), so the sd covers both the projection and
+the noise. The paper's Props. 7 and 8 (with probability 1 - delta, all pairs within a bound) are checked
+for ``privemb-paper`` at delta = 1e-6, n = the number of points.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import csv
+import math
+import statistics
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from mechanisms import CMP, PlanarLaplace, PrivEmb, check_epsilon
+from mechanisms.privemb import paper_out_dim
+
+EPSILONS: tuple[float, ...] = (1.0, 2.0, 5.0)
+BETAS: tuple[float, ...] = (0.5, 0.6, 0.7, 0.8, 0.9)
+DELTA = 1e-6  # the paper's delta (§5)
+SOURCES: tuple[str, ...] = ("glove", "sentences", "synthetic")
+MECHANISMS: tuple[str, ...] = ("privemb-paper", "privemb-exact", "full", "jl")
+PRIVEMB = ("privemb-paper", "privemb-exact")
+METRICS: tuple[str, ...] = ("dist_abs", "dist_rel", "dist_signed", "ip_abs", "ip_rel")
+LABELS = {
+    "privemb-paper": "PrivEmb, paper scale (1+β)/ε",
+    "privemb-exact": "PrivEmb, exact scale L/ε",
+    "full": "full-d noise (M1)",
+    "jl": "projection only (ε = ∞)",
+}
+
+
+# ------------------------------------------------------------------------------------------ sources
+@dataclass
+class Source:
+    """The fixed points of one source: rows ``[:n]`` are paired with rows ``[n:]`` (n x n pairs).
+
+    ``x`` is what every mechanism sees (float64); ``domain`` is PrivEmb's public input domain
+    (``None``: the unit sphere, inputs unit-norm); ``full(epsilon, generator)`` releases ``x``
+    through the full-dimensional baseline.
+    """
+
+    name: str
+    description: str
+    x: torch.Tensor
+    n: int
+    domain: torch.Tensor | None
+    full: Callable[[float, torch.Generator], torch.Tensor]
+
+    @property
+    def d(self) -> int:
+        return int(self.x.shape[1])
+
+
+def _pick(count: int, total: int, pair_seed: int) -> np.ndarray:
+    if count > total:
+        raise ValueError(f"need {count} distinct points, the source has {total}")
+    return np.random.default_rng(pair_seed).choice(total, size=count, replace=False)
+
+
+def _unit_source(name: str, description: str, x: torch.Tensor, n: int) -> Source:
+    x = x.to(torch.float64)
+    x = x / x.norm(dim=1, keepdim=True)  # exactly what the sphere-domain mechanisms use
+
+    def full(epsilon: float, generator: torch.Generator) -> torch.Tensor:
+        return PlanarLaplace(epsilon, normalize_output=False).sanitize(x, generator)
+
+    return Source(name, description, x, n, None, full)
+
+
+def glove_source(n: int, vocab: int, pair_seed: int) -> Source:
+    from mechanisms.words.vocab import load_glove
+
+    space = load_glove(vocab)
+    domain = space.vectors[: space.num_words].to(torch.float64)
+    ids = torch.as_tensor(_pick(2 * n, space.num_words, pair_seed), dtype=torch.int64)
+
+    def full(epsilon: float, generator: torch.Generator) -> torch.Tensor:
+        return CMP(epsilon, space=space).perturb(ids, generator)  # phi(w) + Z, before the nearest-word step
+
+    desc = (
+        f"GloVe 6B 50d word vectors (raw, not normalised), {2 * n} distinct words drawn from the {space.num_words} "
+        f"most frequent; PrivEmb's public domain = those {space.num_words} words"
+    )
+    return Source("glove", desc, domain[ids].clone(), n, domain, full)
+
+
+def sentence_source(n: int, dataset: str, data_dir: str, pair_seed: int) -> Source:
+    from fl import config as config_mod
+    from fl import datasets as data
+    from fl.encoder import embed_documents
+
+    cfg = config_mod.resolve({"dataset": dataset, "data-dir": data_dir})
+    ds = data.load(cfg)
+    texts = sorted({str(t) for t in ds.test["text"] if str(t).strip()})
+    chosen = [texts[i] for i in _pick(2 * n, len(texts), pair_seed)]
+    emb = embed_documents(
+        chosen,
+        cfg["doc-embedding"],
+        cfg["encoder"],
+        config_mod.cache_dir(cfg),
+        "cpu",
+        cfg["encode-batch-size"],
+        False,
+    )
+    desc = (
+        f"{cfg['encoder']} sentence embeddings (d = {emb.shape[1]}, unit norm) of {2 * n} distinct {dataset} "
+        f"test sentences; PrivEmb's domain = the unit sphere"
+    )
+    return _unit_source("sentences", desc, torch.as_tensor(np.asarray(emb)), n)
+
+
+def synthetic_source(n: int, dim: int, pair_seed: int) -> Source:
+    gen = torch.Generator().manual_seed(int(pair_seed))
+    x = torch.randn(2 * n, dim, generator=gen, dtype=torch.float64)
+    return _unit_source("synthetic", f"{2 * n} points uniform on the unit sphere of R^{dim}", x, n)
+
+
+# ------------------------------------------------------------------------------------------ errors
+def pair_errors(w: torch.Tensor, x: torch.Tensor, n: int) -> dict[str, float]:
+    """The paper's errors over the n x n pairs (rows ``[:n]`` against rows ``[n:]``), all at once."""
+    w, x = w.to(torch.float64), x.to(torch.float64)
+    exact = "donot_use_mm_for_euclid_dist"
+    dist_w = torch.cdist(w[:n], w[n:], compute_mode=exact)
+    dist_x = torch.cdist(x[:n], x[n:], compute_mode=exact)
+    dd = dist_w - dist_x
+    di = w[:n] @ w[n:].T - x[:n] @ x[n:].T
+    norms = x[:n].norm(dim=1)[:, None] * x[n:].norm(dim=1)[None, :]
+    return {
+        "dist_abs": float(dd.abs().mean()),
+        "dist_rel": float((dd.abs() / dist_x).mean()),
+        "dist_signed": float(dd.mean()),
+        "ip_abs": float(di.abs().mean()),
+        "ip_rel": float((di.abs() / norms).mean()),
+        "dist_max": float(dd.abs().max()),
+        "ip_max": float(di.abs().max()),
+    }
+
+
+def jl_expected_rel_distortion(m: int) -> float:
+    """E|‖Φv‖/‖v‖ − 1| for Φ with i.i.d. N(0, 1/m) entries and a fixed v: E|χ_m/√m − 1| (exact, by quadrature)."""
+    from scipy import integrate, stats
+
+    chi = stats.chi(m)
+    root = math.sqrt(m)
+    lo, hi = chi.ppf(1e-15), chi.isf(1e-15)
+    value, _ = integrate.quad(lambda r: abs(r / root - 1.0) * chi.pdf(r), lo, hi, points=[root], limit=200)
+    return float(value)
+
+
+def jl_rel_distortion_sd(m: int) -> float:
+    """sd of |χ_m/√m − 1| (one pair), for tolerances: sqrt(E(χ_m/√m − 1)² − (E|χ_m/√m − 1|)²)."""
+    from scipy import special
+
+    mean_chi = math.sqrt(2.0) * math.exp(special.gammaln((m + 1) / 2) - special.gammaln(m / 2))
+    second = 2.0 - 2.0 * mean_chi / math.sqrt(m)  # E(χ/√m − 1)² = 1 − 2 E χ/√m + 1
+    return math.sqrt(max(second - jl_expected_rel_distortion(m) ** 2, 0.0))
+
+
+def noise_predictions(m: int, scale: float) -> dict[str, float]:
+    """The errors when the noise dominates (x negligible): E‖κ_i − κ_j‖ ≈ scale·√(2m(m+1)) and
+    E|⟨κ_i, κ_j⟩| ≈ E‖κ‖² E|cos| = scale²·m(m+1)·√(2/(πm)), κ of radius Gamma(m, scale)."""
+    return {
+        "dist_noise_pred": scale * math.sqrt(2.0 * m * (m + 1)),
+        "ip_noise_pred": scale**2 * m * (m + 1) * math.sqrt(2.0 / (math.pi * m)),
+    }
+
+
+def prop7_bound(beta: float, tau: float, m: int, n_points: int, epsilon: float, delta: float = DELTA) -> float:
+    """Prop. 7: |‖w_i − w_j‖ − ‖x_i − x_j‖| <= 2 beta tau + 4 m ln(2 n m / delta) / epsilon (prob. >= 1 - delta)."""
+    return 2 * beta * tau + 4 * m * math.log(2 * n_points * m / delta) / epsilon
+
+
+def prop8_bound(beta: float, tau: float, m: int, n_points: int, epsilon: float, delta: float = DELTA) -> float:
+    """Prop. 8: |⟨w_i, w_j⟩ − ⟨x_i, x_j⟩| <= beta tau^2 + 8 tau m l / epsilon + (2 m l)^2 / epsilon^2,
+    l = ln(2 n m / delta) (prob. >= 1 - delta)."""
+    log = math.log(2 * n_points * m / delta)
+    return beta * tau**2 + 8 * tau * m * log / epsilon + (2 * m * log) ** 2 / epsilon**2
+
+
+# ------------------------------------------------------------------------------------------ running
+def _generator(*key: int) -> torch.Generator:
+    """An independent, reproducible noise stream per (seed, mechanism, epsilon, beta) cell."""
+    state = np.random.SeedSequence([int(k) for k in key]).generate_state(2, dtype=np.uint32)
+    return torch.Generator().manual_seed(int(state[0]) << 32 | int(state[1]))
+
+
+def _at_epsilon(base: PrivEmb, epsilon: float) -> PrivEmb:
+    """``base`` re-targeted to ``epsilon``: a shallow copy sharing Phi, its measured L and the domain.
+
+    Only ``epsilon`` differs between the instances of one (variant, beta, seed); the O(N^2) search for L
+    on a finite domain runs in the constructor, once per Phi instead of once per epsilon. The copy's noise
+    scale is checked against the formula of its variant.
+    """
+    mech = copy.copy(base)
+    mech.epsilon = check_epsilon(epsilon)
+    want = (1.0 + mech.beta) / epsilon if mech.variant == "paper" else mech.lipschitz / epsilon
+    if not math.isclose(mech.noise_scale, want, rel_tol=1e-12):
+        raise RuntimeError(f"PrivEmb noise scale {mech.noise_scale} is not {want}: re-check _at_epsilon")
+    return mech
+
+
+def run_source(
+    src: Source, epsilons: Sequence[float], betas: Sequence[float], seeds: Sequence[int], log: Callable[[str], None]
+) -> list[dict[str, Any]]:
+    """Per-seed rows: one per (mechanism, epsilon, beta, seed); ``full`` has beta = NaN, ``jl`` epsilon = inf."""
+    rows: list[dict[str, Any]] = []
+    d, n_points = src.d, src.x.shape[0]
+    tau = float(src.x.norm(dim=1).max())
+    src_key = SOURCES.index(src.name)
+
+    def add(mech: str, eps: float, beta: float, seed: int, m: int, scale: float, lip: float, w: torch.Tensor) -> None:
+        errs = pair_errors(w, src.x, src.n)
+        row = {"mechanism": mech, "epsilon": eps, "beta": beta, "seed": seed, "m": m, "noise_scale": scale}
+        row |= {"lipschitz": lip, "tau": tau, **errs, **noise_predictions(m, scale)}
+        # The metric epsilon the release attains for this Phi (PrivEmb.guarantee's formula, without its
+        # O(N^2) diameter): the paper scale (1 + beta)/epsilon covers only Lipschitz constants <= 1 + beta.
+        row["epsilon_attained"] = eps * max(1.0, lip / (1.0 + beta)) if mech == "privemb-paper" else eps
+        if mech == "privemb-paper":
+            row["prop7_bound"] = prop7_bound(beta, tau, m, n_points, eps)
+            row["prop8_bound"] = prop8_bound(beta, tau, m, n_points, eps)
+        rows.append(row)
+
+    for seed in seeds:
+        for ei, eps in enumerate(epsilons):
+            w = src.full(eps, _generator(seed, src_key, 0, ei, 0))
+            add("full", eps, math.nan, seed, d, 1.0 / eps, 1.0, w)
+        for bi, beta in enumerate(betas):
+            t0 = time.perf_counter()
+            m = paper_out_dim(d, beta, DELTA)
+            common = {"beta": beta, "delta": DELTA, "projection_seed": seed, "input_dim": d, "domain": src.domain}
+            bases = {
+                "privemb-paper": PrivEmb(epsilons[0], variant="paper", **common),
+                "privemb-exact": PrivEmb(epsilons[0], out_dim=m, variant="exact", **common),
+            }
+            for base in bases.values():
+                assert base.phi.shape == (m, d)
+            paper = bases["privemb-paper"]
+            add("jl", math.inf, beta, seed, m, 0.0, paper.lipschitz, paper.clean(src.x))
+            for mi, (mech, base) in enumerate(bases.items(), start=1):
+                for ei, eps in enumerate(epsilons):
+                    priv = _at_epsilon(base, eps)
+                    w = priv.sanitize(src.x, _generator(seed, src_key, mi, ei, bi + 1))
+                    add(mech, eps, beta, seed, m, priv.noise_scale, priv.lipschitz, w)
+            log(
+                f"  {src.name} seed {seed} beta {beta:g}: m = {m}, L = {paper.lipschitz:.3f} "
+                f"({time.perf_counter() - t0:.1f} s)"
+            )
+    for row in rows:
+        row |= {"source": src.name, "d": d, "n_pairs": src.n * src.n}
+    return rows
+
+
+def aggregate(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Mean and sd (over seeds) per (source, mechanism, epsilon, beta)."""
+    groups: dict[tuple, list[dict[str, Any]]] = {}
+    for r in rows:
+        beta_key = None if math.isnan(r["beta"]) else r["beta"]  # NaN (the full-d rows) never equals itself
+        groups.setdefault((r["source"], r["mechanism"], r["epsilon"], beta_key), []).append(r)
+    out = []
+    for (source, mech, eps, _), rs in groups.items():
+        beta = rs[0]["beta"]
+        agg: dict[str, Any] = {"source": source, "d": rs[0]["d"], "n_pairs": rs[0]["n_pairs"], "mechanism": mech}
+        agg |= {"epsilon": eps, "beta": beta, "m": rs[0]["m"], "seeds": len(rs)}
+        for key in ("noise_scale", "lipschitz", "epsilon_attained", "dist_noise_pred", "ip_noise_pred"):
+            agg[f"{key}_mean"] = statistics.fmean(r[key] for r in rs)
+        agg["noise_norm_mean"] = agg["m"] * agg["noise_scale_mean"]  # E||kappa|| = m * scale
+        for metric in METRICS:
+            vals = [r[metric] for r in rs]
+            agg[f"{metric}_mean"] = statistics.fmean(vals)
+            agg[f"{metric}_sd"] = statistics.stdev(vals) if len(vals) > 1 else math.nan
+        agg["jl_theory_rel"] = jl_expected_rel_distortion(agg["m"]) if mech != "full" else math.nan
+        agg["dist_max"] = max(r["dist_max"] for r in rs)
+        agg["ip_max"] = max(r["ip_max"] for r in rs)
+        agg["prop7_bound"] = rs[0].get("prop7_bound", math.nan)
+        agg["prop8_bound"] = rs[0].get("prop8_bound", math.nan)
+        out.append(agg)
+    order = {m: i for i, m in enumerate(MECHANISMS)}
+    out.sort(key=lambda a: (SOURCES.index(a["source"]), order[a["mechanism"]], a["epsilon"], _nan_last(a["beta"])))
+    return out
+
+
+def _nan_last(v: float) -> float:
+    return math.inf if math.isnan(v) else v
+
+
+# ------------------------------------------------------------------------------------------ claims
+def _cell(aggs: Sequence[dict[str, Any]], source: str, mech: str, eps: float, beta: float | None) -> dict[str, Any]:
+    for a in aggs:
+        if a["source"] == source and a["mechanism"] == mech and a["epsilon"] == eps:
+            if mech == "full" or a["beta"] == beta:
+                return a
+    raise KeyError((source, mech, eps, beta))
+
+
+def _verdict(ok: int, total: int) -> str:
+    return "holds" if ok == total else "does not hold"
+
+
+def evaluate_claims(
+    aggs: Sequence[dict[str, Any]], sources: Sequence[str], epsilons: Sequence[float], betas: Sequence[float]
+) -> list[dict[str, str]]:
+    """The paper's qualitative claims (§5.1, §5.2; Props. 7, 8), tested cell by cell on the means."""
+    claims = []
+    eps_sorted = sorted(epsilons)
+
+    def mean(src: str, mech: str, eps: float, beta: float | None, metric: str) -> float:
+        return _cell(aggs, src, mech, eps, beta)[f"{metric}_mean"]
+
+    for src in sources:
+        for mech in PRIVEMB:
+            for metric, sec, what in (("dist_abs", "§5.1", "distance"), ("ip_abs", "§5.2", "inner-product")):
+                cells = [(e, b) for e in epsilons for b in betas]
+                better = [
+                    (e, b) for e, b in cells if mean(src, mech, e, b, metric) < mean(src, "full", e, None, metric)
+                ]
+                worse = [f"ε={e:g}/β={b:g}" for e, b in cells if (e, b) not in better]
+                claims.append(
+                    {
+                        "claim": f"{sec}: PrivEmb's {what} error is below M1's in every condition",
+                        "source": src,
+                        "mechanism": mech,
+                        "test": f"mean {metric}: PrivEmb < full-d in {len(better)}/{len(cells)} (ε, β) cells",
+                        "detail": ""
+                        if not worse
+                        else "fails at " + ", ".join(worse[:8]) + (" ..." if len(worse) > 8 else ""),
+                        "verdict": _verdict(len(better), len(cells)),
+                    }
+                )
+            for metric, sec in (("dist_abs", "§5.1"), ("ip_abs", "§5.2")):
+                mono = 0
+                for e in epsilons:
+                    vals = [mean(src, mech, e, b, metric) for b in sorted(betas)]
+                    mono += all(a > b for a, b in zip(vals, vals[1:], strict=False))
+                claims.append(
+                    {
+                        "claim": f"{sec}: for a given ε, PrivEmb's error decreases as β increases",
+                        "source": src,
+                        "mechanism": mech,
+                        "test": f"mean {metric} strictly decreasing over β = "
+                        f"{', '.join(f'{b:g}' for b in sorted(betas))} at {mono}/{len(epsilons)} ε",
+                        "detail": "",
+                        "verdict": _verdict(mono, len(epsilons)),
+                    }
+                )
+            gap_ok = 0
+            for e in epsilons:
+                gaps = [mean(src, "full", e, None, "ip_abs") - mean(src, mech, e, b, "ip_abs") for b in sorted(betas)]
+                gap_ok += all(a < b for a, b in zip(gaps, gaps[1:], strict=False))
+            claims.append(
+                {
+                    "claim": "§5.2: the inner-product gap M1 − PrivEmb grows with β",
+                    "source": src,
+                    "mechanism": mech,
+                    "test": f"ip_abs(full) − ip_abs(PrivEmb) strictly increasing in β at {gap_ok}/{len(epsilons)} ε",
+                    "detail": "",
+                    "verdict": _verdict(gap_ok, len(epsilons)),
+                }
+            )
+        for mech in ("full", *PRIVEMB):
+            ok, total = 0, 0
+            for metric in ("dist_abs", "ip_abs"):
+                for b in [None] if mech == "full" else sorted(betas):
+                    vals = [mean(src, mech, e, b, metric) for e in eps_sorted]
+                    ok += all(a > c for a, c in zip(vals, vals[1:], strict=False))
+                    total += 1
+            claims.append(
+                {
+                    "claim": "§5.1/§5.2: for both mechanisms the errors decrease as ε increases",
+                    "source": src,
+                    "mechanism": mech,
+                    "test": f"dist_abs and ip_abs strictly decreasing in ε in {ok}/{total} series",
+                    "detail": "",
+                    "verdict": _verdict(ok, total),
+                }
+            )
+        for metric, bound, prop in (("dist_max", "prop7_bound", "Prop. 7"), ("ip_max", "prop8_bound", "Prop. 8")):
+            cells = [_cell(aggs, src, "privemb-paper", e, b) for e in epsilons for b in betas]
+            ok = sum(c[metric] <= c[bound] for c in cells)
+            tightest = max(c[metric] / c[bound] for c in cells)
+            claims.append(
+                {
+                    "claim": f"{prop}: every pair's error is within the bound (prob. ≥ 1 − δ, δ = 1e-6)",
+                    "source": src,
+                    "mechanism": "privemb-paper",
+                    "test": f"max over pairs and seeds ≤ bound in {ok}/{len(cells)} cells",
+                    "detail": f"largest max/bound = {tightest:.3g} (the bound is loose)",
+                    "verdict": _verdict(ok, len(cells)),
+                }
+            )
+    return claims
+
+
+# ------------------------------------------------------------------------------------------ output
+CSV_KEYS = (
+    "source", "d", "n_pairs", "mechanism", "epsilon", "beta", "m", "seeds", "noise_scale_mean", "lipschitz_mean",
+    "epsilon_attained_mean", "noise_norm_mean",
+    *[f"{m}_{s}" for m in METRICS for s in ("mean", "sd")],
+    "dist_noise_pred_mean", "ip_noise_pred_mean", "jl_theory_rel", "dist_max", "ip_max", "prop7_bound", "prop8_bound",
+)  # fmt: skip
+
+
+def write_csv(aggs: Sequence[dict[str, Any]], path: Path) -> None:
+    with path.open("w", newline="", encoding="utf-8") as fh:
+        writer = csv.DictWriter(fh, fieldnames=CSV_KEYS, extrasaction="ignore")
+        writer.writeheader()
+        for a in aggs:
+            writer.writerow({k: (f"{v:.6g}" if isinstance(v, float) else v) for k, v in a.items()})
+
+
+def read_csv(path: Path) -> list[dict[str, Any]]:
+    """errors.csv back as dicts (numbers parsed; empty/NaN cells as NaN)."""
+    out = []
+    with Path(path).open(encoding="utf-8") as fh:
+        for row in csv.DictReader(fh):
+            parsed: dict[str, Any] = {}
+            for k, v in row.items():
+                try:
+                    parsed[k] = float(v)
+                except ValueError:
+                    parsed[k] = v
+            out.append(parsed)
+    return out
+
+
+def _fmt(mean: float, sd: float) -> str:
+    def f(v: float) -> str:
+        return f"{v:.3g}" if abs(v) < 1e4 else f"{v:.3e}"
+
+    return f(mean) if math.isnan(sd) else f"{f(mean)} ± {f(sd)}"
+
+
+def write_markdown(
+    aggs: Sequence[dict[str, Any]],
+    claims: Sequence[dict[str, str]],
+    sources: Sequence[Source],
+    meta: dict[str, Any],
+    path: Path,
+) -> None:
+    lines = [
+        "# PrivEmb vs full-dimensional noise: distance and inner-product errors",
+        "",
+        "Reproduction of Feyisetan & Kasiviswanathan (TrustNLP 2021), §5.1 (Fig. 1) and §5.2 (Fig. 2), with the",
+        "bounds of Props. 7 and 8. Generated by `simulations/privemb_errors.py`; see its docstring for every",
+        "definition.",
+        "",
+        f"* Command: `{meta['command']}`",
+        f"* Seeds: {meta['seeds']} (each seed draws the public Φ and the noise; the pairs are fixed, pair seed "
+        f"{meta['pair_seed']}); ε ∈ {{{', '.join(f'{e:g}' for e in meta['epsilons'])}}}, "
+        f"β ∈ {{{', '.join(f'{b:g}' for b in meta['betas'])}}}, δ = {DELTA:g}; wall time {meta['wall_s']:.0f} s"
+        f"{' (quick mode: not a measurement)' if meta['quick'] else ''}.",
+        "* m = int((√ln d + √ln(1/δ))² / β²) (docs/SPEC.md §6, C_Ω = 1); PrivEmb-paper: noise radius "
+        "Gamma(m, (1+β)/ε) ((ε, δ) claim); PrivEmb-exact: Gamma(m, L/ε), L = Φ's realised Lipschitz constant on "
+        "the domain (pure ε·d₂); full-d (M1): Gamma(d, 1/ε) in R^d (pure ε·d₂).",
+        "* Errors (mean over the n × n fixed pairs, then mean ± sd over seeds): dist_abs = "
+        "|‖w_i − w_j‖ − ‖x_i − x_j‖| (Fig. 1, Prop. 7); ip_abs = |⟨w_i, w_j⟩ − ⟨x_i, x_j⟩| (Fig. 2, Prop. 8); "
+        "dist_rel = dist_abs / ‖x_i − x_j‖. PrivEmb releases w ∈ R^m and is compared with x ∈ R^d as in the paper.",
+        "",
+    ]
+    for src in sources:
+        lines += [f"## Source `{src.name}` (d = {src.d}, {src.n} × {src.n} pairs)", "", src.description + ".", ""]
+        lines += [
+            "| ε | β | m | L | dist_abs PrivEmb-paper | dist_abs PrivEmb-exact | dist_abs full-d | "
+            "ip_abs PrivEmb-paper | ip_abs PrivEmb-exact | ip_abs full-d | dist_rel JL only (theory) |",
+            "|---|---|---|---|---|---|---|---|---|---|---|",
+        ]
+        for eps in meta["epsilons"]:
+            full = _cell(aggs, src.name, "full", eps, None)
+            for beta in meta["betas"]:
+                p = _cell(aggs, src.name, "privemb-paper", eps, beta)
+                x = _cell(aggs, src.name, "privemb-exact", eps, beta)
+                jl = _cell(aggs, src.name, "jl", math.inf, beta)
+                cols = [f"{eps:g}", f"{beta:g}", f"{int(p['m'])}", f"{x['lipschitz_mean']:.3f}"]
+                cols += [_fmt(c["dist_abs_mean"], c["dist_abs_sd"]) for c in (p, x, full)]
+                cols += [_fmt(c["ip_abs_mean"], c["ip_abs_sd"]) for c in (p, x, full)]
+                cols.append(f"{_fmt(jl['dist_rel_mean'], jl['dist_rel_sd'])} ({jl['jl_theory_rel']:.3g})")
+                lines.append("| " + " | ".join(cols) + " |")
+        lines += [
+            "",
+            f"Mean noise norms E‖κ‖ = m·scale: full-d {src.d}/ε; PrivEmb-paper m(1+β)/ε; PrivEmb-exact m·L/ε "
+            "(columns `noise_norm_mean` in errors.csv).",
+            "",
+        ]
+    lines += [
+        "## The paper's claims against ours",
+        "",
+        "A claim holds when it holds in every cell (on the means over seeds); the count says in how many.",
+        "",
+        "Summary:",
+        "",
+    ]
+    for src in sources:
+        for mech in PRIVEMB:
+            mine = [c for c in claims if c["source"] == src.name and c["mechanism"] == mech]
+            vs = [c for c in mine if "below M1" in c["claim"]]
+            trend = [c for c in mine if "below M1" not in c["claim"]]
+            lines.append(
+                f"* `{src.name}`, {LABELS[mech]}: PrivEmb below M1 — "
+                + "; ".join(f"{c['claim'][:4]} {c['verdict']} ({c['test'].split(': ')[1].split(' (')[0]})" for c in vs)
+                + f". Trend and bound claims (β, ε, gap, Props. 7-8): {sum(c['verdict'] == 'holds' for c in trend)}"
+                f"/{len(trend)} hold."
+            )
+    lines += [
+        "",
+        "| claim (paper) | source | mechanism | our test | verdict | note |",
+        "|---|---|---|---|---|---|",
+    ]
+    for c in claims:
+        lines.append(
+            f"| {c['claim']} | {c['source']} | {c['mechanism']} | {c['test']} | **{c['verdict']}** | {c['detail']} |"
+        )
+    lines += ["", *meta.get("notes", []), ""]
+    path.write_text("\n".join(lines), encoding="utf-8")
+
+
+def plot(aggs: Sequence[dict[str, Any]], sources: Sequence[str], epsilons: Sequence[float], path: Path) -> None:
+    """Error against beta (log y), one panel per source and error, one line per epsilon and mechanism."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    metrics = (("dist_abs", "mean |‖w_i−w_j‖ − ‖x_i−x_j‖|"), ("ip_abs", "mean |⟨w_i,w_j⟩ − ⟨x_i,x_j⟩|"))
+    fig, axes = plt.subplots(len(sources), 2, figsize=(13, 4.6 * len(sources)), squeeze=False)
+    colors = plt.get_cmap("viridis")(np.linspace(0.0, 0.85, len(epsilons)))
+    styles = {"privemb-paper": ("-", "o"), "privemb-exact": ("--", "s"), "full": (":", "")}
+    for row, src in enumerate(sources):
+        for col, (metric, ylabel) in enumerate(metrics):
+            ax = axes[row][col]
+            for color, eps in zip(colors, epsilons, strict=True):
+                for mech, (ls, marker) in styles.items():
+                    cells = [a for a in aggs if a["source"] == src and a["mechanism"] == mech and a["epsilon"] == eps]
+                    if mech == "full":
+                        betas = sorted({a["beta"] for a in aggs if a["source"] == src and a["mechanism"] == "jl"})
+                        cells = cells * len(betas)
+                    else:
+                        cells.sort(key=lambda a: a["beta"])
+                        betas = [a["beta"] for a in cells]
+                    y = [a[f"{metric}_mean"] for a in cells]
+                    sd = [0.0 if math.isnan(a[f"{metric}_sd"]) else a[f"{metric}_sd"] for a in cells]
+                    ax.errorbar(
+                        betas, y, yerr=sd, color=color, linestyle=ls, marker=marker, markersize=4, capsize=2,
+                        label=f"{LABELS[mech]}, ε={eps:g}",
+                    )  # fmt: skip
+            if metric == "dist_abs":
+                jl = sorted((a for a in aggs if a["source"] == src and a["mechanism"] == "jl"), key=lambda a: a["beta"])
+                ax.plot(
+                    [a["beta"] for a in jl], [a["dist_abs_mean"] for a in jl], color="crimson", linestyle="-.",
+                    marker="x", label=LABELS["jl"],
+                )  # fmt: skip
+            d = next(a["d"] for a in aggs if a["source"] == src)
+            ax.set_yscale("log")
+            ax.set_xlabel("β (PrivEmb's m = int((√ln d + √ln 10⁶)²/β²))")
+            ax.set_ylabel(ylabel + " (log)")
+            ax.set_title(f"{src} (d = {int(d)}): {metric}", fontsize=10)
+            ax.grid(alpha=0.3, which="both")
+    handles, labels = axes[0][0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="lower center", ncol=4, fontsize=7, frameon=False)
+    fig.suptitle(
+        "PrivEmb vs full-dimensional noise (Feyisetan & Kasiviswanathan 2021, Figs. 1-2); mean ± sd over seeds"
+    )
+    fig.tight_layout(rect=(0, 0.09 if len(sources) > 1 else 0.16, 1, 0.97))
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def _notes(aggs: Sequence[dict[str, Any]], sources: Sequence[Source], betas: Sequence[float]) -> list[str]:
+    notes = ["## Notes", ""]
+    bs = sorted(betas)
+    for src in sources:
+        d = src.d
+        ms = [paper_out_dim(d, b, DELTA) for b in bs]
+        jl = {a["beta"]: a for a in aggs if a["source"] == src.name and a["mechanism"] == "jl"}
+        lips = [jl[b]["lipschitz_mean"] for b in bs]
+        expand = [f"{b:g}" for b, m in zip(bs, ms, strict=True) if m >= d]
+        line = f"* `{src.name}` (d = {d}): m = {', '.join(map(str, ms))} for β = {', '.join(f'{b:g}' for b in bs)}"
+        line += f"; ≥ d (an expansion, not a reduction) at β = {', '.join(expand)}." if expand else "."
+        paper_norm = ", ".join(f"{m * (1 + b):.0f}" for m, b in zip(ms, bs, strict=True))
+        exact_norm = ", ".join(f"{m * lip:.0f}" for m, lip in zip(ms, lips, strict=True))
+        line += (
+            f" Noise norm × ε: full-d {d}; PrivEmb-paper m(1+β) = {paper_norm}; PrivEmb-exact m·L = {exact_norm}."
+            f" Φ's realised L on the domain: {', '.join(f'{lip:.2f}' for lip in lips)}"
+        )
+        over = [f"{b:g}" for b, lip in zip(bs, lips, strict=True) if lip > 1 + b]
+        if over:
+            ratio = ", ".join(f"{lip / (1 + b):.2f}" for b, lip in zip(bs, lips, strict=True) if lip > 1 + b)
+            line += (
+                f" > 1 + β at β = {', '.join(over)}: there the paper-scale release attains only ε·L/(1+β) "
+                f"(× {ratio}) for the drawn Φ, a weaker guarantee than M1's and PrivEmb-exact's ε."
+            )
+        else:
+            line += (
+                " ≤ 1 + β everywhere: the paper scale is conservative on this domain and PrivEmb-exact adds less noise."
+            )
+        notes.append(line)
+        eps_min = min(a["epsilon"] for a in aggs)
+        noisy = [a for a in aggs if a["source"] == src.name and a["mechanism"] != "jl" and a["epsilon"] == eps_min]
+        if noisy:
+            dev_d = max(abs(a["dist_abs_mean"] / a["dist_noise_pred_mean"] - 1) for a in noisy)
+            dev_i = max(abs(a["ip_abs_mean"] / a["ip_noise_pred_mean"] - 1) for a in noisy)
+            notes.append(
+                f"  At the smallest ε the measured errors are within {100 * dev_d:.1f}% (distance) and "
+                f"{100 * dev_i:.1f}% (inner product) of the pure-noise predictions scale·√(2m(m+1)) and "
+                "scale²·m(m+1)·√(2/(πm)) (`*_noise_pred_mean` in errors.csv)."
+            )
+    finite = [a for a in aggs if a["mechanism"] in PRIVEMB]
+    eps_max = max(a["epsilon"] for a in finite)
+    jl_abs = {(a["source"], a["beta"]): a["dist_abs_mean"] for a in aggs if a["mechanism"] == "jl"}
+    factor = min(a["dist_abs_mean"] / jl_abs[a["source"], a["beta"]] for a in finite if a["epsilon"] == eps_max)
+    if factor > 10:
+        notes.append(
+            f"* The noise dominates at every ε of the grid (at ε = {eps_max:g} PrivEmb's distance error is still "
+            f"≥ {factor:.0f}× the projection's own, the `jl` rows, ε = ∞, which match the theory E|χ_m/√m − 1| "
+            "in relative terms), so the ranking of the mechanisms is the ranking of the noise: distance error "
+            "∝ m·scale, inner-product error ∝ (m·scale)²/√m, with scale = (1+β)/ε (paper), L/ε (exact), "
+            "1/ε with m = d (M1)."
+        )
+    notes += [
+        "* PrivEmb-paper's (ε, δ) claim rests on Lemma 4, whose width argument does not cover normalised "
+        "differences (docs/SPEC.md §6); `epsilon_attained_mean` in errors.csv is what the drawn Φ gives "
+        "(ε·max(1, L/(1+β)), as `PrivEmb.guarantee` reports). PrivEmb-exact and M1 are both pure ε·d₂: "
+        "they are the like-for-like pair.",
+        "* The paper's text varies β over 0.5–0.7 only; the grid here runs 0.5–0.9 as Table 1 uses β = 0.9.",
+    ]
+    return notes
+
+
+# ------------------------------------------------------------------------------------------ CLI
+def _floats(text: str) -> list[float]:
+    return [float(t) for t in text.split(",") if t.strip()]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="python -m simulations.privemb_errors",
+        description="PrivEmb vs full-dimensional noise: distance and inner-product errors (Feyisetan & "
+        "Kasiviswanathan 2021, §5.1-5.2).",
+    )
+    p.add_argument("--out", required=True, help="output folder (errors.csv, errors.md, errors.png)")
+    p.add_argument("--seeds", default="1,2,3", help="comma-separated seeds (Phi and noise), at least 2 for an sd")
+    p.add_argument("--quick", action="store_true", help="tiny run for tests: 20 x 20 pairs, a 1000-word domain")
+    p.add_argument("--sources", default="glove,sentences", help=f"comma-separated, from {', '.join(SOURCES)}")
+    p.add_argument("--epsilons", default=",".join(f"{e:g}" for e in EPSILONS))
+    p.add_argument("--betas", default=",".join(f"{b:g}" for b in BETAS))
+    p.add_argument("--n-side", type=int, default=None, help="points per side of the pair grid (default 100; quick 20)")
+    p.add_argument("--pair-seed", type=int, default=0, help="seed of the fixed point sample")
+    p.add_argument("--vocab", type=int, default=None, help="glove: most frequent words used (default 5000; quick 1000)")
+    p.add_argument("--dataset", default="sst2", help="sentences: staged dataset (its test split)")
+    p.add_argument("--data-dir", default="/work/shared/data", help="sentences: folder of staged datasets")
+    p.add_argument("--synthetic-dim", type=int, default=300, help="synthetic: dimension d")
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    t_start = time.perf_counter()
+    seeds = [int(s) for s in args.seeds.split(",") if s.strip()]
+    epsilons, betas = _floats(args.epsilons), _floats(args.betas)
+    names = [s.strip() for s in args.sources.split(",") if s.strip()]
+    bad = [s for s in names if s not in SOURCES]
+    if bad or not names:
+        raise SystemExit(f"unknown source(s) {bad}; choose from {SOURCES}")
+    if not seeds or not epsilons or not betas:
+        raise SystemExit("need at least one seed, epsilon and beta")
+    n = args.n_side or (20 if args.quick else 100)
+    vocab = args.vocab or (1000 if args.quick else 5000)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+
+    def log(msg: str) -> None:
+        print(msg, flush=True)
+
+    sources = []
+    for name in names:
+        t0 = time.perf_counter()
+        if name == "glove":
+            src = glove_source(n, vocab, args.pair_seed)
+        elif name == "sentences":
+            src = sentence_source(n, args.dataset, args.data_dir, args.pair_seed)
+        else:
+            src = synthetic_source(n, args.synthetic_dim, args.pair_seed)
+        log(f"{name}: {src.description} ({time.perf_counter() - t0:.1f} s)")
+        sources.append(src)
+
+    rows = [r for src in sources for r in run_source(src, epsilons, betas, seeds, log)]
+    aggs = aggregate(rows)
+    claims = evaluate_claims(aggs, names, epsilons, betas)
+    meta = {
+        "command": "python -m simulations.privemb_errors " + " ".join(sys.argv[1:] if argv is None else argv),
+        "seeds": ",".join(map(str, seeds)),
+        "pair_seed": args.pair_seed,
+        "epsilons": epsilons,
+        "betas": betas,
+        "quick": args.quick,
+        "wall_s": time.perf_counter() - t_start,
+        "notes": _notes(aggs, sources, betas),
+    }
+    write_csv(aggs, out / "errors.csv")
+    write_markdown(aggs, claims, sources, meta, out / "errors.md")
+    plot(aggs, names, epsilons, out / "errors.png")
+    for c in claims:
+        log(f"{c['verdict']:>14}  {c['source']:<9} {c['mechanism']:<13} {c['claim']}  [{c['test']}]")
+    log(f"wrote {out / 'errors.csv'}, errors.md, errors.png ({time.perf_counter() - t_start:.0f} s)")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
