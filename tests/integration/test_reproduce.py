@@ -10,6 +10,7 @@ import pytest
 
 from fl import config
 from simulations import reproduce as rp
+from simulations import sweep
 from simulations.cli import main
 from simulations.reproductions import REPRODUCTIONS, get
 
@@ -23,6 +24,36 @@ def test_every_reproduction_resolves(name: str) -> None:
     assert rep.x in keys and rep.series in keys
     assert rep.seeds and len(rep.seeds) >= 3  # every committed point has at least three seeds
     assert rep.differences  # an honest reason for every difference is part of the record
+
+
+def _runs(blocks: tuple[tuple[str, ...], ...], seeds: tuple[int, ...]) -> list[sweep.Run]:
+    return sweep.expand([[sweep.parse_grid(spec) for spec in block] for block in blocks], seeds)
+
+
+@pytest.mark.parametrize("name", sorted(REPRODUCTIONS))
+def test_every_grid_point_resolves(name: str, data_dir: Path, tmp_path: Path) -> None:
+    """Every run of the full and of the quick grid passes the sweep's own up-front check (no simulation)."""
+    rep = get(name)
+    sets = [f'data-dir="{data_dir}"']
+    runs = _runs(rep.blocks, rep.seeds)
+    sweep.check_runs(str(rep.config_path), runs, sets, tmp_path)
+    assert rep.quick_blocks and rep.quick_sets  # a tiny CI version exists
+    quick = _runs(rep.quick_blocks, (1,))
+    sweep.check_runs(str(rep.config_path), quick, [*rep.quick_sets, *sets], tmp_path)
+    assert all(rep.series in r.point_values for r in runs)  # every point belongs to a series
+
+
+@pytest.mark.parametrize("name", sorted(REPRODUCTIONS))
+def test_papers_numbers_are_grid_points(name: str) -> None:
+    rep = get(name)
+    points = {
+        (str(r.point_values[rep.series]), float(r.point_values[rep.x]))
+        for r in _runs(rep.blocks, (1,))
+        if rep.x in r.point_values
+    }
+    assert set(rep.paper) <= points, sorted(set(rep.paper) - points)
+    assert all(0.0 <= v <= 1.0 for v in rep.paper.values())  # fractions, like our metric
+    assert rep.paper or rep.paper_note  # a paper without numbers states its claim
 
 
 def test_unknown_name_is_a_clear_error(capsys: pytest.CaptureFixture[str]) -> None:
