@@ -53,6 +53,10 @@ COLUMNS: tuple[str, ...] = (
     "epsilon",
     "max_user_pure_epsilon_embedding",
     "max_user_pure_epsilon_total",
+    "delta_total",
+    "word_delta",
+    "document_delta_median",
+    "N_w_mean",
     "ldp_guarantee_holds",
     "paper",
     "ours_minus_paper",
@@ -89,6 +93,10 @@ def table(rep: Reproduction, points: Sequence[Mapping[str, Any]]) -> list[dict[s
                 "epsilon": p.get("epsilon"),
                 "max_user_pure_epsilon_embedding": p.get("max_user_pure_epsilon_embedding"),
                 "max_user_pure_epsilon_total": p.get("max_user_pure_epsilon_total"),
+                "delta_total": p.get("delta_total"),
+                "word_delta": p.get("word_delta"),
+                "document_delta_median": p.get("document_delta_median"),
+                "N_w_mean": p.get("N_w_mean"),
                 "ldp_guarantee_holds": p.get("ldp_guarantee_holds"),
                 "paper": paper,
                 "ours_minus_paper": (mean - paper) if paper is not None and mean is not None else None,
@@ -106,8 +114,25 @@ def _fmt(value: Any, digits: int = 3) -> str:
     return str(value)
 
 
+def _epsilon_text(r: Mapping[str, Any]) -> str:
+    """The per-user figure the runs' ledgers printed: pure epsilon, or (epsilon, delta) when the
+    mechanism's guarantee is approximate (delta = 1 is said to be vacuous)."""
+    if r["ldp_guarantee_holds"] is False:
+        return "not LDP"
+    eps = r["max_user_pure_epsilon_total"] or r["max_user_pure_epsilon_embedding"]
+    if eps is None:
+        return "none"
+    delta = r.get("delta_total")
+    if not delta:
+        return f"{_fmt(eps, 2)} (pure)"
+    return f"({_fmt(eps, 2)}, {delta:.3g})" + (": vacuous" if delta >= 1 else "")
+
+
 def markdown(rep: Reproduction, rows: Sequence[Mapping[str, Any]], command: str) -> str:
-    """The Markdown record: citation, command, the table, the reasons for differences."""
+    """The Markdown record: citation, command, the table, the reasons for differences. Word-level
+    rows add the per-word delta and N_w (the rate at which a word is left unchanged)."""
+    words = any(r.get("word_delta") is not None or r.get("N_w_mean") is not None for r in rows)
+    extra_head = " per-word delta | N_w |" if words else ""
     lines = [
         f"# {rep.title}",
         "",
@@ -115,18 +140,17 @@ def markdown(rep: Reproduction, rows: Sequence[Mapping[str, Any]], command: str)
         "",
         f"Command: `{command}`",
         "",
-        f"| {rep.series} | {rep.x} | n | {rep.metric} (mean +- sd) | macro-F1 | per-user pure eps "
-        "| paper | ours - paper |",
-        "|---|---|---|---|---|---|---|---|",
+        f"| {rep.series} | {rep.x} | n | {rep.metric} (mean +- sd) | macro-F1 | per-user epsilon (delta) "
+        f"|{extra_head} paper | ours - paper |",
+        "|---|---|---|---|---|---|" + ("---|---|" if words else "") + "---|---|",
     ]
     for r in rows:
         sd = f" +- {_fmt(r['accuracy_sd'])}" if r["accuracy_sd"] is not None else " (one seed)"
         acc = f"{_fmt(r['accuracy_mean'])}{sd}" if r["accuracy_mean"] is not None else r["status"]
-        eps = r["max_user_pure_epsilon_total"] or r["max_user_pure_epsilon_embedding"]
-        eps_text = _fmt(eps, 2) if r["ldp_guarantee_holds"] is not False else "not LDP"
+        extra = f" {_fmt(r.get('word_delta'), 4)} | {_fmt(r.get('N_w_mean'), 3)} |" if words else ""
         lines.append(
             f"| {r['series']} | {_fmt(r['x'], 0) if r['x'] is not None else '-'} | {r['n']} | {acc} "
-            f"| {_fmt(r['macro_f1_mean'])} | {eps_text or 'none'} | {_fmt(r['paper'], 4)} "
+            f"| {_fmt(r['macro_f1_mean'])} | {_epsilon_text(r)} |{extra} {_fmt(r['paper'], 4)} "
             f"| {_fmt(r['ours_minus_paper'])} |"
         )
     if rep.paper_note:

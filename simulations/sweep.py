@@ -93,8 +93,10 @@ from .overrides import load_with_overrides, override_key, split_override
 #: document); ``max_user_pure_epsilon_embedding`` the ledger's largest per-user pure-LDP total over
 #: every embedding release a user made (re-draws, test releases and every word or sentence included),
 #: ``max_user_pure_epsilon_total`` the same with the label channel added (empty when labels are
-#: released in the clear). All three are empty when ``ldp_guarantee_holds`` is false: such a run has
-#: no guarantee to report. ``evaluation_covered`` is false for every run (``fl.accounting.scope``).
+#: released in the clear), ``delta_total`` the ledger's composed per-user delta beside them (0 for
+#: pure mechanisms; 1 means the (epsilon, delta) figure is vacuous). All are empty when
+#: ``ldp_guarantee_holds`` is false: such a run has no guarantee to report. ``evaluation_covered``
+#: is false for every run (``fl.accounting.scope``).
 METRIC_COLUMNS: tuple[str, ...] = (
     "status",
     "accuracy",
@@ -106,6 +108,7 @@ METRIC_COLUMNS: tuple[str, ...] = (
     "sentence_epsilon",
     "max_user_pure_epsilon_embedding",
     "max_user_pure_epsilon_total",
+    "delta_total",
     "label_protected",
     "random_guess_f1",
     "ldp_guarantee_holds",
@@ -121,6 +124,7 @@ EPSILON_KEYS = ("sentence-epsilon", "word-epsilon", "document-epsilon")  # the x
 # Word-level runs: the per-document guarantee (median-length document) and the rewrite's quality.
 WORD_COLUMNS: tuple[str, ...] = (
     "pure_ldp_per_word",
+    "word_delta",
     "words_median",
     "document_epsilon_median",
     "document_delta_median",
@@ -134,14 +138,16 @@ WORD_COLUMNS: tuple[str, ...] = (
 #: The keys ``--seeds`` sets in every run, both to the run's seed.
 SEED_KEYS = ("seed", "noise-seed")
 #: Columns of ``sweep_summary.csv`` averaged over seeds (``<column>_mean``, ``<column>_sd``).
-STAT_COLUMNS = ("accuracy", "macro_f1", "clean_accuracy", "best_accuracy")
+STAT_COLUMNS = ("accuracy", "macro_f1", "clean_accuracy", "best_accuracy", "N_w")
 #: Privacy columns, the same for every seed of a point: recorded once (the largest when seeds disagree).
 SEED_FREE_COLUMNS = (
     "epsilon",
     "sentence_epsilon",
     "max_user_pure_epsilon_embedding",
     "max_user_pure_epsilon_total",
+    "delta_total",
     "pure_ldp_per_word",
+    "word_delta",
     "document_epsilon_median",
     "document_delta_median",
     "document_epsilon_longest",
@@ -454,6 +460,7 @@ def collect_row(run: Run, sweep_dir: Path, keys: Sequence[str]) -> dict[str, Any
         sentence_epsilon=None if word or document or not holds else sentence.get("epsilon"),
         max_user_pure_epsilon_embedding=privacy.get("epsilon_ldp"),
         max_user_pure_epsilon_total=privacy.get("epsilon_total") if privacy.get("label_protected") else None,
+        delta_total=privacy.get("delta_total"),
         label_protected=(summary.get("privacy") or {}).get("label_protected"),
         random_guess_f1=final.get("random_guess_f1"),
         dataset=row.get("dataset") or summary.get("dataset"),
@@ -482,6 +489,7 @@ def _word_columns(summary: Mapping[str, Any]) -> dict[str, Any]:
     median, longest = level.get("per_document_median") or {}, level.get("per_document_longest") or {}
     return {
         "pure_ldp_per_word": (level.get("per_word") or {}).get("pure_ldp"),
+        "word_delta": (level.get("per_word") or {}).get("delta"),
         "words_median": level.get("median_words_per_document"),
         "document_epsilon_median": median.get("pure_ldp"),
         "document_delta_median": median.get("delta"),

@@ -83,6 +83,24 @@ def test_table_joins_the_papers_numbers_and_marks_one_seed() -> None:
     assert "0.820 (one seed)" in text and "Why ours differs" in text
 
 
+def test_approximate_guarantees_show_their_delta_and_word_rows_their_n_w() -> None:
+    rep = get("huang2024-words-sst2")
+    points = [
+        {"word-mechanism": "trlaplace", "word-epsilon": 1.0, "status": "ok", "n": 3, "seeds": "1 2 3",
+         "accuracy_mean": 0.6, "accuracy_sd": 0.01, "ldp_guarantee_holds": True,
+         "max_user_pure_epsilon_embedding": 43.0, "delta_total": 1.0, "word_delta": 0.7267, "N_w_mean": 0.5},
+        {"word-mechanism": "word_laplace", "word-epsilon": 1.0, "status": "ok", "n": 3, "seeds": "1 2 3",
+         "accuracy_mean": 0.55, "accuracy_sd": 0.01, "ldp_guarantee_holds": True,
+         "max_user_pure_epsilon_embedding": 43.0, "delta_total": 0.0, "word_delta": 0.0, "N_w_mean": 0.1},
+    ]  # fmt: skip
+    rows = rp.table(rep, points)
+    assert rows[0]["delta_total"] == 1.0 and rows[0]["N_w_mean"] == 0.5
+    text = rp.markdown(rep, rows, "sanitas reproduce huang2024-words-sst2")
+    assert "per-word delta | N_w |" in text
+    assert "| (43.00, 1): vacuous | 0.7267 | 0.500 |" in text
+    assert "| 43.00 (pure) | 0.0000 | 0.100 |" in text
+
+
 def test_quick_reproduction_runs_end_to_end(tmp_path: Path, data_dir: Path) -> None:
     status = rp.reproduce("du2023-table2-sst2", str(tmp_path), seeds="1", sets=[f'data-dir="{data_dir}"'], quick=True)
     assert status == 0

@@ -192,6 +192,36 @@ def test_rows_come_from_summary_and_status_files(tmp_path: Path) -> None:
     assert reference["sentence-epsilon"] is None  # not a grid key of that block
 
 
+def test_word_level_rows_carry_the_per_word_delta_n_w_and_the_composed_delta(tmp_path: Path) -> None:
+    """An (epsilon, delta) word mechanism: the row keeps the per-word delta, N_w and the ledger's
+    composed per-user delta beside the epsilon, and the summary averages N_w over seeds."""
+    runs = sw.expand([[sw.parse_grid('word-mechanism="trlaplace"'), sw.parse_grid("word-epsilon=1")]], seeds=(1, 2))
+    keys = sw.grid_keys(runs)
+    for run, n_w in zip(runs, (0.6, 0.8), strict=True):
+        folder = tmp_path / run.name
+        folder.mkdir()
+        per_word = {"notion": "approx", "epsilon": 1.0, "delta": 0.7267, "pure_ldp": 1.0}
+        summary = {
+            "final": {"accuracy": 0.6, "macro_f1": 0.6},
+            "ldp_guarantee_holds": True,
+            "guarantee": {"sentence": {"epsilon": None}, "word": per_word},
+            "privacy": {
+                "epsilon_ldp": 43.0,
+                "delta_total": 1.0,
+                "label_protected": False,
+                "word_level": {"per_word": per_word, "per_document_median": {"pure_ldp": 9.0, "delta": 0.99}},
+            },
+            "rewrite_quality": {"N_w": n_w},
+        }
+        (folder / "summary.json").write_text(json.dumps(summary))
+    rows = [sw.collect_row(run, tmp_path, keys) for run in runs]
+    assert rows[0]["word_delta"] == pytest.approx(0.7267) and rows[0]["delta_total"] == 1.0
+    assert rows[0]["N_w"] == pytest.approx(0.6) and rows[0]["document_delta_median"] == pytest.approx(0.99)
+    (point,) = sw.summarize(rows, keys)
+    assert point["N_w_mean"] == pytest.approx(0.7) and point["word_delta"] == pytest.approx(0.7267)
+    assert point["delta_total"] == 1.0
+
+
 def test_tables_and_plot_are_written(tmp_path: Path) -> None:
     runs = _runs()
     for run in runs[:-1]:  # the last one stays pending
