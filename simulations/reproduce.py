@@ -149,7 +149,7 @@ def markdown(rep: Reproduction, rows: Sequence[Mapping[str, Any]], command: str)
         acc = f"{_fmt(r['accuracy_mean'])}{sd}" if r["accuracy_mean"] is not None else r["status"]
         extra = f" {_fmt(r.get('word_delta'), 4)} | {_fmt(r.get('N_w_mean'), 3)} |" if words else ""
         lines.append(
-            f"| {r['series']} | {_fmt(r['x'], 0) if r['x'] is not None else '-'} | {r['n']} | {acc} "
+            f"| {r['series']} | {format(r['x'], 'g') if r['x'] is not None else '-'} | {r['n']} | {acc} "
             f"| {_fmt(r['macro_f1_mean'])} | {_epsilon_text(r)} |{extra} {_fmt(r['paper'], 4)} "
             f"| {_fmt(r['ours_minus_paper'])} |"
         )
