@@ -54,7 +54,7 @@ from _common import emit, run_header  # noqa: E402  (benchmarks/ is sys.path[0])
 from fl import config as config_mod  # noqa: E402
 from fl import datasets as data  # noqa: E402
 from fl import maps, public_start  # noqa: E402
-from fl.encoder import embed_documents  # noqa: E402
+from fl.documents import embed_texts  # noqa: E402
 from fl.pipeline import build_model, predict, train_epochs  # noqa: E402
 
 DEFAULT_CONFIG = Path(__file__).resolve().parents[1] / "simulations" / "sst2_utility.toml"
@@ -63,15 +63,7 @@ BASELINE = {"map-in": "public", "public-fraction": 0.1, "map-dim": 16}
 
 def embeddings(cfg: Any, split: Any) -> tuple[torch.Tensor, torch.Tensor]:
     """The frozen encoder's embeddings of a split (through the shared cache) and its labels."""
-    emb = embed_documents(
-        split["text"],
-        cfg["doc-embedding"],
-        cfg["encoder"],
-        config_mod.cache_dir(cfg),
-        "cpu",
-        cfg["encode-batch-size"],
-        False,
-    )
+    emb = embed_texts(split["text"], cfg, "cpu", progress=False)
     return torch.as_tensor(np.asarray(emb), dtype=torch.float32), torch.as_tensor(
         np.asarray(split["label"], dtype=np.int64)
     )

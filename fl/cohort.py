@@ -24,9 +24,8 @@ import torch
 from mechanisms.words.tokenize import tokenize
 
 from . import datasets as data
-from .config import cache_dir
-from .documents import SentenceDocs, embed_sentences
-from .encoder import best_device, embed_documents, embedding_dim, load_encoder
+from .documents import SentenceDocs, embed_sentences, embed_texts
+from .encoder import best_device, embedding_dim, load_encoder
 from .levels import level_of
 from .maps import map_dim, release_dim
 from .partition import UserPartition, cohort
@@ -121,15 +120,7 @@ def _build_cached(key: tuple[tuple[str, Any], ...], partition_id: int, num_parti
             docs = embed_sentences(sub["text"], cfg, progress)
             sentence_docs.append(docs)
             return docs.means(), torch.as_tensor(np.asarray(sub["label"], dtype=np.int64)), list(sub["text"])
-        emb = embed_documents(
-            sub["text"],
-            cfg["doc-embedding"],
-            cfg["encoder"],
-            cache_dir(cfg),
-            device,
-            cfg["encode-batch-size"],
-            progress,
-        )
+        emb = embed_texts(sub["text"], cfg, device, progress)
         x = torch.as_tensor(np.asarray(emb), dtype=torch.float32)
         return x, torch.as_tensor(np.asarray(sub["label"], dtype=np.int64)), list(sub["text"])
 

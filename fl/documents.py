@@ -16,7 +16,7 @@ import numpy as np
 import torch
 
 from .config import cache_dir
-from .encoder import best_device, encode
+from .encoder import best_device, embed_documents, encode
 from .sentences import split_sentences
 
 
@@ -97,4 +97,22 @@ def embed_sentences(texts: Sequence[str], cfg: Mapping[str, Any], progress: bool
     return SentenceDocs(table, np.concatenate([[0], np.cumsum(k)]).astype(np.int64))
 
 
-__all__ = ["SentenceDocs", "embed_sentences"]
+def embed_texts(
+    texts: Sequence[str], cfg: Mapping[str, Any], device: str, progress: bool = True, store: bool = True
+) -> np.ndarray:
+    """Document embeddings ``[len(texts), d]`` as the run config says (``doc-embedding``, ``encoder``,
+    its cache folder, ``encode-batch-size``), through the shared cache (``store`` as in
+    :func:`fl.encoder.embed_documents`)."""
+    return embed_documents(
+        texts,
+        cfg["doc-embedding"],
+        cfg["encoder"],
+        cache_dir(cfg),
+        device,
+        cfg["encode-batch-size"],
+        progress,
+        store,
+    )
+
+
+__all__ = ["SentenceDocs", "embed_sentences", "embed_texts"]

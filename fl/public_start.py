@@ -25,11 +25,10 @@ from tqdm.auto import tqdm
 
 from mechanisms.base import SentenceMechanism
 
-from . import config as config_mod
 from . import datasets as data
 from . import maps
-from .encoder import embed_documents
-from .pipeline import ServerModel, predict, train_epochs
+from .documents import embed_texts
+from .pipeline import build_model, predict, train_epochs
 
 
 def public_embeddings(cfg: Mapping[str, Any], device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
@@ -37,15 +36,7 @@ def public_embeddings(cfg: Mapping[str, Any], device: torch.device) -> tuple[tor
     public = data.load(cfg).public
     if public is None or len(public) == 0:
         raise ValueError(f"map-in = {cfg['map-in']!r} builds M1 from the public split: set public-fraction > 0")
-    emb = embed_documents(
-        public["text"],
-        cfg["doc-embedding"],
-        cfg["encoder"],
-        config_mod.cache_dir(cfg),
-        str(device),
-        cfg["encode-batch-size"],
-        True,
-    )
+    emb = embed_texts(public["text"], cfg, str(device))
     x = torch.as_tensor(np.asarray(emb), dtype=torch.float32, device=device)
     y = torch.as_tensor(np.asarray(public["label"], dtype=np.int64), device=device)
     return x, y
@@ -108,9 +99,8 @@ def public_validation_accuracy(
         return mech.sanitize(rows, generator=generator).to(torch.float32)
 
     zf, zv = released(xf), released(xv)
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(int(cfg["seed"]))
-        model = ServerModel(zf.shape[1], xf.shape[1], int(cfg["hidden-dim"]), num_classes).to(device)
+    with torch.random.fork_rng(devices=[]):  # build_model seeds the global generator: leave it as it was
+        model = build_model(cfg, zf.shape[1], xf.shape[1], num_classes).to(device)
     optimizer = torch.optim.Adam(model.parameters(), lr=cfg["learning-rate"])
     train_epochs(model, optimizer, zf, yf.repeat(draws), int(cfg["server-epochs"]), int(cfg["batch-size"]), generator)
     return float((predict(model, zv) == yv.repeat(draws)).double().mean())

@@ -42,7 +42,8 @@ from mechanisms.guarantee import Guarantee
 
 from . import datasets as data
 from .config import cache_dir, make_mechanism
-from .encoder import best_device, embed_documents
+from .documents import embed_texts
+from .encoder import best_device
 
 log = logging.getLogger(__name__)
 
@@ -152,16 +153,7 @@ def _rewrite_and_embed(cfg: Mapping[str, Any], texts: list[str], seed: int, purp
     rewrite = mech.rewrite(list(texts), torch.Generator().manual_seed(seed))
     num_words = rewrite.num_words.numpy()
     rewritten_at = time.perf_counter()
-    emb = embed_documents(
-        rewrite.texts,
-        cfg["doc-embedding"],
-        cfg["encoder"],
-        cache_dir(cfg),
-        best_device(cfg["device"]),
-        cfg["encode-batch-size"],
-        progress=True,
-        store=False,
-    )
+    emb = embed_texts(rewrite.texts, cfg, best_device(cfg["device"]), progress=True, store=False)
     log.info(
         "rewrote %d %s documents (%d words) with %s in %.1fs, encoded them in %.1fs",
         len(texts),

@@ -50,7 +50,7 @@ proportional to exp(-epsilon ||z||) (no nearest-word step in these two experimen
   of it). At d = 50 the paper's formula gives m = 129, 90, 66, 50, 40 for beta = 0.5..0.9: the "reduction"
   *expands* the vectors for beta <= 0.8, a regime the paper (d = 300: m = 149..46) never ran.
 * ``sentences``: the frozen default encoder's (all-MiniLM-L6-v2, d = 384) unit-norm sentence embeddings of the
-  sst2 validation sentences, through Sanitas's embedding cache (``fl.encoder.embed_documents``). The
+  sst2 validation sentences, through Sanitas's embedding cache (``fl.documents.embed_texts``). The
   paper says the mechanism applies to sentence embeddings too, and d = 384 puts m (151, 105, 77, 59, 46) in
   the paper's m << d regime: its dimension counterpart.
 * ``synthetic``: points uniform on the unit sphere of R^``--synthetic-dim`` (for tests).
@@ -154,21 +154,13 @@ def glove_source(n: int, vocab: int, pair_seed: int) -> Source:
 def sentence_source(n: int, dataset: str, data_dir: str, pair_seed: int) -> Source:
     from fl import config as config_mod
     from fl import datasets as data
-    from fl.encoder import embed_documents
+    from fl.documents import embed_texts
 
     cfg = config_mod.resolve({"dataset": dataset, "data-dir": data_dir})
     ds = data.load(cfg)
     texts = sorted({str(t) for t in ds.test["text"] if str(t).strip()})
     chosen = [texts[i] for i in _pick(2 * n, len(texts), pair_seed)]
-    emb = embed_documents(
-        chosen,
-        cfg["doc-embedding"],
-        cfg["encoder"],
-        config_mod.cache_dir(cfg),
-        "cpu",
-        cfg["encode-batch-size"],
-        False,
-    )
+    emb = embed_texts(chosen, cfg, "cpu", progress=False)
     desc = (
         f"{cfg['encoder']} sentence embeddings (d = {emb.shape[1]}, unit norm) of {2 * n} distinct {dataset} "
         f"test sentences; PrivEmb's domain = the unit sphere"

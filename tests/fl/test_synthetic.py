@@ -31,7 +31,7 @@ def _no_files_no_encoder(monkeypatch: pytest.MonkeyPatch) -> None:
 
     monkeypatch.setattr(datasets, "_load_cached", refuse)
     monkeypatch.setattr(cohort_mod, "load_encoder", refuse)
-    monkeypatch.setattr(cohort_mod, "embed_documents", refuse)
+    monkeypatch.setattr(cohort_mod, "embed_texts", refuse)
 
 
 def test_shapes_dtypes_and_sizes(monkeypatch: pytest.MonkeyPatch) -> None:
