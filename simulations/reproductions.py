@@ -58,19 +58,6 @@ _DU_DIFFERENCES = (
     "m' stops at 384 (the encoder's dimension; 'identity' = no map) instead of 768.",
 )
 
-# Du et al. (2023) Table 2, epsilon1 = 10, labels in the clear (docs/SPEC.md §12.1).
-_DU_TABLE2_SST2 = {
-    **{
-        ("purkayastha", m): v
-        for m, v in zip((16, 32, 64, 128, 256), (0.9243, 0.8853, 0.8050, 0.7534, 0.6663), strict=True)
-    },
-    **{
-        ("planar_laplace", m): v
-        for m, v in zip((16, 32, 64, 128, 256), (0.9209, 0.8830, 0.8326, 0.7557, 0.6789), strict=True)
-    },
-    **{("none", m): v for m, v in zip((16, 32, 64, 128, 256), (0.9335, 0.9243, 0.9266, 0.9243, 0.9226), strict=True)},
-}
-
 
 def _du_table2_paper(pur: tuple[float, ...], lap: tuple[float, ...], clean: tuple[float, ...]) -> dict:
     """Du et al. (2023) Table 2 columns (m' = 16..256) as (series, m') -> accuracy."""
@@ -82,7 +69,12 @@ def _du_table2_paper(pur: tuple[float, ...], lap: tuple[float, ...], clean: tupl
     }
 
 
-# IMDb and QNLI columns of the same table (docs/SPEC.md §12.1).
+# Du et al. (2023) Table 2, epsilon1 = 10, labels in the clear (docs/SPEC.md §12.1): SST-2, IMDb, QNLI.
+_DU_TABLE2_SST2 = _du_table2_paper(
+    (0.9243, 0.8853, 0.8050, 0.7534, 0.6663),
+    (0.9209, 0.8830, 0.8326, 0.7557, 0.6789),
+    (0.9335, 0.9243, 0.9266, 0.9243, 0.9226),
+)
 _DU_TABLE2_IMDB = _du_table2_paper(
     (0.8777, 0.8419, 0.7827, 0.7188, 0.6350),
     (0.8792, 0.8511, 0.7974, 0.7358, 0.6989),
@@ -247,6 +239,41 @@ _MEEHAN_20NG_DATA = (
 _FEYISETAN_EPSILONS = "sentence-epsilon=1,2,5,10"
 
 
+def _huang(dataset: str, label: str, data: str) -> Reproduction:
+    """Huang et al. (2024) at word level on one dataset (the grid and notes are shared)."""
+    return Reproduction(
+        name=f"huang2024-words-{dataset}",
+        title=f"Huang et al. 2024 on {label}: accuracy vs word epsilon, TrLaplace vs word-level Laplace and Gaussian",
+        citation=_HUANG_CITATION,
+        config=f"huang2024_{dataset}.toml",
+        blocks=_HUANG_BLOCKS,
+        x="word-epsilon",
+        series="word-mechanism",
+        paper_note=_HUANG_NOTE,
+        differences=_huang_differences(data),
+        quick_blocks=(('word-mechanism="trlaplace"', "word-epsilon=1"),),
+        quick_sets=_HUANG_QUICK_SETS,
+        log_x=True,
+    )
+
+
+def _meehan(dataset: str, label: str, data: str) -> Reproduction:
+    """Meehan et al. (2022) Figure 4 on one dataset (the grid and notes are shared)."""
+    return Reproduction(
+        name=f"meehan2022-figure4-{dataset}",
+        title=f"Meehan et al. 2022 on {label}: accuracy vs epsilon per sentence (SentDP), DeepCandidate vs truncation",
+        citation="Meehan, Mrini, Chaudhuri. Sentence-level Privacy for Document Embeddings. ACL 2022, §5",
+        config=f"meehan2022_{dataset}.toml",
+        blocks=_MEEHAN_BLOCKS,
+        x="document-epsilon",
+        series="document-mechanism",
+        paper_note=_MEEHAN_NOTE,
+        differences=_meehan_differences(data),
+        quick_blocks=(('document-mechanism="deepcandidate"', "document-epsilon=10"),),
+        quick_sets=_MEEHAN_QUICK_SETS,
+    )
+
+
 def _feyisetan_blocks(dataset: str) -> tuple[tuple[str, ...], ...]:
     data = f'dataset="{dataset}"'
     return (
@@ -337,26 +364,7 @@ def _feyisetan(dataset: str) -> Reproduction:
 REPRODUCTIONS: dict[str, Reproduction] = {
     r.name: r
     for r in (
-        Reproduction(
-            name="du2023-table2-sst2",
-            title="Du et al. 2023, Table 2 on SST-2: accuracy vs m' at epsilon1 = 10 (labels in the clear)",
-            citation="Du, Yue, Chow, Sun. Sanitizing Sentence Embeddings (and Labels) for Local Differential "
-            "Privacy. WWW 2023, Table 2",
-            config="du2023_sst2.toml",
-            blocks=(
-                ('sentence-mechanism="purkayastha","planar_laplace","none"', "map-dim=16,32,64,128,256"),
-                ('sentence-mechanism="purkayastha","planar_laplace","none"', 'map-in="identity"', "map-dim=384"),
-            ),
-            x="map-dim",
-            series="sentence-mechanism",
-            paper=_DU_TABLE2_SST2,
-            paper_note="bert-base fine-tuned through the noise (leaky M1); its m' = 512 and 768 rows have no "
-            "counterpart here",
-            differences=_DU_DIFFERENCES,
-            quick_blocks=(('sentence-mechanism="purkayastha"', "map-dim=16"),),
-            quick_sets=("train-size=300", "test-size=60", "public-epochs=1", "server-epochs=1", "users-per-node=300"),
-            log_x=True,
-        ),
+        _du_table2("sst2", "SST-2", _DU_TABLE2_SST2, ()),
         Reproduction(
             name="du2023-figure2-sst2",
             title="Du et al. 2023, Figure 2 on SST-2: accuracy vs epsilon1 at m' = 16 (labels in the clear)",
@@ -372,7 +380,7 @@ REPRODUCTIONS: dict[str, Reproduction] = {
             "epsilon1, Purkayastha slightly ahead above 8",
             differences=_DU_DIFFERENCES,
             quick_blocks=(('sentence-mechanism="purkayastha"', "sentence-epsilon=4"),),
-            quick_sets=("train-size=300", "test-size=60", "public-epochs=1", "server-epochs=1", "users-per-node=300"),
+            quick_sets=_DU_QUICK_SETS,
         ),
         Reproduction(
             name="du2023-figure3-sst2",
@@ -389,7 +397,7 @@ REPRODUCTIONS: dict[str, Reproduction] = {
                 "prior here is the server model on the user's own sanitized embedding (label-prior = model).",
             ),
             quick_blocks=(('label-mechanism="rr"', "label-epsilon=1", "sentence-epsilon=8"),),
-            quick_sets=("train-size=300", "test-size=60", "public-epochs=1", "server-epochs=1", "users-per-node=300"),
+            quick_sets=_DU_QUICK_SETS,
         ),
         _du_table2(
             "imdb",
@@ -449,62 +457,10 @@ REPRODUCTIONS: dict[str, Reproduction] = {
             quick_sets=_DU_QUICK_SETS,
             log_x=True,
         ),
-        Reproduction(
-            name="huang2024-words-sst2",
-            title="Huang et al. 2024 on SST-2: accuracy vs word epsilon, TrLaplace vs word-level Laplace and Gaussian",
-            citation=_HUANG_CITATION,
-            config="huang2024_sst2.toml",
-            blocks=_HUANG_BLOCKS,
-            x="word-epsilon",
-            series="word-mechanism",
-            paper_note=_HUANG_NOTE,
-            differences=_huang_differences(_HUANG_SST2_DATA),
-            quick_blocks=(('word-mechanism="trlaplace"', "word-epsilon=1"),),
-            quick_sets=_HUANG_QUICK_SETS,
-            log_x=True,
-        ),
-        Reproduction(
-            name="huang2024-words-agnews",
-            title="Huang et al. 2024 on AG News: accuracy vs word epsilon, TrLaplace vs word-level Laplace and "
-            "Gaussian",
-            citation=_HUANG_CITATION,
-            config="huang2024_agnews.toml",
-            blocks=_HUANG_BLOCKS,
-            x="word-epsilon",
-            series="word-mechanism",
-            paper_note=_HUANG_NOTE,
-            differences=_huang_differences(_HUANG_AGNEWS_DATA),
-            quick_blocks=(('word-mechanism="trlaplace"', "word-epsilon=1"),),
-            quick_sets=_HUANG_QUICK_SETS,
-            log_x=True,
-        ),
-        Reproduction(
-            name="meehan2022-figure4-imdb",
-            title="Meehan et al. 2022 on IMDB: accuracy vs epsilon per sentence (SentDP), DeepCandidate vs truncation",
-            citation="Meehan, Mrini, Chaudhuri. Sentence-level Privacy for Document Embeddings. ACL 2022, §5",
-            config="meehan2022_imdb.toml",
-            blocks=_MEEHAN_BLOCKS,
-            x="document-epsilon",
-            series="document-mechanism",
-            paper_note=_MEEHAN_NOTE,
-            differences=_meehan_differences(_MEEHAN_IMDB_DATA),
-            quick_blocks=(('document-mechanism="deepcandidate"', "document-epsilon=10"),),
-            quick_sets=_MEEHAN_QUICK_SETS,
-        ),
-        Reproduction(
-            name="meehan2022-figure4-20ng",
-            title="Meehan et al. 2022 on 20 Newsgroups (9 categories): accuracy vs epsilon per sentence "
-            "(SentDP), DeepCandidate vs truncation",
-            citation="Meehan, Mrini, Chaudhuri. Sentence-level Privacy for Document Embeddings. ACL 2022, §5",
-            config="meehan2022_20ng.toml",
-            blocks=_MEEHAN_BLOCKS,
-            x="document-epsilon",
-            series="document-mechanism",
-            paper_note=_MEEHAN_NOTE,
-            differences=_meehan_differences(_MEEHAN_20NG_DATA),
-            quick_blocks=(('document-mechanism="deepcandidate"', "document-epsilon=10"),),
-            quick_sets=_MEEHAN_QUICK_SETS,
-        ),
+        _huang("sst2", "SST-2", _HUANG_SST2_DATA),
+        _huang("agnews", "AG News", _HUANG_AGNEWS_DATA),
+        _meehan("imdb", "IMDB", _MEEHAN_IMDB_DATA),
+        _meehan("20ng", "20 Newsgroups (9 categories)", _MEEHAN_20NG_DATA),
         *(_feyisetan(d) for d in ("mr", "cr", "mpqa", "subj", "sst5", "trec")),
     )
 }
