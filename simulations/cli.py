@@ -39,6 +39,16 @@ def _setup_logging() -> None:
         logger.propagate = False
 
 
+def _add_set_option(p: argparse.ArgumentParser, help_text: str) -> None:
+    """``--set KEY=VALUE`` (repeatable, collected in ``args.sets``): one spelling for every subcommand."""
+    p.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE", help=help_text)
+
+
+def _add_timeout_option(p: argparse.ArgumentParser) -> None:
+    """``--timeout SECONDS`` of the subcommands that start one process per run."""
+    p.add_argument("--timeout", type=float, default=None, help="seconds before a run is killed and marked failed")
+
+
 def _add_sweep_parser(sub: Any) -> None:
     """The ``sweep`` subcommand (logic in :mod:`simulations.sweep`)."""
     p = sub.add_parser(
@@ -75,17 +85,10 @@ def _add_sweep_parser(sub: Any) -> None:
         "compare'; the run name ends in __seed=S); seed or noise-seed in --grid or --set is then an error. "
         "Default: one run per point at the config's own seed and noise-seed",
     )
-    p.add_argument(
-        "--set",
-        dest="sets",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="override a config key in every run (repeatable); values parse as TOML",
-    )
+    _add_set_option(p, "override a config key in every run (repeatable); values parse as TOML")
     p.add_argument("--out", required=True, help="parent folder; the sweep writes OUT/NAME")
     p.add_argument("--name", default=None, help="sweep folder name (default: the config file's stem)")
-    p.add_argument("--timeout", type=float, default=None, help="seconds before a run is killed and marked failed")
+    _add_timeout_option(p)
 
 
 def _sweep(args: argparse.Namespace) -> int:
@@ -125,14 +128,7 @@ def _add_compare_parser(sub: Any) -> None:
     p.add_argument(
         "--node-multipliers", default="", help="node-level central runs at these noise multipliers (optional)"
     )
-    p.add_argument(
-        "--set",
-        dest="sets",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="override a config key in every run (repeatable)",
-    )
+    _add_set_option(p, "override a config key in every run (repeatable)")
     p.add_argument(
         "--central-set",
         dest="central_sets",
@@ -143,7 +139,7 @@ def _add_compare_parser(sub: Any) -> None:
     )
     p.add_argument("--out", required=True, help="parent folder; the comparison writes OUT/NAME")
     p.add_argument("--name", default=None, help="folder name (default: <config stem>-compare)")
-    p.add_argument("--timeout", type=float, default=None, help="seconds before a run is killed and marked failed")
+    _add_timeout_option(p)
 
 
 def _add_reproduce_parser(sub: Any) -> None:
@@ -159,18 +155,11 @@ def _add_reproduce_parser(sub: Any) -> None:
     )
     p.add_argument("name", help="the reproduction's name")
     p.add_argument("--seeds", default=None, help="seeds, comma-separated (default: the reproduction's, 1,2,3)")
-    p.add_argument(
-        "--set",
-        dest="sets",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="override a config key in every run (repeatable); values parse as TOML",
-    )
+    _add_set_option(p, "override a config key in every run (repeatable); values parse as TOML")
     p.add_argument("--out", required=True, help="parent folder; the runs go to OUT/NAME")
     p.add_argument("--docs", default=None, help="also copy the small tables and plot to DOCS/NAME/")
     p.add_argument("--quick", action="store_true", help="the tiny CI version (checks the pipeline, measures nothing)")
-    p.add_argument("--timeout", type=float, default=None, help="seconds before a run is killed and marked failed")
+    _add_timeout_option(p)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -178,14 +167,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     sub = parser.add_subparsers(dest="command", required=True)
     p_run = sub.add_parser("run", help="run one federated simulation from a TOML config")
     p_run.add_argument("config", help="flat TOML file of run-config keys (see fl/config.py)")
-    p_run.add_argument(
-        "--set",
-        dest="sets",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="override a config key (repeatable); values parse as TOML",
-    )
+    _add_set_option(p_run, "override a config key (repeatable); values parse as TOML")
     p_run.add_argument("--out", default=None, help="results parent folder (config key out-dir)")
     _add_sweep_parser(sub)
     _add_compare_parser(sub)
