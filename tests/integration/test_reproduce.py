@@ -103,6 +103,23 @@ def test_approximate_guarantees_show_their_delta_and_word_rows_their_n_w() -> No
     assert "| 43.00 (pure) | 0.0000 | 0.100 |" in text
 
 
+def test_a_word_level_line_beside_document_level_ones_gets_its_own_series_and_x() -> None:
+    rep = get("meehan2022-figure4-imdb")
+    points = [
+        {"document-mechanism": "deepcandidate", "document-epsilon": 10.0, "word-mechanism": None,
+         "word-epsilon": None, "status": "ok", "n": 3, "accuracy_mean": 0.7, "accuracy_sd": 0.01},
+        {"document-mechanism": "none", "document-epsilon": None, "word-mechanism": None,
+         "word-epsilon": None, "status": "ok", "n": 3, "accuracy_mean": 0.8, "accuracy_sd": 0.01},
+        {"document-mechanism": "none", "document-epsilon": None, "word-mechanism": "cmp",
+         "word-epsilon": 23.0, "status": "ok", "n": 3, "accuracy_mean": 0.6, "accuracy_sd": 0.01},
+    ]  # fmt: skip
+    rows = rp.table(rep, points)
+    assert [(r["series"], r["x"]) for r in rows] == [("deepcandidate", 10.0), ("none", None), ("cmp", 23.0)]
+    text = rp.markdown(rep, rows, "sanitas reproduce meehan2022-figure4-imdb")
+    assert "| document-mechanism / word-mechanism | document-epsilon / word-epsilon |" in text
+    assert "| cmp | 23 | 3 |" in text
+
+
 def test_quick_reproduction_runs_end_to_end(tmp_path: Path, data_dir: Path) -> None:
     status = rp.reproduce("du2023-table2-sst2", str(tmp_path), seeds="1", sets=[f'data-dir="{data_dir}"'], quick=True)
     assert status == 0
