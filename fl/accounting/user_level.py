@@ -39,12 +39,14 @@ from typing import Any
 
 import dp_accounting
 from dp_accounting import dp_event
-from dp_accounting.pld import PLDAccountant
+from dp_accounting.pld import PLDAccountant, privacy_loss_distribution
 from dp_accounting.rdp import RdpAccountant
 
 from .scope import scope_fields
 
 RELATION = dp_accounting.NeighboringRelation.ADD_OR_REMOVE_ONE
+# PLDAccountant's default grid; _round_pld must use the accountant's own settings.
+PLD_DISCRETIZATION = 1e-4
 
 
 def _check(noise_multiplier: float, sampling_rate: float, rounds: int, delta: float) -> None:
@@ -68,6 +70,29 @@ def run_event(noise_multiplier: float, sampling_rate: float, rounds: int) -> dp_
     return dp_event.SelfComposedDpEvent(round_event(noise_multiplier, sampling_rate), rounds)
 
 
+@lru_cache(maxsize=64)
+def _round_pld(noise_multiplier: float, sampling_rate: float) -> privacy_loss_distribution.PrivacyLossDistribution:
+    """One round's privacy-loss distribution, built once per (z, q).
+
+    It is what ``PLDAccountant`` builds for ``round_event`` (same constructor and grid; a test checks
+    the epsilons are equal). Building it is ~90% of an account's cost (0.5 s) and a run asks for the
+    same (z, q) every round, while self-composing it over t rounds takes milliseconds.
+    """
+    return privacy_loss_distribution.from_gaussian_mechanism(
+        standard_deviation=noise_multiplier,
+        value_discretization_interval=PLD_DISCRETIZATION,
+        sampling_prob=sampling_rate,
+        neighboring_relation=RELATION,
+    )
+
+
+def pld_epsilon_by_accountant(noise_multiplier: float, sampling_rate: float, rounds: int, delta: float) -> float:
+    """The same PLD epsilon through ``PLDAccountant`` and the run's DpEvent (the reference for tests)."""
+    pld = PLDAccountant(neighboring_relation=RELATION, value_discretization_interval=PLD_DISCRETIZATION)
+    pld.compose(run_event(noise_multiplier, sampling_rate, rounds))
+    return float(pld.get_epsilon(delta))
+
+
 @lru_cache(maxsize=4096)
 def user_level_epsilon(noise_multiplier: float, sampling_rate: float, rounds: int, delta: float) -> dict[str, Any]:
     """Per-user (epsilon, delta) after ``rounds`` rounds, by RDP and by PLD; ``epsilon`` is the smaller.
@@ -89,9 +114,7 @@ def user_level_epsilon(noise_multiplier: float, sampling_rate: float, rounds: in
     rdp = RdpAccountant(neighboring_relation=RELATION)
     rdp.compose(event)
     eps_rdp, order = rdp.get_epsilon_and_optimal_order(delta)
-    pld = PLDAccountant(neighboring_relation=RELATION)
-    pld.compose(event)
-    eps_pld = float(pld.get_epsilon(delta))
+    eps_pld = float(_round_pld(noise_multiplier, sampling_rate).self_compose(rounds).get_epsilon_for_delta(delta))
     best, name = (eps_pld, "pld") if eps_pld <= eps_rdp else (float(eps_rdp), "rdp")
     return {
         **base,

@@ -9,6 +9,7 @@ import math
 import pytest
 from scipy import optimize, stats
 
+from fl.accounting import user_level as ul
 from fl.accounting.user_level import noise_for_user_epsilon, user_level_epsilon
 
 N, SAMPLED, DELTA = 67_349, 1_000, 1e-5
@@ -75,6 +76,14 @@ def test_pld_of_one_unsampled_round_is_the_gaussian_closed_form(z: float) -> Non
     assert exact <= out["epsilon_pld"] <= exact * 1.01 + 1e-3
     assert out["epsilon_rdp"] > exact
     assert abs(user_level_epsilon(1.1 * z, 1.0, 1, DELTA)["epsilon_pld"] - exact) > 0.02 * exact  # power
+
+
+@pytest.mark.parametrize(("z", "q", "rounds"), [(1.0, 0.015, 1), (1.0, 0.015, 50), (0.7, 0.1, 7), (2.0, 1.0, 3)])
+def test_cached_round_pld_equals_the_pld_accountant(z: float, q: float, rounds: int) -> None:
+    """The run's account self-composes one cached round PLD; it must be PLDAccountant's figure."""
+    ours = user_level_epsilon(z, q, rounds, DELTA)["epsilon_pld"]
+    assert ours == pytest.approx(ul.pld_epsilon_by_accountant(z, q, rounds, DELTA), rel=1e-9)
+    assert ours != pytest.approx(ul.pld_epsilon_by_accountant(z, q, rounds + 1, DELTA), rel=1e-3)  # power
 
 
 def test_epsilon_grows_with_rounds_and_shrinks_with_noise() -> None:
