@@ -70,8 +70,8 @@ def _number(value: Any) -> float | None:
 
 
 def point_x(rep: Reproduction, point: Mapping[str, Any]) -> float | None:
-    """The point's x value: the first of ``rep.x, *rep.x_also`` that it sets to a number."""
-    for key in (rep.x, *rep.x_also):
+    """The point's x value: the first of ``rep.x_keys`` that it sets to a number."""
+    for key in rep.x_keys:
         value = _number(point.get(key))
         if value is not None:
             return value
@@ -79,9 +79,9 @@ def point_x(rep: Reproduction, point: Mapping[str, Any]) -> float | None:
 
 
 def point_series(rep: Reproduction, point: Mapping[str, Any]) -> str:
-    """The point's line: the first of ``rep.series, *rep.series_also`` set to something other than
-    "none"; "none" when each is "none"; "" when the point sets none of them."""
-    values = [str(point[k]) for k in (rep.series, *rep.series_also) if point.get(k) is not None]
+    """The point's line: the first of ``rep.series_keys`` set to something other than "none";
+    "none" when each is "none"; "" when the point sets none of them."""
+    values = [str(point[k]) for k in rep.series_keys if point.get(k) is not None]
     return next((v for v in values if v != "none"), values[0] if values else "")
 
 
@@ -149,7 +149,6 @@ def markdown(rep: Reproduction, rows: Sequence[Mapping[str, Any]], command: str)
     rows add the per-word delta and N_w (the rate at which a word is left unchanged)."""
     words = any(r.get("word_delta") is not None or r.get("N_w_mean") is not None for r in rows)
     extra_head = " per-word delta | N_w |" if words else ""
-    series_head, x_head = " / ".join((rep.series, *rep.series_also)), " / ".join((rep.x, *rep.x_also))
     lines = [
         f"# {rep.title}",
         "",
@@ -157,8 +156,8 @@ def markdown(rep: Reproduction, rows: Sequence[Mapping[str, Any]], command: str)
         "",
         f"Command: `{command}`",
         "",
-        f"| {series_head} | {x_head} | n | {rep.metric} (mean +- sd) | macro-F1 | per-user epsilon (delta) "
-        f"|{extra_head} paper | ours - paper |",
+        f"| {' / '.join(rep.series_keys)} | {' / '.join(rep.x_keys)} | n | {rep.metric} (mean +- sd) | macro-F1 "
+        f"| per-user epsilon (delta) |{extra_head} paper | ours - paper |",
         "|---|---|---|---|---|---|" + ("---|---|" if words else "") + "---|---|",
     ]
     for r in rows:
@@ -211,7 +210,7 @@ def plot(rep: Reproduction, rows: Sequence[Mapping[str, Any]], path: Path) -> Pa
         agg.add_one_seed_note(ax)
     if rep.log_x:
         ax.set_xscale("log", base=2)
-    ax.set_xlabel(" / ".join((rep.x, *rep.x_also)))
+    ax.set_xlabel(" / ".join(rep.x_keys))
     ax.set_ylabel(f"{rep.metric} (sanitized test)")
     ax.set_ylim(0.4, 1.0)
     ax.set_title(rep.title, fontsize=9)

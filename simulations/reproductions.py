@@ -49,6 +49,16 @@ class Reproduction:
     log_x: bool = False
 
     @property
+    def x_keys(self) -> tuple[str, ...]:
+        """The grid keys a point's x may come from, in order (``x`` first)."""
+        return (self.x, *self.x_also)
+
+    @property
+    def series_keys(self) -> tuple[str, ...]:
+        """The grid keys a point's series may come from, in order (``series`` first)."""
+        return (self.series, *self.series_also)
+
+    @property
     def config_path(self) -> Path:
         return SPEC_DIR / self.config
 
@@ -226,12 +236,11 @@ def _meehan_differences(data: str) -> tuple[str, ...]:
         "training documents and sanitizes the test documents.",
         "Word-level metric DP (the paper's MDP line, Feyisetan et al. 2019) is our cmp on GloVe 6B 50d "
         "restricted to its 10,000 most frequent words (exact nearest neighbour; the paper does not state its "
-        "vocabulary), the rewritten document "
-        "encoded by the same frozen encoder and released once; x is its per-word metric epsilon, as on the "
-        "paper's axis. Its guarantee is epsilon * d_Euclid between words, composed by the same ledger over "
-        "every word of the document, so the per-user column states what it protects: strictly less than "
-        "SentDP at the same x (the paper's own caveat). The paper classifies MDP test documents with a "
-        "classifier trained on clean documents; ours trains on the rewritten releases.",
+        "vocabulary), the rewritten document encoded by the same frozen encoder and released once; x is its "
+        "per-word metric epsilon, as on the paper's axis. Its guarantee is epsilon * d_Euclid between words, "
+        "composed by the same ledger over every word of the document, so the per-user column states what it "
+        "protects: strictly less than SentDP at the same x (the paper's own caveat). The paper classifies MDP"
+        " test documents with a classifier trained on clean documents; ours trains on the rewritten releases.",
         "The non-private reference keeps documents with fewer than 2 sentences (the loader drops them only "
         "when a document mechanism is set); otherwise it sees the same documents.",
         "3 seeds instead of 5 trials; the epsilon grid is Table 1's 3, 6, 10, 23 plus 30 (the plateau region "
@@ -277,7 +286,8 @@ def _meehan(dataset: str, label: str, data: str) -> Reproduction:
     """Meehan et al. (2022) Figure 4 on one dataset (the grid and notes are shared)."""
     return Reproduction(
         name=f"meehan2022-figure4-{dataset}",
-        title=f"Meehan et al. 2022 on {label}: accuracy vs epsilon per sentence (SentDP), DeepCandidate vs truncation",
+        title=f"Meehan et al. 2022 on {label}: accuracy vs epsilon per sentence (SentDP; per word for cmp), "
+        "DeepCandidate vs truncation vs word-level cmp",
         citation="Meehan, Mrini, Chaudhuri. Sentence-level Privacy for Document Embeddings. ACL 2022, §5",
         config=f"meehan2022_{dataset}.toml",
         blocks=_MEEHAN_BLOCKS,
