@@ -39,7 +39,7 @@ from typing import Any
 
 import dp_accounting
 from dp_accounting import dp_event
-from dp_accounting.pld import PLDAccountant, privacy_loss_distribution
+from dp_accounting.pld import privacy_loss_distribution
 from dp_accounting.rdp import RdpAccountant
 
 from .scope import scope_fields
@@ -84,13 +84,6 @@ def _round_pld(noise_multiplier: float, sampling_rate: float) -> privacy_loss_di
         sampling_prob=sampling_rate,
         neighboring_relation=RELATION,
     )
-
-
-def pld_epsilon_by_accountant(noise_multiplier: float, sampling_rate: float, rounds: int, delta: float) -> float:
-    """The same PLD epsilon through ``PLDAccountant`` and the run's DpEvent (the reference for tests)."""
-    pld = PLDAccountant(neighboring_relation=RELATION, value_discretization_interval=PLD_DISCRETIZATION)
-    pld.compose(run_event(noise_multiplier, sampling_rate, rounds))
-    return float(pld.get_epsilon(delta))
 
 
 @lru_cache(maxsize=4096)
