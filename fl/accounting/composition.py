@@ -11,12 +11,35 @@
   (eps, delta) mechanisms, computed numerically with pessimistic rounding.
 
 Metric guarantees enter through their pure-LDP equivalent (``Guarantee.as_ldp``).
+
+What a reported figure guarantees (issue 15 item 6)
+---------------------------------------------------
+Basic composition is always reported (``epsilon_basic``, at ``delta_basic``).
+Every other composed figure (``epsilon_advanced``, ``epsilon_pld``) is stated at
+``delta_approx >= delta_basic``, so it is only worth a number when it is
+**finite and strictly below** ``epsilon_basic``: otherwise basic composition,
+already reported, gives a smaller-or-equal epsilon at a smaller-or-equal delta
+and is the tight statement. Such a figure is reported as ``None`` and its
+``*_note`` field says why (not applicable: not below basic composition, not
+finite; or not computed, and why); a reported number always comes with
+``*_note = None``. Hence a reported figure is never above ``epsilon_basic`` and
+never astronomically large, and ``epsilon_best_approx`` (the smallest of basic
+and the reported figures) is never above ``epsilon_basic``.
+
+For advanced composition the rule has a closed form (``advanced_threshold``):
+with L = ln(1/delta'), eps sqrt(2 r L) + r eps (e^eps - 1) < r eps holds iff
+r > 2 L and eps < ln(2 - sqrt(2 L / r)) (< ln 2). A single release, or a few
+releases, or any release above ln 2 = 0.693, never gains from it (a single
+release at pure 31.4 would "compose" to 1.4e15). PLD is the optimal composition,
+so mathematically it never exceeds basic; its pessimistic discretisation can
+still put it a hair above (a single release at 9 gives 9.0045), and then it is
+not reported either.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from functools import lru_cache
 
 import numpy as np
@@ -25,11 +48,31 @@ from dp_accounting.pld import common, privacy_loss_distribution
 # PLD cost grows with r * eps / interval; above this many releases the (cheap,
 # looser) advanced bound is used alone.
 MAX_PLD_RELEASES = 2000
+# e^eps overflows a float above ~709.8; per-release epsilons above this are not
+# fed to e^eps (advanced composition) nor to dp-accounting (PLD).
+MAX_EXP_EPSILON = 700.0
+
+NOTE_NO_RELEASES = "not applicable: no releases"
+NOTE_CLEAR = "not applicable: a release in the clear (infinite epsilon); no finite composition exists"
+NOTE_VACUOUS = "not applicable: the composed delta reaches 1"
+NOTE_MIXED = (
+    "not applicable: releases of several (eps, delta) kinds; advanced composition is computed for identical releases"
+)
+NOTE_PLD_MANY = f"not computed: more than {MAX_PLD_RELEASES} releases (PLD cost); see epsilon_advanced"
+NOTE_PLD_HUGE = (
+    f"not computed: a per-release epsilon above {MAX_EXP_EPSILON:g} overflows e^eps in dp-accounting "
+    "(basic composition is tight there)"
+)
 
 
 @dataclass(frozen=True)
 class Composed:
-    """What r releases of per-release (eps, delta) add up to, by each method."""
+    """What r releases of per-release (eps, delta) add up to, by each method.
+
+    ``epsilon_advanced`` and ``epsilon_pld`` are either finite numbers strictly
+    below ``epsilon_basic`` (and their ``*_note`` is ``None``) or ``None`` with
+    the reason in their ``*_note`` (module docstring).
+    """
 
     releases: int
     epsilon_basic: float
@@ -37,9 +80,11 @@ class Composed:
     target_delta: float
     epsilon_advanced: float | None
     epsilon_pld: float | None
-    epsilon_best_approx: float | None  # min(advanced, pld) at delta_approx
+    epsilon_best_approx: float | None  # min(basic, advanced, pld) at delta_approx
     delta_approx: float  # r * delta + target_delta
-    method: str  # which approximate method gave epsilon_best_approx
+    method: str  # which method gave epsilon_best_approx
+    epsilon_advanced_note: str | None = None  # why epsilon_advanced is None
+    epsilon_pld_note: str | None = None  # why epsilon_pld is None
 
     def to_dict(self) -> dict[str, float | int | str | None]:
         return asdict(self)
@@ -51,13 +96,56 @@ def basic(parts: list[tuple[float, float, int]]) -> tuple[float, float]:
 
 
 def advanced(eps: float, delta: float, r: int, delta_slack: float) -> tuple[float, float]:
-    """Advanced composition of r identical (eps, delta) mechanisms (Dwork, Rothblum & Vadhan 2010)."""
+    """Advanced composition of r identical (eps, delta) mechanisms (Dwork, Rothblum & Vadhan 2010).
+
+    The raw bound, whether or not it beats basic composition (``advanced_threshold``
+    says when it does; ``compose`` reports it only then). ``inf`` when e^eps
+    would overflow (eps > ``MAX_EXP_EPSILON``).
+    """
     if r == 0:
         return 0.0, 0.0
-    if eps > 700.0:  # e^eps overflows a float; the bound is then useless anyway
+    if eps > MAX_EXP_EPSILON:  # e^eps overflows a float; the bound is then useless anyway
         return math.inf, r * delta + delta_slack
     value = eps * math.sqrt(2 * r * math.log(1 / delta_slack)) + r * eps * math.expm1(eps)
     return value, r * delta + delta_slack
+
+
+def advanced_threshold(r: int, delta_slack: float) -> float:
+    """The per-release epsilon below which advanced composition of r identical releases beats basic.
+
+    With L = ln(1/delta_slack): eps sqrt(2 r L) + r eps (e^eps - 1) < r eps
+    <=> e^eps - 1 < 1 - sqrt(2 L / r) <=> eps < ln(2 - sqrt(2 L / r)), which
+    needs r > 2 L. Returns 0.0 when r <= 2 L (advanced composition never helps).
+    Always below ln 2.
+    """
+    if r <= 0:
+        return 0.0
+    ratio = math.sqrt(2 * math.log(1 / delta_slack) / r)
+    return math.log(2 - ratio) if ratio < 1 else 0.0
+
+
+def _advanced_why(r: int, delta_slack: float) -> str:
+    two_l = 2 * math.log(1 / delta_slack)
+    if r <= two_l:
+        return f"advanced composition beats basic only for more than 2 ln(1/delta') = {two_l:.3g} releases (here {r})"
+    return (
+        f"with {r} releases advanced composition beats basic only below a per-release epsilon of "
+        f"ln(2 - sqrt(2 ln(1/delta') / r)) = {advanced_threshold(r, delta_slack):.4g}"
+    )
+
+
+def _judge(name: str, value: float | None, epsilon_basic: float, note: str | None) -> tuple[float | None, str | None]:
+    """The reporting rule: keep ``value`` only if it is finite and strictly below ``epsilon_basic``."""
+    if value is None:
+        return None, note
+    if not math.isfinite(value):
+        return None, f"not applicable: the {name} bound is not finite (overflow); basic composition is tight"
+    if value >= epsilon_basic:
+        return None, (
+            f"not applicable: not below basic composition ({name} >= basic {epsilon_basic:.6g}), "
+            "which is the tight figure" + (f"; {note}" if note else "")
+        )
+    return float(value), None
 
 
 @lru_cache(maxsize=512)
@@ -77,7 +165,7 @@ def _pld_epsilon(parts: tuple[tuple[float, float, int], ...], target_delta: floa
 
 
 def pld(parts: list[tuple[float, float, int]], delta: float) -> float:
-    """Epsilon at total ``delta`` of the composed (eps, delta) parts, by PLD.
+    """Epsilon at total ``delta`` of the composed (eps, delta) parts, by PLD (the raw figure).
 
     The parts' own deltas are inside the composed distribution, so ``delta``
     must exceed their sum for a finite answer (callers pass sum + slack).
@@ -86,14 +174,11 @@ def pld(parts: list[tuple[float, float, int]], delta: float) -> float:
     return _pld_epsilon(tuple(parts), float(delta), interval)
 
 
-def compose(parts: list[tuple[float, float, int]], target_delta: float, delta_approx: float | None = None) -> Composed:
-    """Compose per-release (eps, delta) parts ``[(eps, delta, count), ...]`` of one user.
+def _compose_raw(parts: list[tuple[float, float, int]], target_delta: float, delta_approx: float | None) -> Composed:
+    """``compose`` before the reporting rule: advanced and PLD figures as computed (maybe >= basic, inf).
 
-    The approximate methods are evaluated at ``delta_approx`` (default: the
-    summed deltas + ``target_delta``; a larger common value lets several users
-    be stated at one delta). Infinite epsilons (a release in the clear) give
-    infinite results. The advanced bound is only defined for a single kind of
-    release; with several kinds only basic and PLD are computed.
+    Notes are set only for figures that were not computed; the advanced note,
+    when set on a computed figure, is the ``advanced_threshold`` explanation.
     """
     r = sum(c for _, _, c in parts)
     eps_b, delta_b = basic(parts)
@@ -102,20 +187,56 @@ def compose(parts: list[tuple[float, float, int]], target_delta: float, delta_ap
     elif delta_approx < delta_b + target_delta * (1 - 1e-12):
         raise ValueError(f"delta_approx {delta_approx} is below the summed deltas + target_delta")
     if r == 0 or not math.isfinite(eps_b):
-        return Composed(r, eps_b, delta_b, target_delta, None, None, None, delta_approx, "basic")
+        note = NOTE_NO_RELEASES if r == 0 else NOTE_CLEAR
+        return Composed(r, eps_b, delta_b, target_delta, None, None, None, delta_approx, "basic", note, note)
     if delta_approx >= 1.0:  # e.g. many TrLaplace words at small epsilon: no (eps, delta < 1) statement
+        method = "vacuous: the composed delta reaches 1"
         return Composed(
-            r, eps_b, min(1.0, delta_b), target_delta, None, None, None, 1.0, "vacuous: the composed delta reaches 1"
+            r, eps_b, min(1.0, delta_b), target_delta, None, None, None, 1.0, method, NOTE_VACUOUS, NOTE_VACUOUS
         )
     nonzero = [p for p in parts if p[2] > 0]
     slack = delta_approx - delta_b  # >= target_delta
-    adv = advanced(nonzero[0][0], nonzero[0][1], r, slack)[0] if len(nonzero) == 1 else None
+    adv, adv_note = None, NOTE_MIXED
+    if len(nonzero) == 1:
+        adv, adv_note = advanced(nonzero[0][0], nonzero[0][1], r, slack)[0], _advanced_why(r, slack)
     # dp-accounting computes e^eps: above ~700 it overflows (and basic composition is tight there).
-    pld_eps = pld(nonzero, delta_approx) if r <= MAX_PLD_RELEASES and max(e for e, _, _ in nonzero) <= 700 else None
+    pld_eps, pld_note = None, None
+    if r > MAX_PLD_RELEASES:
+        pld_note = NOTE_PLD_MANY
+    elif max(e for e, _, _ in nonzero) > MAX_EXP_EPSILON:
+        pld_note = NOTE_PLD_HUGE
+    else:
+        pld_eps = pld(nonzero, delta_approx)
     # Basic composition's (eps_b, delta_b) also holds at the larger delta_approx.
     candidates = {k: v for k, v in (("basic", eps_b), ("advanced", adv), ("pld", pld_eps)) if v is not None}
     method, best = min(candidates.items(), key=lambda kv: kv[1])
-    return Composed(r, eps_b, delta_b, target_delta, adv, pld_eps, best, delta_approx, method)
+    return Composed(r, eps_b, delta_b, target_delta, adv, pld_eps, best, delta_approx, method, adv_note, pld_note)
+
+
+def compose(parts: list[tuple[float, float, int]], target_delta: float, delta_approx: float | None = None) -> Composed:
+    """Compose per-release (eps, delta) parts ``[(eps, delta, count), ...]`` of one user.
+
+    The approximate methods are evaluated at ``delta_approx`` (default: the
+    summed deltas + ``target_delta``; a larger common value lets several users
+    be stated at one delta). Infinite epsilons (a release in the clear) give an
+    infinite ``epsilon_basic`` and no other figure. The advanced bound is only
+    defined for a single kind of release; with several kinds only basic and PLD
+    are computed.
+
+    Guarantee: ``epsilon_advanced`` and ``epsilon_pld`` are reported only when
+    finite and strictly below ``epsilon_basic`` (otherwise ``None``, with the
+    reason in ``epsilon_advanced_note`` / ``epsilon_pld_note``; module
+    docstring); ``epsilon_best_approx`` = min(basic, reported figures), the
+    user is (epsilon_best_approx, delta_approx)-DP.
+    """
+    raw = _compose_raw(parts, target_delta, delta_approx)
+    if raw.epsilon_best_approx is None:  # nothing computed: the notes already say why
+        return raw
+    adv, adv_note = _judge("advanced", raw.epsilon_advanced, raw.epsilon_basic, raw.epsilon_advanced_note)
+    pld_eps, pld_note = _judge("PLD", raw.epsilon_pld, raw.epsilon_basic, raw.epsilon_pld_note)
+    return replace(
+        raw, epsilon_advanced=adv, epsilon_pld=pld_eps, epsilon_advanced_note=adv_note, epsilon_pld_note=pld_note
+    )
 
 
 def compose_worst(kinds: list[tuple[float, float]], counts: np.ndarray, target_delta: float) -> dict[str, object]:
@@ -135,6 +256,14 @@ def compose_worst(kinds: list[tuple[float, float]], counts: np.ndarray, target_d
     it (nor, to PLD's pessimistic discretisation, have a larger PLD epsilon).
     Written by hand: dp-accounting composes one event sequence, not a
     population's worst case.
+
+    Reporting rule (module docstring), applied to the population's figures:
+    ``epsilon_advanced`` (max over users) and ``epsilon_pld`` (max over the
+    users composed) are reported only when finite and strictly below
+    ``epsilon_basic`` (the max over users of basic composition); otherwise
+    ``None`` with the reason in ``epsilon_advanced_note`` / ``epsilon_pld_note``.
+    A user's own figure may exceed that user's basic total and still enter the
+    maximum: it is a valid bound for that user.
     """
     counts = np.asarray(counts, dtype=np.int64)
     if counts.ndim != 2 or counts.shape[1] != len(kinds):
@@ -157,14 +286,17 @@ def compose_worst(kinds: list[tuple[float, float]], counts: np.ndarray, target_d
         "over": "every user",
     }
     if not np.isfinite(eps_b).all() or delta_common >= 1.0:
-        method = "basic" if delta_common < 1.0 else "vacuous: the composed delta reaches 1"
+        vacuous = delta_common >= 1.0
+        note = NOTE_VACUOUS if vacuous else NOTE_CLEAR
         return {
             **out,
             "epsilon_advanced": None,
+            "epsilon_advanced_note": note,
             "epsilon_pld": None,
+            "epsilon_pld_note": note,
             "epsilon_best_approx": None,
             "delta_approx": min(1.0, delta_common),
-            "method": method,
+            "method": "vacuous: the composed delta reaches 1" if vacuous else "basic",
             "users_composed": 0,
         }
     single = (profiles > 0).sum(axis=1) == 1
@@ -174,21 +306,38 @@ def compose_worst(kinds: list[tuple[float, float]], counts: np.ndarray, target_d
         adv[i] = advanced(eps[j], deltas[j], int(profiles[i, j]), delta_common - delta_b[i])[0]
     bound = np.where(np.isnan(adv), eps_b, np.minimum(eps_b, adv))  # >= each user's best figure
     best = pld_max = -math.inf
-    method, evaluated, pld_missing = "basic", 0, False
+    method, evaluated, pld_note = "basic", 0, None
     for i in np.argsort(-bound, kind="stable"):
         if bound[i] <= best:
             break  # no remaining user can have a larger best figure
         parts = [(float(e), float(d), int(c)) for e, d, c in zip(eps, deltas, profiles[i], strict=True) if c > 0]
-        c = compose(parts, target_delta, delta_common)
+        c = _compose_raw(parts, target_delta, delta_common)  # raw: a user's PLD above its basic still bounds it
         evaluated += 1
-        pld_missing |= c.epsilon_pld is None
-        pld_max = max(pld_max, c.epsilon_pld if c.epsilon_pld is not None else -math.inf)
+        if c.epsilon_pld is None:
+            pld_note = pld_note or c.epsilon_pld_note
+        else:
+            pld_max = max(pld_max, c.epsilon_pld)
         if c.epsilon_best_approx is not None and c.epsilon_best_approx > best:
             best, method = c.epsilon_best_approx, c.method
+    if single.all():
+        adv_max = float(adv.max())
+        adv_why = "advanced composition beats basic only for many releases of small epsilon (below ln 2 each)"
+        if len(profiles) == 1:
+            j = int(np.flatnonzero(profiles[0])[0])
+            adv_why = _advanced_why(int(profiles[0, j]), delta_common - float(delta_b[0]))
+        epsilon_adv, adv_note = _judge("advanced", adv_max, out["epsilon_basic"], adv_why)
+    else:
+        epsilon_adv, adv_note = None, NOTE_MIXED
+    if pld_note is None:
+        epsilon_pld, pld_note = _judge("PLD", pld_max, out["epsilon_basic"], None)
+    else:
+        epsilon_pld = None
     return {
         **out,
-        "epsilon_advanced": None if not single.all() else float(adv.max()),
-        "epsilon_pld": None if pld_missing else float(pld_max),
+        "epsilon_advanced": epsilon_adv,
+        "epsilon_advanced_note": adv_note,
+        "epsilon_pld": epsilon_pld,
+        "epsilon_pld_note": pld_note,
         "epsilon_best_approx": float(best),
         "delta_approx": delta_common,
         "method": method,

@@ -6,7 +6,9 @@ per user and channel, the running sums that basic composition gives
 (docs/SPEC.md §0.3): metric epsilons add (in the mechanism's own metric),
 pure-LDP equivalents ``Guarantee.as_ldp()`` add, deltas add. It also counts each
 user's releases per kind of guarantee, so the most exposed user's releases can
-be composed more tightly (advanced composition, PLD; ``composition.py``). A re-sent
+be composed more tightly (advanced composition, PLD; ``composition.py``, which
+reports such a figure only when it is finite and below basic composition, and
+otherwise ``None`` with the reason in ``epsilon_<method>_note``). A re-sent
 cached release is not an event: it costs nothing. Users of different
 populations (training and test users) are different people; parallel
 composition applies across users.
@@ -119,6 +121,11 @@ class PrivacyLedger:
 
         Users of different populations are different people, so their release
         profiles are pooled; the figures are maxima over all of them.
+        ``epsilon_advanced`` / ``epsilon_pld`` are numbers only when finite and
+        strictly below ``epsilon_basic``; otherwise ``None``, and
+        ``epsilon_advanced_note`` / ``epsilon_pld_note`` say why (both keys are
+        always present, ``None`` next to a number). Infinite values (a channel in
+        the clear) are ``None``: the result is plain JSON.
         """
         keys = [key for key in self._counts if key[1] in channels]
         kinds = list(dict.fromkeys(kind for _, _, kind in keys))
@@ -161,8 +168,9 @@ class PrivacyLedger:
             "delta_total": float(delta.max()) if delta.size else 0.0,
             "embedding_protected": bool(np.isfinite(emb_ldp).all()),
             "label_protected": bool(np.isfinite(label).all()),
-            # The most exposed user's releases, composed: basic (pure), and the
-            # best of advanced composition and PLD at delta_approx.
+            # Every user's releases composed, maximum over users: basic (pure), and
+            # advanced composition and PLD at delta_approx where they beat basic
+            # (else None + *_note); epsilon_best_approx is the best of them.
             "composition_embedding": self.worst_user_composition(("embedding",)),
             "composition_total": self.worst_user_composition(),
         }

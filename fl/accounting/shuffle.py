@@ -488,6 +488,12 @@ def compose_shuffled(epsilons: list[float], delta_each: float, delta_slack: floa
     (Kairouz, Oh & Viswanath 2015 give slightly tighter heterogeneous bounds;
     they are not used here.) This composes the per-round (eps, delta) numbers
     only; see the module docstring for why dp-accounting's PLD is not used.
+
+    Guarantee: the advanced figure is returned only when finite and strictly
+    below the basic sum (the rule of ``composition.py``: advanced composition
+    helps only for many rounds of small epsilon, below ln 2 each), so the
+    result is never above basic composition and always finite. A round above
+    epsilon 700 (where e^eps overflows a float) gives basic composition.
     """
     eps_list = [float(e) for e in epsilons]
     for e in eps_list:
@@ -501,9 +507,9 @@ def compose_shuffled(epsilons: list[float], delta_each: float, delta_slack: floa
     if k == 0:
         return 0.0, 0.0
     basic = (math.fsum(eps_list), min(1.0, k * float(delta_each)))
-    if delta_slack == 0.0:
+    if delta_slack == 0.0 or max(eps_list) > 700.0:  # e^eps overflows above ~709.8; basic is tight there
         return basic
     sq = math.fsum(e * e for e in eps_list)
     adv_eps = math.sqrt(2.0 * math.log(1.0 / delta_slack) * sq) + math.fsum(e * math.expm1(e) for e in eps_list)
     adv = (adv_eps, min(1.0, k * float(delta_each) + float(delta_slack)))
-    return adv if adv[0] < basic[0] else basic
+    return adv if math.isfinite(adv[0]) and adv[0] < basic[0] else basic

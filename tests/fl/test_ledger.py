@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 
 import pytest
@@ -82,3 +83,30 @@ def test_word_level_metric_and_approximate_guarantees() -> None:
     ledger = PrivacyLedger({"train": 1})
     ledger.record("train", [0], mechanisms.no_privacy("word"), "embedding", units=[0])
     assert ledger.snapshot()["epsilon_ldp"] == 0.0
+
+
+def test_composed_figures_are_numbers_only_when_they_beat_basic() -> None:
+    """Issue 15 item 6: the composition blocks of a snapshot carry epsilon_advanced / epsilon_pld only when
+    finite and below epsilon_basic, else None with a *_note; the snapshot is plain JSON."""
+    small = mechanisms.Guarantee(notion="pure", epsilon=0.1, granularity="sentence")
+    ledger = PrivacyLedger({"train": 2, "test": 1})
+    for _ in range(1000):
+        ledger.record("train", [0], small, "embedding")
+    comp = ledger.snapshot()["composition_embedding"]
+    assert comp["epsilon_basic"] == pytest.approx(100.0)
+    assert comp["epsilon_advanced"] == pytest.approx(27.14, abs=0.01) and comp["epsilon_advanced_note"] is None
+    assert comp["epsilon_pld"] < comp["epsilon_advanced"] and comp["epsilon_pld_note"] is None
+    # One test user releasing once at pure 31.4 besides: every user is still covered, the maxima change.
+    ledger.record("test", [0], mechanisms.Guarantee(notion="pure", epsilon=31.4, granularity="sentence"), "embedding")
+    snap = ledger.snapshot()
+    comp = snap["composition_embedding"]
+    assert comp["epsilon_basic"] == pytest.approx(100.0)  # the train user's basic total is still the maximum
+    assert comp["epsilon_advanced"] is None  # the test user's advanced bound (1.4e15) is not below 100
+    assert comp["epsilon_advanced_note"].startswith("not applicable: not below basic composition")
+    assert comp["epsilon_best_approx"] == pytest.approx(31.4, abs=1e-3)  # the test user's best figure
+    json.dumps(snap, allow_nan=False)
+    # A channel in the clear: no number, every figure says why.
+    ledger.record("train", [1], mechanisms.create("none", level="sentence").guarantee, "embedding")
+    comp = ledger.snapshot()["composition_embedding"]
+    assert comp["epsilon_basic"] is None and comp["epsilon_advanced"] is None and comp["epsilon_pld"] is None
+    assert "in the clear" in comp["epsilon_advanced_note"] and "in the clear" in comp["epsilon_pld_note"]
