@@ -5,7 +5,8 @@
 updates summed on the node (``central-unit = "user"``) or a node's local
 training (``central-unit = "node"``).
 Queries are the same in both modes (``clients.node``). The run config is
-resolved once per process (``clients.node.resolve_once``).
+resolved once per process (``clients.node.resolve_once``). With ``fault-rate > 0``
+train and evaluate requests fail as scheduled (``clients.faults``).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from flwr.app import Context, Message
 from flwr.clientapp import ClientApp
 
 from .central_client import central_clipping_mod, handle_central_evaluate, handle_central_train, handle_user_train
+from .faults import with_faults
 from .ldp_client import handle_evaluate, handle_train
 from .node import handle_query, resolve_once
 
@@ -37,13 +39,14 @@ def make_client_app(overrides: Mapping[str, Any] | None = None) -> ClientApp:
         cfg = resolved(context)
         if cfg["mode"] == "central":
             handler = handle_user_train if cfg["central-unit"] == "user" else handle_central_train
-            return handler(msg, context, cfg)
-        return handle_train(msg, context, cfg)
+            return with_faults(handler, "train")(msg, context, cfg)
+        return with_faults(handle_train, "train")(msg, context, cfg)
 
     @app.evaluate()
     def evaluate(msg: Message, context: Context) -> Message:
         cfg = resolved(context)
-        return (handle_central_evaluate if cfg["mode"] == "central" else handle_evaluate)(msg, context, cfg)
+        handler = handle_central_evaluate if cfg["mode"] == "central" else handle_evaluate
+        return with_faults(handler, "evaluate")(msg, context, cfg)
 
     return app
 

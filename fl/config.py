@@ -76,6 +76,7 @@ DEFAULTS: dict[str, Any] = {
     "label-prior": "model",  # rr_prior: "model" (server model on the sanitized embedding) or "public"
     "fresh-noise-per-round": False,  # True: re-draw every round (and pay again)
     "noise-seed": -1,  # -1: secret per-node seed from the OS; >= 0: reproducible simulation
+    "secure-rng": False,  # deployment: every generator seeded from the OS CSPRNG (secrets); refuses noise-seed
     "max-epsilon": 0.0,  # per-user lifetime budget (pure-LDP epsilon, embedding + label); 0 = none
     "accounting-delta": 1e-6,  # delta of the approximate-DP figures (PLD/advanced composition, shuffling)
     "clean-evaluation": True,  # also score the model on unsanitized test embeddings (a diagnostic from raw
@@ -102,10 +103,13 @@ DEFAULTS: dict[str, Any] = {
     "learning-rate": 0.001,
     "hidden-dim": 256,
     "device": "auto",  # "auto", "cpu", "cuda", "cuda:1", ...
+    "node-timeout": 3600.0,  # seconds the server waits for a round's replies; later replies count as lost
     # --- simulation (sanitas run: Flower's Ray backend) --------------------------
     "node-cpus": 1.0,  # CPUs Ray reserves for each simulated node (fractions allowed)
     "node-gpus": -1.0,  # GPUs per simulated node; -1 = auto: 0.25 when the run uses CUDA, else 0
     "ray-address": "",  # "" = start a local Ray instance; "auto" or "host:port" = attach to a running cluster
+    "fault-rate": 0.0,  # fault injection: fraction of the sampled nodes that fail each round (seeded by seed)
+    "fault-kind": "raise",  # how an injected fault fails: "raise", "timeout" (sleeps past node-timeout), "drop-reply"
     # --- output -----------------------------------------------------------------
     "out-dir": "results",  # a new folder <out-dir>/<run-name> per run
     "run-name": "",  # "" = <dataset>-<mechanism>-<timestamp>
@@ -123,6 +127,7 @@ CHOICES: dict[str, tuple[str, ...]] = {
     "central-unit": ("user", "node"),
     "server-optimizer": ("adam", "sgd"),
     "short-documents": ("drop", "error"),
+    "fault-kind": ("raise", "timeout", "drop-reply"),
 }
 
 
@@ -178,6 +183,7 @@ SECTIONS: dict[str, tuple[str, ...]] = {
         "label-prior",
         "fresh-noise-per-round",
         "noise-seed",
+        "secure-rng",
         "max-epsilon",
         "accounting-delta",
         "clean-evaluation",
@@ -204,8 +210,9 @@ SECTIONS: dict[str, tuple[str, ...]] = {
         "learning-rate",
         "hidden-dim",
         "device",
+        "node-timeout",
     ),
-    "simulation": ("node-cpus", "node-gpus", "ray-address"),
+    "simulation": ("node-cpus", "node-gpus", "ray-address", "fault-rate", "fault-kind"),
     "output": ("out-dir", "run-name", "reference-accuracy"),
 }
 
@@ -438,6 +445,12 @@ def validate(cfg: Mapping[str, Any]) -> None:
                 )
     if cfg["learning-rate"] <= 0:
         raise ConfigError(f"learning-rate must be > 0, got {cfg['learning-rate']}")
+    if not (cfg["node-timeout"] > 0 and math.isfinite(cfg["node-timeout"])):
+        raise ConfigError(f"node-timeout must be > 0 seconds and finite, got {cfg['node-timeout']}")
+    if cfg["secure-rng"] and cfg["noise-seed"] >= 0:
+        raise ConfigError(
+            f"secure-rng = true seeds every generator from the OS CSPRNG: remove noise-seed (got {cfg['noise-seed']})"
+        )
     _check_simulation(cfg)
     # Mechanisms: known names, right level, valid epsilon (their constructors check).
     for channel, level in (("sentence", "sentence"), ("label", "label"), ("word", "word"), ("document", "document")):
@@ -468,6 +481,10 @@ def validate(cfg: Mapping[str, Any]) -> None:
 def _check_simulation(cfg: Mapping[str, Any]) -> None:
     """The Ray resources of a simulated node and the cluster address (Ray counts resources in 0.0001 units)."""
     cpus, gpus = cfg["node-cpus"], cfg["node-gpus"]
+    if not 0.0 <= cfg["fault-rate"] < 1.0:
+        raise ConfigError(
+            f"fault-rate (fraction of sampled nodes failing each round) must lie in [0, 1), got {cfg['fault-rate']}"
+        )
     if not (cpus >= 0.0001 and math.isfinite(cpus)):
         raise ConfigError(f"node-cpus (CPUs Ray reserves per simulated node) must be >= 0.0001 and finite, got {cpus}")
     if gpus != -1.0 and not (gpus == 0.0 or (gpus >= 0.0001 and math.isfinite(gpus))):

@@ -24,12 +24,13 @@ global model on its test users' raw embeddings and returns confusion counts
 from __future__ import annotations
 
 import logging
+import secrets
 import time
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 import numpy as np
-from flwr.app import ArrayRecord, ConfigRecord, Message, MessageType, MetricRecord, RecordDict
+from flwr.app import Array, ArrayRecord, ConfigRecord, Message, MessageType, MetricRecord, RecordDict
 from flwr.serverapp import Grid
 from flwr.serverapp.strategy import (
     DifferentialPrivacyClientSideFixedClipping,
@@ -44,7 +45,7 @@ from fl.messages import CohortInfo
 from fl.pipeline import scores
 from fl.results import RunWriter
 
-from .discovery import raise_on_errors
+from .faults import check_not_all_failed, split_replies
 
 log = logging.getLogger(__name__)
 
@@ -80,7 +81,9 @@ class CentralFedAvg(FedAvg):
         Classes of the task (size of the confusion matrices).
     """
 
-    def __init__(self, nodes: Mapping[int, CohortInfo], num_sampled: int, num_classes: int) -> None:
+    def __init__(
+        self, nodes: Mapping[int, CohortInfo], num_sampled: int, num_classes: int, secure_rng: bool = False
+    ) -> None:
         if not 1 <= num_sampled <= len(nodes):
             raise ValueError(f"cannot sample {num_sampled} of {len(nodes)} nodes")
         # sample_size = max(int(N * fraction_train), min_train_nodes) = num_sampled, from all N nodes.
@@ -94,6 +97,49 @@ class CentralFedAvg(FedAvg):
         self.nodes = dict(nodes)
         self.num_sampled = int(num_sampled)
         self.num_classes = int(num_classes)
+        self._current: ArrayRecord | None = None
+        self._secure = secrets.SystemRandom() if secure_rng else None
+
+    def configure_train(
+        self, server_round: int, arrays: ArrayRecord, config: ConfigRecord, grid: Grid
+    ) -> Iterable[Message]:
+        self._current = arrays  # the model the updates are relative to (for the fixed denominator)
+        if self._secure is None:
+            return super().configure_train(server_round, arrays, config, grid)
+        # secure-rng: the k of N nodes (whose secrecy the subsampled accounting assumes) are drawn
+        # from the OS CSPRNG, not from Python's Mersenne Twister as Flower's sample_nodes does.
+        chosen = self._secure.sample(sorted(grid.get_node_ids()), self.num_sampled)
+        config["server-round"] = server_round
+        content = RecordDict({self.arrayrecord_key: arrays, self.configrecord_key: config})
+        return self._construct_messages(content, chosen, MessageType.TRAIN)
+
+    def aggregate_train(
+        self, server_round: int, replies: Iterable[Message]
+    ) -> tuple[ArrayRecord | None, MetricRecord | None]:
+        """The current model plus the sum of the r (clipped) updates that arrived, divided by the
+        ``num_sampled`` = k nodes asked, not by r.
+
+        The DP wrapper calibrates its noise to an average over k (sensitivity C / k);
+        dividing by the r < k replies that arrived would raise the sensitivity to
+        C / r and void the accounting. A missing node contributes a zero update.
+        """
+        replies = list(replies)
+        arrays, metrics = super().aggregate_train(server_round, replies)
+        r = len(replies)
+        if arrays is None or r == self.num_sampled or self._current is None:
+            return arrays, metrics
+        scale = r / self.num_sampled
+        current = self._current
+        scaled = {
+            name: Array(
+                np.asarray(
+                    current[name].numpy() + scale * (arrays[name].numpy() - current[name].numpy()),
+                    dtype=arrays[name].numpy().dtype,
+                )
+            )
+            for name in arrays
+        }
+        return ArrayRecord(scaled), metrics
 
     def configure_evaluate(
         self, server_round: int, arrays: ArrayRecord, config: ConfigRecord, grid: Grid
@@ -155,6 +201,9 @@ class CentralDPAccounting(Strategy):
         self.records: list[dict[str, Any]] = []
         self.released = 0
         self._round_started = 0.0
+        self._grid: Grid | None = None
+        self._sent: list[int] = []
+        self._faults: dict[str, dict[str, int]] = {}
 
     def configure_train(
         self, server_round: int, arrays: ArrayRecord, config: ConfigRecord, grid: Grid
@@ -165,6 +214,7 @@ class CentralDPAccounting(Strategy):
             raise RuntimeError(f"{available} nodes are connected, the accounting assumes {self.num_nodes}")
         messages = list(self.strategy.configure_train(server_round, arrays, config, grid))
         targets = {m.metadata.dst_node_id for m in messages}
+        self._grid, self._sent, self._faults = grid, sorted(targets), {}
         if len(messages) != self.num_sampled or len(targets) != self.num_sampled:
             raise RuntimeError(
                 f"round {server_round}: {len(messages)} training messages to {len(targets)} nodes, "
@@ -175,10 +225,12 @@ class CentralDPAccounting(Strategy):
     def aggregate_train(
         self, server_round: int, replies: Iterable[Message]
     ) -> tuple[ArrayRecord | None, MetricRecord | None]:
-        replies = list(replies)
-        raise_on_errors(replies, "train")
-        if len(replies) != self.num_sampled:
-            raise RuntimeError(f"round {server_round}: {len(replies)} training replies, expected {self.num_sampled}")
+        outcome = split_replies(self._sent, replies, self._grid)
+        check_not_all_failed(outcome, "train", server_round, float(self.cfg["fault-rate"]))
+        self._faults["train"] = outcome.counts()
+        # Missing or failed nodes are left out; CentralFedAvg divides by num_sampled all the same
+        # (a missing node's update counts as zero), so the noise calibration and the accounting hold.
+        replies = outcome.ok
         for reply in replies:
             weights = [m.get(UNIFORM_WEIGHT_KEY) for m in reply.content.metric_records.values()]
             if weights != [1.0]:
@@ -186,6 +238,10 @@ class CentralDPAccounting(Strategy):
                     f"a node replied without {UNIFORM_WEIGHT_KEY} = 1: the noise is calibrated "
                     "for an unweighted average of the clipped updates"
                 )
+        if not replies:
+            # Nothing arrived: Flower's wrapper releases nothing, so nothing is charged this round.
+            log.warning("round %d: no training reply arrived; the model is unchanged", server_round)
+            return None, None
         arrays, _ = self.strategy.aggregate_train(server_round, replies)
         if arrays is None:
             raise RuntimeError(f"round {server_round}: no aggregate was released")
@@ -199,9 +255,11 @@ class CentralDPAccounting(Strategy):
         return self.strategy.configure_evaluate(server_round, arrays, config, grid)
 
     def aggregate_evaluate(self, server_round: int, replies: Iterable[Message]) -> MetricRecord | None:
-        replies = list(replies)
-        raise_on_errors(replies, "evaluate")
-        metrics = self.strategy.aggregate_evaluate(server_round, replies)
+        sent = [n for n, v in self.strategy.strategy.nodes.items() if v.holds_test_users]
+        outcome = split_replies(sent, replies, self._grid)
+        check_not_all_failed(outcome, "evaluate", server_round, float(self.cfg["fault-rate"]))
+        self._faults["evaluate"] = outcome.counts()
+        metrics = self.strategy.aggregate_evaluate(server_round, outcome.ok)
         assert metrics is not None
         record = {
             "round": server_round,
@@ -213,6 +271,7 @@ class CentralDPAccounting(Strategy):
             "test_users": int(metrics["test_users"]),
             "mode": "central",
             "sampled_nodes": self.num_sampled,
+            "faults": dict(self._faults),
             "ldp_guarantee_holds": False,
             "privacy": privacy_record(self.cfg, self.num_sampled, self.num_nodes, self.released),
             "seconds": round(time.time() - self._round_started, 3),
@@ -251,7 +310,7 @@ def make_central_strategy(
     check_central_config(cfg)
     first = next(iter(nodes.values()))
     k = num_sampled_nodes(cfg["fraction-train"], len(nodes))
-    fedavg = CentralFedAvg(nodes, k, first.num_classes)
+    fedavg = CentralFedAvg(nodes, k, first.num_classes, secure_rng=bool(cfg["secure-rng"]))
     wrapper = (
         DifferentialPrivacyServerSideFixedClipping
         if cfg["central-clipping"] == "server"

@@ -37,7 +37,7 @@ from fl.channels import concat_extras
 from fl.results import RunWriter
 from mechanisms.guarantee import Guarantee
 
-from .discovery import raise_on_errors
+from .faults import StageOutcome, check_not_all_failed, split_replies
 from .release_training import ReleaseTraining
 
 log = logging.getLogger(__name__)
@@ -89,6 +89,16 @@ class LocalDPAccounting(Strategy):
         self._seen: list[dict[str, np.ndarray]] = []  # extras of fresh embedding releases (level reports)
         self._round_reports: list[tuple[Guarantee, Guarantee | None, int]] = []
         self._round_started = 0.0
+        # Failing nodes: what each stage's request asked of which node, and what may have been
+        # released without arriving (see _charge_lost).
+        self._grid: Grid | None = None
+        self._requested: dict[str, dict[int, np.ndarray]] = {"train": {}, "test": {}}
+        self._faults: dict[str, dict[str, int]] = {}
+        self._lost = {"train": 0, "test": 0}
+        self._charged: dict[str, np.ndarray] = {}  # per population: user charged an embedding release
+        self._charge_table: dict[Charge, int] = {}  # distinct embedding charges seen, in order
+        self._known: dict[str, np.ndarray] = {}  # per population: index of each user's last seen charge
+        self._pending: dict[str, np.ndarray] = {}  # per population: lost releases of unknown charge
 
     @property
     def leaky(self) -> bool:
@@ -96,9 +106,11 @@ class LocalDPAccounting(Strategy):
 
     def _open_ledger(self) -> None:
         core = self.core
-        self.ledger = PrivacyLedger(
-            {"train": core.num_train_users, "test": core.num_test_users}, target_delta=self.cfg["accounting-delta"]
-        )
+        sizes = {"train": core.num_train_users, "test": core.num_test_users}
+        self.ledger = PrivacyLedger(sizes, target_delta=self.cfg["accounting-delta"])
+        self._charged = {p: np.zeros(n, dtype=bool) for p, n in sizes.items()}
+        self._known = {p: np.full(n, -1, dtype=np.int64) for p, n in sizes.items()}
+        self._pending = {p: np.zeros(n, dtype=np.int64) for p, n in sizes.items()}
         assert core.channels is not None
         self.level_warning = type(core.channels.embedding).early_warning(
             self.cfg, core.num_train_users + core.num_test_users
@@ -111,16 +123,21 @@ class LocalDPAccounting(Strategy):
         self, server_round: int, arrays: ArrayRecord, config: ConfigRecord, grid: Grid
     ) -> Iterable[Message]:
         self._round_started = time.time()
-        messages = self.strategy.configure_train(server_round, arrays, config, grid)
+        self._grid = grid
+        self._faults = {}
+        messages = list(self.strategy.configure_train(server_round, arrays, config, grid))
         if self.ledger is None:
             self._open_ledger()
+        self._requested["train"] = {
+            m.metadata.dst_node_id: np.asarray(m.content[wire.CONFIG]["user-ids"], dtype=np.int64) for m in messages
+        }
         return messages
 
     def aggregate_train(
         self, server_round: int, replies: Iterable[Message]
     ) -> tuple[ArrayRecord | None, MetricRecord | None]:
-        replies = list(replies)
-        raise_on_errors(replies, "train")
+        outcome = self._outcome("train", server_round, replies)
+        replies = outcome.ok
         for reply in replies:
             rel = wire.Release.from_content(reply.content)
             self.refused_total["train"] += int(reply.content[wire.METRICS].get("refused-releases", 0))
@@ -132,11 +149,19 @@ class LocalDPAccounting(Strategy):
     def configure_evaluate(
         self, server_round: int, arrays: ArrayRecord, config: ConfigRecord, grid: Grid
     ) -> Iterable[Message]:
-        return self.strategy.configure_evaluate(server_round, arrays, config, grid)
+        messages = list(self.strategy.configure_evaluate(server_round, arrays, config, grid))
+        nodes = self.core.nodes
+        self._requested["test"] = {
+            m.metadata.dst_node_id: np.arange(
+                nodes[m.metadata.dst_node_id].test_users_lo, nodes[m.metadata.dst_node_id].test_users_hi
+            )
+            for m in messages
+        }
+        return messages
 
     def aggregate_evaluate(self, server_round: int, replies: Iterable[Message]) -> MetricRecord | None:
-        replies = list(replies)
-        raise_on_errors(replies, "evaluate")
+        outcome = self._outcome("test", server_round, replies)
+        replies = outcome.ok
         for reply in replies:
             rel = wire.Release.from_content(reply.content)
             self.refused_total["test"] += int(reply.content[wire.METRICS].get("refused-releases", 0))
@@ -158,6 +183,7 @@ class LocalDPAccounting(Strategy):
         """
         assert self.ledger is not None and self.core.channels is not None
         embedding = self.core.channels.embedding
+        self._learn_charges(population, rel)
         worst: Charge | None = None
         for channel in wire.CHANNELS:
             for users, charge in rel.fresh_charges(channel):
@@ -167,12 +193,110 @@ class LocalDPAccounting(Strategy):
                     worst = charge
         if embedding.extra_keys:
             self._seen.append({k: rel.rows[k].numpy()[rel.fresh] for k in embedding.extra_keys})
+        self._charged[population][rel.user_ids[rel.fresh]] = True
         return worst.release_guarantee() if worst is not None else embedding.guarantee
+
+    # ------------------------------------------------------------------ failing nodes
+    def _outcome(self, population: str, server_round: int, replies: Iterable[Message]) -> StageOutcome:
+        """Sort a stage's replies, count its failures and charge what the failed nodes may have released."""
+        stage = "train" if population == "train" else "evaluate"
+        requested = self._requested[population]
+        outcome = split_replies(requested, replies, self._grid)
+        check_not_all_failed(outcome, stage, server_round, float(self.cfg["fault-rate"]))
+        self._faults[stage] = outcome.counts()
+        for node in outcome.lost_nodes:
+            self._charge_lost(population, requested[node])
+        return outcome
+
+    def _learn_charges(self, population: str, rel: wire.Release) -> None:
+        """Remember each user's embedding charge (a function of its document, the same at every
+        release), and settle the lost releases of these users whose charge was unknown."""
+        table = rel.charges.get("embedding", [])
+        if not table:
+            return
+        local = np.array([self._charge_table.setdefault(c, len(self._charge_table)) for c in table], dtype=np.int64)
+        known = local[np.asarray(rel.index["embedding"], dtype=np.int64)]
+        self._known[population][rel.user_ids] = known
+        pending = self._pending[population][rel.user_ids]
+        if pending.any():
+            assert self.ledger is not None
+            charges = list(self._charge_table)
+            owed = pending > 0
+            for i in np.unique(known[owed]):
+                users = rel.user_ids[owed & (known == i)]
+                self._record_lost(population, np.repeat(users, self._pending[population][users]), charges[i])
+            self._pending[population][rel.user_ids] = 0
+
+    def _charge_lost(self, population: str, users: np.ndarray) -> None:
+        """Charge the releases a failed node may have drawn for ``users`` (conservative).
+
+        The server cannot tell whether a node that failed drew its noise: it may
+        have released, and the reply been lost or late. So a user is charged as if
+        it had released: with fresh noise every round, always; with cached
+        releases, when it has no charged release yet (otherwise the node would
+        re-send the cached one, which costs nothing). The charge is the channel's
+        fixed one, or the user's own when it has been seen before; a user whose
+        charge depends on its document (words, sentences) and who has never been
+        seen is owed the release until one of its rows arrives (``pending``).
+        """
+        assert self.ledger is not None and self.core.channels is not None
+        channels = self.core.channels
+        if not self.cfg["fresh-noise-per-round"]:
+            users = users[~self._charged[population][users]]
+        if users.size == 0:
+            return
+        self._lost[population] += int(users.size)
+        self._charged[population][users] = True
+        embedding = channels.embedding
+        if not embedding.extra_keys:
+            table, index = embedding.charges(users.size, {})
+            for i, charge in enumerate(table):
+                self._record_lost(population, users[np.asarray(index) == i], charge)
+        else:
+            known = self._known[population][users]
+            charges = list(self._charge_table)
+            for i in np.unique(known[known >= 0]):
+                self._record_lost(population, users[known == i], charges[i])
+            np.add.at(self._pending[population], users[known < 0], 1)
+        if population == "train":
+            table, index = channels.label.charges(users.size)
+            for i, charge in enumerate(table):
+                chosen = users[np.asarray(index) == i]
+                units = None if charge.units is None else np.full(chosen.size, charge.units, dtype=np.int64)
+                self.ledger.record(population, chosen, charge.guarantee, "label", units=units)
+
+    def _record_lost(self, population: str, users: np.ndarray, charge: Charge) -> None:
+        assert self.ledger is not None
+        if users.size == 0:
+            return
+        units = None if charge.units is None else np.full(users.size, charge.units, dtype=np.int64)
+        self.ledger.record(population, users, charge.guarantee, "embedding", units=units)
+
+    def fault_record(self) -> dict[str, Any]:
+        """This round's failures by stage and kind, and the lost releases charged so far."""
+        pending = int(sum(int(p.sum()) for p in self._pending.values()))
+        return {
+            **{stage: counts for stage, counts in self._faults.items()},
+            "lost_releases_charged": dict(self._lost),
+            "lost_releases_unknown_charge": pending,
+        }
 
     def privacy_record(self) -> dict[str, Any]:
         """The ledger's snapshot, or, in the leaky mode, a statement that no guarantee holds."""
         assert self.ledger is not None and self.core.channels is not None
         snapshot = {**scope_fields("local"), **self.ledger.snapshot()}
+        pending = int(sum(int(p.sum()) for p in self._pending.values()))
+        if pending:
+            # A lost release whose charge depends on the document is owed, not entered: the
+            # per-user totals would understate it, so they are withheld (the per-unit guarantee holds).
+            for key in ("epsilon_ldp", "epsilon_total"):
+                if key in snapshot:
+                    snapshot[f"{key}_of_charged_releases"] = snapshot[key]
+                    snapshot[key] = None
+            snapshot["not_bounded_reason"] = (
+                f"{pending} release(s) of failed nodes may have been drawn for users never seen, whose "
+                "per-document charge (number of words or sentences) is unknown to the server"
+            )
         snapshot.update(self.shuffle_record())
         seen = concat_extras(self._seen) if self._seen else {}
         level = self.core.channels.embedding.report(seen, self.level_warning)
@@ -259,6 +383,7 @@ class LocalDPAccounting(Strategy):
             "fresh_test_releases": ev.get("fresh_test_releases", 0),
             "refused_test_releases": ev.get("refused_test_releases", 0),
             "refused_releases_total": dict(self.refused_total),
+            "faults": self.fault_record(),
             "ldp_guarantee_holds": not self.leaky,
             "privacy": self.privacy_record(),
             "seconds": round(time.time() - self._round_started, 3),

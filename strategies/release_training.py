@@ -25,6 +25,7 @@ from __future__ import annotations
 import json
 import logging
 import math
+import secrets
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -77,7 +78,11 @@ class ReleaseTraining(Strategy):
         self.map_matrix: torch.Tensor | None = None  # M1 [d, m'] as the clients use it (None: identity)
         self.document_setup: DocumentSetup | None = None
         self.public_info: dict[str, Any] = {}
-        self._gen = torch.Generator().manual_seed(int(self.cfg["seed"]))
+        # secure-rng: the server's sampling and training shuffles come from the OS CSPRNG too.
+        self._secure_seed = secrets.randbits(63) if self.cfg["secure-rng"] else None
+        self._gen = torch.Generator().manual_seed(
+            self._secure_seed if self._secure_seed is not None else int(self.cfg["seed"])
+        )
         self._map_param: torch.nn.Parameter | None = None  # leaky mode only
         self._map_optimizer: torch.optim.Optimizer | None = None
         self._setup_sent: set[int] = set()
@@ -218,9 +223,11 @@ class ReleaseTraining(Strategy):
     # ------------------------------------------------------------------ hooks
     def sample_users(self, server_round: int) -> np.ndarray:
         """Training users asked to release this round: a seeded sample without
-        replacement of ``ceil(fraction-train * num_users)`` users."""
+        replacement of ``ceil(fraction-train * num_users)`` users (seeded from the OS CSPRNG
+        with ``secure-rng``)."""
         k = max(1, math.ceil(self.cfg["fraction-train"] * self.num_train_users))
-        rng = np.random.default_rng([int(self.cfg["seed"]), server_round])
+        base = self._secure_seed if self._secure_seed is not None else int(self.cfg["seed"])
+        rng = np.random.default_rng([base, server_round])
         return np.sort(rng.choice(self.num_train_users, size=k, replace=False))
 
     def fit(self, server_round: int, x: np.ndarray, y: np.ndarray) -> float:

@@ -36,11 +36,18 @@ from fl.results import RunWriter, run_folder
 
 from .central import CentralDPAccounting, central_guarantee, make_central_strategy
 from .discovery import discover_nodes
+from .faults import FaultyGrid
 from .loading import make_strategy
 from .local_accounting import LEAKY_WARNING, LocalDPAccounting
 from .user_central import UserLevelDPFedAvg, user_level_guarantee
 
 log = logging.getLogger(__name__)
+
+SECURE_RNG_NOTE = (
+    "secure-rng: every generator (nodes' noise, the server's sampling) is seeded from the OS CSPRNG; "
+    "the noise streams are torch's (not cryptographic) and continuous noise is float64 without "
+    "snapping (README, Reliability and safety)."
+)
 
 
 def guarantee_statement(cfg: Mapping[str, Any], accounting: LocalDPAccounting) -> dict[str, Any]:
@@ -79,6 +86,8 @@ def guarantee_statement(cfg: Mapping[str, Any], accounting: LocalDPAccounting) -
         notes.append(f"WARNING: {accounting.level_warning}")
     if cfg["noise-seed"] >= 0:
         notes.append("noise-seed is fixed for reproducibility; a server that knew it could remove the noise.")
+    if cfg["secure-rng"]:
+        notes.append(SECURE_RNG_NOTE)
     statement["notes"] = notes
     return statement
 
@@ -237,9 +246,14 @@ def _summary(cfg: Mapping[str, Any], run: ModeRun, writer: RunWriter) -> tuple[d
 def run_server(grid: Grid, cfg: Mapping[str, Any], timeout: float = 3600.0) -> dict[str, Any]:
     """Run one federated job (either mode) with a resolved config; returns the summary dict.
 
+    ``timeout`` bounds node discovery; each round waits ``node-timeout`` seconds for its replies.
+    Failed, late or lost replies are counted in the round records and charged conservatively.
+
     Nothing is written before the config and the data source have been checked.
     """
     started = time.time()
+    if cfg["fault-rate"] > 0:
+        grid = FaultyGrid(grid, cfg)  # drops the scheduled replies when fault-kind = "drop-reply"
     source = data.check_source(cfg)
     writer = RunWriter(run_folder(cfg))
     writer.write_json("config.json", {"config": dict(cfg), "data_source": source})
@@ -255,7 +269,10 @@ def run_server(grid: Grid, cfg: Mapping[str, Any], timeout: float = 3600.0) -> d
             writer.write_json(f"{name}.json", data_)
             log.info("%s: %s", name, {k: v for k, v in data_.items() if isinstance(v, int | float)})
     run.strategy.start(
-        grid=grid, initial_arrays=run.initial_arrays, num_rounds=int(cfg["num-server-rounds"]), timeout=timeout
+        grid=grid,
+        initial_arrays=run.initial_arrays,
+        num_rounds=int(cfg["num-server-rounds"]),
+        timeout=float(cfg["node-timeout"]),  # per round: a reply later than this is lost
     )
     fields, title, test_label = _summary(cfg, run, writer)
     summary = {

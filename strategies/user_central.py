@@ -49,7 +49,7 @@ from fl.results import RunWriter
 from fl.user_updates import hash_seed, noisy_mean
 
 from .central import sum_confusions
-from .discovery import raise_on_errors
+from .faults import check_not_all_failed, split_replies
 
 log = logging.getLogger(__name__)
 
@@ -111,6 +111,8 @@ class UserLevelDPFedAvg(Strategy):
         self.records: list[dict[str, Any]] = []
         self.released = 0
         self.timing: dict[str, float] = {}
+        self._grid: Grid | None = None
+        self._faults: dict[str, dict[str, int]] = {}
         self._started = 0.0
         self._noise_secret = int(cfg["noise-seed"]) if cfg["noise-seed"] >= 0 else secrets.randbits(62)
 
@@ -132,6 +134,8 @@ class UserLevelDPFedAvg(Strategy):
         missing = [n for n in self.train_nodes if n not in available]
         if missing:
             raise RuntimeError(f"{len(missing)} node(s) holding training users are not connected")
+        self._grid = grid
+        self._faults = {}
         request = ConfigRecord({"server-round": server_round, "sampling-rate": self.q})
         content = RecordDict({wire.MODEL: self._arrays(), wire.CONFIG: request, **self._extras()})
         return [Message(content=content, dst_node_id=n, message_type=MessageType.TRAIN) for n in self.train_nodes]
@@ -143,16 +147,18 @@ class UserLevelDPFedAvg(Strategy):
         replies = list(replies)
         self.timing["train_round_trip"] = time.time() - self._started
         started = time.time()
-        raise_on_errors(replies, "train")
-        by_node = {r.metadata.src_node_id: r for r in replies}
-        if sorted(by_node) != sorted(self.train_nodes) or len(replies) != len(self.train_nodes):
-            raise RuntimeError(
-                f"round {server_round}: {len(replies)} replies from {len(by_node)} nodes, expected one from each "
-                f"of the {len(self.train_nodes)} nodes holding training users"
-            )
+        outcome = split_replies(self.train_nodes, replies, self._grid)
+        check_not_all_failed(outcome, "train", server_round, float(self.cfg["fault-rate"]))
+        self._faults["train"] = outcome.counts()
+        # A node whose sum is missing contributes nothing; the denominator stays q N (fixed), so the
+        # sensitivity of the noisy mean, hence the accounting, is unchanged (the users it sampled
+        # are charged by the accountant anyway: every user is, at rate q, every round).
+        by_node = {r.metadata.src_node_id: r for r in outcome.ok}
         names = [k for k, _ in self.model.named_parameters()]
         total = {k: torch.zeros(p.shape, dtype=torch.float64) for k, p in self.model.named_parameters()}
         for node in self.train_nodes:  # a fixed order: the same float sum whatever the arrival order
+            if node not in by_node:
+                continue
             record = by_node[node].content[wire.UPDATE_SUM]
             if sorted(record.keys()) != sorted(names):
                 raise RuntimeError(f"a node's update sum has arrays {sorted(record.keys())}, expected {names}")
@@ -180,8 +186,10 @@ class UserLevelDPFedAvg(Strategy):
     def aggregate_evaluate(self, server_round: int, replies: Iterable[Message]) -> MetricRecord | None:
         replies = list(replies)
         self.timing["evaluate_round_trip"] = time.time() - self._eval_started
-        raise_on_errors(replies, "evaluate")
-        s, conf = sum_confusions(replies, self.num_classes)
+        outcome = split_replies(self.test_nodes, replies, self._grid)
+        check_not_all_failed(outcome, "evaluate", server_round, float(self.cfg["fault-rate"]))
+        self._faults["evaluate"] = outcome.counts()
+        s, conf = sum_confusions(outcome.ok, self.num_classes)
         started = time.time()
         privacy = user_privacy_record(self.cfg, self.q, self.num_users, self.released)
         self.timing["accounting"] = time.time() - started
@@ -197,6 +205,7 @@ class UserLevelDPFedAvg(Strategy):
             "central_unit": "user",
             "ldp_guarantee_holds": False,
             "privacy": privacy,
+            "faults": dict(self._faults),
             "timing": {k: round(v, 4) for k, v in self.timing.items()},
             "seconds": round(time.time() - self._started, 3),
         }

@@ -143,19 +143,6 @@ def test_leaky_mode_records_no_guarantee() -> None:
     assert record["privacy"]["evaluation_covered"] is False
 
 
-def test_failed_replies_stop_the_round() -> None:
-    """A node error is never skipped silently: the accounting would miss its releases."""
-    from flwr.app import Error
-
-    core = ReleaseTraining(_cfg())
-    acc = LocalDPAccounting(core, core.cfg)
-    grid = FakeGrid(NODES, Nodes(core))
-    messages = list(acc.configure_train(1, ArrayRecord(), ConfigRecord(), grid))
-    failed = Message(Error(code=0, reason="boom"), reply_to=messages[0])
-    with pytest.raises(RuntimeError, match="failed during train: boom"):
-        acc.aggregate_train(1, [failed])
-
-
 def test_the_accounting_is_always_outermost() -> None:
     """The ServerApp wraps whatever strategy the config names (a subclass, or a Flower-style
     wrapper) in LocalDPAccounting; the innermost strategy must be a ReleaseTraining."""

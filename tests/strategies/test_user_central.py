@@ -129,14 +129,28 @@ def test_arrival_order_does_not_change_the_model() -> None:
         assert torch.equal(pa, pb), k
 
 
-def test_a_missing_node_stops_the_round() -> None:
-    """The fixed denominator and the accounting assume every sampled user's node answered."""
-    grid = FakeGrid(_nodes(), _sum_reply(0.0))
-    s = UserLevelDPFedAvg(_cfg(), grid.nodes, _model())
-    replies = grid.send_and_receive(list(s.configure_train(1, ArrayRecord(), None, grid)))
-    with pytest.raises(RuntimeError, match="expected one from each"):
-        s.aggregate_train(1, replies[:-1])
-    assert s.released == 0
+def test_a_missing_node_counts_as_zero_and_the_denominator_stays_q_n() -> None:
+    """A node whose sum is lost contributes nothing; the mean is still divided by q N (not by the
+    users that arrived), so the sensitivity and the per-user figure are those of a full round."""
+    full, lossy = FakeGrid(_nodes(), _sum_reply(0.25)), FakeGrid(_nodes(), _sum_reply(0.25))
+    a = UserLevelDPFedAvg(_cfg(), full.nodes, _model())
+    b = UserLevelDPFedAvg(_cfg(**{"fault-rate": 0.2}), lossy.nodes, _model())
+    before = torch.cat([p.detach().clone().reshape(-1) for p in a.model.parameters()])
+    a.aggregate_train(1, full.send_and_receive(list(a.configure_train(1, ArrayRecord(), None, full))))
+    replies = lossy.send_and_receive(list(b.configure_train(1, ArrayRecord(), None, lossy)))
+    b.aggregate_train(1, replies[:-1])  # the last node's sum never arrives
+    moved_a = torch.cat([p.detach().reshape(-1) for p in a.model.parameters()]) - before
+    moved_b = torch.cat([p.detach().reshape(-1) for p in b.model.parameters()]) - before
+    # Same noise (same secret and round); one node's 0.25 fewer, over the fixed q N = 50.
+    torch.testing.assert_close(moved_a - moved_b, torch.full_like(moved_a, 0.25 / 50.0), atol=1e-6, rtol=0)
+    assert b.released == 1 and b._faults["train"] == {"error": 0, "timeout": 1, "dropped": 0}
+    evals = lossy.send_and_receive(list(b.configure_evaluate(1, ArrayRecord(), None, lossy)))
+    b.aggregate_evaluate(1, evals[1:])
+    record = b.records[-1]
+    assert record["test_users"] == 60 and record["faults"]["evaluate"]["timeout"] == 1
+    a_evals = full.send_and_receive(list(a.configure_evaluate(1, ArrayRecord(), None, full)))
+    a.aggregate_evaluate(1, a_evals)
+    assert record["privacy"]["epsilon"] == pytest.approx(a.records[-1]["privacy"]["epsilon"])
 
 
 def test_a_reply_with_other_arrays_is_refused() -> None:

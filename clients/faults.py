@@ -1,0 +1,55 @@
+"""Node-side fault injection (``fault-rate``, ``fault-kind``; schedule in ``fl.faults``).
+
+``raise`` fails before the handler runs (no noise is drawn, nothing is kept);
+``timeout`` runs the handler, so the node draws and caches its releases as usual,
+then sleeps past the server's ``node-timeout`` before replying. ``drop-reply``
+happens on the server side (``strategies.faults.FaultyGrid``): the node itself
+behaves normally.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from flwr.app import Context, Message
+
+from fl import faults
+from fl import messages as wire
+
+from .node import node_cohort
+
+#: Seconds a ``timeout`` fault sleeps beyond ``node-timeout`` (the server has stopped waiting by then).
+LATE_BY = 1.0
+
+
+class InjectedFault(RuntimeError):
+    """A failure injected on purpose by ``fault-rate`` (not a bug)."""
+
+
+def _scheduled(msg: Message, context: Context, cfg: Mapping[str, Any], stage: str) -> bool:
+    if cfg["fault-rate"] <= 0 or cfg["fault-kind"] == "drop-reply":
+        return False
+    request = msg.content[wire.CONFIG] if wire.CONFIG in msg.content else {}
+    server_round = int(request.get("server-round", 0))
+    c = node_cohort(context, cfg)
+    key = faults.node_key(c.train_users.start, c.test_users.start)
+    return faults.fails(int(cfg["seed"]), server_round, stage, key, float(cfg["fault-rate"]))
+
+
+def with_faults(
+    handler: Callable[[Message, Context, Mapping[str, Any]], Message], stage: str
+) -> Callable[[Message, Context, Mapping[str, Any]], Message]:
+    """``handler`` with this node's scheduled ``raise`` / ``timeout`` faults injected at ``stage``."""
+
+    def run(msg: Message, context: Context, cfg: Mapping[str, Any]) -> Message:
+        scheduled = _scheduled(msg, context, cfg, stage)
+        if scheduled and cfg["fault-kind"] == "raise":
+            raise InjectedFault(f"injected fault (fault-kind = 'raise') at {stage}")
+        reply = handler(msg, context, cfg)
+        if scheduled and cfg["fault-kind"] == "timeout":
+            time.sleep(float(cfg["node-timeout"]) + LATE_BY)
+        return reply
+
+    return run
