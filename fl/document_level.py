@@ -23,9 +23,9 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -36,6 +36,7 @@ import mechanisms
 from mechanisms.base import DocumentMechanism
 
 from . import datasets as data
+from .cache_files import atomic_write, discarded, seal, unseal
 from .config import cache_dir, mechanism_options
 from .config import data_dir as config_data_dir
 from .documents import SentenceDocs, embed_sentences
@@ -237,22 +238,11 @@ def _public_recoder(
     )
     path = cache_dir(cfg) / "document-setup" / f"{hashlib.sha256(material.encode()).hexdigest()[:32]}.pt"
     d, seed = public.dim, int(cfg["seed"])
-    classifier = torch.nn.Sequential(torch.nn.Linear(d, 256), torch.nn.ReLU(), torch.nn.Linear(256, num_classes))
     if path.is_file():
-        saved = torch.load(path, weights_only=True)
-        recoder = Recoder(d)
-        recoder.load_state_dict(saved["recoder"])
-        classifier.load_state_dict(saved["classifier"])
-        info = json.loads(saved["info"])
-        log.info("document level: recoder and candidates read from %s", path)
-        return (
-            recoder.eval(),
-            classifier.eval(),
-            saved["val"].numpy(),
-            saved["chosen"].numpy(),
-            saved["candidates"],
-            {**info, "cached": str(path)},
-        )
+        cached = _read_setup(path, d, num_classes)
+        if cached is not None:
+            log.info("document level: recoder and candidates read from %s", path)
+            return cached
     training = train_recoder(
         public,
         labels,
@@ -269,9 +259,7 @@ def _public_recoder(
     chosen, candidates = select_candidates(
         public, recoded, int(cfg["candidate-min-sentences"]), int(cfg["num-candidates"]), seed, exclude=val
     )
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(f".{os.getpid()}.tmp")
-    torch.save(
+    entry = seal(
         {
             "recoder": recoder.state_dict(),
             "classifier": classifier.state_dict(),
@@ -279,11 +267,48 @@ def _public_recoder(
             "chosen": torch.as_tensor(chosen),
             "candidates": candidates,
             "info": json.dumps(training.info),
-        },
-        tmp,
+        }
     )
-    os.replace(tmp, path)
+    atomic_write(path, lambda fh: torch.save(entry, fh))
     return recoder, classifier, val, chosen, candidates, training.info
+
+
+def _read_setup(
+    path: Path, d: int, num_classes: int
+) -> tuple[Recoder, torch.nn.Module, np.ndarray, np.ndarray, torch.Tensor, dict[str, Any]] | None:
+    """The cached public setup at ``path`` (as :func:`_public_recoder` returns it), or ``None`` (with a
+    warning) when it must be rebuilt: unreadable, checksum mismatch (:func:`fl.cache_files.unseal`),
+    weights that do not fit the models, or candidates and rows of the wrong shape or not finite."""
+    try:
+        saved = torch.load(path, weights_only=True)
+        opened = unseal(saved, path)
+        if opened is None:
+            return None
+        entry = opened[0]
+        recoder = Recoder(d)
+        recoder.load_state_dict(entry["recoder"])
+        classifier = torch.nn.Sequential(
+            torch.nn.Linear(d, 256), torch.nn.ReLU(), torch.nn.Linear(256, num_classes)
+        )  # C_dc as train_recoder builds it
+        classifier.load_state_dict(entry["classifier"])
+        info = json.loads(entry["info"])
+        val, chosen, candidates = entry["val"].numpy(), entry["chosen"].numpy(), entry["candidates"]
+    except Exception as err:  # any unreadable or ill-fitting file is a miss, never a crash
+        discarded(path, f"unreadable: {type(err).__name__}: {err}")
+        return None
+    if (
+        not isinstance(info, dict)
+        or not isinstance(candidates, torch.Tensor)
+        or candidates.dtype != torch.float32
+        or candidates.dim() != 2
+        or candidates.shape[1] != d
+        or not bool(torch.isfinite(candidates).all())
+        or chosen.shape != (len(candidates),)
+        or val.ndim != 1
+    ):
+        discarded(path, f"unexpected content: candidates {getattr(candidates, 'shape', None)}, chosen {chosen.shape}")
+        return None
+    return recoder.eval(), classifier.eval(), val, chosen, candidates, {**info, "cached": str(path)}
 
 
 def bucket_index(num_sentences: np.ndarray) -> np.ndarray:

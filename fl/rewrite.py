@@ -16,8 +16,11 @@ A node rewrites all documents of a split in one vectorized call per *draw*
 release takes its rewrite from the draw in force, so each rewrite is released
 at most once. Rewrites are cached per (word mechanism, epsilon, options, noise
 seed, data, node, split, draw): in process always, on disk only for a fixed
-``noise-seed`` (a secret seed must not name files). Only unique rewritten
-texts are encoded, and the shared embedding cache is read but not grown.
+``noise-seed`` (a secret seed must not name files). A file on disk carries a
+checksum of its content and is written atomically; one that is cut short,
+altered or of the wrong shape is discarded and the rewrite recomputed. Only
+unique rewritten texts are encoded, and the shared embedding cache is read but
+not grown.
 """
 
 from __future__ import annotations
@@ -25,8 +28,6 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import os
-import tempfile
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -41,6 +42,7 @@ from mechanisms.base import WordMechanism
 from mechanisms.guarantee import Guarantee
 
 from . import datasets as data
+from .cache_files import atomic_write, discarded, seal, unseal
 from .config import cache_dir, make_mechanism
 from .documents import embed_texts
 from .encoder import best_device
@@ -133,11 +135,10 @@ def rewritten_split(
     path = cache_dir(cfg) / "rewrites" / f"{key}.npz"
     persist = cfg["noise-seed"] >= 0
     if persist and path.is_file():
-        with np.load(path) as z:
-            if int(z["n"]) == len(texts):
-                out = RewrittenSplit(torch.as_tensor(z["emb"]), z["num_words"])
-                _MEMORY[memo] = out
-                return out
+        cached = _load(path, len(texts))
+        if cached is not None:
+            _MEMORY[memo] = cached
+            return cached
     out = _rewrite_and_embed(cfg, texts, seed, purpose)
     if persist:
         _save(path, out)
@@ -169,12 +170,49 @@ def _rewrite_and_embed(cfg: Mapping[str, Any], texts: list[str], seed: int, purp
 
 
 def _save(path: Path, out: RewrittenSplit) -> None:
-    """Write atomically: concurrent nodes may race on the same key; the last complete file wins."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp.npz")
-    with os.fdopen(fd, "wb") as fh:
-        np.savez(fh, emb=out.emb.numpy(), num_words=out.num_words, n=np.array(len(out.num_words)))
-    os.replace(tmp, path)
+    """Write a sealed entry atomically: concurrent nodes may race on one key, the last complete file wins.
+
+    The file stays an ``.npz`` with the members ``emb``, ``num_words`` and ``n`` that
+    earlier versions wrote, plus ``sha256`` (:func:`fl.cache_files.seal`).
+    """
+    entry = seal({"emb": out.emb.numpy(), "num_words": out.num_words, "n": np.array(len(out.num_words))})
+    atomic_write(path, lambda fh: np.savez(fh, **{k: np.asarray(v) for k, v in entry.items()}))
+
+
+def _load(path: Path, n: int) -> RewrittenSplit | None:
+    """The cached rewrite of ``n`` documents at ``path``, or ``None`` (with a warning) when it must be recomputed.
+
+    Used only if its checksum matches (a file from before checksums: if the zip's
+    CRC-32s hold) and its arrays have the shapes of ``n`` documents, finite
+    embeddings and non-negative word counts.
+    """
+    try:
+        with np.load(path, allow_pickle=False) as z:  # reading every member checks its CRC-32
+            saved = {name: z[name] for name in z.files}
+    except Exception as err:  # any unreadable file is a miss, never a crash
+        discarded(path, f"unreadable: {type(err).__name__}: {err}")
+        return None
+    opened = unseal(saved, path)
+    if opened is None:
+        return None
+    entry = opened[0]
+    emb, num_words, count = entry.get("emb"), entry.get("num_words"), entry.get("n")
+    if emb is None or num_words is None or count is None or count.shape != () or int(count) != n:
+        # A different number of documents under the same key: not this split's rewrite.
+        discarded(path, f"holds {None if count is None else count} documents, expected {n}")
+        return None
+    if (
+        emb.dtype != np.float32
+        or emb.ndim != 2
+        or len(emb) != n
+        or not np.isfinite(emb).all()
+        or num_words.shape != (n,)
+        or num_words.dtype.kind not in "iu"
+        or (num_words < 0).any()
+    ):
+        discarded(path, f"unexpected arrays: emb {emb.dtype} {emb.shape}, num_words {num_words.shape}")
+        return None
+    return RewrittenSplit(torch.as_tensor(emb), num_words.astype(np.int64))
 
 
 __all__ = ["RewrittenSplit", "delta_warning", "rewritten_split", "word_mechanism"]

