@@ -18,7 +18,8 @@ from flwr.app import Context, Message
 from fl import faults
 from fl import messages as wire
 
-from .node import node_cohort
+from . import node_state
+from .node import node_cohort, node_partition
 
 #: Seconds a ``timeout`` fault sleeps beyond ``node-timeout`` (the server has stopped waiting by then).
 LATE_BY = 1.0
@@ -41,13 +42,17 @@ def _scheduled(msg: Message, context: Context, cfg: Mapping[str, Any], stage: st
 def with_faults(
     handler: Callable[[Message, Context, Mapping[str, Any]], Message], stage: str
 ) -> Callable[[Message, Context, Mapping[str, Any]], Message]:
-    """``handler`` with this node's scheduled ``raise`` / ``timeout`` faults injected at ``stage``."""
+    """``handler`` with this node's scheduled ``raise`` / ``timeout`` faults injected at ``stage``,
+    its state restored in a resumed run and saved after each answer (``clients.node_state``)."""
 
     def run(msg: Message, context: Context, cfg: Mapping[str, Any]) -> Message:
+        pid = node_partition(context)[0]
+        node_state.restore(msg, context, cfg, pid)  # a resumed run: this node's state at the checkpoint
         scheduled = _scheduled(msg, context, cfg, stage)
         if scheduled and cfg["fault-kind"] == "raise":
             raise InjectedFault(f"injected fault (fault-kind = 'raise') at {stage}")
         reply = handler(msg, context, cfg)
+        node_state.save(msg, context, cfg, pid, stage)  # before a late reply, as a real node would
         if scheduled and cfg["fault-kind"] == "timeout":
             time.sleep(float(cfg["node-timeout"]) + LATE_BY)
         return reply

@@ -2,18 +2,29 @@
 
 Layout (one folder per run)::
 
+    status.json              written first, updated every round, "complete" last
     config.json              resolved run config (+ dataset description)
-    rounds.jsonl             one JSON object per round (metrics + privacy)
+    rounds.jsonl             one JSON object per round (metrics + privacy), appended and synced per round
     rounds.csv               the same, flattened, for spreadsheets
-    summary.json             final numbers, guarantees in words, wall time
+    summary.json             final numbers, guarantees in words, wall time (only in a complete run)
     accuracy_vs_round.png    accuracy / macro-F1 / clean accuracy per round
+    checkpoints/, nodes/     while the run is incomplete: what ``sanitas run --resume`` needs
+                             (the server's state after each round; each simulated node's state)
+
+A file is either absent or whole: JSON, CSV and checkpoints are written to a
+temporary file in the same folder and renamed over the old one; rounds.jsonl
+only ever gains whole lines. A killed run leaves ``status.json`` saying
+"running" (or "failed"), never "complete", and no ``summary.json``.
 """
 
 from __future__ import annotations
 
 import csv
+import io
 import json
 import math
+import os
+import tempfile
 import time
 from collections.abc import Mapping
 from pathlib import Path
@@ -45,37 +56,115 @@ def run_folder(cfg: Mapping[str, Any]) -> Path:
     return Path(cfg["out-dir"]).expanduser().resolve() / name
 
 
-class RunWriter:
-    """Writes the files of one run; created only after the config has been validated."""
+STATUS = "status.json"
 
-    def __init__(self, folder: Path) -> None:
+
+def write_atomic(path: Path, data: bytes) -> None:
+    """Replace ``path`` by ``data`` all at once: a reader sees the old file or the new one, never a part."""
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def read_status(folder: Path) -> dict[str, Any]:
+    """A results folder's ``status.json`` ({} when absent: not a Sanitas run folder, or a very old one)."""
+    path = Path(folder) / STATUS
+    return json.loads(path.read_text()) if path.is_file() else {}
+
+
+class RunWriter:
+    """Writes the files of one run; created only after the config has been validated.
+
+    Creating it writes ``status.json`` ("running") before anything else; :meth:`finish`
+    marks the run "complete" after everything else is written.
+    """
+
+    def __init__(self, folder: Path, num_rounds: int = 0) -> None:
         self.folder = Path(folder)
         if self.folder.exists() and any(self.folder.iterdir()):
             raise FileExistsError(f"results folder {self.folder} already exists and is not empty")
         self.folder.mkdir(parents=True, exist_ok=True)
         self.rounds: list[dict[str, Any]] = []
         self.started = time.time()
+        self.num_rounds = int(num_rounds)
+        self.set_status("running")
+
+    @classmethod
+    def reopen(cls, folder: Path, completed_rounds: int) -> RunWriter:
+        """The writer of an incomplete run, resumed after round ``completed_rounds``: rounds.jsonl is cut
+        back to those rounds (a round recorded after the last checkpoint is run again)."""
+        writer = cls.__new__(cls)
+        writer.folder = Path(folder)
+        status = read_status(writer.folder)
+        if status.get("status") == "complete":
+            raise ValueError(f"results folder {folder} holds a complete run: nothing to resume")
+        writer.num_rounds = int(status.get("num_rounds", 0))
+        path = writer.folder / "rounds.jsonl"
+        lines = path.read_text().splitlines() if path.is_file() else []
+        rounds = []
+        for line in lines:
+            try:
+                rounds.append(json.loads(line))
+            except json.JSONDecodeError:
+                break  # a line cut by the kill: it and anything after it are dropped
+        writer.rounds = [r for r in rounds if int(r.get("round", 0)) <= completed_rounds]
+        write_atomic(path, "".join(json.dumps(r, allow_nan=False) + "\n" for r in writer.rounds).encode())
+        writer._write_csv()
+        writer.started = time.time()
+        writer.set_status("running", resumed_from=completed_rounds)
+        return writer
+
+    def set_status(self, status: str, **extra: Any) -> None:
+        """Record where the run stands (``running``, ``complete`` or ``failed``) in ``status.json``."""
+        data = {
+            "status": status,
+            "completed_rounds": len(self.rounds),
+            "num_rounds": self.num_rounds,
+            "updated": time.strftime("%Y-%m-%dT%H:%M:%S"),
+            **extra,
+        }
+        write_atomic(self.folder / STATUS, (json.dumps(_jsonable(data), indent=2) + "\n").encode())
+
+    def finish(self) -> None:
+        """Mark the run complete (its summary and plot are written) and drop its resume state."""
+        import shutil
+
+        for name in ("checkpoints", "nodes"):
+            shutil.rmtree(self.folder / name, ignore_errors=True)
+        self.set_status("complete")
 
     def write_json(self, name: str, data: Mapping[str, Any]) -> Path:
         path = self.folder / name
-        path.write_text(json.dumps(_jsonable(data), indent=2, allow_nan=False) + "\n")
+        write_atomic(path, (json.dumps(_jsonable(data), indent=2, allow_nan=False) + "\n").encode())
         return path
 
     def append_round(self, record: Mapping[str, Any]) -> None:
-        """Append one round record to ``rounds.jsonl`` (and rewrite ``rounds.csv``)."""
+        """Append one round record to ``rounds.jsonl`` (synced to disk), rewrite ``rounds.csv``
+        and count the round in ``status.json``."""
         record = _jsonable(dict(record))
         self.rounds.append(record)
         with (self.folder / "rounds.jsonl").open("a") as fh:
             fh.write(json.dumps(record, allow_nan=False) + "\n")
+            fh.flush()
+            os.fsync(fh.fileno())
         self._write_csv()
+        self.set_status("running")
 
     def _write_csv(self) -> None:
         rows = [_flatten(r) for r in self.rounds]
         fields = list(dict.fromkeys(k for r in rows for k in r))
-        with (self.folder / "rounds.csv").open("w", newline="") as fh:
-            writer = csv.DictWriter(fh, fieldnames=fields)
-            writer.writeheader()
-            writer.writerows(rows)
+        text = io.StringIO(newline="")
+        writer = csv.DictWriter(text, fieldnames=fields)
+        writer.writeheader()
+        writer.writerows(rows)
+        write_atomic(self.folder / "rounds.csv", text.getvalue().encode())
 
     def plot(self, title: str, test_label: str = "sanitized test", reference: float | None = None) -> Path:
         """Accuracy, macro-F1 and clean accuracy against the round (integer ticks).
@@ -128,8 +217,10 @@ class RunWriter:
         ax.legend(handles, labels, fontsize=7, loc="lower right")
         fig.tight_layout()
         path = self.folder / "accuracy_vs_round.png"
-        fig.savefig(path, dpi=120)
+        buffer = io.BytesIO()
+        fig.savefig(buffer, format="png", dpi=120)
         plt.close(fig)
+        write_atomic(path, buffer.getvalue())
         return path
 
 

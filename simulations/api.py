@@ -138,11 +138,12 @@ def many_nodes_warning(nodes: int) -> str:
     )
 
 
-def launch(cfg: Mapping[str, Any]) -> Path:
+def launch(cfg: Mapping[str, Any], resume: bool = False) -> Path:
     """Run one simulation of a resolved config; returns its results folder.
 
     The data source and the data are checked, and an existing non-empty results folder is
-    refused, before anything is written or Ray starts.
+    refused, before anything is written or Ray starts. ``resume``: the folder must hold an
+    incomplete run of this config, which continues from its last completed round.
     """
     from flwr.simulation import run_simulation
 
@@ -158,7 +159,7 @@ def launch(cfg: Mapping[str, Any]) -> Path:
     data.check_source(cfg)
     data.load(cfg)  # fails early (empty documents, bad columns) before any output
     folder = run_folder(cfg)
-    if folder.exists() and any(folder.iterdir()):
+    if not resume and folder.exists() and any(folder.iterdir()):
         raise FileExistsError(f"results folder {folder} already exists and is not empty")
     cfg = config_mod.resolve({**cfg, "run-name": folder.name})  # the ServerApp writes to exactly this folder
     train_users, test_users = population_sizes(cfg)
@@ -176,12 +177,39 @@ def launch(cfg: Mapping[str, Any]) -> Path:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         run_simulation(
-            server_app=make_server_app(cfg),
+            server_app=make_server_app(cfg, resume=resume),
             client_app=make_client_app(cfg),
             num_supernodes=nodes,
             backend_config=backend_config(cfg),
         )
     return folder
+
+
+def resume(folder: str | Path) -> RunResult:
+    """Continue the incomplete run in results folder ``folder`` from its last completed round, with the
+    config it saved; returns what the finished run wrote (``sanitas run --resume DIR``).
+
+    Raises ``FileNotFoundError`` when the folder is not a run folder or has no checkpoint yet, and
+    ``ValueError`` when the run is already complete.
+    """
+    from fl.results import read_status
+    from strategies.checkpoint import last_checkpoint
+
+    folder = Path(folder).expanduser().resolve()
+    saved = folder / "config.json"
+    if not saved.is_file():
+        raise FileNotFoundError(f"{folder} is not a Sanitas results folder (no config.json)")
+    status = read_status(folder)
+    if status.get("status") == "complete" or (folder / "summary.json").is_file():
+        raise ValueError(f"results folder {folder} holds a complete run: nothing to resume")
+    if last_checkpoint(folder) == 0:
+        raise FileNotFoundError(
+            f"results folder {folder} has no checkpoint: the run stopped before its first round completed "
+            "(start it again instead)"
+        )
+    cfg = dict(json.loads(saved.read_text())["config"])
+    cfg.update({"out-dir": str(folder.parent), "run-name": folder.name})
+    return RunResult.from_folder(launch(config_mod.resolve(cfg), resume=True))
 
 
 def run(config: str | Path | Mapping[str, Any], *, out: str | Path | None = None, **overrides: Any) -> RunResult:

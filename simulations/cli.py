@@ -23,7 +23,15 @@ from simulations.overrides import load_with_overrides
 
 
 def _run(args: argparse.Namespace) -> int:
-    """Run ``sanitas run``: the TOML file with ``--set`` applied, through :func:`simulations.api.run`."""
+    """Run ``sanitas run``: the TOML file with ``--set`` applied, through :func:`simulations.api.run`;
+    or, with ``--resume DIR``, continue that incomplete run (:func:`simulations.api.resume`)."""
+    if args.resume:
+        if args.config or args.sets or args.out:
+            raise ValueError("--resume DIR continues a run with its own saved config: give no CONFIG, --set or --out")
+        api.resume(args.resume)
+        return 0
+    if not args.config:
+        raise ValueError("sanitas run needs a CONFIG file (or --resume DIR)")
     api.run(load_with_overrides(args.config, args.sets), out=args.out)
     return 0
 
@@ -166,9 +174,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="sanitas", description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
     p_run = sub.add_parser("run", help="run one federated simulation from a TOML config")
-    p_run.add_argument("config", help="flat TOML file of run-config keys (see fl/config.py)")
+    p_run.add_argument("config", nargs="?", default=None, help="flat TOML file of run-config keys (see fl/config.py)")
     _add_set_option(p_run, "override a config key (repeatable); values parse as TOML")
     p_run.add_argument("--out", default=None, help="results parent folder (config key out-dir)")
+    p_run.add_argument(
+        "--resume",
+        default=None,
+        metavar="DIR",
+        help="continue the incomplete run in results folder DIR from its last completed round",
+    )
     _add_sweep_parser(sub)
     _add_compare_parser(sub)
     _add_reproduce_parser(sub)

@@ -35,6 +35,7 @@ from fl.public_start import train_public_start
 from fl.results import RunWriter, run_folder
 
 from .central import CentralDPAccounting, central_guarantee, make_central_strategy
+from .checkpoint import RoundCheckpoints, last_checkpoint, load_checkpoint, remap_nodes
 from .discovery import discover_nodes
 from .faults import FaultyGrid
 from .loading import make_strategy
@@ -243,59 +244,80 @@ def _summary(cfg: Mapping[str, Any], run: ModeRun, writer: RunWriter) -> tuple[d
     return fields, title, "sanitized test"
 
 
-def run_server(grid: Grid, cfg: Mapping[str, Any], timeout: float = 3600.0) -> dict[str, Any]:
+def run_server(grid: Grid, cfg: Mapping[str, Any], timeout: float = 3600.0, resume: bool = False) -> dict[str, Any]:
     """Run one federated job (either mode) with a resolved config; returns the summary dict.
 
     ``timeout`` bounds node discovery; each round waits ``node-timeout`` seconds for its replies.
     Failed, late or lost replies are counted in the round records and charged conservatively.
-
-    Nothing is written before the config and the data source have been checked.
+    Nothing is written before the config and the data source have been checked. The server's
+    state is saved after every round; ``resume`` continues the incomplete run in the config's
+    results folder from its last saved round (``strategies.checkpoint``).
     """
     started = time.time()
     if cfg["fault-rate"] > 0:
         grid = FaultyGrid(grid, cfg)  # drops the scheduled replies when fault-kind = "drop-reply"
     source = data.check_source(cfg)
-    writer = RunWriter(run_folder(cfg))
-    writer.write_json("config.json", {"config": dict(cfg), "data_source": source})
-    log.info("results go to %s", writer.folder)
-    diagnostics = None
-    if cfg["mode"] == "central":
-        run = central_run(grid, cfg, writer, timeout)
+    folder = run_folder(cfg)
+    if resume:
+        writer = RunWriter.reopen(folder, last_checkpoint(folder))
+        done, strategy, arrays, extra = load_checkpoint(folder, writer)
+        run = ModeRun(strategy, arrays, extra.get("start", ""))
+        remap_nodes(strategy, discover_nodes(grid, timeout))  # node ids are new in a new simulation
+        diagnostics = extra.get("diagnostics")
+        log.info("resuming %s after round %d", folder, done)
     else:
-        run = local_run(grid, cfg, writer)
-        diagnostics = channel_class(cfg).diagnostics(cfg)  # e.g. the word-level rewrite's quality
-        if diagnostics is not None:
-            name, data_ = diagnostics
-            writer.write_json(f"{name}.json", data_)
-            log.info("%s: %s", name, {k: v for k, v in data_.items() if isinstance(v, int | float)})
-    run.strategy.start(
-        grid=grid,
-        initial_arrays=run.initial_arrays,
-        num_rounds=int(cfg["num-server-rounds"]),
-        timeout=float(cfg["node-timeout"]),  # per round: a reply later than this is lost
+        done = 0
+        writer = RunWriter(folder, int(cfg["num-server-rounds"]))
+        writer.write_json("config.json", {"config": dict(cfg), "data_source": source})
+        log.info("results go to %s", writer.folder)
+        diagnostics = None
+        if cfg["mode"] == "central":
+            run = central_run(grid, cfg, writer, timeout)
+        else:
+            run = local_run(grid, cfg, writer)
+            diagnostics = channel_class(cfg).diagnostics(cfg)  # e.g. the word-level rewrite's quality
+            if diagnostics is not None:
+                name, data_ = diagnostics
+                writer.write_json(f"{name}.json", data_)
+                log.info("%s: %s", name, {k: v for k, v in data_.items() if isinstance(v, int | float)})
+    checkpoints = RoundCheckpoints(
+        run.strategy, writer.folder, done, run.initial_arrays, extra={"start": run.start, "diagnostics": diagnostics}
     )
-    fields, title, test_label = _summary(cfg, run, writer)
-    summary = {
-        "results_folder": str(writer.folder),
-        "dataset": cfg["dataset"],
-        **fields,
-        **({diagnostics[0]: diagnostics[1]} if diagnostics is not None else {}),
-        "wall_seconds": round(time.time() - started, 2),
-    }
-    writer.write_json("summary.json", summary)
-    writer.plot(title, test_label=test_label, reference=cfg["reference-accuracy"] or None)
+    try:
+        checkpoints.start(
+            grid=grid,
+            initial_arrays=run.initial_arrays,
+            num_rounds=int(cfg["num-server-rounds"]),
+            timeout=float(cfg["node-timeout"]),  # per round: a reply later than this is lost
+        )
+        fields, title, test_label = _summary(cfg, run, writer)
+        summary = {
+            "results_folder": str(writer.folder),
+            "dataset": cfg["dataset"],
+            **fields,
+            **({diagnostics[0]: diagnostics[1]} if diagnostics is not None else {}),
+            "wall_seconds": round(time.time() - started, 2),
+            **({"resumed_after_round": done} if resume else {}),
+        }
+        writer.write_json("summary.json", summary)
+        writer.plot(title, test_label=test_label, reference=cfg["reference-accuracy"] or None)
+    except BaseException as err:
+        writer.set_status("failed", error=f"{type(err).__name__}: {err}"[:500])
+        raise
+    writer.finish()
     log.info("done in %.1fs: %s", summary["wall_seconds"], writer.folder)
     return summary
 
 
-def make_server_app(overrides: Mapping[str, Any] | None = None) -> ServerApp:
-    """The ServerApp; ``overrides`` (from ``sanitas run``) take precedence over the run config."""
+def make_server_app(overrides: Mapping[str, Any] | None = None, resume: bool = False) -> ServerApp:
+    """The ServerApp; ``overrides`` (from ``sanitas run``) take precedence over the run config;
+    ``resume`` continues the incomplete run in the config's results folder."""
     app = ServerApp()
 
     @app.main()
     def main(grid: Grid, context: Context) -> None:
         cfg = config_mod.resolve({**dict(context.run_config), **dict(overrides or {})})
-        run_server(grid, cfg)
+        run_server(grid, cfg, resume=resume)
 
     return app
 

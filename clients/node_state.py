@@ -1,0 +1,85 @@
+"""A simulated node's own saved state, so that a resumed run continues each node where it was.
+
+After every request it answers, a node saves its ``context.state`` (noise secret and
+draw counters, cached releases, spent budgets, the document level's public material)
+to ``<run>/nodes/node-<partition>/r<round>-<stage>.pkl``. In a resumed run every
+request carries ``resumed-from = R`` (``strategies.checkpoint``); a node whose state
+is empty (a new simulation) then loads its newest snapshot of a round <= R: its state
+at the end of round R, when the server's checkpoint was taken. Requests of round
+R + 1 that it answered before the crash are thus forgotten on both ends.
+
+The folder stands for each device's own storage: it holds the node's secret, so it
+lives only while the run is incomplete (``fl.results.RunWriter.finish`` removes it).
+Only the newest snapshot of a round <= R and those of later rounds are ever needed,
+so older ones are pruned.
+"""
+
+from __future__ import annotations
+
+import pickle
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from flwr.app import ConfigRecord, Context, Message
+
+from fl import messages as wire
+from fl.results import write_atomic
+
+RESUMED_FROM = "resumed-from"  # strategies.checkpoint.RESUMED_FROM (clients may not import strategies)
+RESTORED_KEY = "sanitas.restored"
+STAGES = ("train", "evaluate")
+
+
+def node_dir(cfg: Mapping[str, Any], partition_id: int) -> Path | None:
+    """Where this node keeps its snapshots; None when the run has no fixed folder name."""
+    if not cfg["run-name"]:
+        return None
+    return Path(cfg["out-dir"]).expanduser().resolve() / cfg["run-name"] / "nodes" / f"node-{partition_id}"
+
+
+def _round_of(msg: Message) -> int:
+    request = msg.content[wire.CONFIG] if wire.CONFIG in msg.content else {}
+    return int(request.get("server-round", 0))
+
+
+def _snapshots(folder: Path) -> list[tuple[int, int, Path]]:
+    """(round, stage order, path) of the saved snapshots, oldest first."""
+    out = []
+    for path in folder.glob("r*-*.pkl"):
+        head, stage = path.stem[1:].split("-", 1)
+        if stage in STAGES:
+            out.append((int(head), STAGES.index(stage), path))
+    return sorted(out)
+
+
+def restore(msg: Message, context: Context, cfg: Mapping[str, Any], partition_id: int) -> None:
+    """In a resumed run, load this node's state as of the end of round ``resumed-from`` (once)."""
+    request = msg.content[wire.CONFIG] if wire.CONFIG in msg.content else {}
+    resumed_from = int(request.get(RESUMED_FROM, 0))
+    if resumed_from <= 0 or RESTORED_KEY in context.state:
+        return
+    folder = node_dir(cfg, partition_id)
+    saved = [s for s in _snapshots(folder) if s[0] <= resumed_from] if folder and folder.is_dir() else []
+    if saved:
+        # The node's own file, written by save() below (not input from anyone else).
+        state = pickle.loads(saved[-1][2].read_bytes())
+        for key in list(state.keys()):
+            context.state[key] = state[key]
+    context.state[RESTORED_KEY] = ConfigRecord({"from-round": resumed_from})
+
+
+def save(msg: Message, context: Context, cfg: Mapping[str, Any], partition_id: int, stage: str) -> None:
+    """Snapshot ``context.state`` after answering ``msg`` and prune what a resume can no longer need."""
+    folder = node_dir(cfg, partition_id)
+    server_round = _round_of(msg)
+    if folder is None or server_round <= 0:
+        return
+    folder.mkdir(parents=True, exist_ok=True)
+    write_atomic(folder / f"r{server_round:05d}-{stage}.pkl", pickle.dumps(context.state))
+    # A resume restarts after round R >= server_round - 1: keep the newest snapshot of a round
+    # <= server_round - 1 and everything later.
+    snaps = _snapshots(folder)
+    older = [s for s in snaps if s[0] <= server_round - 1]
+    for s in older[:-1]:
+        s[2].unlink(missing_ok=True)
