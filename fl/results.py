@@ -91,6 +91,10 @@ class RunWriter:
         if self.folder.exists() and any(self.folder.iterdir()):
             raise FileExistsError(f"results folder {self.folder} already exists and is not empty")
         self.folder.mkdir(parents=True, exist_ok=True)
+        try:  # claim the folder: of two runs started at once with one name, only one creates status.json
+            os.close(os.open(self.folder / STATUS, os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+        except FileExistsError:
+            raise FileExistsError(f"results folder {self.folder} is being written by another run") from None
         self.rounds: list[dict[str, Any]] = []
         self.started = time.time()
         self.num_rounds = int(num_rounds)

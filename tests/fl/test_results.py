@@ -68,3 +68,40 @@ def test_plot_draws_reference_guess_and_epsilon(tmp_path: Path, monkeypatch: pyt
     assert all(float(t).is_integer() for t in ticks)
     rows = [json.loads(line) for line in (tmp_path / "run" / "rounds.jsonl").read_text().splitlines()]
     assert [r["round"] for r in rows] == [1, 2, 3]
+
+
+def test_status_is_written_first_and_complete_only_at_finish(tmp_path) -> None:
+    """A folder says "running" from its first file on, counts its rounds, and says "complete" only after
+    finish(), which also removes the resume state (checkpoints and the nodes' secrets)."""
+    import json
+
+    from fl.results import RunWriter, read_status
+
+    writer = RunWriter(tmp_path / "run", num_rounds=3)
+    assert read_status(writer.folder) == {**read_status(writer.folder), "status": "running", "completed_rounds": 0}
+    writer.append_round({"round": 1, "accuracy": 0.5})
+    writer.append_round({"round": 2, "accuracy": 0.6})
+    assert read_status(writer.folder)["completed_rounds"] == 2
+    (writer.folder / "nodes" / "node-0").mkdir(parents=True)
+    (writer.folder / "checkpoints").mkdir()
+    # A kill while round 3 was being appended leaves a cut line; reopening after round 1 drops it and round 2.
+    with (writer.folder / "rounds.jsonl").open("a") as fh:
+        fh.write('{"round": 3, "accura')
+    again = RunWriter.reopen(writer.folder, completed_rounds=1)
+    assert [r["round"] for r in again.rounds] == [1]
+    assert [json.loads(x)["round"] for x in (writer.folder / "rounds.jsonl").read_text().splitlines()] == [1]
+    assert read_status(writer.folder)["resumed_from"] == 1
+    again.finish()
+    assert read_status(writer.folder)["status"] == "complete"
+    assert not (writer.folder / "nodes").exists() and not (writer.folder / "checkpoints").exists()
+    with pytest.raises(ValueError, match="complete run"):
+        RunWriter.reopen(writer.folder, 1)
+
+
+def test_a_results_folder_has_one_writer(tmp_path) -> None:
+    from fl.results import RunWriter
+
+    (tmp_path / "run").mkdir()
+    (tmp_path / "run" / "status.json").touch()  # another run claimed the (otherwise empty) folder first
+    with pytest.raises(FileExistsError):
+        RunWriter(tmp_path / "run")
