@@ -199,3 +199,38 @@ def test_faulty_grid_drops_exactly_the_scheduled_replies() -> None:
         assert {x.metadata.src_node_id for x in replies} == {m.metadata.dst_node_id for m in messages} - expected
         dropped_any |= bool(expected)
     assert dropped_any
+
+
+def test_node_level_average_keeps_its_denominator_when_a_node_is_missing() -> None:
+    """Node-level DP-FedAvg: Flower's wrapper calibrates noise to an average over the k sampled nodes
+    (sensitivity C / k). With r < k replies the aggregate must be current + sum(updates) / k, not the
+    mean over r (sensitivity C / r, which the accounting would not cover)."""
+    from flwr.app import Array
+
+    from fl.accounting.central import UNIFORM_WEIGHT_KEY
+    from strategies.central import CentralFedAvg
+
+    nodes = {20 + i: NODES[11] for i in range(4)}
+    strategy = CentralFedAvg(nodes, 4, 2)
+    current = ArrayRecord({"w": Array(np.full(3, 1.0, dtype=np.float32))})
+    grid = FakeGrid(nodes)
+    messages = list(strategy.configure_train(1, current, ConfigRecord(), grid))  # type: ignore[arg-type]
+    updates = [np.array([1.0, 2.0, 3.0]), np.array([0.5, 0.0, -1.0]), np.array([2.0, 2.0, 2.0])]
+    replies = [
+        Message(
+            RecordDict(
+                {
+                    "arrays": ArrayRecord({"w": Array((1.0 + u).astype(np.float32))}),
+                    "metrics": MetricRecord({UNIFORM_WEIGHT_KEY: 1.0}),
+                }
+            ),
+            reply_to=m,
+        )
+        for m, u in zip(messages[:3], updates, strict=True)  # the fourth node's reply is lost
+    ]
+    arrays, _ = strategy.aggregate_train(1, replies)
+    assert arrays is not None
+    np.testing.assert_allclose(arrays["w"].numpy(), 1.0 + np.sum(updates, axis=0) / 4, rtol=1e-6)
+    full, _ = strategy.aggregate_train(1, [*replies, Message(replies[0].content, reply_to=messages[3])])
+    assert full is not None  # all k arrived: the plain mean, as before
+    np.testing.assert_allclose(full["w"].numpy(), 1.0 + (np.sum(updates, axis=0) + updates[0]) / 4, rtol=1e-6)
