@@ -17,6 +17,7 @@ to the new ones by the users they hold (:func:`remap_nodes`).
 
 from __future__ import annotations
 
+import io
 import logging
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -70,12 +71,8 @@ def save_checkpoint(
                 detached.append((part, name, getattr(part, name)))
                 setattr(part, name, None)
     try:
-        import io
-
         buffer = io.BytesIO()
-        torch.save(
-            {"round": server_round, "strategy": strategy, "arrays": arrays, "extra": dict(extra or {})}, buffer
-        )
+        torch.save({"round": server_round, "strategy": strategy, "arrays": arrays, "extra": dict(extra or {})}, buffer)
     finally:
         for part, name, value in detached:
             setattr(part, name, value)
