@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 import tomllib
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, make_dataclass
@@ -468,6 +469,8 @@ def validate(cfg: Mapping[str, Any]) -> None:
                 raise ConfigError(f"document-mechanism {name!r} is a {cls.level}-level mechanism")
             continue
         try:
+            if name != "none":  # the key itself in the message: "sentence-epsilon must be > 0 ..."
+                mechanisms.check_epsilon(cfg[f"{channel}-epsilon"], f"{channel}-epsilon")
             mech = make_mechanism(cfg, channel, input_dim=None if cfg["map-in"] == "identity" else cfg["map-dim"])
         except ValueError as err:
             raise ConfigError(f"{channel}-mechanism {name!r}: {err}") from None
@@ -476,6 +479,39 @@ def validate(cfg: Mapping[str, Any]) -> None:
     data_dir = cfg["data-dir"]
     if data_dir and not Path(data_dir).expanduser().is_dir():
         raise ConfigError(f"data-dir {data_dir!r} does not exist or is not a folder")
+    if cfg["strategy"] and not _STRATEGY.fullmatch(cfg["strategy"]):
+        raise ConfigError(f"strategy must look like 'package.module:Class' (or \"\"), got {cfg['strategy']!r}")
+    _check_encoder(cfg)
+
+
+#: ``strategy``: ``package.module:Class`` (whether the module imports is checked where the ServerApp starts).
+_STRATEGY = re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*:[A-Za-z_]\w*")
+#: Output dimension d of the encoders whose dimension is known without loading them (the packaged MiniLM).
+ENCODER_DIMS: dict[str, int] = {"all-MiniLM-L6-v2": 384, "sentence-transformers/all-MiniLM-L6-v2": 384}
+
+
+def _looks_like_path(name: str) -> bool:
+    """An ``encoder`` value that names a local folder rather than a hub id (``org/name``)."""
+    return name.startswith(("/", "~", ".")) or "\\" in name or name.count("/") > 1
+
+
+def _check_encoder(cfg: Mapping[str, Any]) -> None:
+    """A local encoder folder exists; ``map-dim`` is at most the embedding dimension d where d is known
+    here (the packaged encoder; ``dataset = "synthetic"``: ``synthetic-dim``, checked with the data source)."""
+    if cfg["dataset"] == "synthetic":
+        return  # no encoder
+    name = cfg["encoder"]
+    if name not in ENCODER_DIMS and _looks_like_path(name) and not Path(name).expanduser().is_dir():
+        raise ConfigError(
+            f"encoder {name!r}: no such folder (a local encoder is a folder saved by sentence-transformers; "
+            "a hub encoder is named 'org/name')"
+        )
+    d = ENCODER_DIMS.get(name)
+    if d is not None and cfg["map-in"] != "identity" and cfg["map-dim"] > d:
+        raise ConfigError(
+            f"map-dim must be <= the embedding dimension d = {d} of encoder {name!r} (M1 maps d to map-dim "
+            f"dimensions), got {cfg['map-dim']}"
+        )
 
 
 def _check_simulation(cfg: Mapping[str, Any]) -> None:
@@ -564,8 +600,15 @@ def load_toml(path: str | Path) -> dict[str, Any]:
     path = Path(path)
     if not path.is_file():
         raise ConfigError(f"config file {str(path)!r} not found")
-    with path.open("rb") as fh:
-        data = tomllib.load(fh)
+    try:
+        with path.open("rb") as fh:
+            data = tomllib.load(fh)
+    except tomllib.TOMLDecodeError as err:
+        raise ConfigError(f"config file {str(path)!r} is not valid TOML: {err}") from None
+    except UnicodeDecodeError as err:
+        raise ConfigError(
+            f"config file {str(path)!r} is not UTF-8 text (byte {err.object[err.start]:#04x} at offset {err.start})"
+        ) from None
     nested = [k for k, v in data.items() if isinstance(v, dict)]
     if nested:
         raise ConfigError(f"{path}: config must be flat key = value pairs; found tables {nested}")

@@ -23,10 +23,13 @@ nothing of size ``num-users`` is ever built (:class:`SyntheticDataset`).
 
 from __future__ import annotations
 
+import gzip
 import hashlib
 import json
+import logging
 import math
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -381,15 +384,25 @@ def is_user_file(name: str) -> bool:
 def check_source(cfg: Mapping[str, Any]) -> str:
     """Raise a one-line error unless the configured data source can be found.
 
-    Returns a description of the source. Cheap: checks names and paths only.
+    Returns a description of the source. Cheap: checks names, paths and file sizes (an empty
+    data file is refused here), and ``map-dim`` against ``synthetic-dim`` for synthetic data.
     """
     name = cfg["dataset"]
     if is_synthetic(cfg):
+        if cfg["map-in"] != "identity" and cfg["map-dim"] > cfg["synthetic-dim"]:
+            raise ConfigError(
+                f"map-dim must be <= synthetic-dim, the embedding dimension d of the synthetic data (M1 maps d to "
+                f"map-dim dimensions), got map-dim = {cfg['map-dim']} > {cfg['synthetic-dim']}"
+            )
         return _check_synthetic(cfg)
     if is_user_file(name):
-        for path in filter(None, [name, cfg["test-file"]]):
+        for key, path in (("dataset", name), ("test-file", cfg["test-file"])):
+            if not path:
+                continue
             if not Path(path).expanduser().is_file():
-                raise FileNotFoundError(f"data file {path!r} not found")
+                raise FileNotFoundError(f"data file {path!r} not found ({key})")
+            if Path(path).expanduser().stat().st_size == 0:
+                raise ValueError(f"data file {path!r} is empty ({key})")
         return f"file {name}"
     if name not in REGISTRY:
         raise ConfigError(
@@ -410,22 +423,32 @@ def check_source(cfg: Mapping[str, Any]) -> str:
     return f"local {folder}"
 
 
-def _read_local(spec: DatasetSpec, folder: Path) -> tuple[dict[str, datasets.Dataset], list[str]]:
-    import datasets
-
+def _read_local(spec: DatasetSpec, folder: Path) -> tuple[dict[str, datasets.Dataset], list[str], dict[str, str]]:
+    """The splits of a registered dataset's local folder, its class names and each split's file."""
     files = {role: str(folder / f"{stem}.jsonl.gz") for role, stem in spec.local_splits.items()}
-    loaded = datasets.load_dataset("json", data_files=files)
-    splits = {role: loaded[role].select_columns(["text", "label"]) for role in files}
+    sources = {role: f"data file {path!r}" for role, path in files.items()}
+    splits = {
+        role: _standardise(_read_file("json", path), ("text",), "label", sources[role]) for role, path in files.items()
+    }
     label_file = folder / "labels.json"
+    num_classes = None
     if label_file.is_file():
-        mapping = json.loads(label_file.read_text())
-        label_names = [mapping[str(i)] for i in range(len(mapping))]
-    else:
+        try:
+            mapping = json.loads(label_file.read_text(encoding="utf-8"))
+            label_names = [str(mapping[str(i)]) for i in range(len(mapping))]
+        except (ValueError, KeyError, TypeError) as err:
+            raise ValueError(
+                f"{label_file}: must map the class ids '0', '1', ... to class names ({type(err).__name__}: {err})"
+            ) from None
+        num_classes = len(label_names)
+    for role, path in files.items():
+        _check_integer_labels(splits[role]["label"], path, "label", num_classes, label_file)
+    if num_classes is None:
         label_names = [str(i) for i in range(max(int(max(s["label"])) for s in splits.values()) + 1)]
-    return splits, label_names
+    return splits, label_names, sources
 
 
-def _read_hub(spec: DatasetSpec) -> tuple[dict[str, datasets.Dataset], list[str]]:
+def _read_hub(spec: DatasetSpec) -> tuple[dict[str, datasets.Dataset], list[str], dict[str, str]]:
     import datasets
 
     hub_id = spec.hub_path + (f"/{spec.hub_name}" if spec.hub_name else "")
@@ -441,19 +464,23 @@ def _read_hub(spec: DatasetSpec) -> tuple[dict[str, datasets.Dataset], list[str]
     splits = {}
     for role, split in spec.hub_splits.items():
         ds = loaded[split]
-        splits[role] = _standardise(ds, spec.hub_text, spec.hub_label)
+        splits[role] = _standardise(ds, spec.hub_text, spec.hub_label, f"{hub_id} split {split!r}")
     feature = loaded[spec.hub_splits["train"]].features.get(spec.hub_label)
     if isinstance(feature, datasets.ClassLabel):
         label_names = list(feature.names)
     else:
         label_names = [str(i) for i in range(int(max(splits["train"]["label"])) + 1)]
-    return splits, label_names
+    return splits, label_names, {role: f"{hub_id} split {split!r}" for role, split in spec.hub_splits.items()}
 
 
-def _standardise(ds: datasets.Dataset, text_cols: tuple[str, ...], label_col: str) -> datasets.Dataset:
+def _standardise(ds: datasets.Dataset, text_cols: tuple[str, ...], label_col: str, source: str) -> datasets.Dataset:
+    """``text`` (the text columns joined by spaces) and ``label`` columns of one source."""
     missing = [c for c in (*text_cols, label_col) if c not in ds.column_names]
     if missing:
-        raise ConfigError(f"columns {missing} not found; available columns: {ds.column_names}")
+        keys = " / ".join(
+            k for k, cols in (("text-column", text_cols), ("label-column", (label_col,))) if set(cols) & set(missing)
+        )
+        raise ConfigError(f"{source}: columns {missing} not found ({keys}); available columns: {ds.column_names}")
     if text_cols == ("text",):
         ds = ds.select_columns(["text", label_col])
     else:
@@ -464,24 +491,156 @@ def _standardise(ds: datasets.Dataset, text_cols: tuple[str, ...], label_col: st
     return ds
 
 
-def _read_user_files(cfg: Mapping[str, Any]) -> tuple[dict[str, datasets.Dataset], list[str]]:
+def _builder(path: str) -> str:
+    """The ``datasets`` builder of a user file: ``csv``, ``parquet`` or ``json`` (JSON Lines)."""
+    name = Path(path).name.lower()
+    return "csv" if ".csv" in name else "parquet" if name.endswith(".parquet") else "json"
+
+
+_FORMAT_NAMES = {"csv": "CSV", "json": "JSON Lines", "parquet": "Parquet"}
+
+
+def _not_utf8(err: UnicodeDecodeError) -> str:
+    return f"is not UTF-8 text (byte {err.object[err.start]:#04x} cannot be decoded): save it as UTF-8"
+
+
+def _text_problem(path: str) -> str | None:
+    """Why a text data file (CSV, JSON Lines, gzipped or not) cannot be parsed, when a plain scan can
+    tell: a byte that is not UTF-8, or (JSON Lines) the first line that is not a JSON object."""
+    json_lines = path.lower().endswith((".jsonl", ".jsonl.gz"))
+    try:
+        with (gzip.open if path.lower().endswith(".gz") else open)(path, "rt", encoding="utf-8") as fh:
+            for number, line in enumerate(fh, 1):
+                if not (json_lines and line.strip()):
+                    continue
+                try:
+                    row = json.loads(line)
+                except ValueError as err:
+                    return f"line {number} is not valid JSON ({err})"
+                if not isinstance(row, dict):
+                    return f"line {number} is not a JSON object (got {type(row).__name__})"
+    except UnicodeDecodeError as err:
+        return _not_utf8(err)
+    except (OSError, EOFError):
+        return None  # e.g. a corrupt gzip stream: the reader's own error says it
+    return None
+
+
+def _read_problem(err: BaseException, builder: str, path: str) -> str:
+    """What went wrong reading a file, in a few words on one line: the file's encoding or first bad
+    JSON line when a scan finds one, else the innermost cause of ``err``."""
+    chain: list[BaseException] = []
+    cause: BaseException | None = err
+    while cause is not None and cause not in chain:
+        chain.append(cause)
+        cause = cause.__cause__ or cause.__context__
+    for cause in chain:
+        if isinstance(cause, UnicodeDecodeError):
+            return _not_utf8(cause)
+        if "corresponds to no data" in str(cause):
+            return "has no data rows"
+    found = _text_problem(str(Path(path).expanduser())) if builder != "parquet" else None
+    if found:
+        return found
+    root = chain[-1]
+    text = " ".join(str(root).split())
+    text = f"{type(root).__name__}: {text[:300]}" if text else type(root).__name__
+    return f"could not be read as {_FORMAT_NAMES[builder]} ({text})"
+
+
+class _NoErrorRecords(logging.Filter):
+    """Drops a ``datasets`` builder's ERROR records ("Failed to read file ..."): :func:`_read_file`
+    raises the failure again as one line naming the file."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.levelno < logging.ERROR
+
+
+def _read_file(builder: str, path: str) -> datasets.Dataset:
+    """One data file as a Dataset; a one-line ``ValueError`` naming the file when it cannot be read."""
     import datasets
 
+    builder_log = logging.getLogger(f"datasets.packaged_modules.{builder}.{builder}")
+    quiet = _NoErrorRecords()
+    builder_log.addFilter(quiet)
+    try:
+        ds = datasets.load_dataset(builder, data_files={"train": str(Path(path).expanduser())}, split="train")
+    except Exception as err:  # parser, encoding and Arrow errors of any kind: name the file, say what
+        raise ValueError(f"data file {path!r} {_read_problem(err, builder, path)}") from err
+    finally:
+        builder_log.removeFilter(quiet)
+    try:  # the JSON reader keeps bytes that are not UTF-8 in its strings; reading them would fail later
+        ds.data.table.validate(full=True)
+    except Exception as err:
+        raise ValueError(f"data file {path!r} {_read_problem(err, builder, path)}") from err
+    if len(ds) == 0:
+        raise ValueError(f"data file {path!r} has no data rows")
+    return ds
+
+
+def _missing_label(v: Any) -> bool:
+    return v is None or (isinstance(v, float) and math.isnan(v)) or (isinstance(v, str) and not v.strip())
+
+
+def _check_labels(labels: list[Any], path: str, column: str) -> None:
+    """Every row has a label: no empty, null or NaN one (a one-line ``ValueError`` naming the file)."""
+    missing = [i for i, v in enumerate(labels) if _missing_label(v)]
+    if missing:
+        raise ValueError(
+            f"data file {path!r}: label-column {column!r} is empty, null or NaN in {len(missing)} row(s) "
+            f"(first at row {missing[0]})"
+        )
+
+
+def _check_integer_labels(
+    labels: list[Any], path: str, column: str, num_classes: int | None = None, names_file: Path | None = None
+) -> None:
+    """Integer labels are class ids: >= 0 and, when the classes are named, < their number."""
+    _check_labels(labels, path, column)
+    if not all(isinstance(v, int | np.integer) and not isinstance(v, bool) for v in labels):
+        if num_classes is not None:
+            bad = next(i for i, v in enumerate(labels) if not isinstance(v, int | np.integer) or isinstance(v, bool))
+            raise ValueError(f"data file {path!r}: label {labels[bad]!r} at row {bad} is not an integer class id")
+        return  # string labels: class names
+    values = np.asarray(labels, dtype=np.int64)
+    high = np.iinfo(np.int64).max if num_classes is None else num_classes
+    bad = np.flatnonzero((values < 0) | (values >= high))
+    if bad.size:
+        rule = (
+            "integer labels are class ids 0, 1, ..."
+            if num_classes is None
+            else f"{names_file} names {num_classes} classes, ids 0..{num_classes - 1}"
+        )
+        raise ValueError(
+            f"data file {path!r}: label {int(values[bad[0]])} at row {int(bad[0])} is out of range ({rule}; "
+            f"{int(bad.size)} row(s) out of range)"
+        )
+
+
+def _read_user_files(cfg: Mapping[str, Any]) -> tuple[dict[str, datasets.Dataset], list[str], dict[str, str]]:
+    """The user's data file (and test file): splits, class names and each split's file."""
     files = {"train": cfg["dataset"]}
     if cfg["test-file"]:
         files["test"] = cfg["test-file"]
-    suffix = Path(cfg["dataset"]).name.lower()
-    builder = "csv" if ".csv" in suffix else "parquet" if suffix.endswith(".parquet") else "json"
-    loaded = datasets.load_dataset(builder, data_files={k: str(Path(v).expanduser()) for k, v in files.items()})
     text_cols = tuple(c.strip() for c in cfg["text-column"].split(","))
-    splits = {role: _standardise(loaded[role], text_cols, cfg["label-column"]) for role in files}
+    label_col = cfg["label-column"]
+    splits = {}
+    for role, path in files.items():
+        splits[role] = _standardise(_read_file(_builder(path), path), text_cols, label_col, f"data file {path!r}")
+        _check_integer_labels(splits[role]["label"], path, label_col)
+    sources = {role: f"data file {path!r}" for role, path in files.items()}
     if "test" not in splits:
-        splits = {"pool": splits["train"]}
+        splits, sources = {"pool": splits["train"]}, {"pool": sources["train"]}
     # String labels become class ids (sorted, so the mapping is deterministic).
     values = sorted({str(v) for ds in splits.values() for v in ds["label"]})
+    if len(values) < 2:
+        raise ValueError(
+            f"data file {cfg['dataset']!r}: every document has label {values[0]!r} (label-column {label_col!r}): "
+            "a classifier needs at least 2 classes"
+        )
     if all(isinstance(v, int | np.integer) for ds in splits.values() for v in ds["label"][:100]):
         num = int(max(max(ds["label"]) for ds in splits.values())) + 1
-        return splits, [str(i) for i in range(num)]
+        return splits, [str(i) for i in range(num)], sources
     index = {v: i for i, v in enumerate(values)}
     splits = {
         r: ds.map(
@@ -489,7 +648,7 @@ def _read_user_files(cfg: Mapping[str, Any]) -> tuple[dict[str, datasets.Dataset
         ).rename_column("label_id", "label")
         for r, ds in splits.items()
     }
-    return splits, values
+    return splits, values, sources
 
 
 def _merge_labels(
@@ -508,16 +667,31 @@ def _merge_labels(
     return merged, [name for name, _ in groups]
 
 
-def _handle_empty(ds: datasets.Dataset, policy: str, split: str, dropped: dict[str, int]) -> datasets.Dataset:
-    texts = ds["text"]
-    empty = np.array([t is None or not str(t).strip() for t in texts])
+def _empty_rows(ds: datasets.Dataset) -> np.ndarray:
+    """Whether each document is empty: no text, or whitespace only."""
+    return np.array([t is None or not str(t).strip() for t in ds["text"]], dtype=bool)
+
+
+def _refuse_empty(ds: datasets.Dataset, split: str, source: str) -> None:
+    """``empty-documents = "error"``: a one-line error naming the split, its file and the first empty row."""
+    empty = _empty_rows(ds)
     if empty.any():
-        if policy == "error":
-            first = int(np.flatnonzero(empty)[0])
-            raise ValueError(
-                f"{int(empty.sum())} empty document(s) in the {split} split (first at row {first}); "
-                'set empty-documents = "drop" to drop and count them'
-            )
+        first = int(np.flatnonzero(empty)[0])
+        where = f"{source} (" if split == "pool" else f"the {split} split ({source}, "
+        raise ValueError(
+            f"{int(empty.sum())} empty document(s) in {where}first at row {first}; empty or whitespace-only text); "
+            'set empty-documents = "drop" to drop and count them'
+        )
+
+
+def _handle_empty(ds: datasets.Dataset, policy: str, split: str, dropped: dict[str, int]) -> datasets.Dataset:
+    """``empty-documents = "drop"``: drop the empty documents of a split and count them ("error": they
+    were refused in the files, before the split, by :func:`_refuse_empty`)."""
+    if policy == "error":
+        dropped[split] = 0
+        return ds
+    empty = _empty_rows(ds)
+    if empty.any():
         ds = ds.select(np.flatnonzero(~empty))
     dropped[split] = int(empty.sum())
     return ds
@@ -545,21 +719,45 @@ def _subsample(ds: datasets.Dataset, size: int, seed: int) -> datasets.Dataset:
     return ds.select(np.sort(order))
 
 
+@contextmanager
+def _quiet_datasets() -> Iterator[None]:
+    """No ``datasets`` progress bars while a dataset is read and prepared (a refused file leaves one line)."""
+    import datasets
+
+    was_enabled = datasets.is_progress_bar_enabled()
+    datasets.disable_progress_bars()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            datasets.enable_progress_bars()
+
+
 @lru_cache(maxsize=8)
 def _load_cached(key: tuple[tuple[str, Any], ...]) -> TextDataset:
-    cfg = dict(key)
+    with _quiet_datasets():
+        return _load(dict(key))
+
+
+def _load(cfg: dict[str, Any]) -> TextDataset:
     source = check_source(cfg)
     name = cfg["dataset"]
     seed = int(cfg["seed"])
     if is_user_file(name):
-        splits, label_names = _read_user_files(cfg)
+        splits, label_names, sources = _read_user_files(cfg)
         name = Path(name).name
     else:
         spec = REGISTRY[name]
         root = data_dir(cfg)
-        splits, label_names = _read_local(spec, root / (spec.local_folder or name)) if root else _read_hub(spec)
+        folder = root / (spec.local_folder or name) if root else None
+        splits, label_names, sources = _read_local(spec, folder) if folder else _read_hub(spec)
         if spec.label_groups:
             splits, label_names = _merge_labels(splits, spec.label_groups, len(label_names))
+    if len(label_names) < 2:
+        raise ValueError(f"dataset {name!r} has {len(label_names)} class(es): a classifier needs at least 2")
+    if cfg["empty-documents"] == "error":  # before the seeded split: the row is the file's row
+        for role, ds in splits.items():
+            _refuse_empty(ds, role, sources[role])
     if "pool" in splits:
         parts = splits["pool"].train_test_split(test_size=cfg["test-fraction"], seed=seed)
         splits = {"train": parts["train"], "test": parts["test"]}

@@ -158,6 +158,10 @@ def launch(cfg: Mapping[str, Any], resume: bool = False) -> Path:
 
     data.check_source(cfg)
     data.load(cfg)  # fails early (empty documents, bad columns) before any output
+    if cfg["strategy"]:  # an unknown strategy module or class fails here, before Ray starts
+        from strategies.loading import import_object
+
+        import_object(cfg["strategy"])
     folder = run_folder(cfg)
     if not resume and folder.exists() and any(folder.iterdir()):
         raise FileExistsError(f"results folder {folder} already exists and is not empty")

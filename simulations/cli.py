@@ -229,7 +229,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "run":
             return _run(args)
     except (ValueError, FileNotFoundError, FileExistsError) as err:
-        print(f"sanitas: error: {err}", file=sys.stderr)
+        message = " ".join(line.strip() for line in str(err).splitlines() if line.strip())  # always one line
+        print(f"sanitas: error: {message or type(err).__name__}", file=sys.stderr)
         return 2
     return 0
 
