@@ -140,7 +140,8 @@ def _docs(*shapes: tuple[int, int]) -> Callable[[], list]:
     def make() -> list:
         import torch
 
-        return [torch.rand(*shape) for shape in shapes]
+        gen = torch.Generator().manual_seed(0)
+        return [torch.rand(*shape, generator=gen) for shape in shapes]
 
     return make
 
