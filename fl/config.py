@@ -296,7 +296,9 @@ def _coerce(key: str, value: Any) -> Any:
             return value.lower() == "true"
         raise ConfigError(f"{key} must be true or false, got {value!r}")
     if isinstance(default, int):
-        if isinstance(value, bool) or not isinstance(value, int | float) or float(value) != int(value):
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value  # exact, however large (a float round trip would reject 63-bit seeds)
+        if isinstance(value, bool) or not isinstance(value, float) or not value.is_integer():
             raise ConfigError(f"{key} must be an integer, got {value!r}")
         return int(value)
     if isinstance(default, float):

@@ -36,6 +36,34 @@ def _run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _audit(args: argparse.Namespace) -> int:
+    """``sanitas audit``: print eps_LB next to the printed per-user epsilon; exit 1 when eps_LB exceeds it."""
+    import json
+
+    from simulations.audit_run import audit_run
+    from simulations.overrides import parse_overrides
+
+    result = audit_run(
+        args.config,
+        level=args.level,
+        trials=args.trials,
+        seed=args.seed,
+        alpha=args.alpha,
+        tamper=args.tamper,
+        overrides=parse_overrides(args.sets),
+    )
+    verdict = "no violation found" if result.passed else "VIOLATION: eps_LB exceeds the printed figure"
+    print(
+        f"sanitas audit ({result.level} level, {result.rounds} rounds, {result.trials} trials per input"
+        f"{', tamper ' + result.tamper if result.tamper else ''}): printed per-user epsilon "
+        f"{result.printed_epsilon:.4g}, eps_LB {result.epsilon_lb:.4g} at confidence {1 - result.alpha:.0%}: {verdict}"
+    )
+    if args.out:
+        with open(args.out, "w") as fh:
+            json.dump(result.to_dict(), fh, indent=2)
+    return 0 if result.passed else 1
+
+
 def _setup_logging() -> None:
     """INFO logs of Sanitas' own packages (Flower configures its own logger)."""
     handler = logging.StreamHandler()
@@ -186,6 +214,28 @@ def main(argv: Sequence[str] | None = None) -> int:
     _add_sweep_parser(sub)
     _add_compare_parser(sub)
     _add_reproduce_parser(sub)
+    p_audit = sub.add_parser(
+        "audit",
+        help="end-to-end audit of the per-user epsilon a run of CONFIG prints (eps_LB vs printed)",
+        description="Run the client's real release code for a canary user many times (fresh node secrets, "
+        "every round of the config) and report a Clopper-Pearson lower bound eps_LB on the epsilon the flow "
+        "needs, next to the per-user epsilon the run's ledger prints (simulations.audit_run).",
+    )
+    p_audit.add_argument("config", help="flat TOML run config (local mode, sentence level)")
+    _add_set_option(p_audit, "override a config key (repeatable); values parse as TOML")
+    p_audit.add_argument(
+        "--level", choices=("sentence", "label"), default="sentence", help="what differs (default: sentence)"
+    )
+    p_audit.add_argument("--trials", type=int, default=200_000, help="trials per input (default 200000)")
+    p_audit.add_argument("--seed", type=int, default=0, help="seed of the audit (default 0)")
+    p_audit.add_argument("--alpha", type=float, default=0.05, help="1 - confidence (default 0.05)")
+    p_audit.add_argument(
+        "--tamper",
+        choices=("epsilon-3x", "redraw-uncharged"),
+        default="",
+        help="power check: break the flow on purpose (it must be caught: eps_LB > printed)",
+    )
+    p_audit.add_argument("--out", default=None, help="also write the result as JSON to this file")
     p_doc = sub.add_parser(
         "report-documents",
         help="document level: macro-F1 vs epsilon and vs k (plots + CSV)",
@@ -228,6 +278,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             )
         if args.command == "run":
             return _run(args)
+        if args.command == "audit":
+            return _audit(args)
     except (ValueError, FileNotFoundError, FileExistsError) as err:
         message = " ".join(line.strip() for line in str(err).splitlines() if line.strip())  # always one line
         print(f"sanitas: error: {message or type(err).__name__}", file=sys.stderr)
