@@ -9,6 +9,12 @@ DeepCandidate/truncation whose guarantee already covers its k sentences);
 (:attr:`Charge.cost`) and the server's ledger (``PrivacyLedger.charge``) read
 the same object, so the two can never disagree on what a release costs.
 
+A charge may also name its mechanism (``mechanism``, and ``num_buckets`` for
+randomized response) so that the ledger can compose the release with the
+mechanism's own dp-accounting event (:attr:`Charge.event`); both are optional
+and default to ``None`` (the generic (eps, delta) pair), and ``to_dict`` writes
+them only when set, so older readers and writers are unaffected.
+
 A reply carries a short list of distinct charges and, per row and channel, an
 index into that list (a handful of distinct word or sentence counts per
 reply, not one guarantee per row).
@@ -20,8 +26,11 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+from dp_accounting.dp_event import DpEvent
 
 from mechanisms.guarantee import Guarantee, compose_units
+
+from .composition import mechanism_event
 
 
 @dataclass(frozen=True)
@@ -30,10 +39,18 @@ class Charge:
 
     guarantee: Guarantee
     units: int | None = None
+    mechanism: str | None = None  # the mechanism's registry name, for its dp-accounting event
+    num_buckets: int | None = None  # randomized response: the number of labels
 
     def __post_init__(self) -> None:
         if self.units is not None and (isinstance(self.units, bool) or self.units < 0):
             raise ValueError(f"units must be None or an integer >= 0, got {self.units!r}")
+        mechanism_event(self.guarantee, self.mechanism, self.num_buckets)  # raises on a bad num_buckets
+
+    @property
+    def event(self) -> DpEvent | None:
+        """The dp-accounting event of one unit (``composition.mechanism_event``); ``None``: the generic pair."""
+        return mechanism_event(self.guarantee, self.mechanism, self.num_buckets)
 
     @property
     def cost(self) -> float:
@@ -48,12 +65,22 @@ class Charge:
         return self.guarantee if self.units is None else compose_units(self.guarantee, self.units, granularity)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"guarantee": self.guarantee.to_dict(), "units": self.units}
+        out: dict[str, Any] = {"guarantee": self.guarantee.to_dict(), "units": self.units}
+        if self.mechanism is not None:
+            out["mechanism"] = self.mechanism
+        if self.num_buckets is not None:
+            out["num_buckets"] = self.num_buckets
+        return out
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Charge:
-        units = data.get("units")
-        return cls(Guarantee.from_dict(data["guarantee"]), None if units is None else int(units))
+        units, buckets = data.get("units"), data.get("num_buckets")
+        return cls(
+            Guarantee.from_dict(data["guarantee"]),
+            None if units is None else int(units),
+            data.get("mechanism") or None,
+            None if buckets is None else int(buckets),
+        )
 
 
 def index_charges(charges: list[Charge]) -> tuple[list[Charge], np.ndarray]:

@@ -12,6 +12,44 @@
 
 Metric guarantees enter through their pure-LDP equivalent (``Guarantee.as_ldp``).
 
+Mechanism-specific PLD (issue 16 item 4)
+----------------------------------------
+The (eps, delta) pair dominates every (eps, delta) mechanism, so it is loose for
+a mechanism whose privacy loss is known exactly. A part may carry a
+dp-accounting event (``mechanism_event``: from the guarantee's fields and the
+mechanism's name) that describes one release exactly, and PLD then composes the
+event's own privacy loss distribution (the one dp-accounting's ``PLDAccountant``
+builds for it) instead of the generic pair:
+
+* ``LaplaceDpEvent(1 / eps)`` for ``laplace`` and ``word_laplace`` (pure eps):
+  x + i.i.d. Lap(b) per coordinate with b = (L1 diameter) / eps, i.e. noise
+  multiplier b / sensitivity = 1 / eps in dp-accounting's coordinate-wise
+  Laplace with ||v||_1 <= sensitivity;
+* ``GaussianDpEvent(sigma / Delta2)`` for ``gaussian`` and ``word_gaussian``
+  ((eps, delta)): x + N(0, sigma^2 I) with sigma the analytic Gaussian
+  calibration for the L2 diameter Delta2, a function of (eps, delta) times
+  Delta2, so the noise multiplier is ``analytic_gaussian_sigma(eps, delta, 1)``;
+* ``RandomizedResponseDpEvent(K / (e^eps + K - 1), K)`` for ``rr`` on K labels
+  (pure eps): keep with probability e^eps / (e^eps + K - 1) = 1 - p + p / K.
+
+Neighbours: local DP protects any two inputs (replace-one). For Laplace and
+Gaussian the worst pair is noise vs noise shifted by the full diameter, which is
+dp-accounting's add-or-remove pair with sensitivity = diameter (its
+``REPLACE_ONE`` Gaussian would shift by twice a norm bound, another convention);
+randomized response is composed under ``NeighboringRelation.REPLACE_ONE``. The
+PLDs are built with ``privacy_loss_distribution.from_*`` directly (what
+``PLDAccountant`` does per event) because one accountant accepts Laplace only
+under add-or-remove and randomized response only under replace-one, and a user's
+releases mix them. Parts without an event (metric mechanisms, TrLaplace,
+RR-with-prior, an unnamed mechanism) keep the generic pair; note that for a
+pure eps guarantee the generic pair *is* binary randomized response, exact for
+``rr`` on 2 labels.
+
+Every figure names its accountant: ``accountant`` for ``epsilon_best_approx``
+("basic", "advanced" or the PLD accountant) and ``epsilon_pld_accountant``
+("pld-mechanism-specific (LaplaceDpEvent)", "pld-generic (eps, delta) pair", or
+both joined by " + " for a mix).
+
 What a reported figure guarantees (issue 15 item 6)
 ---------------------------------------------------
 Basic composition is always reported (``epsilon_basic``, at ``delta_basic``).
@@ -43,10 +81,14 @@ from dataclasses import asdict, dataclass, replace
 from functools import lru_cache
 
 import numpy as np
+from dp_accounting import NeighboringRelation, dp_event
 from dp_accounting.pld import common, privacy_loss_distribution
 
-# PLD cost grows with r * eps / interval; above this many releases the (cheap,
-# looser) advanced bound is used alone.
+from mechanisms.clipped_additive import analytic_gaussian_sigma
+from mechanisms.guarantee import Guarantee
+
+# PLD cost grows with r * eps / interval; above this many releases (Gaussian-event
+# releases not counted) the (cheap, looser) advanced bound is used alone.
 MAX_PLD_RELEASES = 2000
 # e^eps overflows a float above ~709.8; per-release epsilons above this are not
 # fed to e^eps (advanced composition) nor to dp-accounting (PLD).
@@ -63,6 +105,61 @@ NOTE_PLD_HUGE = (
     f"not computed: a per-release epsilon above {MAX_EXP_EPSILON:g} overflows e^eps in dp-accounting "
     "(basic composition is tight there)"
 )
+
+
+ACCOUNTANT_BASIC = "basic"
+ACCOUNTANT_ADVANCED = "advanced"
+ACCOUNTANT_PLD_GENERIC = "pld-generic (eps, delta) pair"
+LAPLACE_MECHANISMS = ("laplace", "word_laplace")
+GAUSSIAN_MECHANISMS = ("gaussian", "word_gaussian")
+RR_MECHANISMS = ("rr",)
+# One part: (eps, delta, count) or (eps, delta, count, event); event None = the generic pair.
+Part = tuple[float, float, int] | tuple[float, float, int, dp_event.DpEvent | None]
+
+
+def mechanism_event(
+    guarantee: Guarantee, mechanism: str | None = None, num_buckets: int | None = None
+) -> dp_event.DpEvent | None:
+    """The dp-accounting event that describes one release of ``mechanism`` exactly, or ``None``.
+
+    ``None`` (the generic (eps, delta) pair) when the mechanism is unnamed or has
+    no such event, when the guarantee's notion is not the mechanism's own (a
+    metric or composed guarantee), when epsilon is not finite and positive, and
+    for ``rr`` without its number of labels ``num_buckets``. Laplace and Gaussian
+    events are in units of the replace-one shift (the diameter; module docstring).
+    """
+    eps = float(guarantee.epsilon)
+    if mechanism is None or not (0.0 < eps <= MAX_EXP_EPSILON) or guarantee.is_vacuous:
+        return None
+    if mechanism in LAPLACE_MECHANISMS and guarantee.notion == "pure":
+        return dp_event.LaplaceDpEvent(1.0 / eps)
+    if mechanism in GAUSSIAN_MECHANISMS and guarantee.notion == "approx" and 0.0 < guarantee.delta < 1.0:
+        # sigma is calibrated per sensitivity to ~1e-13: rounding the multiplier down by 1e-9 keeps it
+        # at or below the mechanism's sigma / Delta2 (less noise: a pessimistic account).
+        return dp_event.GaussianDpEvent(analytic_gaussian_sigma(eps, float(guarantee.delta), 1.0) * (1 - 1e-9))
+    if mechanism in RR_MECHANISMS and guarantee.notion == "pure" and num_buckets is not None:
+        k = int(num_buckets)
+        if k < 2:
+            raise ValueError(f"randomized response needs num_buckets >= 2, got {num_buckets!r}")
+        return dp_event.RandomizedResponseDpEvent(k / (math.exp(eps) + k - 1), k)
+    return None
+
+
+def _event_name(event: dp_event.DpEvent | None) -> str | None:
+    return None if event is None else type(event).__name__
+
+
+def pld_accountant(events: list[dp_event.DpEvent | None]) -> str:
+    """The name of the PLD accountant for parts with these events (``None``: the generic pair)."""
+    names = sorted({n for n in map(_event_name, events) if n is not None})
+    specific = f"pld-mechanism-specific ({', '.join(names)})" if names else None
+    if specific is None:
+        return ACCOUNTANT_PLD_GENERIC
+    return specific if all(e is not None for e in events) else f"{specific} + {ACCOUNTANT_PLD_GENERIC}"
+
+
+def _parts4(parts: list[Part]) -> list[tuple[float, float, int, dp_event.DpEvent | None]]:
+    return [(float(p[0]), float(p[1]), int(p[2]), p[3] if len(p) > 3 else None) for p in parts]
 
 
 @dataclass(frozen=True)
@@ -85,14 +182,16 @@ class Composed:
     method: str  # which method gave epsilon_best_approx
     epsilon_advanced_note: str | None = None  # why epsilon_advanced is None
     epsilon_pld_note: str | None = None  # why epsilon_pld is None
+    accountant: str = ACCOUNTANT_BASIC  # which accountant gave epsilon_best_approx
+    epsilon_pld_accountant: str | None = None  # the PLD accountant (None: PLD not computed)
 
     def to_dict(self) -> dict[str, float | int | str | None]:
         return asdict(self)
 
 
-def basic(parts: list[tuple[float, float, int]]) -> tuple[float, float]:
-    """Sum of ``count * eps`` and ``count * delta`` over (eps, delta, count) parts."""
-    return sum(e * c for e, _, c in parts), sum(d * c for _, d, c in parts)
+def basic(parts: list[Part]) -> tuple[float, float]:
+    """Sum of ``count * eps`` and ``count * delta`` over (eps, delta, count[, event]) parts."""
+    return sum(p[0] * p[2] for p in parts), sum(p[1] * p[2] for p in parts)
 
 
 def advanced(eps: float, delta: float, r: int, delta_slack: float) -> tuple[float, float]:
@@ -148,39 +247,75 @@ def _judge(name: str, value: float | None, epsilon_basic: float, note: str | Non
     return float(value), None
 
 
+def event_pld(
+    event: dp_event.DpEvent, count: int, interval: float
+) -> privacy_loss_distribution.PrivacyLossDistribution:
+    """The PLD of ``count`` releases described by ``event`` (pessimistic rounding; module docstring)."""
+    if isinstance(event, dp_event.LaplaceDpEvent):
+        one = privacy_loss_distribution.from_laplace_mechanism(
+            event.noise_multiplier, sensitivity=1.0, value_discretization_interval=interval
+        )
+        return one.self_compose(count)
+    if isinstance(event, dp_event.GaussianDpEvent):  # count Gaussians = one with sigma / sqrt(count)
+        return privacy_loss_distribution.from_gaussian_mechanism(
+            event.noise_multiplier / math.sqrt(count),
+            sensitivity=1.0,
+            value_discretization_interval=interval,
+            neighboring_relation=NeighboringRelation.ADD_OR_REMOVE_ONE,
+        )
+    if isinstance(event, dp_event.RandomizedResponseDpEvent):
+        one = privacy_loss_distribution.from_randomized_response(
+            event.noise_parameter,
+            event.num_buckets,
+            value_discretization_interval=interval,
+            neighboring_relation=NeighboringRelation.REPLACE_ONE,
+        )
+        return one.self_compose(count)
+    raise ValueError(f"no mechanism-specific PLD for {event!r}")
+
+
 @lru_cache(maxsize=512)
-def _pld_epsilon(parts: tuple[tuple[float, float, int], ...], target_delta: float, interval: float) -> float:
+def _pld_epsilon(
+    parts: tuple[tuple[float, float, int, dp_event.DpEvent | None], ...], target_delta: float, interval: float
+) -> float:
     pld = None
-    for eps, delta, count in parts:
+    for eps, delta, count, event in parts:
         if count == 0:
             continue
-        one = privacy_loss_distribution.from_privacy_parameters(
-            common.DifferentialPrivacyParameters(eps, delta), value_discretization_interval=interval
-        )
-        composed = one.self_compose(count)
+        if event is None:
+            one = privacy_loss_distribution.from_privacy_parameters(
+                common.DifferentialPrivacyParameters(eps, delta), value_discretization_interval=interval
+            )
+            composed = one.self_compose(count)
+        else:
+            composed = event_pld(event, count, interval)
         pld = composed if pld is None else pld.compose(composed)
     if pld is None:
         return 0.0
     return float(pld.get_epsilon_for_delta(target_delta))
 
 
-def pld(parts: list[tuple[float, float, int]], delta: float) -> float:
-    """Epsilon at total ``delta`` of the composed (eps, delta) parts, by PLD (the raw figure).
+def pld(parts: list[Part], delta: float) -> float:
+    """Epsilon at total ``delta`` of the composed parts, by PLD (the raw figure).
 
-    The parts' own deltas are inside the composed distribution, so ``delta``
-    must exceed their sum for a finite answer (callers pass sum + slack).
+    A part with an event is composed by its mechanism-specific PLD, one without
+    by the generic (eps, delta) pair, whose delta is inside the composed
+    distribution: ``delta`` must exceed the generic parts' summed deltas for a
+    finite answer (callers pass sum + slack).
     """
-    interval = max(1e-4, max(e for e, _, _ in parts) / 2000)  # keep the grid small at large eps
-    return _pld_epsilon(tuple(parts), float(delta), interval)
+    full = _parts4(parts)
+    interval = max(1e-4, max(p[0] for p in full) / 2000)  # keep the grid small at large eps
+    return _pld_epsilon(tuple(full), float(delta), interval)
 
 
-def _compose_raw(parts: list[tuple[float, float, int]], target_delta: float, delta_approx: float | None) -> Composed:
+def _compose_raw(parts: list[Part], target_delta: float, delta_approx: float | None) -> Composed:
     """``compose`` before the reporting rule: advanced and PLD figures as computed (maybe >= basic, inf).
 
     Notes are set only for figures that were not computed; the advanced note,
     when set on a computed figure, is the ``advanced_threshold`` explanation.
     """
-    r = sum(c for _, _, c in parts)
+    parts = _parts4(parts)
+    r = sum(p[2] for p in parts)
     eps_b, delta_b = basic(parts)
     if delta_approx is None:
         delta_approx = delta_b + target_delta
@@ -192,7 +327,7 @@ def _compose_raw(parts: list[tuple[float, float, int]], target_delta: float, del
     if delta_approx >= 1.0:  # e.g. many TrLaplace words at small epsilon: no (eps, delta < 1) statement
         method = "vacuous: the composed delta reaches 1"
         return Composed(
-            r, eps_b, min(1.0, delta_b), target_delta, None, None, None, 1.0, method, NOTE_VACUOUS, NOTE_VACUOUS
+            r, eps_b, min(1.0, delta_b), target_delta, None, None, None, 1.0, method, NOTE_VACUOUS, NOTE_VACUOUS, method
         )
     nonzero = [p for p in parts if p[2] > 0]
     slack = delta_approx - delta_b  # >= target_delta
@@ -200,21 +335,29 @@ def _compose_raw(parts: list[tuple[float, float, int]], target_delta: float, del
     if len(nonzero) == 1:
         adv, adv_note = advanced(nonzero[0][0], nonzero[0][1], r, slack)[0], _advanced_why(r, slack)
     # dp-accounting computes e^eps: above ~700 it overflows (and basic composition is tight there).
-    pld_eps, pld_note = None, None
-    if r > MAX_PLD_RELEASES:
+    pld_eps, pld_note, pld_name = None, None, None
+    # Gaussian parts compose in closed form (one Gaussian of sigma / sqrt(count)): they cost no PLD size.
+    if sum(p[2] for p in nonzero if not isinstance(p[3], dp_event.GaussianDpEvent)) > MAX_PLD_RELEASES:
         pld_note = NOTE_PLD_MANY
-    elif max(e for e, _, _ in nonzero) > MAX_EXP_EPSILON:
+    elif max(p[0] for p in nonzero) > MAX_EXP_EPSILON:
         pld_note = NOTE_PLD_HUGE
     else:
-        pld_eps = pld(nonzero, delta_approx)
+        pld_eps, pld_name = pld(nonzero, delta_approx), pld_accountant([p[3] for p in nonzero])
     # Basic composition's (eps_b, delta_b) also holds at the larger delta_approx.
     candidates = {k: v for k, v in (("basic", eps_b), ("advanced", adv), ("pld", pld_eps)) if v is not None}
     method, best = min(candidates.items(), key=lambda kv: kv[1])
-    return Composed(r, eps_b, delta_b, target_delta, adv, pld_eps, best, delta_approx, method, adv_note, pld_note)
+    names = {"accountant": pld_name if method == "pld" else method, "epsilon_pld_accountant": pld_name}
+    return Composed(
+        r, eps_b, delta_b, target_delta, adv, pld_eps, best, delta_approx, method, adv_note, pld_note, **names
+    )
 
 
-def compose(parts: list[tuple[float, float, int]], target_delta: float, delta_approx: float | None = None) -> Composed:
-    """Compose per-release (eps, delta) parts ``[(eps, delta, count), ...]`` of one user.
+def compose(parts: list[Part], target_delta: float, delta_approx: float | None = None) -> Composed:
+    """Compose per-release (eps, delta) parts ``[(eps, delta, count[, event]), ...]`` of one user.
+
+    A part's optional dp-accounting ``event`` (``mechanism_event``) makes PLD use
+    that mechanism's own privacy loss distribution; ``epsilon_pld_accountant``
+    and ``accountant`` name what produced the figures.
 
     The approximate methods are evaluated at ``delta_approx`` (default: the
     summed deltas + ``target_delta``; a larger common value lets several users
@@ -239,12 +382,13 @@ def compose(parts: list[tuple[float, float, int]], target_delta: float, delta_ap
     )
 
 
-def compose_worst(kinds: list[tuple[float, float]], counts: np.ndarray, target_delta: float) -> dict[str, object]:
+def compose_worst(kinds: list[tuple], counts: np.ndarray, target_delta: float) -> dict[str, object]:
     """A composition statement that holds for **every** user, not only the one with the
     largest basic total.
 
     ``counts[u, j]`` is how many releases of kind ``kinds[j] = (eps, delta)``
-    user ``u`` made. Every user is stated at one common
+    or ``(eps, delta, event)`` user ``u`` made (``event``: ``mechanism_event``,
+    ``None`` for the generic pair). Every user is stated at one common
     ``delta_approx = max_u summed delta_u + target_delta`` and each reported
     epsilon is the maximum over users at that delta; ``epsilon_best_approx``
     is the maximum over users of that user's best method (a user with many
@@ -264,7 +408,13 @@ def compose_worst(kinds: list[tuple[float, float]], counts: np.ndarray, target_d
     ``None`` with the reason in ``epsilon_advanced_note`` / ``epsilon_pld_note``.
     A user's own figure may exceed that user's basic total and still enter the
     maximum: it is a valid bound for that user.
+
+    ``accountant`` names the accountant of ``epsilon_best_approx`` (that of the
+    user attaining it) and ``epsilon_pld_accountant`` the PLD accountants of the
+    users composed (joined by "; " when they differ).
     """
+    events = [k[2] if len(k) > 2 else None for k in kinds]
+    kinds = [(float(k[0]), float(k[1])) for k in kinds]
     counts = np.asarray(counts, dtype=np.int64)
     if counts.ndim != 2 or counts.shape[1] != len(kinds):
         raise ValueError(f"counts must be [users, {len(kinds)}], got shape {counts.shape}")
@@ -297,6 +447,8 @@ def compose_worst(kinds: list[tuple[float, float]], counts: np.ndarray, target_d
             "epsilon_best_approx": None,
             "delta_approx": min(1.0, delta_common),
             "method": "vacuous: the composed delta reaches 1" if vacuous else "basic",
+            "accountant": "vacuous: the composed delta reaches 1" if vacuous else ACCOUNTANT_BASIC,
+            "epsilon_pld_accountant": None,
             "users_composed": 0,
         }
     single = (profiles > 0).sum(axis=1) == 1
@@ -306,19 +458,23 @@ def compose_worst(kinds: list[tuple[float, float]], counts: np.ndarray, target_d
         adv[i] = advanced(eps[j], deltas[j], int(profiles[i, j]), delta_common - delta_b[i])[0]
     bound = np.where(np.isnan(adv), eps_b, np.minimum(eps_b, adv))  # >= each user's best figure
     best = pld_max = -math.inf
-    method, evaluated, pld_note = "basic", 0, None
+    method, accountant, evaluated, pld_note = "basic", ACCOUNTANT_BASIC, 0, None
+    pld_names: list[str] = []
     for i in np.argsort(-bound, kind="stable"):
         if bound[i] <= best:
             break  # no remaining user can have a larger best figure
-        parts = [(float(e), float(d), int(c)) for e, d, c in zip(eps, deltas, profiles[i], strict=True) if c > 0]
+        row = zip(eps, deltas, profiles[i], events, strict=True)
+        parts = [(float(e), float(d), int(c), ev) for e, d, c, ev in row if c > 0]
         c = _compose_raw(parts, target_delta, delta_common)  # raw: a user's PLD above its basic still bounds it
         evaluated += 1
         if c.epsilon_pld is None:
             pld_note = pld_note or c.epsilon_pld_note
         else:
             pld_max = max(pld_max, c.epsilon_pld)
+        if c.epsilon_pld_accountant is not None and c.epsilon_pld_accountant not in pld_names:
+            pld_names.append(c.epsilon_pld_accountant)
         if c.epsilon_best_approx is not None and c.epsilon_best_approx > best:
-            best, method = c.epsilon_best_approx, c.method
+            best, method, accountant = c.epsilon_best_approx, c.method, c.accountant
     if single.all():
         adv_max = float(adv.max())
         adv_why = "advanced composition beats basic only for many releases of small epsilon (below ln 2 each)"
@@ -341,5 +497,7 @@ def compose_worst(kinds: list[tuple[float, float]], counts: np.ndarray, target_d
         "epsilon_best_approx": float(best),
         "delta_approx": delta_common,
         "method": method,
+        "accountant": accountant,
+        "epsilon_pld_accountant": "; ".join(pld_names) if pld_names else None,
         "users_composed": evaluated,
     }

@@ -9,7 +9,13 @@ user's releases per kind of guarantee, so the most exposed user's releases can
 be composed more tightly (advanced composition, PLD; ``composition.py``, which
 reports such a figure only when it is finite and below basic composition, and
 otherwise ``None`` with the reason in ``epsilon_<method>_note``). A re-sent
-cached release is not an event: it costs nothing. Users of different
+cached release is not an event: it costs nothing. A release recorded with its
+mechanism's name (``record(..., mechanism=, num_buckets=)``) is counted under
+the dp-accounting event that describes it exactly (``composition.mechanism_event``:
+Laplace, Gaussian, randomized response), so that PLD composes that mechanism's
+own privacy loss distribution; without a name, or for a mechanism without such
+an event, the generic (eps, delta) pair is composed (each figure names its
+accountant). Users of different
 populations (training and test users) are different people; parallel
 composition applies across users.
 """
@@ -23,7 +29,7 @@ import numpy as np
 
 from mechanisms.guarantee import Guarantee
 
-from .composition import compose_worst
+from .composition import compose_worst, mechanism_event
 
 CHANNELS = ("embedding", "label")
 
@@ -48,8 +54,8 @@ class PrivacyLedger:
     def __init__(self, populations: dict[str, int], target_delta: float = 1e-6) -> None:
         self.target_delta = float(target_delta)
         self._sizes = dict(populations)
-        # (population, channel, (eps0, delta0)) -> per-user release counts
-        self._counts: dict[tuple[str, str, tuple[float, float]], np.ndarray] = {}
+        # (population, channel, (eps0, delta0), event or None) -> per-user release counts
+        self._counts: dict[tuple[str, str, tuple[float, float], object], np.ndarray] = {}
         self._eps_metric = {p: {c: np.zeros(n) for c in CHANNELS} for p, n in populations.items()}
         self._eps_ldp = {p: {c: np.zeros(n) for c in CHANNELS} for p, n in populations.items()}
         self._delta = {p: {c: np.zeros(n) for c in CHANNELS} for p, n in populations.items()}
@@ -64,6 +70,8 @@ class PrivacyLedger:
         guarantee: Guarantee,
         channel: str,
         units: Iterable[int] | None = None,
+        mechanism: str | None = None,
+        num_buckets: int | None = None,
     ) -> None:
         """Add one release per entry of ``user_ids`` (repeats = several releases).
 
@@ -74,6 +82,12 @@ class PrivacyLedger:
         composition over all of a user's words), the release count by one.
         In a metric guarantee composed over words the metric becomes the sum of
         the per-word distances (``<metric>_sum``) and its epsilon is not multiplied.
+
+        ``mechanism`` (the mechanism's registry name) and, for randomized
+        response, ``num_buckets`` (the number of labels) let the composition use
+        the mechanism's own dp-accounting event (``composition.mechanism_event``);
+        both optional: without them the generic (eps, delta) pair is composed.
+        The basic-composition sums do not depend on them.
         """
         if channel not in CHANNELS:
             raise ValueError(f"unknown channel {channel!r}")
@@ -87,7 +101,7 @@ class PrivacyLedger:
             if k.shape != ids.shape or (k < 0).any():
                 raise ValueError(f"units must be one count >= 0 per release, got shape {k.shape} for {ids.size}")
         eps0, delta0 = guarantee.as_ldp()
-        key = (population, channel, (float(eps0), float(delta0)))
+        key = (population, channel, (float(eps0), float(delta0)), mechanism_event(guarantee, mechanism, num_buckets))
         if key not in self._counts:
             self._counts[key] = np.zeros(self._sizes[population], dtype=np.int64)
         np.add.at(self._counts[key], ids, k)
@@ -124,15 +138,16 @@ class PrivacyLedger:
         ``epsilon_advanced`` / ``epsilon_pld`` are numbers only when finite and
         strictly below ``epsilon_basic``; otherwise ``None``, and
         ``epsilon_advanced_note`` / ``epsilon_pld_note`` say why (both keys are
-        always present, ``None`` next to a number). Infinite values (a channel in
-        the clear) are ``None``: the result is plain JSON.
+        always present, ``None`` next to a number). ``accountant`` and
+        ``epsilon_pld_accountant`` name the accountants (``compose_worst``).
+        Infinite values (a channel in the clear) are ``None``: the result is plain JSON.
         """
         keys = [key for key in self._counts if key[1] in channels]
-        kinds = list(dict.fromkeys(kind for _, _, kind in keys))
+        kinds = list(dict.fromkeys((*pair, event) for _, _, pair, event in keys))
         blocks = {pop: np.zeros((size, len(kinds)), dtype=np.int64) for pop, size in self._sizes.items()}
-        for key in keys:  # the same (eps, delta) in two channels: one kind, counts added
-            pop, _, kind = key
-            blocks[pop][:, kinds.index(kind)] += self._counts[key]
+        for key in keys:  # the same (eps, delta, event) in two channels: one kind, counts added
+            pop, _, pair, event = key
+            blocks[pop][:, kinds.index((*pair, event))] += self._counts[key]
         counts = np.concatenate(list(blocks.values())) if blocks else np.zeros((0, len(kinds)), dtype=np.int64)
         out = compose_worst(kinds, counts, self.target_delta)
         return {k: _jsonable(v) for k, v in out.items()}

@@ -39,7 +39,7 @@ class LabelChannel:
 
     def charges(self, n: int) -> tuple[list[Charge], np.ndarray]:
         """One charge, shared by every label release."""
-        return [Charge(self.guarantee)], np.zeros(n, dtype=np.int64)
+        return [Charge(self.guarantee, mechanism=self.mechanism.name)], np.zeros(n, dtype=np.int64)
 
     def costs(self, n: int) -> np.ndarray:
         return np.full(n, Charge(self.guarantee).cost, dtype=np.float64)

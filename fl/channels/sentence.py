@@ -38,7 +38,7 @@ class SentenceChannel(EmbeddingChannel):
         return self.mechanism.guarantee
 
     def row_charges(self, n: int, extras: Mapping[str, np.ndarray]) -> list[Charge]:
-        return [Charge(self.guarantee)] * n
+        return [Charge(self.guarantee, mechanism=self.mechanism.name)] * n  # the name picks its dp-accounting event
 
     def source(self, inputs: ReleaseInputs, rows: np.ndarray) -> torch.Tensor:
         """The encoder's embedding of each row's document (before M1)."""

@@ -110,3 +110,25 @@ def test_composed_figures_are_numbers_only_when_they_beat_basic() -> None:
     comp = ledger.snapshot()["composition_embedding"]
     assert comp["epsilon_basic"] is None and comp["epsilon_advanced"] is None and comp["epsilon_pld"] is None
     assert "in the clear" in comp["epsilon_advanced_note"] and "in the clear" in comp["epsilon_pld_note"]
+
+
+def test_composition_names_its_accountants_in_plain_json() -> None:
+    """Issue 16 item 4: the snapshot's composed figures say which accountant produced them."""
+    ledger = PrivacyLedger({"train": 2})
+    rr = mechanisms.create("rr", epsilon=1.0).guarantee
+    for _ in range(3):
+        ledger.record("train", [0], rr, "label")  # unnamed: the generic pair
+    out = ledger.snapshot()["composition_total"]
+    assert out["epsilon_pld_accountant"] == "pld-generic (eps, delta) pair"
+    assert out["accountant"] in ("basic", "advanced", out["epsilon_pld_accountant"])
+    ledger.record("train", [1, 1, 1], rr, "label", mechanism="rr", num_buckets=2)
+    out = ledger.snapshot()["composition_total"]
+    assert (
+        set(out["epsilon_pld_accountant"].split("; "))
+        == {
+            "pld-generic (eps, delta) pair",
+            "pld-mechanism-specific (RandomizedResponseDpEvent)",
+        }
+        or out["users_composed"] == 1
+    )
+    json.dumps(ledger.snapshot())

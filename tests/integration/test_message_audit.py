@@ -452,13 +452,17 @@ def expected_charge(
     """What a row must be charged, from the config and the row's public count (README's formulas): the
     label or sentence mechanism's guarantee, k words x the word guarantee, or the pure epsilon of a
     document of k sentences (DeepCandidate epsilon k / 2, truncation k epsilon)."""
+    # A charge names its mechanism (which picks its dp-accounting event in the ledger).
     if channel == "label":
-        return Charge(config_mod.make_mechanism(cfg, "label").guarantee)
+        mech = config_mod.make_mechanism(cfg, "label")
+        return Charge(mech.guarantee, mechanism=mech.name)
     if scope == "local/sentence":
-        return Charge(config_mod.make_mechanism(cfg, "sentence", input_dim=input_dim).guarantee)
+        mech = config_mod.make_mechanism(cfg, "sentence", input_dim=input_dim)
+        return Charge(mech.guarantee, mechanism=mech.name)
     assert count is not None
     if scope == "local/word":
-        return Charge(config_mod.make_mechanism(cfg, "word").guarantee, count)
+        mech = config_mod.make_mechanism(cfg, "word")
+        return Charge(mech.guarantee, count, mechanism=mech.name)
     half = 0.5 if cfg["document-mechanism"] == "deepcandidate" else 1.0
     return cfg["document-epsilon"] * count * half
 
