@@ -30,7 +30,7 @@ from flwr.serverapp import Grid
 from flwr.serverapp.strategy import Strategy
 
 from fl import messages as wire
-from fl.accounting import PrivacyLedger, compose_shuffled, shuffle_bound
+from fl.accounting import PrivacyLedger, compose_shuffled, shuffle_amplification
 from fl.accounting.charges import Charge
 from fl.accounting.scope import scope_fields
 from fl.channels import concat_extras
@@ -188,7 +188,15 @@ class LocalDPAccounting(Strategy):
         for channel in wire.CHANNELS:
             for users, charge in rel.fresh_charges(channel):
                 units = None if charge.units is None else np.full(users.size, charge.units, dtype=np.int64)
-                self.ledger.record(population, users, charge.guarantee, channel, units=units)
+                self.ledger.record(
+                    population,
+                    users,
+                    charge.guarantee,
+                    channel,
+                    units=units,
+                    mechanism=charge.mechanism,
+                    num_buckets=charge.num_buckets,
+                )
                 if channel == "embedding" and (worst is None or charge.cost > worst.cost):
                     worst = charge
         if embedding.extra_keys:
@@ -263,14 +271,30 @@ class LocalDPAccounting(Strategy):
             for i, charge in enumerate(table):
                 chosen = users[np.asarray(index) == i]
                 units = None if charge.units is None else np.full(chosen.size, charge.units, dtype=np.int64)
-                self.ledger.record(population, chosen, charge.guarantee, "label", units=units)
+                self.ledger.record(
+                    population,
+                    chosen,
+                    charge.guarantee,
+                    "label",
+                    units=units,
+                    mechanism=charge.mechanism,
+                    num_buckets=charge.num_buckets,
+                )
 
     def _record_lost(self, population: str, users: np.ndarray, charge: Charge) -> None:
         assert self.ledger is not None
         if users.size == 0:
             return
         units = None if charge.units is None else np.full(users.size, charge.units, dtype=np.int64)
-        self.ledger.record(population, users, charge.guarantee, "embedding", units=units)
+        self.ledger.record(
+            population,
+            users,
+            charge.guarantee,
+            "embedding",
+            units=units,
+            mechanism=charge.mechanism,
+            num_buckets=charge.num_buckets,
+        )
 
     def fault_record(self) -> dict[str, Any]:
         """This round's failures by stage and kind, and the lost releases charged so far."""
@@ -317,9 +341,10 @@ class LocalDPAccounting(Strategy):
         """What a trusted shuffler would turn this round's fresh releases into (an estimate).
 
         The round's n fresh reports (training and evaluation) are each pure
-        eps0-LDP, eps0 being the largest per-report pure epsilon; Feldman,
-        McMillan & Talwar (2021) bound the shuffled central epsilon at
-        ``accounting-delta``. ``epsilon_shuffled`` covers the embeddings;
+        eps0-LDP, eps0 being the largest per-report pure epsilon; the tighter
+        valid bound of the variation-ratio analysis (Wang et al., VLDB 2024) and
+        Feldman, McMillan & Talwar (2021) bounds the shuffled central epsilon at
+        ``accounting-delta`` (``shuffle_method`` names it). ``epsilon_shuffled`` covers the embeddings;
         ``epsilon_shuffled_joint`` the (embedding, label) reports when labels are
         protected. Over rounds: a user releasing once (cached releases) is covered
         by its round's bound, so the run's figure is the maximum; with repeated
@@ -346,7 +371,9 @@ class LocalDPAccounting(Strategy):
                 f"delta_shuffled{name}": None,
                 f"shuffle_method{name}": "not computed: a report is not pure LDP (or is in the clear)",
             }
-        bound = shuffle_bound(eps0, n, float(self.cfg["accounting-delta"]))
+        # the tighter valid bound for a generic pure eps0-LDP report: variation ratio (Wang et al. 2024)
+        # or Feldman-McMillan-Talwar; shuffle_method says which ("variation_ratio", "fmt_numerical", ...)
+        bound = shuffle_amplification(eps0, n, float(self.cfg["accounting-delta"]))
         return {
             f"epsilon_shuffled{name}": bound.epsilon,
             f"delta_shuffled{name}": bound.delta,

@@ -10,17 +10,21 @@ from .central import (
 )
 from .composition import Composed, compose
 from .ledger import PrivacyLedger
-from .shuffle import ShuffleBound, compose_shuffled, shuffle_amplification, shuffle_bound
+from .shuffle import ShuffleBound, compose_shuffled, shuffle_bound
+from .variation_ratio import Amplification, VRParameters, mechanism_amplification, shuffle_amplification
 
 __all__ = [
     "UNIFORM_WEIGHT_KEY",
+    "Amplification",
     "Composed",
     "PrivacyLedger",
     "ShuffleBound",
+    "VRParameters",
     "central_epsilon",
     "check_central_config",
     "compose",
     "compose_shuffled",
+    "mechanism_amplification",
     "noise_for_epsilon",
     "num_sampled_nodes",
     "privacy_record",

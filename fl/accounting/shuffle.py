@@ -1,5 +1,10 @@
 """Privacy amplification by shuffling for pure epsilon0-LDP reports.
 
+The tighter figure that Sanitas reports (``fl.accounting.shuffle_amplification``)
+is the smaller of this bound and the variation-ratio bound of Wang et al.
+(VLDB 2024), in ``fl.accounting.variation_ratio``, which reuses the evaluator
+below with another clone probability.
+
 Reference: V. Feldman, A. McMillan and K. Talwar, "Hiding among the clones: a
 simple and nearly optimal analysis of privacy amplification by shuffling",
 FOCS 2021 (arXiv:2012.12803), and the authors' script ``computeamplification.py``
@@ -108,7 +113,6 @@ __all__ = [
     "compose_shuffled",
     "local_epsilon",
     "numerical_amplification",
-    "shuffle_amplification",
     "shuffle_bound",
     "shuffle_delta",
 ]
@@ -193,11 +197,16 @@ class _ShuffleProfile:
         *,
         exact: bool = False,
         rel_block: float = _REL_BLOCK,
+        log_clone: float | None = None,
     ) -> None:
         self.epsilon0 = epsilon0
         self.n = n
         m = n - 1  # number of other users
-        log_p = -epsilon0
+        # Clone probability: e^{-epsilon0} for Feldman-McMillan-Talwar; the
+        # variation-ratio bound (fl.accounting.variation_ratio) passes its own
+        # (2/(e^eps0 + 1) for a general eps0-LDP randomizer). Nothing below
+        # depends on its value: the conditional pair given c is the same.
+        log_p = -epsilon0 if log_clone is None else min(0.0, float(log_clone))
         p = math.exp(log_p)  # underflow to 0 only puts mass on c = 0: conservative
         # log(1 - alpha) = -log(1 + e^eps0); log(alpha) = -log(1 + e^-eps0)
         self._log_alpha = -math.log1p(math.exp(-epsilon0))
@@ -458,20 +467,6 @@ def shuffle_bound(epsilon0: float, n: int, delta: float, method: str = "best") -
             f"{max(0.0, eps_local - eps):.3g}"
         )
     return ShuffleBound(eps, delta, how, True, "; ".join(notes), epsilon0, n, num, cf, eps_local)
-
-
-def shuffle_amplification(epsilon0: float, n: int, delta: float) -> float:
-    """Upper bound on the central epsilon when n pure epsilon0-LDP reports are shuffled.
-
-    Guarantee: (epsilon, delta)-DP of the shuffled output with respect to
-    changing one user's input, for any pure epsilon0-LDP local randomizer,
-    assuming a trusted shuffler and that the n reports are from distinct users.
-    One round; composition over rounds is the caller's job
-    (see ``compose_shuffled``). Never above epsilon0 (returned unchanged when no
-    amplification is provable, e.g. n = 1), always finite. See ``shuffle_bound``
-    for the method used and notes.
-    """
-    return shuffle_bound(epsilon0, n, delta).epsilon
 
 
 def compose_shuffled(epsilons: list[float], delta_each: float, delta_slack: float) -> tuple[float, float]:
