@@ -27,10 +27,11 @@ if the flow meets the printed figure, eps_LB > printed happens with probability
 <= alpha. Power checks (``tamper``) break the flow on purpose and must be caught:
 ``"epsilon-3x"`` releases with 3x the configured epsilon while the ledger charges
 1x; ``"redraw-uncharged"`` re-draws every round while the ledger charges one
-release.
+release; ``"leaky-map"`` runs the paper's leaky M1 (``map-in = "leaky"``: the reply
+also carries the unsanitized dLoss/dM1) against the nominal figure of its mechanism.
 
 Not covered here yet: the word and document levels (their per-unit pairs are
-audited per mechanism in ``mechanisms.audit``), and the leaky map.
+audited per mechanism in ``mechanisms.audit``).
 """
 
 from __future__ import annotations
@@ -43,7 +44,7 @@ from typing import Any
 import numpy as np
 import torch
 
-TAMPERS = ("", "epsilon-3x", "redraw-uncharged")
+TAMPERS = ("", "epsilon-3x", "redraw-uncharged", "leaky-map")
 
 
 @dataclass(frozen=True)
@@ -78,6 +79,8 @@ def _release_cfg(cfg: Any, tamper: str) -> Any:
         )
     if tamper == "redraw-uncharged":
         return cfg.replace(**{"fresh-noise-per-round": True})
+    if tamper == "leaky-map":
+        return cfg.replace(**{"map-in": "leaky", "allow-unaccounted-leakage": True})
     return cfg
 
 
@@ -145,7 +148,9 @@ def audit_run(
     if cfg["mode"] != "local" or channel_class(cfg).__name__ != "SentenceChannel":
         raise ValueError("the end-to-end audit covers local-mode sentence-level runs (and their label channel)")
     if cfg["map-in"] == "leaky":
-        raise ValueError("map-in = 'leaky' prints no guarantee to audit")
+        raise ValueError("map-in = 'leaky' prints no guarantee to audit (use tamper = 'leaky-map' as a power check)")
+    if tamper == "leaky-map" and (level != "sentence" or cfg["map-in"] != "random"):
+        raise ValueError("the leaky-map power check runs at the sentence level from a random M1 (the leaky start)")
     if level == "label" and cfg["label-mechanism"] == "none":
         raise ValueError("level = 'label' needs a label mechanism (labels in the clear have no finite epsilon)")
     rounds = int(cfg["num-server-rounds"])
@@ -185,6 +190,11 @@ def audit_run(
     charged_channels = make_channels(cfg, real.map_dim, None)
     released_cfg = _release_cfg(cfg, tamper)
     release_channels = make_channels(released_cfg, real.map_dim, None)
+    model = None
+    if tamper == "leaky-map":
+        from fl.pipeline import build_model
+
+        model = build_model(cfg, real.release_dim, real.encoder_dim, real.num_classes)
 
     def sampler(emb: torch.Tensor, label: int):  # type: ignore[no-untyped-def]
         def draw(n: int, gen: torch.Generator) -> torch.Tensor:
@@ -199,6 +209,8 @@ def audit_run(
                 run_config={},
             )
             rows = np.arange(n, dtype=np.int64)
+            if model is not None:
+                return torch.cat([_leaky_trial(ctx, run_cfg, cohort, i) for i in range(n)])
             seen = []
             for _ in range(rounds):
                 rel = release(ctx, run_cfg, "train", cohort, rows, release_channels, matrix)
@@ -209,6 +221,14 @@ def audit_run(
             return torch.cat(seen, dim=1)
 
         return draw
+
+    def _leaky_trial(ctx: Any, run_cfg: Any, cohort: Any, i: int) -> torch.Tensor:
+        """One leaky user on a node of its own: its release and the gradient its reply carries."""
+        rel = release(ctx, run_cfg, "train", cohort, np.array([i]), release_channels, matrix, model)
+        assert rel.grad is not None
+        return torch.cat([torch.as_tensor(rel.emb, dtype=torch.float64).reshape(-1), rel.grad.double().reshape(-1)])[
+            None
+        ]
 
     # What the ledger prints for the canary: the charges of its fresh rows over the rounds.
     ledger = PrivacyLedger({"train": 1}, target_delta=cfg["accounting-delta"])

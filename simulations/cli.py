@@ -231,7 +231,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     p_audit.add_argument("--alpha", type=float, default=0.05, help="1 - confidence (default 0.05)")
     p_audit.add_argument(
         "--tamper",
-        choices=("epsilon-3x", "redraw-uncharged"),
+        choices=("epsilon-3x", "redraw-uncharged", "leaky-map"),
         default="",
         help="power check: break the flow on purpose (it must be caught: eps_LB > printed)",
     )

@@ -1,6 +1,6 @@
 """End-to-end audit of the per-user figure (``sanitas audit``): the honest flow passes, and three
 broken flows are caught (eps_LB above the printed figure): the mechanism at 3x its epsilon (sentence
-and label channels) and re-drawing every round while charging one release.
+and label channels), re-drawing every round while charging one release, and the leaky M1.
 
 Fixed seeds, 20,000 trials per input: with the honest flow eps_LB > printed would happen with
 probability <= 5% over the audit's randomness, and with the seed fixed the outcome is deterministic.
@@ -54,6 +54,14 @@ def test_audit_passes_the_honest_flow_and_catches_broken_ones(level: str, tamper
     assert (result.epsilon_lb <= PRINTED) is passes
     if passes:
         assert result.epsilon_lb > 0.3  # the audit has power: it sees the flow leak something
+
+
+def test_the_leaky_map_is_caught() -> None:
+    """The paper's leaky M1: the reply also carries dLoss/dM1 from the raw embedding. Against its
+    mechanism's nominal figure the audit finds a violation with 1,000 trials per input."""
+    result = audit_run(CONFIG, trials=1_000, tamper="leaky-map", seed=0)
+    assert result.printed_epsilon == pytest.approx(PRINTED)
+    assert not result.passed and result.epsilon_lb > PRINTED
 
 
 def test_fresh_noise_every_round_is_charged_every_round_and_passes() -> None:
