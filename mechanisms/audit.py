@@ -69,6 +69,27 @@ The pair and the statistic
   log-ratio is eps exactly (the tight pair); a label outside the set is output
   uniformly over the set and reveals less.
 
+* ``"word"``: two word ids w, w' of the mechanism's public space (default
+  :func:`word_pair`: the farthest pair among the most frequent words in the
+  geometry the noise is calibrated to). The release audited is the noisy
+  vector ``perturb(w)`` (the nearest-word decoding is post-processing) and T is
+  the likelihood-ratio statistic of :func:`word_statistic`, fixed before any
+  sample (only the threshold grid comes from the pilot). Metric claims
+  (cmp: Euclidean, mahalanobis: d_Sigma_lambda) are eps * d(w, w'); TrLaplace's
+  attained delta is the delta subtracted, reported in ``AuditResult.delta``,
+  and its support leaks are isolated by two extra thresholds.
+* ``"document"``: two documents of k sentences that differ in one (default
+  :func:`document_pair`). DeepCandidate releases a candidate index whose exact
+  law ``log_probs`` is public: T = log P_x(i) - log P_x'(i), thresholds between
+  its distinct values, no pilot. Truncation: T = the exact log-likelihood
+  ratio of the release (``log_density``).
+* ``claim=``: audit against another guarantee than ``mech.guarantee``; the
+  power checks build the mechanism at 3x its epsilon and audit it against the
+  1x claim. With 50-dimensional word vectors the loss of an additive mechanism
+  reaches its bound only on rare outputs: see ``tests/mechanisms/test_audit_levels.py``
+  for which multiples are detectable at which N (word_laplace: 3x is not at
+  N <= 4e5 on GloVe; 5x is).
+
 The claimed epsilon for the pair is eps * d(x, x') for metric guarantees
 (``"angular"``: arccos of the cosine, ``"euclidean"``: ||x - x'||_2; other
 metrics fall back to the pure eps * diameter of :meth:`Guarantee.as_ldp`,
@@ -172,7 +193,12 @@ class AuditResult:
     prior : list of float or None
         The public label prior every release was drawn under (label level).
     pair_distance : float or None
-        d(x, x') in the guarantee's metric (metric guarantees).
+        d(x, x') in the guarantee's metric (metric guarantees; word level also
+        "mahalanobis").
+    words : (str, str) or None
+        The audited word pair (word level).
+    num_sentences : int or None
+        k, the length of both documents (document level).
     """
 
     epsilon_lb: float
@@ -199,6 +225,8 @@ class AuditResult:
     num_classes: int | None = None
     prior: list[float] | None = None
     pair_distance: float | None = None
+    words: tuple[str, str] | None = None
+    num_sentences: int | None = None
 
     @property
     def consistent(self) -> bool:
@@ -378,6 +406,7 @@ def audit_pair(
     claimed_epsilon: float | None = None,
     chunk_size: int = DEFAULT_CHUNK,
     device: torch.device | str = "cpu",
+    extra_thresholds: Any = None,
 ) -> AuditResult:
     """Audit one pair of output distributions with a threshold distinguisher.
 
@@ -410,6 +439,9 @@ def audit_pair(
         Rows per sampler call (bounds memory; N = 1e6 at m = 16 takes seconds).
     device : torch device
         Device of the generator (the samplers must draw there).
+    extra_thresholds : array or None
+        Thresholds fixed in advance added to the grid (e.g. the +-inf markers of
+        a support leak), counted in the Bonferroni correction like the others.
     """
     n = int(num_samples)
     if n < 1:
@@ -448,6 +480,8 @@ def audit_pair(
         grid = quantile_grid(pooled, num_thresholds)
     else:
         grid = np.unique(np.asarray(thresholds, dtype=np.float64).ravel())
+    if extra_thresholds is not None:
+        grid = np.unique(np.concatenate([grid, np.asarray(extra_thresholds, dtype=np.float64).ravel()]))
 
     counts_x = _exceedances(sample_x, statistic, n, gen, chunk_size, grid)
     counts_p = _exceedances(sample_x_prime, statistic, n, gen, chunk_size, grid)
@@ -539,6 +573,284 @@ def _check_prior(mech: Mechanism, prior: Any, num_classes: int) -> torch.Tensor:
     return row / total
 
 
+# --------------------------------------------------------------------------- word level
+WORD_PAIR_SEARCH = 4096
+"""The default word pair is searched among the first this many words (GloVe: the most frequent)."""
+
+
+def _word_geometry(mech: Any) -> tuple[str, torch.Tensor | None]:
+    """("l1" | "l2" | "mahalanobis" | "projection", whitening or None): the norm whose difference
+    ||y - x'|| - ||y - x|| orders the privacy loss of ``mech``'s noisy vector (see :func:`word_statistic`)."""
+    from .words import CMP, Mahalanobis, TrLaplace, WordLaplace
+
+    if isinstance(mech, Mahalanobis):
+        return "mahalanobis", mech.whitening
+    if isinstance(mech, CMP):
+        return "l2", None
+    if isinstance(mech, (WordLaplace, TrLaplace)):
+        return "l1", None
+    return "projection", None  # WordGaussian (exact likelihood ratio) and any other noise
+
+
+def word_pair(mech: Any, search: int = WORD_PAIR_SEARCH) -> tuple[int, int]:
+    """The two words (ids) whose perturbed vectors lie farthest apart in the mechanism's own geometry.
+
+    Among the first ``search`` real words of ``mech.space`` (the whole vocabulary
+    when smaller): L1 for the Laplace-type noise (word_laplace, trlaplace: the
+    loss bound ||x - x'||_1 / b), the Mahalanobis distance for ``mahalanobis``, L2
+    otherwise, on the vectors the mechanism perturbs (clipped when it clips).
+    For the pure / approximate guarantees this is the pair closest to the
+    calibration point; for the metric ones it maximises eps * d(w, w').
+    """
+    vectors = mech.input_vectors(torch.device("cpu"))[: min(int(search), mech.space.num_words)]
+    kind, whitening = _word_geometry(mech)
+    if whitening is not None:
+        vectors = vectors @ whitening
+    far = torch.cdist(vectors, vectors, p=1.0 if kind == "l1" else 2.0)
+    i, j = divmod(int(far.argmax()), far.shape[1])
+    return i, j
+
+
+def word_statistic(mech: Any, x: torch.Tensor, x_prime: torch.Tensor) -> Statistic:
+    """The likelihood-ratio statistic of the noisy vector y for the pair (x, x') (fixed before sampling).
+
+    * cmp: ||y - x'||_2 - ||y - x||_2 (the loss is eps times it);
+    * mahalanobis: the same after whitening by Sigma_lambda^(-1/2);
+    * word_laplace: ||y - x'||_1 - ||y - x||_1 (loss: it over the Laplace scale);
+    * trlaplace: the same over lambda on the common support, and +-(2 ||x - x'||_1 /
+      lambda + 1) when y lies outside the support of x' (resp. x), i.e. the privacy
+      loss with +-inf replaced by finite markers;
+    * otherwise (word_gaussian, where it is exactly the likelihood ratio): the
+      projection onto (x - x') / ||x - x'||.
+
+    The norm differences are rounded to 1e-9 of the pair's distance. The L1
+    difference has atoms at +-||x - x'||_1 (y beyond x or x' in every
+    coordinate), where float64 rounding of x + z and x' + z differs between the
+    two inputs; a threshold just off the atom then separates them on rounding
+    bits alone (Mironov 2012), e.g. epsilon_lb 1.10 > 1 for word_laplace on an
+    antipodal pair in R^2. The word release is the decoded word, not these bits,
+    so the audit measures the mathematical mechanism.
+    """
+    from .words import TrLaplace
+
+    kind, whitening = _word_geometry(mech)
+    x, x_prime = x.reshape(1, -1).to(torch.float64), x_prime.reshape(1, -1).to(torch.float64)
+    if kind == "projection":
+        a = (x - x_prime).reshape(-1)
+        a = a / a.norm().clamp_min(1e-300)
+        return lambda y: _flat(y) @ a.to(y.device)
+    if whitening is not None:
+        x, x_prime = x @ whitening, x_prime @ whitening
+    order = 1.0 if kind == "l1" else 2.0
+    support = mech.params[:2] if isinstance(mech, TrLaplace) else None
+    quantum = 1e-9 * max(float(torch.linalg.vector_norm(x - x_prime, order)), 1e-300)
+
+    def statistic(y: torch.Tensor) -> torch.Tensor:
+        y = _flat(y)
+        if whitening is not None:
+            y = y @ whitening.to(y.device)
+        xd, pd = x.to(y.device), x_prime.to(y.device)
+        diff = torch.linalg.vector_norm(y - pd, order, dim=1) - torch.linalg.vector_norm(y - xd, order, dim=1)
+        diff = torch.round(diff / quantum) * quantum
+        if support is None:
+            return diff
+        lam, a = support
+        loss = diff / lam
+        marker = 2.0 * float((xd - pd).abs().sum()) / lam + 1.0
+        loss = torch.where(((y - pd).abs() > a).any(dim=1), marker, loss)
+        return torch.where(((y - xd).abs() > a).any(dim=1), -marker, loss)
+
+    return statistic
+
+
+def _support_markers(mech: Any, x: torch.Tensor, x_prime: torch.Tensor) -> list[float] | None:
+    """TrLaplace: thresholds that isolate the +-marker values of :func:`word_statistic` (the support leaks)."""
+    from .words import TrLaplace
+
+    if not isinstance(mech, TrLaplace):
+        return None
+    lam = mech.params[0]
+    marker = 2.0 * float((x - x_prime).abs().sum()) / lam + 1.0
+    return [marker - 0.5, -marker + 0.5]
+
+
+def _audit_word(
+    mech: Any, guarantee: Guarantee, num_samples: int, seed: int, pair: Any, common: dict[str, Any]
+) -> AuditResult:
+    if not (hasattr(mech, "space") and (hasattr(mech, "perturb") or hasattr(mech, "sanitize_ids"))):
+        raise ValueError(f"word mechanism {mech.name!r} exposes neither perturb nor sanitize_ids: cannot audit it")
+    w, w_prime = word_pair(mech) if pair is None else (int(pair[0]), int(pair[1]))
+    if w == w_prime:
+        raise ValueError("the two words of the pair must differ")
+    space = mech.space
+    table = space.vectors.to(torch.float64)
+    x, x_prime = table[w], table[w_prime]  # phi(w), before any clipping: the guarantee's metric space
+    if guarantee.notion == "metric" and guarantee.metric == "mahalanobis" and hasattr(mech, "whitening"):
+        distance: float | None = float(((x - x_prime) @ mech.whitening).norm())
+        claimed = float(guarantee.epsilon) * distance
+    else:
+        distance = pair_distance(guarantee, x, x_prime)
+        claimed = claimed_epsilon(guarantee, x, x_prime)
+
+    if hasattr(mech, "perturb"):  # the noisy vector: the decoding to a word is post-processing
+        inputs = mech.input_vectors(torch.device("cpu"))
+        xi, xpi = inputs[w], inputs[w_prime]
+
+        def sampler(word: int) -> Sampler:
+            def draw(n: int, gen: torch.Generator) -> torch.Tensor:
+                return mech.perturb(torch.full((n,), word, dtype=torch.int64, device=gen.device), gen)
+
+            return draw
+
+        result = audit_pair(
+            sampler(w),
+            sampler(w_prime),
+            num_samples,
+            seed,
+            statistic=word_statistic(mech, xi, xpi),
+            extra_thresholds=_support_markers(mech, xi, xpi),
+            delta=float(guarantee.delta),
+            claimed_epsilon=claimed,
+            **common,
+        )
+    else:  # only the output word is exposed: T = 1{output == w}
+
+        def id_sampler(word: int) -> Sampler:
+            def draw(n: int, gen: torch.Generator) -> torch.Tensor:
+                return mech.sanitize_ids(torch.full((n,), word, dtype=torch.int64, device=gen.device), gen)
+
+            return draw
+
+        common = {**common, "pilot_samples": common.get("pilot_samples") or 0}
+        common.pop("num_thresholds", None)
+        result = audit_pair(
+            id_sampler(w),
+            id_sampler(w_prime),
+            num_samples,
+            seed,
+            statistic=lambda out: (out == w).to(torch.float64),
+            thresholds=[0.5],
+            delta=float(guarantee.delta),
+            claimed_epsilon=claimed,
+            **common,
+        )
+    return result.with_info(
+        input_dim=space.dim,
+        output_dim=space.dim if hasattr(mech, "perturb") else 1,
+        pair_distance=distance,
+        words=(space.words[w], space.words[w_prime]),
+    )
+
+
+# --------------------------------------------------------------------------- document level
+def document_pair(mech: Any, num_sentences: int = 2) -> tuple[torch.Tensor, torch.Tensor]:
+    """Two documents of ``num_sentences`` sentences that differ in their first sentence, float64 [k, d].
+
+    * With a public box (``lo``, ``hi``: truncation): the other sentences sit at
+      the box centre and the changed one is ``lo`` in x and ``hi`` in x': opposite
+      corners, every coordinate of the clipped mean moves by w_d / k, the loss
+      the noise is calibrated to (epsilon exactly).
+    * With public candidates (deepcandidate): the other sentences are the mean
+      candidate and the changed one is one of the two candidates farthest apart.
+      This is a generic choice, not a tight one (the loss of the exponential
+      mechanism reaches epsilon only when one candidate gains a unit of utility
+      while all the others lose one); pass ``pair`` for a constructed tight pair.
+    """
+    k = int(num_sentences)
+    if k < 2:
+        raise ValueError(f"num_sentences must be >= 2 (SentDP), got {num_sentences!r}")
+    if isinstance(getattr(mech, "lo", None), torch.Tensor) and isinstance(getattr(mech, "hi", None), torch.Tensor):
+        lo, hi = mech.lo.to(torch.float64), mech.hi.to(torch.float64)
+        a, b = lo, hi
+        centre = (lo + hi) / 2
+    elif isinstance(getattr(mech, "candidates", None), torch.Tensor):
+        cand = mech.candidates.to(torch.float64)
+        far = torch.cdist(cand, cand)
+        i, j = divmod(int(far.argmax()), far.shape[1])
+        a, b, centre = cand[i], cand[j], cand.mean(dim=0)
+    else:
+        raise ValueError(f"no default document pair for {mech.name!r}: pass pair=(doc, doc_prime)")
+    rest = centre.unsqueeze(0).expand(k - 1, -1)
+    return torch.cat([a.unsqueeze(0), rest]), torch.cat([b.unsqueeze(0), rest])
+
+
+def _audit_document(
+    mech: Any,
+    guarantee: Guarantee,
+    num_samples: int,
+    seed: int,
+    pair: Any,
+    num_sentences: int,
+    common: dict[str, Any],
+) -> AuditResult:
+    if pair is None:
+        doc, doc_prime = document_pair(mech, num_sentences)
+    else:
+        doc, doc_prime = (torch.as_tensor(p, dtype=torch.float64) for p in pair)
+        if doc.dim() != 2 or doc.shape != doc_prime.shape:
+            raise ValueError("the two documents of the pair must be [k, d] tensors of the same shape")
+        changed = int((doc != doc_prime).any(dim=1).sum())
+        if changed != 1:
+            raise ValueError(f"the two documents must differ in exactly one sentence (SentDP), got {changed}")
+    k = int(doc.shape[0])
+
+    def sampler(d: torch.Tensor) -> Sampler:
+        def draw(n: int, gen: torch.Generator) -> torch.Tensor:
+            return mech.sanitize([d.to(gen.device)] * n, generator=gen)
+
+        return draw
+
+    delta = float(guarantee.delta)
+    claimed = claimed_epsilon(guarantee)
+    if hasattr(mech, "log_probs"):  # a candidate index with a public exact law: T = log P_x(i) - log P_x'(i)
+        score = (mech.log_probs(doc) - mech.log_probs(doc_prime)).to(torch.float64)
+        values = np.unique(score.numpy())
+        cuts = (values[1:] + values[:-1]) / 2 if values.size > 1 else values
+
+        def statistic(out: torch.Tensor) -> torch.Tensor:
+            return score.to(out.device)[out.long()]
+
+        common = {**common, "pilot_samples": common.get("pilot_samples") or 0}
+        common.pop("num_thresholds", None)
+        result = audit_pair(
+            sampler(doc),
+            sampler(doc_prime),
+            num_samples,
+            seed,
+            statistic=statistic,
+            thresholds=cuts,
+            delta=delta,
+            claimed_epsilon=claimed,
+            **common,
+        )
+        return result.with_info(num_sentences=k, input_dim=int(doc.shape[1]), output_dim=1)
+    statistic_d: Statistic | None = None
+    if hasattr(mech, "log_density"):  # exact log-density of the release: the likelihood ratio
+        # Rounded to 1e-9 of the claim, as in word_statistic: the log-ratio has atoms at
+        # +-epsilon whose float64 rounding differs between the two documents (the release is
+        # c + noise, with c differing), and a threshold just off an atom then separates them on
+        # rounding bits (Mironov 2012: unrounded, truncation at eps = 1, d = 2, N = 1e5 gave
+        # epsilon_lb 1.07). This audits the mathematical mechanism, not its float encoding.
+        quantum = 1e-9 * max(1.0, claimed if math.isfinite(claimed) else 1.0)
+
+        def statistic_d(y: torch.Tensor) -> torch.Tensor:
+            ratio = mech.log_density(doc, y) - mech.log_density(doc_prime, y)
+            return torch.round(ratio / quantum) * quantum
+
+    result = audit_pair(
+        sampler(doc),
+        sampler(doc_prime),
+        num_samples,
+        seed,
+        statistic=statistic_d,
+        delta=delta,
+        claimed_epsilon=claimed,
+        **common,
+    )
+    out_dim = int(sampler(doc)(1, torch.Generator(device=common["device"]).manual_seed(0)).reshape(1, -1).shape[1])
+    return result.with_info(num_sentences=k, input_dim=int(doc.shape[1]), output_dim=out_dim)
+
+
 def audit_mechanism(
     mech: Mechanism,
     num_samples: int = 10**6,
@@ -553,8 +865,10 @@ def audit_mechanism(
     num_thresholds: int = DEFAULT_THRESHOLDS,
     chunk_size: int = DEFAULT_CHUNK,
     device: torch.device | str = "cpu",
+    claim: Guarantee | None = None,
+    num_sentences: int = 2,
 ) -> AuditResult:
-    """Audit ``mech`` on its worst-case-style pair (sentence or label level).
+    """Audit ``mech`` on its worst-case-style pair (sentence, label, word or document level).
 
     Parameters
     ----------
@@ -579,10 +893,27 @@ def audit_mechanism(
         otherwise). ``None``: the mechanism's default (no prior).
     alpha, pilot_samples, num_thresholds, chunk_size, device :
         As in :func:`audit_pair`.
+    claim : Guarantee or None
+        Audit against this guarantee instead of ``mech.guarantee`` (power checks:
+        a mechanism built at 3x its epsilon against the 1x claim). Its epsilon
+        (times d(x, x') for a metric claim) and delta are what the audit tests.
+    num_sentences : int
+        Document level: k, the length of the default pair's documents.
+
+    Word level: ``pair`` is two word ids (default :func:`word_pair`); the release
+    audited is the noisy vector (``perturb``), the decoding to a word being
+    post-processing; the statistic is :func:`word_statistic`. Only a mechanism
+    without ``perturb`` is audited on its output word (T = 1{output == w}).
+    Document level: ``pair`` is two [k, d] documents that differ in exactly one
+    sentence (default :func:`document_pair`); a mechanism with an exact public
+    output law (``log_probs``: deepcandidate) is audited on the released index
+    with T = log P_x(i) - log P_x'(i) and thresholds between its distinct
+    values (no pilot); one with ``log_density`` (truncation) with the exact
+    log-likelihood ratio of the release.
     """
-    guarantee = mech.guarantee
+    guarantee = mech.guarantee if claim is None else claim
     delta = float(guarantee.delta)
-    sanitize = mech.sanitize  # type: ignore[attr-defined]
+    sanitize = getattr(mech, "sanitize", None)
     if prior is not None and mech.level != "label":
         raise ValueError("a label prior only applies to label mechanisms")
     if mech.level == "label":
@@ -627,8 +958,21 @@ def audit_mechanism(
             prior=None if prior_row is None else prior_row.tolist(),
         )
 
+    if mech.level in ("word", "document"):
+        common: dict[str, Any] = {
+            "alpha": alpha,
+            "pilot_samples": pilot_samples,
+            "num_thresholds": num_thresholds,
+            "chunk_size": chunk_size,
+            "device": device,
+        }
+        if mech.level == "word":
+            result = _audit_word(mech, guarantee, num_samples, seed, pair, common)
+        else:
+            result = _audit_document(mech, guarantee, num_samples, seed, pair, num_sentences, common)
+        return result.with_info(mechanism=mech.name, level=mech.level, guarantee=guarantee.to_dict())
     if mech.level != "sentence":
-        raise ValueError(f"audit_mechanism handles sentence and label mechanisms, not level {mech.level!r}")
+        raise ValueError(f"audit_mechanism handles sentence, label, word and document mechanisms, not {mech.level!r}")
     if pair is None:
         x, x_prime = default_pair(mech, dim)
     else:
@@ -677,8 +1021,11 @@ __all__ = [
     "cp_lower",
     "cp_upper",
     "default_pair",
+    "document_pair",
     "pair_distance",
     "quantile_grid",
     "threshold_audit",
     "threshold_counts",
+    "word_pair",
+    "word_statistic",
 ]
