@@ -15,6 +15,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from tests.conftest import REPO
 
 SIDE_FIELDS = {"wall_seconds", "users_per_second", "phases", "peak_rss_mib", "peak_pss_mib", "accuracy"}
@@ -54,6 +56,7 @@ def check_case(case: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
     return fed, floor
 
 
+@pytest.mark.slow  # two simulations per mode (66 s): kept out of the 15-minute default run
 def test_smoke_run_writes_the_fields_and_finite_ratios_in_both_modes(tmp_path: Path) -> None:
     out = tmp_path / "bench.json"
     proc = subprocess.run(

@@ -125,6 +125,7 @@ def _figures(folder: Path) -> list[dict]:
     return [{k: v for k, v in r.items() if k != "seconds"} for r in _rounds(folder)]
 
 
+@pytest.mark.slow  # a second Ray cluster start (60 s): kept out of the 15-minute default run
 def test_run_attached_to_a_ray_cluster_equals_a_local_run(
     tmp_path: Path, data_dir: Path, cache_dir: Path, ray_head: tuple[str, Path]
 ) -> None:

@@ -169,6 +169,7 @@ def test_custom_strategy_outside_the_package_with_fresh_noise(tmp_path: Path, da
     assert last["max_releases_per_user"] == 2
 
 
+@pytest.mark.slow  # the wrapper is checked in process (tests/strategies); this is its Ray run
 def test_wrapper_strategy(tmp_path: Path, data_dir: Path, cache_dir: Path) -> None:
     (tmp_path / "my_strategies.py").write_text(CUSTOM)
     proc = _run(
