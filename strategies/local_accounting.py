@@ -187,16 +187,7 @@ class LocalDPAccounting(Strategy):
         worst: Charge | None = None
         for channel in wire.CHANNELS:
             for users, charge in rel.fresh_charges(channel):
-                units = None if charge.units is None else np.full(users.size, charge.units, dtype=np.int64)
-                self.ledger.record(
-                    population,
-                    users,
-                    charge.guarantee,
-                    channel,
-                    units=units,
-                    mechanism=charge.mechanism,
-                    num_buckets=charge.num_buckets,
-                )
+                self._record(population, users, charge, channel)
                 if channel == "embedding" and (worst is None or charge.cost > worst.cost):
                     worst = charge
         if embedding.extra_keys:
@@ -232,7 +223,7 @@ class LocalDPAccounting(Strategy):
             owed = pending > 0
             for i in np.unique(known[owed]):
                 users = rel.user_ids[owed & (known == i)]
-                self._record_lost(population, np.repeat(users, self._pending[population][users]), charges[i])
+                self._record(population, np.repeat(users, self._pending[population][users]), charges[i], "embedding")
             self._pending[population][rel.user_ids] = 0
 
     def _charge_lost(self, population: str, users: np.ndarray) -> None:
@@ -259,29 +250,20 @@ class LocalDPAccounting(Strategy):
         if not embedding.extra_keys:
             table, index = embedding.charges(users.size, {})
             for i, charge in enumerate(table):
-                self._record_lost(population, users[np.asarray(index) == i], charge)
+                self._record(population, users[np.asarray(index) == i], charge, "embedding")
         else:
             known = self._known[population][users]
             charges = list(self._charge_table)
             for i in np.unique(known[known >= 0]):
-                self._record_lost(population, users[known == i], charges[i])
+                self._record(population, users[known == i], charges[i], "embedding")
             np.add.at(self._pending[population], users[known < 0], 1)
         if population == "train":
             table, index = channels.label.charges(users.size)
             for i, charge in enumerate(table):
-                chosen = users[np.asarray(index) == i]
-                units = None if charge.units is None else np.full(chosen.size, charge.units, dtype=np.int64)
-                self.ledger.record(
-                    population,
-                    chosen,
-                    charge.guarantee,
-                    "label",
-                    units=units,
-                    mechanism=charge.mechanism,
-                    num_buckets=charge.num_buckets,
-                )
+                self._record(population, users[np.asarray(index) == i], charge, "label")
 
-    def _record_lost(self, population: str, users: np.ndarray, charge: Charge) -> None:
+    def _record(self, population: str, users: np.ndarray, charge: Charge, channel: str) -> None:
+        """One release of ``charge`` per entry of ``users`` (repeats = several) in the ledger."""
         assert self.ledger is not None
         if users.size == 0:
             return
@@ -290,7 +272,7 @@ class LocalDPAccounting(Strategy):
             population,
             users,
             charge.guarantee,
-            "embedding",
+            channel,
             units=units,
             mechanism=charge.mechanism,
             num_buckets=charge.num_buckets,
