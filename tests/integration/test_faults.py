@@ -12,7 +12,6 @@ per-user figure is the accountant's for (z, q, rounds), exactly as without fault
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import numpy as np
@@ -20,14 +19,10 @@ import pytest
 
 from fl import config as config_mod
 from fl.accounting.user_level import user_level_epsilon
-from tests.integration.test_simulation import BASE
+from tests.integration.test_simulation import BASE, _rounds
 from tests.integration.test_simulation import _run as run_cli
 
 TRAIN, TEST = 60, 40  # test_simulation's BASE: 10 nodes of 6 users, 2 rounds, half the users per round
-
-
-def _rounds(folder: Path) -> list[dict]:
-    return [json.loads(line) for line in (folder / "rounds.jsonl").read_text().splitlines()]
 
 
 def test_local_mode_at_20_percent_dropped_replies(tmp_path: Path, data_dir: Path, cache_dir: Path) -> None:

@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -48,7 +48,6 @@ import torch
 from flwr.app import Array, ArrayRecord, ConfigRecord, Context, Message, MetricRecord, RecordDict
 from flwr.common.serde import message_from_proto, message_to_proto
 from flwr.serverapp import Grid
-from flwr.supercore.task_identity import TaskIdentity
 
 from fl import config as config_mod
 from fl import maps
@@ -58,6 +57,7 @@ from fl.accounting.charges import Charge
 from fl.cohort import Cohort, build_cohort, population_sizes, word_counts
 from fl.partition import num_nodes
 from fl.user_updates import poisson_sample
+from tests.strategies.conftest import task_identity  # noqa: F401  (autouse: messages need a task identity)
 
 TOL = 1e-3  # a released row this close (L2) to a clean row counts as the clean row
 
@@ -193,15 +193,6 @@ class InProcessGrid(Grid):
             self.exchanges.append((request, reply))
             replies.append(reply)
         return replies
-
-
-@pytest.fixture(autouse=True)
-def task_identity() -> Iterator[None]:
-    """Messages take their run and node ids from the task identity (Flower sets it in a real run)."""
-    saved = (TaskIdentity._run_id, TaskIdentity._node_id, TaskIdentity._task_id)
-    TaskIdentity.run_id, TaskIdentity.node_id, TaskIdentity.task_id = 1, 0, 0
-    yield
-    TaskIdentity._run_id, TaskIdentity._node_id, TaskIdentity._task_id = saved
 
 
 @dataclass

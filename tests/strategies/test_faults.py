@@ -15,14 +15,13 @@ import numpy as np
 import pytest
 from flwr.app import ArrayRecord, ConfigRecord, Error, Message, MetricRecord, RecordDict
 
-from clients.ldp_client import NodeRelease
 from fl import faults
 from fl import messages as wire
 from strategies.faults import FaultyGrid, split_replies
 from strategies.local_accounting import LocalDPAccounting
 from strategies.release_training import ReleaseTraining
 from tests.strategies.conftest import FakeGrid
-from tests.strategies.test_local_accounting import EPS, LABEL_EPS, NODES, _cfg
+from tests.strategies.test_local_accounting import EPS, LABEL_EPS, NODES, Nodes, _cfg
 
 # Users asked for in each round (node 11 holds train users 0-3 and test users 0-1, node 12 the rest).
 ASKED = {1: [0, 1, 4, 5], 2: [0, 1, 2, 6], 3: [3, 6, 7]}
@@ -39,34 +38,6 @@ SCHEDULE = {
 class Fixed(ReleaseTraining):
     def sample_users(self, server_round: int) -> np.ndarray:
         return np.asarray(ASKED[server_round])
-
-
-class ScheduledNodes:
-    """Nodes that release like the ClientApp (drawn once and cached, or fresh every round)."""
-
-    def __init__(self, core: ReleaseTraining, fresh_every_round: bool) -> None:
-        self.core, self.fresh_every_round = core, fresh_every_round
-        self.drawn: set[tuple[str, int]] = set()
-        self.rng = np.random.default_rng(0)
-
-    def __call__(self, msg: Message) -> RecordDict:
-        node = NODES[msg.metadata.dst_node_id]
-        if msg.metadata.message_type == "train":
-            users = np.asarray(msg.content[wire.CONFIG]["user-ids"], dtype=np.int64)
-            purpose, labels = "train", self.rng.integers(0, 2, users.size)
-        else:
-            users = np.arange(node.test_users_lo, node.test_users_hi, dtype=np.int64)
-            purpose, labels = "test", None
-        fresh = np.array([self.fresh_every_round or (purpose, int(u)) not in self.drawn for u in users])
-        self.drawn.update((purpose, int(u)) for u in users)
-        emb = self.rng.normal(size=(users.size, node.release_dim)).astype(np.float32)
-        rel = NodeRelease(rows=users, emb=emb, ids=None, labels=labels, fresh=fresh, refused=0, extras={})
-        assert self.core.channels is not None
-        content = rel.to_wire(self.core.channels, users, users if purpose == "train" else None).to_content()
-        metrics = {"fresh-releases": int(fresh.sum()), "refused-releases": 0}
-        if purpose == "test":
-            metrics["confusion"] = [int(fresh.size), 0, 0, 0]
-        return RecordDict({**content, wire.METRICS: MetricRecord(metrics)})
 
 
 class LossyGrid(FakeGrid):
@@ -98,7 +69,7 @@ class LossyGrid(FakeGrid):
 def _run(fresh_every_round: bool) -> tuple[LocalDPAccounting, list[dict]]:
     core = Fixed(_cfg(**{"fresh-noise-per-round": fresh_every_round, "fault-rate": 0.2}))
     acc = LocalDPAccounting(core, core.cfg)
-    grid = LossyGrid(NODES, ScheduledNodes(core, fresh_every_round))
+    grid = LossyGrid(NODES, Nodes(core, fresh_every_round))
     for r in ASKED:
         messages = list(acc.configure_train(r, ArrayRecord(), ConfigRecord(), grid))
         arrays, _ = acc.aggregate_train(r, grid.send_and_receive(messages))
@@ -142,7 +113,7 @@ def test_every_node_failing_without_injection_stops_the_run() -> None:
     """With no fault injected, a round where every node failed is a bug: the run stops and says why."""
     core = ReleaseTraining(_cfg())
     acc = LocalDPAccounting(core, core.cfg)
-    grid = FakeGrid(NODES, ScheduledNodes(core, False))
+    grid = FakeGrid(NODES, Nodes(core, False))
     messages = list(acc.configure_train(1, ArrayRecord(), ConfigRecord(), grid))
     failed = Message(Error(code=0, reason="boom"), reply_to=messages[0])
     with pytest.raises(RuntimeError, match="every node failed during train and no fault was injected: boom"):

@@ -45,10 +45,11 @@ def _cfg(**kw: object) -> config.RunConfig:
 
 class Nodes:
     """Answers like the ClientApp: one document per user (doc id = user id); a user releases once
-    (later requests re-send the cached row, not fresh); test users release at evaluation."""
+    (later requests re-send the cached row, not fresh) unless ``fresh_every_round``; test users
+    release at evaluation."""
 
-    def __init__(self, core: ReleaseTraining) -> None:
-        self.core = core
+    def __init__(self, core: ReleaseTraining, fresh_every_round: bool = False) -> None:
+        self.core, self.fresh_every_round = core, fresh_every_round
         self.released: set[tuple[str, int]] = set()
         self.rng = np.random.default_rng(0)
 
@@ -60,7 +61,7 @@ class Nodes:
         else:
             users = np.arange(node.test_users_lo, node.test_users_hi, dtype=np.int64)
             purpose, labels = "test", None
-        fresh = np.array([(purpose, int(u)) not in self.released for u in users])
+        fresh = np.array([self.fresh_every_round or (purpose, int(u)) not in self.released for u in users])
         self.released.update((purpose, int(u)) for u in users)
         emb = self.rng.normal(size=(users.size, node.release_dim)).astype(np.float32)
         rel = NodeRelease(rows=users, emb=emb, ids=None, labels=labels, fresh=fresh, refused=0, extras={})
