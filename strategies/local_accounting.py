@@ -30,7 +30,7 @@ from flwr.serverapp import Grid
 from flwr.serverapp.strategy import Strategy
 
 from fl import messages as wire
-from fl.accounting import PrivacyLedger, compose_shuffled, shuffle_amplification
+from fl.accounting import PrivacyLedger, ShuffledRound, compose_shuffled_pld, shuffle_amplification
 from fl.accounting.charges import Charge
 from fl.accounting.scope import scope_fields
 from fl.channels import concat_extras
@@ -330,7 +330,7 @@ class LocalDPAccounting(Strategy):
         ``epsilon_shuffled_joint`` the (embedding, label) reports when labels are
         protected. Over rounds: a user releasing once (cached releases) is covered
         by its round's bound, so the run's figure is the maximum; with repeated
-        releases the rounds compose. Sanitas has no shuffler: these are what-if
+        releases the rounds compose by PLD (``_shuffle_total``). Sanitas has no shuffler: these are what-if
         numbers, not the run's guarantee.
         """
         reports = [(s, lab) for s, lab, k in self._round_reports if k > 0]
@@ -364,19 +364,33 @@ class LocalDPAccounting(Strategy):
         }
 
     def _shuffle_total(self, name: str) -> dict[str, Any]:
+        """The shuffled what-if over rounds, and which accountant produced it.
+
+        Every user released at most once: the rounds are disjoint sets of users,
+        so the run's figure is the largest round's. Otherwise the rounds compose:
+        by the PLD of each round's shuffled pair (``fl.accounting.shuffle_pld``,
+        dp-accounting's composition), at ``accounting-delta``.
+        """
         done = [r for r in self.shuffle_rounds if r["shuffled_reports"]]
-        key_e, key_d = f"epsilon_shuffled{name}", f"delta_shuffled{name}"
+        key_e, key_d, key_how = f"epsilon_shuffled{name}", f"delta_shuffled{name}", f"shuffle_composition{name}"
         if not done:
             return {f"{key_e}_total": 0.0, f"{key_d}_total": 0.0}
         if any(r[key_e] is None for r in done):
             return {f"{key_e}_total": None, f"{key_d}_total": None}
         assert self.ledger is not None
         if self.ledger.max_releases_per_user() <= 1:
-            return {f"{key_e}_total": max(r[key_e] for r in done), f"{key_d}_total": max(r[key_d] for r in done)}
-        eps, delta = compose_shuffled(
-            [r[key_e] for r in done], max(r[key_d] for r in done), float(self.cfg["accounting-delta"])
-        )
-        return {f"{key_e}_total": eps, f"{key_d}_total": delta}
+            return {
+                f"{key_e}_total": max(r[key_e] for r in done),
+                f"{key_d}_total": max(r[key_d] for r in done),
+                key_how: "max over rounds (each user released at most once)",
+            }
+        delta = float(self.cfg["accounting-delta"])
+        rounds = [ShuffledRound(r[f"shuffle_epsilon0{name}"], r["shuffled_reports"]) for r in done]
+        return {
+            f"{key_e}_total": compose_shuffled_pld(rounds, delta),
+            f"{key_d}_total": delta,
+            key_how: "pld of the shuffled pairs (dp-accounting)",
+        }
 
     # ------------------------------------------------------------------ round records
     def _write_record(self, server_round: int) -> None:

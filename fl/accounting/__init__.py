@@ -11,6 +11,7 @@ from .central import (
 from .composition import Composed, compose
 from .ledger import PrivacyLedger
 from .shuffle import ShuffleBound, compose_shuffled, shuffle_bound
+from .shuffle_pld import ShuffledRound, compose_shuffled_pld
 from .variation_ratio import Amplification, VRParameters, mechanism_amplification, shuffle_amplification
 
 __all__ = [
@@ -19,11 +20,13 @@ __all__ = [
     "Composed",
     "PrivacyLedger",
     "ShuffleBound",
+    "ShuffledRound",
     "VRParameters",
     "central_epsilon",
     "check_central_config",
     "compose",
     "compose_shuffled",
+    "compose_shuffled_pld",
     "mechanism_amplification",
     "noise_for_epsilon",
     "num_sampled_nodes",

@@ -84,18 +84,11 @@ eps <= log(1 + (e^eps0 - 1)/(e^eps0 + 1) * (8 sqrt(e^eps0 log(4/delta)) / sqrt(n
 we use the stricter one (it implies the paper's), so the closed form is only
 used where both agree it is valid.
 
-Remark on dp-accounting: the clones pair (P, Q) above is an explicit discrete
-dominating pair for one shuffled round, so in principle
-``dp_accounting.pld.privacy_loss_distribution.from_two_probability_mass_functions``
-could represent it and compose rounds (PLD composition of dominating pairs is
-valid under adaptive composition) more tightly than advanced composition. It
-is not done here: the support is (#c values) x (#x values), about 1e6 atoms
-already at n = 1e5, epsilon0 = 4, and it would need a dedicated (pessimistically
-rounded) construction. What dp-accounting can *not* do is take an arbitrary
-(eps, delta) pair and recover the shuffled mechanism's privacy profile:
-``from_privacy_parameters`` only knows the generic worst case of an
-(eps, delta)-DP mechanism, which is no better than advanced composition in
-spirit (it is the optimal composition of *generic* (eps, delta) mechanisms).
+Composition over rounds: ``fl.accounting.shuffle_pld`` builds the pessimistic
+privacy-loss distribution of the clones pair (variation-ratio clone
+probability) and composes rounds with dp-accounting; that is what a run
+reports. ``compose_shuffled`` below (basic or advanced composition of the
+rounds' (epsilon, delta) figures) is kept as the looser reference it replaced.
 """
 
 from __future__ import annotations
@@ -482,7 +475,8 @@ def compose_shuffled(epsilons: list[float], delta_each: float, delta_slack: floa
     Both hold under adaptive composition. ``delta_slack = 0`` means basic only.
     (Kairouz, Oh & Viswanath 2015 give slightly tighter heterogeneous bounds;
     they are not used here.) This composes the per-round (eps, delta) numbers
-    only; see the module docstring for why dp-accounting's PLD is not used.
+    only; ``shuffle_pld.compose_shuffled_pld`` (what runs report) composes the
+    rounds' dominating pairs instead and is tighter.
 
     Guarantee: the advanced figure is returned only when finite and strictly
     below the basic sum (the rule of ``composition.py``: advanced composition

@@ -111,6 +111,31 @@ def test_fresh_releases_are_charged_once_and_resent_ones_are_free() -> None:
     assert record["privacy"]["max_releases_per_user"] == 1
 
 
+def test_shuffled_figures_say_how_rounds_were_combined() -> None:
+    """Cached releases: the run's shuffled figure is the largest round's. Fresh noise every round:
+    the rounds compose by the PLD of the shuffled pairs, recomputed here from the records."""
+    from fl.accounting.shuffle_pld import compose_shuffled_pld
+
+    for fresh in (False, True):
+        core = ReleaseTraining(_cfg(**{"label-mechanism": "none"}))
+        acc = LocalDPAccounting(core, core.cfg)
+        grid = FakeGrid(NODES, Nodes(core, fresh_every_round=fresh))
+        records = [_round(acc, grid, r)["privacy"] for r in (1, 2, 3)]
+        last = records[-1]
+        per_round = [(r["shuffle_epsilon0"], r["shuffled_reports"]) for r in records if r["shuffled_reports"]]
+        assert all(e0 == pytest.approx(math.pi * EPS) for e0, _ in per_round)
+        if not fresh:
+            assert last["shuffle_composition"].startswith("max over rounds")
+            largest = max(r["epsilon_shuffled"] for r in records if r["shuffled_reports"])
+            assert last["epsilon_shuffled_total"] == largest
+        else:
+            assert last["shuffle_composition"].startswith("pld")
+            assert len(per_round) == 3
+            assert last["epsilon_shuffled_total"] == pytest.approx(compose_shuffled_pld(per_round, 1e-6))
+            assert max(r["epsilon_shuffled"] for r in records) < last["epsilon_shuffled_total"] <= 3 * math.pi * EPS
+            assert last["delta_shuffled_total"] == 1e-6
+
+
 def test_charges_travel_with_the_release_and_units_compose() -> None:
     """The ledger charges what the reply's charges say: a word-level row of k words costs k per-word
     epsilons (one release, k composition units); a re-sent row costs nothing."""
