@@ -112,6 +112,32 @@ def _canary_cohort(template: Any, emb: torch.Tensor, label: int, n: int) -> Any:
     )
 
 
+def node_zero_and_map(cfg: Any) -> tuple[Any, torch.Tensor | None]:
+    """The real node 0 of a run of ``cfg`` (its embedded documents) and the server's real M1 matrix."""
+    from fl import messages as wire
+    from fl.cohort import build_cohort, population_sizes
+    from fl.partition import num_nodes
+    from strategies.release_training import ReleaseTraining
+
+    train_users, test_users = population_sizes(cfg)
+    real = build_cohort(cfg, 0, num_nodes(max(train_users, test_users), cfg["users-per-node"]), progress=False)
+    server = ReleaseTraining(cfg)
+    server.info = wire.CohortInfo(
+        0, 0, train_users, 0, 0, 0, test_users, real.num_classes, real.encoder_dim, real.map_dim, real.release_dim
+    )
+    server.model = None
+    server.setup_map()
+    return real, server.map_matrix
+
+
+def mechanism_inputs(emb: torch.Tensor, matrix: torch.Tensor | None) -> torch.Tensor:
+    """What the sentence mechanism receives for these embeddings: M1 applied, then unit-normalised (float64)."""
+    from fl import maps
+
+    z = maps.apply_input_map(emb, matrix).to(torch.float64)
+    return z / z.norm(dim=1, keepdim=True).clamp_min(1e-12)
+
+
 def audit_run(
     config: str | Path | Mapping[str, Any],
     *,
@@ -132,15 +158,10 @@ def audit_run(
     from flwr.app import Context, RecordDict
 
     from clients.ldp_client import charges_by_extras, release
-    from fl import maps
-    from fl import messages as wire
     from fl.accounting import PrivacyLedger
     from fl.channels import channel_class, make_channels
-    from fl.cohort import build_cohort, population_sizes
-    from fl.partition import num_nodes
     from mechanisms.audit import audit_pair
     from simulations.api import resolve_config
-    from strategies.release_training import ReleaseTraining
 
     if level not in ("sentence", "label"):
         raise ValueError(f"level must be 'sentence' or 'label' (word and document: per mechanism), got {level!r}")
@@ -157,22 +178,10 @@ def audit_run(
         raise ValueError("level = 'label' needs a label mechanism (labels in the clear have no finite epsilon)")
     rounds = int(cfg["num-server-rounds"])
 
-    # The real node 0 (its embedded documents) and the server's real M1.
-    train_users, test_users = population_sizes(cfg)
-    real = build_cohort(cfg, 0, num_nodes(max(train_users, test_users), cfg["users-per-node"]), progress=False)
-    server = ReleaseTraining(cfg)
-    server.info = wire.CohortInfo(
-        0, 0, train_users, 0, 0, 0, test_users, real.num_classes, real.encoder_dim, real.map_dim, real.release_dim
-    )
-    server.model = None
-    server.setup_map()
-    matrix = server.map_matrix
-
+    real, matrix = node_zero_and_map(cfg)
     pool_emb = real.train_emb[: min(pool, real.train_emb.shape[0])]
     if level == "sentence":
-        z = maps.apply_input_map(pool_emb, matrix).to(torch.float64)
-        z = z / z.norm(dim=1, keepdim=True).clamp_min(1e-12)
-        dist = torch.cdist(z, z)
+        dist = torch.cdist(*(2 * [mechanism_inputs(pool_emb, matrix)]))
         i, j = divmod(int(torch.argmax(dist)), dist.shape[1])
         # Same label: the neighbours differ in the text (a label in the clear would tell them apart).
         ex, ep, yx = pool_emb[i], pool_emb[j], int(real.train_y[i])
