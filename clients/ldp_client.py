@@ -101,10 +101,11 @@ def node_channels(cfg: Mapping[str, Any], c: Cohort, setup: DocumentSetup | None
     key = (
         cfg if isinstance(cfg, config_mod.RunConfig) else id(cfg),
         c.map_dim,
+        c.num_classes,
         None if setup is None else setup.version(),
     )
     if key not in _CHANNELS:
-        _CHANNELS[key] = make_channels(cfg, c.map_dim, setup)
+        _CHANNELS[key] = make_channels(cfg, c.map_dim, setup, c.num_classes)
     return _CHANNELS[key]
 
 

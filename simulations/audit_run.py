@@ -194,9 +194,9 @@ def audit_run(
         pair = f"training document 0 of node 0 with labels {yx} and {yp}"
         pair_distance = None
 
-    charged_channels = make_channels(cfg, real.map_dim, None)
+    charged_channels = make_channels(cfg, real.map_dim, None, real.num_classes)
     released_cfg = _release_cfg(cfg, tamper)
-    release_channels = make_channels(released_cfg, real.map_dim, None)
+    release_channels = make_channels(released_cfg, real.map_dim, None, real.num_classes)
     model = None
     if tamper == "leaky-map":
         from fl.pipeline import build_model

@@ -115,7 +115,7 @@ class ReleaseTraining(Strategy):
                 self.cfg["document-mechanism"],
                 json.dumps({k: v for k, v in self.document_setup.info.items() if k != "recoder"}),
             )
-        self.channels = make_channels(self.cfg, info.map_dim, self.document_setup)
+        self.channels = make_channels(self.cfg, info.map_dim, self.document_setup, info.num_classes)
         log.info(
             "%d nodes hold %d training users and %d test users; releases are %d-dimensional",
             len(self.nodes),

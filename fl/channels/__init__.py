@@ -44,8 +44,11 @@ def run_label(cfg: Mapping[str, Any]) -> str:
     return channel_class(cfg).run_label(cfg)
 
 
-def make_channels(cfg: Mapping[str, Any], input_dim: int, setup: DocumentSetup | None = None) -> Channels:
-    """Build the run's channels once (``setup``: the document level's public material)."""
+def make_channels(
+    cfg: Mapping[str, Any], input_dim: int, setup: DocumentSetup | None = None, num_classes: int | None = None
+) -> Channels:
+    """Build the run's channels once (``setup``: the document level's public material; ``num_classes``: the
+    number of labels, which randomized response's charges carry for its dp-accounting event)."""
     level = level_of(cfg)
     if level == "document":
         if setup is None:
@@ -53,7 +56,7 @@ def make_channels(cfg: Mapping[str, Any], input_dim: int, setup: DocumentSetup |
         embedding: EmbeddingChannel = DocumentChannel(cfg, input_dim, setup)
     else:
         embedding = LEVELS[level](cfg, input_dim)
-    return Channels(embedding, LabelChannel(cfg))
+    return Channels(embedding, LabelChannel(cfg, num_classes))
 
 
 __all__ = [

@@ -14,6 +14,7 @@ from mechanisms.rr_prior import LabelPrior
 
 from .. import datasets as data
 from ..accounting.charges import Charge
+from ..accounting.composition import RR_MECHANISMS
 from ..config import make_mechanism
 
 
@@ -29,9 +30,11 @@ class LabelChannel:
 
     level = "label"
 
-    def __init__(self, cfg: Mapping[str, Any]) -> None:
+    def __init__(self, cfg: Mapping[str, Any], num_classes: int | None = None) -> None:
         self.cfg = cfg
         self.mechanism = make_mechanism(cfg, "label")
+        # k-ary RR's charges name K, so the ledger composes RandomizedResponseDpEvent(K) (unknown: generic pair)
+        self.num_buckets = num_classes if self.mechanism.name in RR_MECHANISMS else None
 
     @property
     def guarantee(self) -> Guarantee:
@@ -39,7 +42,8 @@ class LabelChannel:
 
     def charges(self, n: int) -> tuple[list[Charge], np.ndarray]:
         """One charge, shared by every label release."""
-        return [Charge(self.guarantee, mechanism=self.mechanism.name)], np.zeros(n, dtype=np.int64)
+        charge = Charge(self.guarantee, mechanism=self.mechanism.name, num_buckets=self.num_buckets)
+        return [charge], np.zeros(n, dtype=np.int64)
 
     def costs(self, n: int) -> np.ndarray:
         return np.full(n, Charge(self.guarantee).cost, dtype=np.float64)

@@ -161,3 +161,18 @@ def test_one_factory_decides_the_level() -> None:
         "cmp-eps10-per-word",
         "truncation-eps10-per-sentence",
     )
+
+
+def test_rr_label_charges_name_the_number_of_labels() -> None:
+    """k-ary RR's charges carry K, so the ledger composes dp-accounting's RandomizedResponseDpEvent(K)."""
+    from dp_accounting import dp_event
+
+    cfg = config.resolve({"label-mechanism": "rr", "label-epsilon": 1.0})
+    (charge,), _ = LabelChannel(cfg, num_classes=4).charges(2)
+    assert charge.num_buckets == 4
+    assert isinstance(charge.event, dp_event.RandomizedResponseDpEvent)
+    assert charge.event.noise_parameter == pytest.approx(4 / (math.e + 3)) and charge.event.num_buckets == 4
+    (unknown,), _ = LabelChannel(cfg).charges(2)
+    assert unknown.num_buckets is None and unknown.event is None  # K unknown: the generic pair
+    prior = config.resolve({"label-mechanism": "rr_prior", "label-epsilon": 1.0})
+    assert LabelChannel(prior, num_classes=4).charges(1)[0][0].num_buckets is None  # not k-RR's law
