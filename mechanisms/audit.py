@@ -592,7 +592,7 @@ def _word_geometry(mech: Any) -> tuple[str, torch.Tensor | None]:
     return "projection", None  # WordGaussian (exact likelihood ratio) and any other noise
 
 
-def word_pair(mech: Any, search: int = WORD_PAIR_SEARCH) -> tuple[int, int]:
+def word_pair(mech: Any, search: int = WORD_PAIR_SEARCH, *, alphabetic: bool = False) -> tuple[int, int]:
     """The two words (ids) whose perturbed vectors lie farthest apart in the mechanism's own geometry.
 
     Among the first ``search`` real words of ``mech.space`` (the whole vocabulary
@@ -601,14 +601,36 @@ def word_pair(mech: Any, search: int = WORD_PAIR_SEARCH) -> tuple[int, int]:
     otherwise, on the vectors the mechanism perturbs (clipped when it clips).
     For the pure / approximate guarantees this is the pair closest to the
     calibration point; for the metric ones it maximises eps * d(w, w').
+    ``alphabetic``: only words of letters (a one-word document the tokenizer
+    counts as one word, as the end-to-end audit needs).
     """
-    vectors = mech.input_vectors(torch.device("cpu"))[: min(int(search), mech.space.num_words)]
+    count = min(int(search), mech.space.num_words)
+    vectors = mech.input_vectors(torch.device("cpu"))[:count]
+    ids = torch.arange(count)
+    if alphabetic:
+        ids = torch.tensor([i for i in range(count) if mech.space.words[i].isalpha()], dtype=torch.int64)
+        vectors = vectors[ids]
     kind, whitening = _word_geometry(mech)
     if whitening is not None:
         vectors = vectors @ whitening
     far = torch.cdist(vectors, vectors, p=1.0 if kind == "l1" else 2.0)
     i, j = divmod(int(far.argmax()), far.shape[1])
-    return i, j
+    return int(ids[i]), int(ids[j])
+
+
+def word_pair_claim(mech: Any, guarantee: Guarantee, w: int, w_prime: int) -> tuple[float | None, float]:
+    """(distance, claimed epsilon) of one word's guarantee for the pair of word ids (w, w').
+
+    Metric guarantees: eps * d(phi(w), phi(w')) in the guarantee's metric (the
+    Mahalanobis one after whitening), phi being the unclipped public vectors;
+    pure and approximate ones: eps.
+    """
+    table = mech.space.vectors.to(torch.float64)
+    x, x_prime = table[w], table[w_prime]
+    if guarantee.notion == "metric" and guarantee.metric == "mahalanobis" and hasattr(mech, "whitening"):
+        distance = float(((x - x_prime) @ mech.whitening).norm())
+        return distance, float(guarantee.epsilon) * distance
+    return pair_distance(guarantee, x, x_prime), claimed_epsilon(guarantee, x, x_prime)
 
 
 def word_statistic(mech: Any, x: torch.Tensor, x_prime: torch.Tensor) -> Statistic:
@@ -683,14 +705,7 @@ def _audit_word(
     if w == w_prime:
         raise ValueError("the two words of the pair must differ")
     space = mech.space
-    table = space.vectors.to(torch.float64)
-    x, x_prime = table[w], table[w_prime]  # phi(w), before any clipping: the guarantee's metric space
-    if guarantee.notion == "metric" and guarantee.metric == "mahalanobis" and hasattr(mech, "whitening"):
-        distance: float | None = float(((x - x_prime) @ mech.whitening).norm())
-        claimed = float(guarantee.epsilon) * distance
-    else:
-        distance = pair_distance(guarantee, x, x_prime)
-        claimed = claimed_epsilon(guarantee, x, x_prime)
+    distance, claimed = word_pair_claim(mech, guarantee, w, w_prime)  # phi(w) unclipped: the metric space
 
     if hasattr(mech, "perturb"):  # the noisy vector: the decoding to a word is post-processing
         inputs = mech.input_vectors(torch.device("cpu"))

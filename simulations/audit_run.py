@@ -30,8 +30,22 @@ if the flow meets the printed figure, eps_LB > printed happens with probability
 release; ``"leaky-map"`` runs the paper's leaky M1 (``map-in = "leaky"``: the reply
 also carries the unsanitized dLoss/dM1) against the nominal figure of its mechanism.
 
-Not covered here yet: the word and document levels (their per-unit pairs are
-audited per mechanism in ``mechanisms.audit``).
+Word level: one-word documents, the two words farthest apart in the word
+mechanism's geometry (``mechanisms.audit.word_pair``); the node rewrites every
+copy afresh and encodes it. Document level: the truncation box's tight pair
+(opposite corners, one sentence apart; truncation sees sentence rows as they
+are), or for DeepCandidate the real document and sentence swap of node 0 whose
+exact output laws differ most. The printed figure is the ledger's per-user one
+(k words x the word guarantee; the document guarantee of k sentences); the
+pair's own epsilon (one word / one sentence differs) is ``pair_epsilon``.
+
+Power at these two levels is low by nature, and the audit says so rather than
+hide it: in 50-d GloVe with nearest-word decoding and a 384-d encoder output,
+and in the 384-d truncation box, the privacy loss reaches the claimed epsilon
+only on events of vanishing probability, so even a mechanism at 3x its
+epsilon stays below the printed figure (docs/results/issue16/audit_levels.md).
+The power check that IS caught there is ``"unsanitized"``: the node forgets its
+level's mechanism and releases the clean embedding.
 """
 
 from __future__ import annotations
@@ -44,7 +58,9 @@ from typing import Any
 import numpy as np
 import torch
 
-TAMPERS = ("", "epsilon-3x", "redraw-uncharged", "leaky-map")
+TAMPERS = ("", "epsilon-3x", "redraw-uncharged", "leaky-map", "unsanitized")
+LEVELS = ("sentence", "label", "word", "document")
+_CHANNEL_OF_LEVEL = {"word": "WordChannel", "document": "DocumentChannel"}  # sentence and label: SentenceChannel
 
 
 @dataclass(frozen=True)
@@ -75,7 +91,16 @@ class FlowAudit:
 def _release_cfg(cfg: Any, tamper: str) -> Any:
     if tamper == "epsilon-3x":
         return cfg.replace(
-            **{"sentence-epsilon": 3 * cfg["sentence-epsilon"], "label-epsilon": 3 * cfg["label-epsilon"]}
+            **{
+                "sentence-epsilon": 3 * cfg["sentence-epsilon"],
+                "label-epsilon": 3 * cfg["label-epsilon"],
+                "word-epsilon": 3 * cfg["word-epsilon"],
+                "document-epsilon": 3 * cfg["document-epsilon"],
+            }
+        )
+    if tamper == "unsanitized":  # the node forgets its level's mechanism: the clean embedding goes out
+        return cfg.replace(
+            **{"word-mechanism": "none", "word-options": "", "document-mechanism": "none", "document-options": ""}
         )
     if tamper == "redraw-uncharged":
         return cfg.replace(**{"fresh-noise-per-round": True})
@@ -84,9 +109,15 @@ def _release_cfg(cfg: Any, tamper: str) -> Any:
     return cfg
 
 
-def _canary_cohort(template: Any, emb: torch.Tensor, label: int, n: int) -> Any:
-    """A cohort of n users, each holding the canary document (embedding ``emb``, label ``label``)."""
+def _canary_cohort(
+    template: Any, emb: torch.Tensor, label: int, n: int, text: str = "", words: int = 0, sentences: Any = None
+) -> Any:
+    """A cohort of n users, each holding the canary document (embedding ``emb``, label ``label``;
+    at the word level its ``text`` and its number of ``words``, which the node rewrites; at the
+    document level its ``sentences``, a float32 [k, d] block of sentence embeddings)."""
     from dataclasses import replace
+
+    from fl.documents import SentenceDocs
 
     rows = np.arange(n, dtype=np.int64)
     return replace(
@@ -103,12 +134,16 @@ def _canary_cohort(template: Any, emb: torch.Tensor, label: int, n: int) -> Any:
         train_y=torch.full((n,), int(label), dtype=torch.long),
         test_emb=template.test_emb[:0],
         test_y=template.test_y[:0],
-        train_text=[""] * n,
+        train_text=[text] * n,
         test_text=[],
-        train_docs=None,
-        test_docs=None,
-        train_words=None,
-        test_words=None,
+        train_docs=None
+        if sentences is None
+        else SentenceDocs(
+            sentences.repeat(n, 1).contiguous(), np.arange(0, n * sentences.shape[0] + 1, sentences.shape[0])
+        ),
+        test_docs=None if sentences is None else SentenceDocs(sentences[:0], np.zeros(1, dtype=np.int64)),
+        train_words=np.full(n, words, dtype=np.int64) if text else None,
+        test_words=np.zeros(0, dtype=np.int64) if text else None,
     )
 
 
@@ -138,6 +173,47 @@ def mechanism_inputs(emb: torch.Tensor, matrix: torch.Tensor | None) -> torch.Te
     return z / z.norm(dim=1, keepdim=True).clamp_min(1e-12)
 
 
+def _document_canary(setup: Any, mech: Any, docs: Any, pool: int, max_docs: int = 16) -> tuple[int, int]:
+    """(document, replacement sentence row) of node 0 whose neighbouring releases differ most.
+
+    Among the first ``max_docs`` documents of the fewest sentences >= 2 and the
+    sentences of the first ``pool`` documents, in the space the mechanism sees
+    (``setup.recode``): DeepCandidate maximises the total variation between the
+    exact output laws (``log_probs``) of the document and of its swap; a box
+    mechanism (truncation) maximises the L1 move of the clipped mean.
+    """
+    from fl.documents import SentenceDocs
+
+    n = min(pool, len(docs))
+    k_all = docs.num_sentences[:n]
+    if not (k_all >= 2).any():
+        raise ValueError("the document audit needs a training document of 2 or more sentences on node 0")
+    k = int(k_all[k_all >= 2].min())
+    doc_ids = np.flatnonzero(k_all == k)[:max_docs]
+    rows = int(docs.offsets[n])
+    recoded = setup.recode(SentenceDocs(docs.emb[:rows], np.array([0, rows]))).to(torch.float64)
+    best, pick = -1.0, (int(doc_ids[0]), 0)
+    for d in doc_ids.tolist():
+        lo, hi = int(docs.offsets[d]), int(docs.offsets[d + 1])
+        block = recoded[lo:hi]
+        if hasattr(mech, "log_probs"):
+            base = mech.log_probs(block).exp()
+            scores = torch.stack(
+                [
+                    0.5 * (mech.log_probs(torch.cat([recoded[r : r + 1], block[1:]])).exp() - base).abs().sum()
+                    for r in range(rows)
+                ]
+            )
+        else:
+            box_lo, box_hi = mech.lo.to(torch.float64), mech.hi.to(torch.float64)
+            clipped = recoded.clamp(box_lo, box_hi)
+            scores = (clipped - clipped[lo]).abs().sum(dim=1)
+        r = int(torch.argmax(scores))
+        if float(scores[r]) > best:
+            best, pick = float(scores[r]), (d, r)
+    return pick
+
+
 def audit_run(
     config: str | Path | Mapping[str, Any],
     *,
@@ -152,9 +228,14 @@ def audit_run(
 ) -> FlowAudit:
     """Audit the per-user figure a run of ``config`` prints, for a canary user (module docstring).
 
-    ``level`` is ``"sentence"`` (x, x' differ in the whole text) or ``"label"`` (same text,
-    labels differ; needs a label mechanism). Deterministic for a fixed ``seed``.
+    ``level`` is ``"sentence"`` (x, x' differ in the whole text), ``"label"`` (same text,
+    labels differ; needs a label mechanism), ``"word"`` (one-word documents, the two
+    words farthest apart in the word mechanism's geometry) or ``"document"`` (a real
+    document of the fewest sentences >= 2, and the same with its first sentence
+    replaced by the sentence of the pool farthest from it). Deterministic for a fixed ``seed``.
     """
+    import tempfile
+
     from flwr.app import Context, RecordDict
 
     from clients.ldp_client import charges_by_extras, release
@@ -163,13 +244,18 @@ def audit_run(
     from mechanisms.audit import audit_pair
     from simulations.api import resolve_config
 
-    if level not in ("sentence", "label"):
-        raise ValueError(f"level must be 'sentence' or 'label' (word and document: per mechanism), got {level!r}")
+    if level not in LEVELS:
+        raise ValueError(f"level must be one of {LEVELS} (document: per mechanism, mechanisms.audit), got {level!r}")
     if tamper not in TAMPERS:
         raise ValueError(f"tamper must be one of {TAMPERS}, got {tamper!r}")
     cfg = resolve_config(config, dict(overrides or {}))
-    if cfg["mode"] != "local" or channel_class(cfg).__name__ != "SentenceChannel":
-        raise ValueError("the end-to-end audit covers local-mode sentence-level runs (and their label channel)")
+    channel = channel_class(cfg).__name__
+    if cfg["mode"] != "local":
+        raise ValueError("the end-to-end audit covers local-mode runs (central mode: its accountant's figure)")
+    if channel != _CHANNEL_OF_LEVEL.get(level, "SentenceChannel"):
+        raise ValueError(f"level = {level!r} does not match the run's level ({channel}); audit the level the run has")
+    if tamper == "unsanitized" and level not in ("word", "document"):
+        raise ValueError("the unsanitized power check is for the word and document levels")
     if cfg["map-in"] == "leaky":
         raise ValueError("map-in = 'leaky' prints no guarantee to audit (use tamper = 'leaky-map' as a power check)")
     if tamper == "leaky-map" and (level != "sentence" or cfg["map-in"] != "random"):
@@ -180,7 +266,51 @@ def audit_run(
 
     real, matrix = node_zero_and_map(cfg)
     pool_emb = real.train_emb[: min(pool, real.train_emb.shape[0])]
-    if level == "sentence":
+    texts, words, word_claim = ("", ""), 0, None
+    blocks: tuple[Any, Any] = (None, None)
+    setup = None
+    if level == "document":
+        from fl.documents import SentenceDocs
+
+        setup = channel_class(cfg).public_setup(cfg, "cpu")
+        docs: SentenceDocs = real.train_docs
+        mech = setup.mechanism(cfg)
+        if setup.recoder is None:  # truncation sees the sentence rows as they are: the box's tight pair
+            from mechanisms.audit import document_pair
+
+            block, swapped = (t.to(torch.float32) for t in document_pair(mech, 2))
+            pair = "two 2-sentence documents at opposite corners of the public box, one sentence apart (tight)"
+        else:
+            i, far = _document_canary(setup, mech, docs, pool)
+            block = docs.docs([i])[0].clone()
+            swapped = block.clone()
+            swapped[0] = docs.emb[far]
+            pair = (
+                f"training document {i} of node 0 ({block.shape[0]} sentences) and the same with its first "
+                f"sentence replaced by sentence {far} of node 0 (the swap whose output laws differ most)"
+            )
+        blocks, words = (block, swapped), 0
+        ex, ep, yx = block.mean(0), swapped.mean(0), int(real.train_y[0])  # one label for both: text differs
+        yp = yx
+        pair_distance = None
+    elif level == "word":
+        from fl import rewrite as rewrite_mod
+        from fl.documents import embed_texts
+        from fl.encoder import best_device
+        from mechanisms.audit import word_pair, word_pair_claim
+
+        mech = rewrite_mod.word_mechanism(cfg)
+        w, wp = word_pair(mech, alphabetic=True)
+        texts, words = (mech.space.words[w], mech.space.words[wp]), 1
+        word_claim = word_pair_claim(mech, mech.guarantee, w, wp)
+        clean = torch.as_tensor(
+            np.asarray(embed_texts(list(texts), cfg, best_device(cfg["device"]), store=False)), dtype=torch.float32
+        )
+        ex, ep, yx = clean[0], clean[1], int(real.train_y[0])
+        yp = yx
+        pair = f"one-word documents {texts[0]!r} and {texts[1]!r} (farthest pair of {mech.name}'s geometry)"
+        pair_distance = word_claim[0]
+    elif level == "sentence":
         dist = torch.cdist(*(2 * [mechanism_inputs(pool_emb, matrix)]))
         i, j = divmod(int(torch.argmax(dist)), dist.shape[1])
         # Same label: the neighbours differ in the text (a label in the clear would tell them apart).
@@ -194,20 +324,28 @@ def audit_run(
         pair = f"training document 0 of node 0 with labels {yx} and {yp}"
         pair_distance = None
 
-    charged_channels = make_channels(cfg, real.map_dim, None, real.num_classes)
+    charged_channels = make_channels(cfg, real.map_dim, setup, real.num_classes)
     released_cfg = _release_cfg(cfg, tamper)
-    release_channels = make_channels(released_cfg, real.map_dim, None, real.num_classes)
+    released_setup = setup
+    if setup is not None and tamper == "epsilon-3x":  # the node's mechanism comes from the setup's epsilon
+        from dataclasses import replace
+
+        released_setup = replace(setup, epsilon=3 * setup.epsilon)
+    release_channels = make_channels(released_cfg, real.map_dim, released_setup, real.num_classes)
     model = None
     if tamper == "leaky-map":
         from fl.pipeline import build_model
 
         model = build_model(cfg, real.release_dim, real.encoder_dim, real.num_classes)
 
-    def sampler(emb: torch.Tensor, label: int):  # type: ignore[no-untyped-def]
+    # word level: the node's rewrites of the canary (new at every batch) go to a scratch cache
+    scratch = tempfile.TemporaryDirectory(prefix="sanitas-audit-")
+
+    def sampler(emb: torch.Tensor, label: int, text: str = "", sentences: Any = None):  # type: ignore[no-untyped-def]
         def draw(n: int, gen: torch.Generator) -> torch.Tensor:
-            cohort = _canary_cohort(real, emb, label, n)
+            cohort = _canary_cohort(real, emb, label, n, text, words, sentences)
             secret = int(torch.randint(0, 2**62, (1,), generator=gen))  # a fresh node secret per batch
-            run_cfg = released_cfg.replace(**{"noise-seed": secret})
+            run_cfg = released_cfg.replace(**{"noise-seed": secret, "cache-dir": scratch.name})
             ctx = Context(
                 run_id=0,
                 node_id=0,
@@ -241,7 +379,14 @@ def audit_run(
     ledger = PrivacyLedger({"train": 1}, target_delta=cfg["accounting-delta"])
     fresh_rounds = rounds if (cfg["fresh-noise-per-round"]) else 1  # redraw-uncharged: charged as cached
     for _ in range(fresh_rounds):
-        table, index = charges_by_extras(charged_channels.embedding, 1, {})
+        extras = (
+            {"num-words": np.array([words], dtype=np.int64)}
+            if level == "word"
+            else {"num-sentences": np.array([blocks[0].shape[0]], dtype=np.int64)}
+            if level == "document"
+            else {}
+        )
+        table, index = charges_by_extras(charged_channels.embedding, 1, extras)
         ledger.record("train", np.zeros(1, dtype=np.int64), table[int(index[0])].guarantee, "embedding")
         if cfg["label-mechanism"] != "none":
             ltable, lindex = charged_channels.label.charges(1)
@@ -250,7 +395,11 @@ def audit_run(
     printed = snap["epsilon_total"] if cfg["label-mechanism"] != "none" else snap["epsilon_ldp"]
     pair_eps = None
     guarantee = charged_channels.embedding.guarantee
-    if (
+    if word_claim is not None and cfg["label-mechanism"] == "none":
+        pair_eps = fresh_rounds * word_claim[1]  # one word differs: its guarantee for this pair, per fresh draw
+    elif level == "document" and cfg["label-mechanism"] == "none":
+        pair_eps = fresh_rounds * float(guarantee.epsilon)  # one sentence differs: the SentDP epsilon
+    elif (
         level == "sentence"
         and guarantee.notion == "metric"
         and pair_distance is not None
@@ -266,16 +415,20 @@ def audit_run(
             )
         )
 
-    result = audit_pair(
-        sampler(ex, yx),
-        sampler(ep, yp),
-        int(trials),
-        seed=int(seed),
-        pilot_samples=pilot_trials,
-        alpha=float(alpha),
-        claimed_epsilon=float(printed),
-        chunk_size=4096,
-    )
+    try:
+        result = audit_pair(
+            sampler(ex, yx, texts[0], blocks[0]),
+            sampler(ep, yp, texts[1], blocks[1]),
+            int(trials),
+            seed=int(seed),
+            pilot_samples=pilot_trials,
+            alpha=float(alpha),
+            delta=float(snap["delta_total"]),
+            claimed_epsilon=float(printed),
+            chunk_size=4096,
+        )
+    finally:
+        scratch.cleanup()
     return FlowAudit(
         level=level,
         pair=pair,

@@ -221,19 +221,24 @@ def main(argv: Sequence[str] | None = None) -> int:
         "every round of the config) and report a Clopper-Pearson lower bound eps_LB on the epsilon the flow "
         "needs, next to the per-user epsilon the run's ledger prints (simulations.audit_run).",
     )
-    p_audit.add_argument("config", help="flat TOML run config (local mode, sentence level)")
+    p_audit.add_argument("config", help="flat TOML run config (local mode)")
     _add_set_option(p_audit, "override a config key (repeatable); values parse as TOML")
     p_audit.add_argument(
-        "--level", choices=("sentence", "label"), default="sentence", help="what differs (default: sentence)"
+        "--level",
+        choices=("sentence", "label", "word", "document"),
+        default="sentence",
+        help="what differs: the whole text, the label, one word, one sentence (default: sentence; word and "
+        "document need a run at that level)",
     )
     p_audit.add_argument("--trials", type=int, default=200_000, help="trials per input (default 200000)")
     p_audit.add_argument("--seed", type=int, default=0, help="seed of the audit (default 0)")
     p_audit.add_argument("--alpha", type=float, default=0.05, help="1 - confidence (default 0.05)")
     p_audit.add_argument(
         "--tamper",
-        choices=("epsilon-3x", "redraw-uncharged", "leaky-map"),
+        choices=("epsilon-3x", "redraw-uncharged", "leaky-map", "unsanitized"),
         default="",
-        help="power check: break the flow on purpose (it must be caught: eps_LB > printed)",
+        help="power check: break the flow on purpose (caught when eps_LB > printed; unsanitized: the node "
+        "forgets its word or document mechanism)",
     )
     p_audit.add_argument("--out", default=None, help="also write the result as JSON to this file")
     p_doc = sub.add_parser(

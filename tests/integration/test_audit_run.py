@@ -78,3 +78,83 @@ def test_cli_exit_codes(tmp_path: Path) -> None:
     assert main(["audit", str(cfg), "--trials", "20000", "--out", str(out)]) == 0 and out.is_file()
     assert main(["audit", str(cfg), "--trials", "20000", "--tamper", "epsilon-3x"]) == 1
     assert main(["audit", str(cfg), "--set", 'map-in="leaky"', "--set", "allow-unaccounted-leakage=true"]) == 2
+
+
+# ------------------------------------------------------------------ word and document levels
+WORD = {
+    "dataset": "sst2",
+    "train-size": 200,
+    "test-size": 50,
+    "users-per-node": 200,
+    "num-server-rounds": 2,
+    "map-in": "identity",
+    "sentence-mechanism": "none",
+    "word-mechanism": "cmp",
+    "word-epsilon": 0.25,
+    "word-options": "vocab_size = 2000",
+    "word-quality-docs": 0,
+    "word-support-words": 0,
+    "label-mechanism": "none",
+}
+DOCUMENT = {
+    "dataset": "agnews",  # short news items: few sentences to encode
+    "train-size": 100,
+    "test-size": 30,
+    "users-per-node": 400,
+    "public-fraction": 0.7,
+    "sentence-mechanism": "none",
+    "map-in": "identity",
+    "document-mechanism": "deepcandidate",
+    "document-epsilon": 1.0,
+    "recoder-clusters": 2,
+    "recoder-epochs": 1,
+    "num-candidates": 10,
+    "candidate-min-sentences": 2,
+    "num-projections": 10,
+    "num-server-rounds": 1,
+    "fraction-train": 1.0,
+    "label-mechanism": "none",
+}
+
+
+@pytest.mark.parametrize(
+    ("cfg", "level"),
+    [
+        (WORD, "word"),
+        (DOCUMENT, "document"),
+        ({**DOCUMENT, "document-mechanism": "truncation"}, "document"),
+    ],
+    ids=["word-cmp", "document-deepcandidate", "document-truncation"],
+)
+def test_word_and_document_levels_pass_and_catch_an_unsanitized_node(cfg: dict, level: str) -> None:
+    """The honest flow passes; a node that forgets its level's mechanism (releases the clean
+    embedding) is caught with 1,000 trials per input. Printed figures: one word of cmp (eps * the
+    pair's distance, a cached re-send in round 2 is free), a 2-sentence document (DeepCandidate
+    eps * k / 2, truncation eps * k)."""
+    honest = audit_run(cfg, level=level, trials=1_000, seed=0)
+    broken = audit_run(cfg, level=level, trials=1_000, seed=0, tamper="unsanitized")
+    assert honest.passed and honest.epsilon_lb <= honest.printed_epsilon
+    assert not broken.passed and broken.epsilon_lb > broken.printed_epsilon
+    assert broken.printed_epsilon == honest.printed_epsilon
+    if level == "word":
+        assert honest.pair_epsilon == pytest.approx(honest.printed_epsilon)  # one word, the farthest pair
+    else:
+        k_eps = 2 * cfg["document-epsilon"] * (0.5 if cfg["document-mechanism"] == "deepcandidate" else 1.0)
+        assert honest.printed_epsilon == pytest.approx(k_eps) and honest.pair_epsilon == cfg["document-epsilon"]
+
+
+@pytest.mark.slow
+def test_word_level_3x_is_seen_but_not_caught() -> None:
+    """Low power by nature (module docstring): cmp at 3x its epsilon raises eps_LB well above the
+    honest flow's, but 50-d noise and nearest-word decoding keep it under the printed figure."""
+    cfg = {**WORD, "word-epsilon": 0.5, "num-server-rounds": 1}
+    honest = audit_run(cfg, level="word", trials=2_000, seed=0)
+    three = audit_run(cfg, level="word", trials=2_000, seed=0, tamper="epsilon-3x")
+    assert honest.epsilon_lb < 0.5 < 2.0 < three.epsilon_lb <= three.printed_epsilon
+
+
+def test_level_must_match_the_run() -> None:
+    with pytest.raises(ValueError, match="does not match the run's level"):
+        audit_run(WORD, level="sentence", trials=100)
+    with pytest.raises(ValueError, match="unsanitized power check"):
+        audit_run(CONFIG, level="sentence", trials=100, tamper="unsanitized")
