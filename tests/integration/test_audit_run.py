@@ -158,3 +158,19 @@ def test_level_must_match_the_run() -> None:
         audit_run(WORD, level="sentence", trials=100)
     with pytest.raises(ValueError, match="unsanitized power check"):
         audit_run(CONFIG, level="sentence", trials=100, tamper="unsanitized")
+
+
+def test_the_audit_table_rows_are_valid_configs(tmp_path: Path) -> None:
+    """simulations.audit_levels: every row's config resolves and matches its level; the table writes."""
+    from fl.channels import channel_class
+    from simulations.api import resolve_config
+    from simulations.audit_levels import ROWS, write
+
+    for name, cfg, level, tamper, trials in ROWS:
+        want = {"word": "WordChannel", "document": "DocumentChannel"}.get(level, "SentenceChannel")
+        assert channel_class(resolve_config(cfg, {})).__name__ == want, name
+        assert trials >= 2_000 and (tamper == "" or "power check" in name)
+    row = dict.fromkeys(("row", "level", "tamper", "printed_epsilon", "pair_epsilon", "epsilon_lb"), "x")
+    row |= {"trials": 1, "confidence": 0.95, "verdict": "passes", "seconds": 0.1, "pair": "p"}
+    csv_path, md_path = write([row], tmp_path, "cmd")
+    assert csv_path.is_file() and md_path.read_text().startswith("Command: `cmd`")

@@ -405,7 +405,7 @@ def _check_release(
             words[k] if run.scope == "local/word" else sentences[k] if run.scope == "local/document" else None
             for k in keys
         ]
-        wants = {c: expected_charge(cfg, run.scope, channel, c, info.map_dim) for c in set(counts)}
+        wants = {c: expected_charge(cfg, run.scope, channel, c, info.map_dim, info.num_classes) for c in set(counts)}
         for i, count in enumerate(counts):
             got, want = rel.charges[channel][index[i]], wants[count]
             if got != want if isinstance(want, Charge) else not math.isclose(got.cost, want, rel_tol=1e-12):
@@ -438,15 +438,15 @@ def _check_release(
 
 
 def expected_charge(
-    cfg: Mapping[str, Any], scope: str, channel: str, count: int | None, input_dim: int
+    cfg: Mapping[str, Any], scope: str, channel: str, count: int | None, input_dim: int, num_classes: int
 ) -> Charge | float:
     """What a row must be charged, from the config and the row's public count (README's formulas): the
     label or sentence mechanism's guarantee, k words x the word guarantee, or the pure epsilon of a
     document of k sentences (DeepCandidate epsilon k / 2, truncation k epsilon)."""
     # A charge names its mechanism (which picks its dp-accounting event in the ledger).
-    if channel == "label":
+    if channel == "label":  # k-ary RR also names its number of labels (its dp-accounting event)
         mech = config_mod.make_mechanism(cfg, "label")
-        return Charge(mech.guarantee, mechanism=mech.name)
+        return Charge(mech.guarantee, mechanism=mech.name, num_buckets=num_classes if mech.name == "rr" else None)
     if scope == "local/sentence":
         mech = config_mod.make_mechanism(cfg, "sentence", input_dim=input_dim)
         return Charge(mech.guarantee, mechanism=mech.name)

@@ -51,4 +51,5 @@ def test_median_angle_and_files(tmp_path: Path) -> None:
     with (tmp_path / "shuffle_sst2.csv").open() as fh:
         (row,) = list(csv.DictReader(fh))
     assert float(row["median_angle_d01"]) == pytest.approx(d01, abs=1e-4)
-    assert (tmp_path / "shuffle_sst2.md").read_text().startswith("Command: `python -m simulations.shuffle_table ")
+    first = (tmp_path / "shuffle_sst2.md").read_text().splitlines()[0]
+    assert first.startswith("Command: `") and "python -m simulations.shuffle_table " in first

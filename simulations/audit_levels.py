@@ -1,0 +1,174 @@
+"""The end-to-end audit at every level, as one table: ``python -m simulations.audit_levels``.
+
+Each row runs ``simulations.audit_run.audit_run`` (the node's real release code
+for a canary user, every round of the config, fresh node secrets per batch) on
+a small run config of one level, honest or with a power check, and records
+(config, printed per-user epsilon, the pair's own epsilon, eps_LB, trials,
+confidence, verdict). Writes ``audit_levels.csv`` and ``audit_levels.md`` under
+``--out``. ``--quick`` divides the trials by 10 (a smoke run).
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from simulations.audit_run import audit_run
+
+_SENTENCE = {
+    "dataset": "sst2",
+    "train-size": 400,
+    "test-size": 100,
+    "users-per-node": 400,
+    "num-server-rounds": 3,
+    "map-in": "random",
+    "map-dim": 2,
+    "sentence-mechanism": "purkayastha",
+    "sentence-epsilon": 0.5,
+    "label-mechanism": "none",
+}
+_FRESH = {**_SENTENCE, "fresh-noise-per-round": True}
+_LABEL = {**_SENTENCE, "label-mechanism": "rr", "label-epsilon": 1.0}
+_WORD = {
+    "dataset": "sst2",
+    "train-size": 200,
+    "test-size": 50,
+    "users-per-node": 200,
+    "num-server-rounds": 2,
+    "map-in": "identity",
+    "sentence-mechanism": "none",
+    "word-mechanism": "cmp",
+    "word-epsilon": 0.5,
+    "word-options": "vocab_size = 2000",
+    "word-quality-docs": 0,
+    "word-support-words": 0,
+    "label-mechanism": "none",
+}
+_DOCUMENT = {
+    "dataset": "agnews",
+    "train-size": 100,
+    "test-size": 30,
+    "users-per-node": 400,
+    "public-fraction": 0.7,
+    "sentence-mechanism": "none",
+    "map-in": "identity",
+    "document-mechanism": "deepcandidate",
+    "document-epsilon": 1.0,
+    "recoder-clusters": 2,
+    "recoder-epochs": 1,
+    "num-candidates": 10,
+    "candidate-min-sentences": 2,
+    "num-projections": 10,
+    "num-server-rounds": 1,
+    "fraction-train": 1.0,
+    "label-mechanism": "none",
+}
+_TRUNCATION = {**_DOCUMENT, "document-mechanism": "truncation"}
+
+#: (row name, config, level, tamper, trials per input)
+ROWS: tuple[tuple[str, dict[str, Any], str, str, int], ...] = (
+    ("sentence: purkayastha eps1 0.5, m'=2, 3 rounds cached", _SENTENCE, "sentence", "", 200_000),
+    (
+        "sentence: the same, fresh noise every round",
+        {**_SENTENCE, "fresh-noise-per-round": True},
+        "sentence",
+        "",
+        200_000,
+    ),
+    ("sentence: 3x epsilon (power check)", _SENTENCE, "sentence", "epsilon-3x", 200_000),
+    ("sentence: re-draw uncharged (power check)", _SENTENCE, "sentence", "redraw-uncharged", 200_000),
+    ("sentence: leaky M1 (power check)", _SENTENCE, "sentence", "leaky-map", 2_000),
+    ("label: rr eps 1 (+ purkayastha)", _LABEL, "label", "", 200_000),
+    ("label: 3x epsilon (power check)", _LABEL, "label", "epsilon-3x", 200_000),
+    ("word: cmp eps 0.5, vocab 2000, 2 rounds", _WORD, "word", "", 20_000),
+    ("word: 3x epsilon (power check)", _WORD, "word", "epsilon-3x", 20_000),
+    ("word: unsanitized node (power check)", _WORD, "word", "unsanitized", 20_000),
+    ("document: deepcandidate eps 1", _DOCUMENT, "document", "", 20_000),
+    ("document: deepcandidate 3x epsilon (power check)", _DOCUMENT, "document", "epsilon-3x", 20_000),
+    ("document: deepcandidate unsanitized (power check)", _DOCUMENT, "document", "unsanitized", 20_000),
+    ("document: truncation eps 1", _TRUNCATION, "document", "", 20_000),
+    ("document: truncation 3x epsilon (power check)", _TRUNCATION, "document", "epsilon-3x", 20_000),
+    ("document: truncation unsanitized (power check)", _TRUNCATION, "document", "unsanitized", 20_000),
+)
+COLUMNS = (
+    "row",
+    "level",
+    "tamper",
+    "printed_epsilon",
+    "pair_epsilon",
+    "epsilon_lb",
+    "trials",
+    "confidence",
+    "verdict",
+    "seconds",
+    "pair",
+)
+
+
+def run_rows(quick: bool = False, seed: int = 0) -> list[dict[str, Any]]:
+    """Audit every row of ``ROWS`` (``quick``: a tenth of the trials)."""
+    out = []
+    for name, cfg, level, tamper, trials in ROWS:
+        n = max(1_000, trials // 10) if quick else trials
+        start = time.perf_counter()
+        r = audit_run(cfg, level=level, trials=n, seed=seed, tamper=tamper)
+        caught = not r.passed
+        verdict = ("caught" if caught else "NOT caught") if tamper else ("passes" if r.passed else "VIOLATION")
+        out.append(
+            {
+                "row": name,
+                "level": level,
+                "tamper": tamper or "none",
+                "printed_epsilon": round(r.printed_epsilon, 4),
+                "pair_epsilon": None if r.pair_epsilon is None else round(r.pair_epsilon, 4),
+                "epsilon_lb": round(r.epsilon_lb, 4),
+                "trials": r.trials,
+                "confidence": 1 - r.alpha,
+                "verdict": verdict,
+                "seconds": round(time.perf_counter() - start, 1),
+                "pair": r.pair,
+            }
+        )
+        print(f"{name}: printed {r.printed_epsilon:.4g}, eps_LB {r.epsilon_lb:.4g} ({verdict})", flush=True)
+    return out
+
+
+def write(rows: list[dict[str, Any]], out: Path, command: str) -> tuple[Path, Path]:
+    out.mkdir(parents=True, exist_ok=True)
+    csv_path, md_path = out / "audit_levels.csv", out / "audit_levels.md"
+    with csv_path.open("w", newline="") as fh:
+        w = csv.DictWriter(fh, fieldnames=COLUMNS)
+        w.writeheader()
+        w.writerows(rows)
+    cols = COLUMNS[:-2]
+    lines = [f"Command: `{command}`", "", "| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
+    lines += ["| " + " | ".join("" if r[c] is None else str(r[c]) for c in cols) + " |" for r in rows]
+    lines += ["", "Pairs:", ""] + [f"- {r['row']}: {r['pair']}" for r in rows]
+    md_path.write_text("\n".join(lines) + "\n")
+    return csv_path, md_path
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--out", default="docs/results/issue16")
+    ap.add_argument("--quick", action="store_true", help="a tenth of the trials (smoke run)")
+    ap.add_argument("--seed", type=int, default=0)
+    args = ap.parse_args(argv)
+    if not os.environ.get("SANITAS_DATA_DIR"):
+        raise SystemExit("set SANITAS_DATA_DIR (e.g. ../shared/data): the configs read SST-2 and AG News")
+    rows = run_rows(args.quick, args.seed)
+    command = "SANITAS_DATA_DIR=../shared/data python -m simulations.audit_levels " + " ".join(
+        argv if argv is not None else sys.argv[1:]
+    )
+    csv_path, md_path = write(rows, Path(args.out), command.strip())
+    print(f"wrote {csv_path} and {md_path}")
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    raise SystemExit(main())
