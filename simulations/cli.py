@@ -13,6 +13,7 @@ This module parses arguments and prints; a run goes through
 from __future__ import annotations
 
 import argparse
+import json
 import logging
 import sys
 from collections.abc import Sequence
@@ -38,7 +39,6 @@ def _run(args: argparse.Namespace) -> int:
 
 def _audit(args: argparse.Namespace) -> int:
     """``sanitas audit``: print eps_LB next to the printed per-user epsilon; exit 1 when eps_LB exceeds it."""
-    import json
 
     from simulations.audit_run import audit_run
     from simulations.overrides import parse_overrides
@@ -85,6 +85,24 @@ def _add_timeout_option(p: argparse.ArgumentParser) -> None:
     p.add_argument("--timeout", type=float, default=None, help="seconds before a run is killed and marked failed")
 
 
+def _add_attacks_option(p: argparse.ArgumentParser) -> None:
+    """``--attacks mia,lira,...``: attack every finished run afterwards (``simulations.attack``)."""
+    p.add_argument(
+        "--attacks",
+        default="",
+        metavar="A1,A2,...",
+        help="after the runs, attack each (mia, lira, attribute, inversion; 'all'): attacks.csv and "
+        "attacks_vs_epsilon.png next to the accuracy table",
+    )
+
+
+def _attack_list(text: str) -> list[str]:
+    from simulations.attack import ATTACKS
+
+    names = [a.strip() for a in text.split(",") if a.strip()]
+    return list(ATTACKS) if names == ["all"] else names
+
+
 def _add_sweep_parser(sub: Any) -> None:
     """The ``sweep`` subcommand (logic in :mod:`simulations.sweep`)."""
     p = sub.add_parser(
@@ -124,6 +142,7 @@ def _add_sweep_parser(sub: Any) -> None:
     _add_set_option(p, "override a config key in every run (repeatable); values parse as TOML")
     p.add_argument("--out", required=True, help="parent folder; the sweep writes OUT/NAME")
     p.add_argument("--name", default=None, help="sweep folder name (default: the config file's stem)")
+    _add_attacks_option(p)
     _add_timeout_option(p)
 
 
@@ -137,7 +156,16 @@ def _sweep(args: argparse.Namespace) -> int:
             blocks.append([])
         else:
             blocks[-1].append(spec)
-    return sweep(args.config, blocks, args.sets, args.out, name=args.name, timeout=args.timeout, seeds=args.seeds)
+    return sweep(
+        args.config,
+        blocks,
+        args.sets,
+        args.out,
+        name=args.name,
+        timeout=args.timeout,
+        seeds=args.seeds,
+        attacks=_attack_list(args.attacks),
+    )
 
 
 def _add_compare_parser(sub: Any) -> None:
@@ -175,6 +203,7 @@ def _add_compare_parser(sub: Any) -> None:
     )
     p.add_argument("--out", required=True, help="parent folder; the comparison writes OUT/NAME")
     p.add_argument("--name", default=None, help="folder name (default: <config stem>-compare)")
+    _add_attacks_option(p)
     _add_timeout_option(p)
 
 
@@ -241,6 +270,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         "forgets its word or document mechanism)",
     )
     p_audit.add_argument("--out", default=None, help="also write the result as JSON to this file")
+    p_att = sub.add_parser(
+        "attack",
+        help="membership, attribute and inversion attacks on a results folder (one run, a sweep or a comparison)",
+        description="Rebuild targets from each run's config and attack/state.pt and run the attacks "
+        "(simulations.attack): attacks.json per run; for a folder of runs also attacks.csv and "
+        "attacks_vs_epsilon.png. Every result records the attacker knowledge it assumes.",
+    )
+    p_att.add_argument("results_dir", help="a run folder, or a sweep / comparison folder of runs")
+    p_att.add_argument("--attacks", default="all", metavar="A1,A2,...", help="mia, lira, attribute, inversion (all)")
+    p_att.add_argument("--targets", type=int, default=1000, help="members and non-members (and victims) per run")
+    p_att.add_argument("--shadows", type=int, default=8, help="LiRA shadow models (default 8)")
+    p_att.add_argument("--seed", type=int, default=0, help="seed of the attacks (default 0)")
     p_doc = sub.add_parser(
         "report-documents",
         help="document level: macro-F1 vs epsilon and vs k (plots + CSV)",
@@ -274,6 +315,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 name=args.name,
                 node_multipliers=split(args.node_multipliers),
                 timeout=args.timeout,
+                attacks=_attack_list(args.attacks),
             )
         if args.command == "reproduce":
             from simulations.reproduce import reproduce
@@ -285,6 +327,15 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _run(args)
         if args.command == "audit":
             return _audit(args)
+        if args.command == "attack":
+            from simulations.attack import attack_folder
+
+            rows = attack_folder(
+                args.results_dir, _attack_list(args.attacks), seed=args.seed, targets=args.targets, shadows=args.shadows
+            )
+            for row in rows:
+                print(json.dumps(row))
+            return 0
     except (ValueError, FileNotFoundError, FileExistsError) as err:
         message = " ".join(line.strip() for line in str(err).splitlines() if line.strip())  # always one line
         print(f"sanitas: error: {message or type(err).__name__}", file=sys.stderr)

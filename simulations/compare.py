@@ -401,8 +401,12 @@ def compare(
     node_multipliers: Sequence[str] = (),
     timeout: float | None = None,
     progress: bool = True,
+    attacks: Sequence[str] = (),
 ) -> int:
-    """The ``sanitas compare`` command; returns 0 when every run finished, 1 otherwise."""
+    """The ``sanitas compare`` command; returns 0 when every run finished, 1 otherwise.
+
+    ``attacks``: then run those attacks on every finished run (``simulations.attack``: attacks.csv and
+    attacks_vs_epsilon.png in the comparison folder)."""
     from fl import datasets as data
     from fl.accounting.user_level import sampling_rate
     from fl.cohort import population_sizes
@@ -447,4 +451,9 @@ def compare(
         points, sweep_dir, f"{Path(config).stem}: local vs central DP per user", guess, extra, rows
     )
     print(f"sanitas: {csv_path}, {json_path} and {png}", flush=True)
+    if attacks:
+        from simulations.attack import attack_folder
+
+        attack_folder(sweep_dir, attacks)
+        print(f"sanitas: attacks in {sweep_dir / 'attacks.csv'}", flush=True)
     return 0 if all(r["status"] == "ok" for r in finished) else 1

@@ -776,8 +776,10 @@ def sweep(
     timeout: float | None = None,
     progress: bool = True,
     seeds: str | Sequence[Any] | None = None,
+    attacks: Sequence[str] = (),
 ) -> int:
-    """The ``sanitas sweep`` command: parse, check every run's config, run, report.
+    """The ``sanitas sweep`` command: parse, check every run's config, run, report (and, with
+    ``attacks``, attack every finished run: ``simulations.attack``).
 
     ``blocks`` are the ``--grid`` specs of each product (split at ``--also``); ``seeds`` (``"1,2,3"``
     or a list; ``None``: one run per point at the config's seeds) runs each point once per seed.
@@ -805,4 +807,9 @@ def sweep(
     )
     if failed:
         print(f"sanitas: not done: {', '.join(failed)}", file=sys.stderr, flush=True)
+    if attacks:
+        from simulations.attack import attack_folder
+
+        attack_folder(sweep_dir, attacks)
+        print(f"sanitas: attacks in {sweep_dir / 'attacks.csv'}", flush=True)
     return 1 if failed else 0

@@ -18,6 +18,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import torch
 from flwr.app import ArrayRecord, Context
 from flwr.serverapp import Grid, ServerApp
@@ -28,6 +29,8 @@ from fl import datasets as data
 from fl import maps
 from fl.accounting.central import check_central_config
 from fl.accounting.scope import EVALUATION_NOT_COVERED, GUARANTEE_COVERS, scope_fields
+from fl.attacks.state import AttackState
+from fl.attacks.state import from_model as attack_from_model
 from fl.channels import channel_class, run_label
 from fl.encoder import best_device
 from fl.pipeline import build_model
@@ -40,6 +43,7 @@ from .discovery import discover_nodes
 from .faults import FaultyGrid
 from .loading import make_strategy
 from .local_accounting import LEAKY_WARNING, LocalDPAccounting
+from .release_training import ReleaseTraining
 from .user_central import UserLevelDPFedAvg, user_level_guarantee
 
 log = logging.getLogger(__name__)
@@ -244,6 +248,38 @@ def _summary(cfg: Mapping[str, Any], run: ModeRun, writer: RunWriter) -> tuple[d
     return fields, title, "sanitized test"
 
 
+def attack_state(cfg: Mapping[str, Any], run: ModeRun, final: ArrayRecord) -> AttackState | None:
+    """What ``sanitas attack`` needs from the server (``fl.attacks.state``), or ``None`` when the run's
+    strategy is not one whose model and inputs Sanitas knows (a user's own strategy)."""
+    strategy = run.strategy
+    if isinstance(strategy, LocalDPAccounting):
+        core = strategy.core
+        if not isinstance(core, ReleaseTraining) or core.model is None:
+            return None
+        stored = np.flatnonzero(core._slot >= 0)
+        return attack_from_model(core.model, core.map_matrix, stored, "documents whose releases the server stored")
+    everyone = "every training document (central mode: any user may have been sampled)"
+    if isinstance(strategy, UserLevelDPFedAvg):
+        users = np.arange(strategy.num_users, dtype=np.int64)
+        return attack_from_model(strategy.model, strategy.map_matrix, _user_documents(cfg, users), everyone)
+    info = next(iter(strategy.nodes.values()))
+    model = build_model(cfg, info.map_dim, info.encoder_dim, info.num_classes)
+    model.load_state_dict(final.to_torch_state_dict())
+    if cfg["map-in"] in maps.FROM_SERVER:
+        return None
+    matrix = maps.input_map(cfg["map-in"], info.encoder_dim, info.map_dim, cfg["map-seed"])
+    users = np.arange(info.num_train_users, dtype=np.int64)
+    return attack_from_model(model, matrix, _user_documents(cfg, users), everyone)
+
+
+def _user_documents(cfg: Mapping[str, Any], users: np.ndarray) -> np.ndarray:
+    """The training-split rows of these users' documents."""
+    from fl.cohort import user_partition
+
+    rows = user_partition(cfg).rows(users.tolist())
+    return np.concatenate(rows).astype(np.int64) if rows else np.zeros(0, dtype=np.int64)
+
+
 def run_server(grid: Grid, cfg: Mapping[str, Any], timeout: float = 3600.0, resume: bool = False) -> dict[str, Any]:
     """Run one federated job (either mode) with a resolved config; returns the summary dict.
 
@@ -290,6 +326,9 @@ def run_server(grid: Grid, cfg: Mapping[str, Any], timeout: float = 3600.0, resu
             num_rounds=int(cfg["num-server-rounds"]),
             timeout=float(cfg["node-timeout"]),  # per round: a reply later than this is lost
         )
+        state = attack_state(cfg, run, checkpoints.arrays)
+        if state is not None:
+            state.save(writer.folder)
         fields, title, test_label = _summary(cfg, run, writer)
         summary = {
             "results_folder": str(writer.folder),
