@@ -11,7 +11,6 @@ confidence, verdict). Writes ``audit_levels.csv`` and ``audit_levels.md`` under
 from __future__ import annotations
 
 import argparse
-import csv
 import os
 import sys
 import time
@@ -19,8 +18,9 @@ from pathlib import Path
 from typing import Any
 
 from simulations.audit_run import audit_run
+from simulations.tables import write_table
 
-_SENTENCE = {
+SENTENCE = {
     "dataset": "sst2",
     "train-size": 400,
     "test-size": 100,
@@ -32,9 +32,9 @@ _SENTENCE = {
     "sentence-epsilon": 0.5,
     "label-mechanism": "none",
 }
-_FRESH = {**_SENTENCE, "fresh-noise-per-round": True}
-_LABEL = {**_SENTENCE, "label-mechanism": "rr", "label-epsilon": 1.0}
-_WORD = {
+FRESH = {**SENTENCE, "fresh-noise-per-round": True}
+LABEL = {**SENTENCE, "label-mechanism": "rr", "label-epsilon": 1.0}
+WORD = {
     "dataset": "sst2",
     "train-size": 200,
     "test-size": 50,
@@ -49,7 +49,7 @@ _WORD = {
     "word-support-words": 0,
     "label-mechanism": "none",
 }
-_DOCUMENT = {
+DOCUMENT = {
     "dataset": "agnews",
     "train-size": 100,
     "test-size": 30,
@@ -68,32 +68,32 @@ _DOCUMENT = {
     "fraction-train": 1.0,
     "label-mechanism": "none",
 }
-_TRUNCATION = {**_DOCUMENT, "document-mechanism": "truncation"}
+TRUNCATION = {**DOCUMENT, "document-mechanism": "truncation"}
 
 #: (row name, config, level, tamper, trials per input)
 ROWS: tuple[tuple[str, dict[str, Any], str, str, int], ...] = (
-    ("sentence: purkayastha eps1 0.5, m'=2, 3 rounds cached", _SENTENCE, "sentence", "", 200_000),
+    ("sentence: purkayastha eps1 0.5, m'=2, 3 rounds cached", SENTENCE, "sentence", "", 200_000),
     (
         "sentence: the same, fresh noise every round",
-        {**_SENTENCE, "fresh-noise-per-round": True},
+        {**SENTENCE, "fresh-noise-per-round": True},
         "sentence",
         "",
         200_000,
     ),
-    ("sentence: 3x epsilon (power check)", _SENTENCE, "sentence", "epsilon-3x", 200_000),
-    ("sentence: re-draw uncharged (power check)", _SENTENCE, "sentence", "redraw-uncharged", 200_000),
-    ("sentence: leaky M1 (power check)", _SENTENCE, "sentence", "leaky-map", 2_000),
-    ("label: rr eps 1 (+ purkayastha)", _LABEL, "label", "", 200_000),
-    ("label: 3x epsilon (power check)", _LABEL, "label", "epsilon-3x", 200_000),
-    ("word: cmp eps 0.5, vocab 2000, 2 rounds", _WORD, "word", "", 20_000),
-    ("word: 3x epsilon (power check)", _WORD, "word", "epsilon-3x", 20_000),
-    ("word: unsanitized node (power check)", _WORD, "word", "unsanitized", 20_000),
-    ("document: deepcandidate eps 1", _DOCUMENT, "document", "", 20_000),
-    ("document: deepcandidate 3x epsilon (power check)", _DOCUMENT, "document", "epsilon-3x", 20_000),
-    ("document: deepcandidate unsanitized (power check)", _DOCUMENT, "document", "unsanitized", 20_000),
-    ("document: truncation eps 1", _TRUNCATION, "document", "", 20_000),
-    ("document: truncation 3x epsilon (power check)", _TRUNCATION, "document", "epsilon-3x", 20_000),
-    ("document: truncation unsanitized (power check)", _TRUNCATION, "document", "unsanitized", 20_000),
+    ("sentence: 3x epsilon (power check)", SENTENCE, "sentence", "epsilon-3x", 200_000),
+    ("sentence: re-draw uncharged (power check)", SENTENCE, "sentence", "redraw-uncharged", 200_000),
+    ("sentence: leaky M1 (power check)", SENTENCE, "sentence", "leaky-map", 2_000),
+    ("label: rr eps 1 (+ purkayastha)", LABEL, "label", "", 200_000),
+    ("label: 3x epsilon (power check)", LABEL, "label", "epsilon-3x", 200_000),
+    ("word: cmp eps 0.5, vocab 2000, 2 rounds", WORD, "word", "", 20_000),
+    ("word: 3x epsilon (power check)", WORD, "word", "epsilon-3x", 20_000),
+    ("word: unsanitized node (power check)", WORD, "word", "unsanitized", 20_000),
+    ("document: deepcandidate eps 1", DOCUMENT, "document", "", 20_000),
+    ("document: deepcandidate 3x epsilon (power check)", DOCUMENT, "document", "epsilon-3x", 20_000),
+    ("document: deepcandidate unsanitized (power check)", DOCUMENT, "document", "unsanitized", 20_000),
+    ("document: truncation eps 1", TRUNCATION, "document", "", 20_000),
+    ("document: truncation 3x epsilon (power check)", TRUNCATION, "document", "epsilon-3x", 20_000),
+    ("document: truncation unsanitized (power check)", TRUNCATION, "document", "unsanitized", 20_000),
 )
 COLUMNS = (
     "row",
@@ -139,18 +139,8 @@ def run_rows(quick: bool = False, seed: int = 0) -> list[dict[str, Any]]:
 
 
 def write(rows: list[dict[str, Any]], out: Path, command: str) -> tuple[Path, Path]:
-    out.mkdir(parents=True, exist_ok=True)
-    csv_path, md_path = out / "audit_levels.csv", out / "audit_levels.md"
-    with csv_path.open("w", newline="") as fh:
-        w = csv.DictWriter(fh, fieldnames=COLUMNS)
-        w.writeheader()
-        w.writerows(rows)
-    cols = COLUMNS[:-2]
-    lines = [f"Command: `{command}`", "", "| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
-    lines += ["| " + " | ".join("" if r[c] is None else str(r[c]) for c in cols) + " |" for r in rows]
-    lines += ["", "Pairs:", ""] + [f"- {r['row']}: {r['pair']}" for r in rows]
-    md_path.write_text("\n".join(lines) + "\n")
-    return csv_path, md_path
+    notes = ["", "Pairs:", "", *(f"- {r['row']}: {r['pair']}" for r in rows)]
+    return write_table(rows, out, "audit_levels", COLUMNS, command, md_columns=COLUMNS[:-2], notes=notes)
 
 
 def main(argv: list[str] | None = None) -> int:

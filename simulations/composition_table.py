@@ -12,7 +12,6 @@ at the same delta. Writes ``composition.csv`` and ``composition.md``.
 from __future__ import annotations
 
 import argparse
-import csv
 import sys
 from pathlib import Path
 from typing import Any
@@ -20,6 +19,7 @@ from typing import Any
 from fl.accounting.charges import Charge
 from fl.accounting.composition import compose
 from mechanisms.guarantee import Guarantee
+from simulations.tables import write_table
 
 TARGET_DELTA = 1e-6
 
@@ -80,16 +80,7 @@ def rows() -> list[dict[str, Any]]:
 
 
 def write(table: list[dict[str, Any]], out: Path, command: str) -> tuple[Path, Path]:
-    out.mkdir(parents=True, exist_ok=True)
-    csv_path, md_path = out / "composition.csv", out / "composition.md"
-    with csv_path.open("w", newline="") as fh:
-        w = csv.DictWriter(fh, fieldnames=COLUMNS)
-        w.writeheader()
-        w.writerows(table)
-    lines = [f"Command: `{command}`", "", "| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
-    lines += ["| " + " | ".join(str(r[c]) for c in COLUMNS) + " |" for r in table]
-    md_path.write_text("\n".join(lines) + "\n")
-    return csv_path, md_path
+    return write_table(table, out, "composition", COLUMNS, command)
 
 
 def main(argv: list[str] | None = None) -> int:

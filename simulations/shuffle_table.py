@@ -23,7 +23,6 @@ these are what-if figures, not a run's guarantee.
 from __future__ import annotations
 
 import argparse
-import csv
 import math
 import os
 import sys
@@ -35,6 +34,7 @@ import torch
 
 from fl.accounting import compose_shuffled, compose_shuffled_pld, mechanism_amplification, shuffle_bound
 from fl.accounting.variation_ratio import general_ldp, metric_ldp, purkayastha
+from simulations.tables import write_table
 
 COLUMNS = (
     "config",
@@ -119,17 +119,7 @@ def _r(x: float | None) -> float | None:
 
 def write(rows: list[dict[str, Any]], out: Path, name: str, command: str = "") -> tuple[Path, Path]:
     """``NAME.csv`` (every column) and ``NAME.md`` (the command, then the same table in Markdown)."""
-    out.mkdir(parents=True, exist_ok=True)
-    csv_path, md_path = out / f"{name}.csv", out / f"{name}.md"
-    with csv_path.open("w", newline="") as fh:
-        w = csv.DictWriter(fh, fieldnames=COLUMNS)
-        w.writeheader()
-        w.writerows(rows)
-    lines = [f"Command: `{command}`", ""] if command else []
-    lines += ["| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
-    lines += ["| " + " | ".join("" if r[c] is None else str(r[c]) for c in COLUMNS) + " |" for r in rows]
-    md_path.write_text("\n".join(lines) + "\n")
-    return csv_path, md_path
+    return write_table(rows, out, name, COLUMNS, command)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from simulations.audit_levels import DOCUMENT, WORD
 from simulations.audit_run import audit_run
 from simulations.cli import main
 
@@ -81,46 +82,13 @@ def test_cli_exit_codes(tmp_path: Path) -> None:
 
 
 # ------------------------------------------------------------------ word and document levels
-WORD = {
-    "dataset": "sst2",
-    "train-size": 200,
-    "test-size": 50,
-    "users-per-node": 200,
-    "num-server-rounds": 2,
-    "map-in": "identity",
-    "sentence-mechanism": "none",
-    "word-mechanism": "cmp",
-    "word-epsilon": 0.25,
-    "word-options": "vocab_size = 2000",
-    "word-quality-docs": 0,
-    "word-support-words": 0,
-    "label-mechanism": "none",
-}
-DOCUMENT = {
-    "dataset": "agnews",  # short news items: few sentences to encode
-    "train-size": 100,
-    "test-size": 30,
-    "users-per-node": 400,
-    "public-fraction": 0.7,
-    "sentence-mechanism": "none",
-    "map-in": "identity",
-    "document-mechanism": "deepcandidate",
-    "document-epsilon": 1.0,
-    "recoder-clusters": 2,
-    "recoder-epochs": 1,
-    "num-candidates": 10,
-    "candidate-min-sentences": 2,
-    "num-projections": 10,
-    "num-server-rounds": 1,
-    "fraction-train": 1.0,
-    "label-mechanism": "none",
-}
+WORD_CI = {**WORD, "word-epsilon": 0.25}  # printed 2.6: an unsanitized node is caught with 1,000 trials
 
 
 @pytest.mark.parametrize(
     ("cfg", "level"),
     [
-        (WORD, "word"),
+        (WORD_CI, "word"),
         (DOCUMENT, "document"),
         ({**DOCUMENT, "document-mechanism": "truncation"}, "document"),
     ],
@@ -147,7 +115,7 @@ def test_word_and_document_levels_pass_and_catch_an_unsanitized_node(cfg: dict, 
 def test_word_level_3x_is_seen_but_not_caught() -> None:
     """Low power by nature (module docstring): cmp at 3x its epsilon raises eps_LB well above the
     honest flow's, but 50-d noise and nearest-word decoding keep it under the printed figure."""
-    cfg = {**WORD, "word-epsilon": 0.5, "num-server-rounds": 1}
+    cfg = {**WORD, "num-server-rounds": 1}
     honest = audit_run(cfg, level="word", trials=2_000, seed=0)
     three = audit_run(cfg, level="word", trials=2_000, seed=0, tamper="epsilon-3x")
     assert honest.epsilon_lb < 0.5 < 2.0 < three.epsilon_lb <= three.printed_epsilon
@@ -155,7 +123,7 @@ def test_word_level_3x_is_seen_but_not_caught() -> None:
 
 def test_level_must_match_the_run() -> None:
     with pytest.raises(ValueError, match="does not match the run's level"):
-        audit_run(WORD, level="sentence", trials=100)
+        audit_run(WORD_CI, level="sentence", trials=100)
     with pytest.raises(ValueError, match="unsanitized power check"):
         audit_run(CONFIG, level="sentence", trials=100, tamper="unsanitized")
 
