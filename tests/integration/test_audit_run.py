@@ -12,23 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from simulations.audit_levels import DOCUMENT, WORD
+from simulations.audit_levels import DOCUMENT, LABEL, WORD
 from simulations.audit_run import audit_run
 from simulations.cli import main
 
-CONFIG = {
-    "dataset": "sst2",
-    "train-size": 400,
-    "test-size": 100,
-    "users-per-node": 400,
-    "num-server-rounds": 3,
-    "map-in": "random",
-    "map-dim": 2,
-    "sentence-mechanism": "purkayastha",
-    "sentence-epsilon": 0.5,
-    "label-mechanism": "rr",
-    "label-epsilon": 1.0,
-}
+CONFIG = LABEL  # SST-2, 400 users, 3 rounds, random M1 (m' = 2), Purkayastha eps1 0.5, RR eps 1
 PRINTED = 3.141592653589793 * 0.5 + 1.0  # one charged release: Purkayastha's pure pi * eps1 + RR's eps
 
 
