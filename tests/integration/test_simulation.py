@@ -244,6 +244,7 @@ def test_public_map_with_rr_prior_labels_and_privemb(tmp_path: Path, data_dir: P
     assert summary["final"]["clean_accuracy"] is None  # privemb releases live in R^8, not in M1's space
 
 
+@pytest.mark.slow  # ~30 s; in the default run the leaky flow is covered in process (message audit, sanitas audit)
 def test_leaky_map_says_ldp_does_not_hold_everywhere(tmp_path: Path, data_dir: Path, cache_dir: Path) -> None:
     """The leaky mode says LDP does not hold everywhere; with clean-evaluation = false the nodes
     score the sanitized releases only (no clean scores come back)."""
@@ -355,7 +356,8 @@ DOCUMENT_LEVEL = {
 }
 
 
-@pytest.mark.parametrize("mechanism", ["deepcandidate", "truncation"])
+# truncation through Ray is a slow test (~35 s): its releases cross the wire in process in the message audit
+@pytest.mark.parametrize("mechanism", ["deepcandidate", pytest.param("truncation", marks=pytest.mark.slow)])
 def test_document_level_releases(tmp_path: Path, data_dir: Path, cache_dir: Path, mechanism: str) -> None:
     """Sentence-level DP of IMDB reviews: the server builds the public material (recoder, candidates and a
     tuned p, or the clipping box) from public reviews, nodes release one document each, the ledger charges
