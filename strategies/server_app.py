@@ -104,6 +104,7 @@ class ModeRun:
     strategy: LocalDPAccounting | CentralDPAccounting | UserLevelDPFedAvg
     initial_arrays: ArrayRecord
     start: str = ""  # where the model started (central mode)
+    info: Any = None  # node-level central mode: a node's CohortInfo (the model's shape)
 
     @property
     def records(self) -> list[dict[str, Any]]:
@@ -165,7 +166,7 @@ def central_run(grid: Grid, cfg: Mapping[str, Any], writer: RunWriter, timeout: 
         first.num_test_users,
         strategy.num_sampled,
     )
-    return ModeRun(strategy, ArrayRecord(model.state_dict()), "seeded random initialisation")
+    return ModeRun(strategy, ArrayRecord(model.state_dict()), "seeded random initialisation", first)
 
 
 def _summary(cfg: Mapping[str, Any], run: ModeRun, writer: RunWriter) -> tuple[dict[str, Any], str, str]:
@@ -262,7 +263,10 @@ def attack_state(cfg: Mapping[str, Any], run: ModeRun, final: ArrayRecord) -> At
     if isinstance(strategy, UserLevelDPFedAvg):
         users = np.arange(strategy.num_users, dtype=np.int64)
         return attack_from_model(strategy.model, strategy.map_matrix, _user_documents(cfg, users), everyone)
-    info = next(iter(strategy.nodes.values()))
+    info = run.info
+    if info is None:  # a checkpoint from before the shape was kept
+        log.info("no attack state: the node-level run's model shape is not recorded")
+        return None
     model = build_model(cfg, info.map_dim, info.encoder_dim, info.num_classes)
     model.load_state_dict(final.to_torch_state_dict())
     if cfg["map-in"] in maps.FROM_SERVER:
@@ -297,7 +301,7 @@ def run_server(grid: Grid, cfg: Mapping[str, Any], timeout: float = 3600.0, resu
     if resume:
         writer = RunWriter.reopen(folder, last_checkpoint(folder))
         done, strategy, arrays, extra = load_checkpoint(folder, writer)
-        run = ModeRun(strategy, arrays, extra.get("start", ""))
+        run = ModeRun(strategy, arrays, extra.get("start", ""), extra.get("info"))
         remap_nodes(strategy, discover_nodes(grid, timeout))  # node ids are new in a new simulation
         diagnostics = extra.get("diagnostics")
         log.info("resuming %s after round %d", folder, done)
@@ -316,9 +320,8 @@ def run_server(grid: Grid, cfg: Mapping[str, Any], timeout: float = 3600.0, resu
                 name, data_ = diagnostics
                 writer.write_json(f"{name}.json", data_)
                 log.info("%s: %s", name, {k: v for k, v in data_.items() if isinstance(v, int | float)})
-    checkpoints = RoundCheckpoints(
-        run.strategy, writer.folder, done, run.initial_arrays, extra={"start": run.start, "diagnostics": diagnostics}
-    )
+    extra = {"start": run.start, "diagnostics": diagnostics, "info": run.info}
+    checkpoints = RoundCheckpoints(run.strategy, writer.folder, done, run.initial_arrays, extra=extra)
     try:
         checkpoints.start(
             grid=grid,

@@ -202,6 +202,7 @@ SCRIPT = textwrap.dedent(
 )
 
 
+@pytest.mark.slow  # a Ray run (~30 s); the synthetic cohorts are checked in process above
 def test_a_small_synthetic_run_end_to_end(tmp_path: Path) -> None:
     """``simulations.run`` on synthetic users (no data folder, no encoder) writes a complete round."""
     env = {k: v for k, v in os.environ.items() if k not in ("SANITAS_DATA_DIR",)}

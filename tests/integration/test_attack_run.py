@@ -1,5 +1,9 @@
-"""``sanitas attack`` on a real results folder: a tiny non-private run (identity M1, no sanitizer) leaves
-its attack state, and the attacks run on it from the CLI and write attacks.json / attacks.csv."""
+"""``sanitas attack`` on a results folder: the attack state a run leaves, read back and attacked from the CLI.
+
+The folder is made in process (no Ray: the Flower runs that write ``attack/state.pt`` are checked in
+tests/integration/test_simulation.py): a non-private SST-2 "run" (identity M1, no sanitizer) whose model
+is trained on its members' clean embeddings.
+"""
 
 from __future__ import annotations
 
@@ -7,31 +11,55 @@ import csv
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
+import torch
 
+from fl import datasets as data
+from fl.attacks.state import AttackState, from_model
+from fl.pipeline import build_model, train_epochs
+from simulations.api import resolve_config
+from simulations.attack import Pipeline
 from simulations.cli import main
-from tests.integration.test_simulation import _run
+
+RUN = {
+    "dataset": "sst2",
+    "train-size": 120,
+    "test-size": 40,
+    "public-fraction": 0.5,
+    "users-per-node": 20,
+    "map-in": "identity",
+    "sentence-mechanism": "none",
+    "label-mechanism": "none",
+    "server-epochs": 30,
+    "num-server-rounds": 1,
+}
 
 
 @pytest.fixture
-def _env(monkeypatch: pytest.MonkeyPatch, data_dir: Path, cache_dir: Path) -> None:
+def folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, data_dir: Path, cache_dir: Path) -> Path:
     monkeypatch.setenv("SANITAS_DATA_DIR", str(data_dir))
     monkeypatch.setenv("SANITAS_CACHE_DIR", str(cache_dir))
+    cfg = resolve_config(RUN, {})
+    ds = data.load(cfg)
+    members = np.arange(len(ds.train))
+    texts = [ds.train[int(i)]["text"] for i in members]
+    y = torch.as_tensor(np.asarray([ds.train[int(i)]["label"] for i in members]))
+    model = build_model(cfg, 384, 384, 2)
+    pipe = Pipeline(cfg, from_model(model, None, members, "every training document"))
+    x = pipe.clean(texts)
+    opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+    train_epochs(model, opt, x, y, 30, 32, torch.Generator().manual_seed(0))
+    run = tmp_path / "run"
+    from_model(model, None, members, "documents whose releases the server stored").save(run)
+    (run / "config.json").write_text(json.dumps({"config": dict(cfg)}))
+    (run / "summary.json").write_text(json.dumps({"final": {"accuracy": 0.5}, "privacy": {"epsilon_ldp": None}}))
+    return run
 
 
-@pytest.mark.usefixtures("_env")
-def test_attack_cli_on_a_non_private_run(tmp_path: Path, data_dir: Path, cache_dir: Path) -> None:
-    extra = {
-        "sentence-mechanism": '"none"',
-        "map-in": '"identity"',
-        "public-fraction": "0.5",
-        "train-size": "80",
-        "users-per-node": "20",
-    }
-    proc = _run(tmp_path, data_dir, cache_dir, extra)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    folder = tmp_path / "out" / "r"
-    assert (folder / "attack" / "state.pt").is_file()
+def test_attack_cli_on_a_non_private_run(folder: Path) -> None:
+    state = AttackState.load(folder)
+    assert state.m_prime == 384 and state.num_classes == 2 and 40 <= state.members.size <= 80  # the private half
     argv = ["attack", str(folder), "--attacks", "mia,lira,inversion", "--targets", "20", "--shadows", "2"]
     assert main(argv) == 0
     result = json.loads((folder / "attacks.json").read_text())
@@ -46,4 +74,9 @@ def test_attack_cli_on_a_non_private_run(tmp_path: Path, data_dir: Path, cache_d
     with (folder / "attacks.csv").open() as fh:
         (row,) = list(csv.DictReader(fh))
     assert row["mechanism"] == "none" and float(row["inversion_exact"]) == 1.0
-    assert main(["attack", str(tmp_path), "--attacks", "nonsense"]) == 2  # no run there: a clear error
+
+
+def test_attack_cli_errors(tmp_path: Path) -> None:
+    assert main(["attack", str(tmp_path)]) == 2  # no run there: one clear error line
+    with pytest.raises(FileNotFoundError, match="no attack state"):
+        AttackState.load(tmp_path)

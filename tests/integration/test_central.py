@@ -69,6 +69,7 @@ def _check_run(folder: Path, clipping: str) -> list[dict]:
     return rounds
 
 
+@pytest.mark.slow  # a Ray run (~45 s); node-level central messages are checked in process by the message audit
 def test_central_server_side_clipping_end_to_end(tmp_path: Path, data_dir: Path, cache_dir: Path) -> None:
     proc = _run(tmp_path, data_dir, cache_dir, {"central-clipping": '"server"'})
     assert proc.returncode == 0, proc.stderr[-3000:]
