@@ -375,9 +375,54 @@ def attack_folder(folder: str | Path, attacks: Sequence[str] = ATTACKS, **kw: An
         w = csv.DictWriter(fh, fieldnames=keys)
         w.writeheader()
         w.writerows(rows)
+    write_markdown(folder)
     if len(rows) > 1:
         plot_attacks(rows, folder / "attacks_vs_epsilon.png")
     return rows
+
+
+MD_COLUMNS = (
+    "mode",
+    "mechanism",
+    "sentence-epsilon",
+    "per_user_epsilon",
+    "accuracy",
+    "mia_success",
+    "mia_tpr_at_1pct_fpr",
+    "lira_success",
+    "lira_tpr_at_1pct_fpr",
+    "attribute_accuracy",
+    "attribute_chance",
+    "inversion_f1",
+    "inversion_exact",
+    "inversion_chance",
+)
+
+
+def write_markdown(folder: str | Path) -> Path:
+    """``attacks.md``: the headline columns of ``attacks.csv``, numbers rounded, sorted by mode and epsilon."""
+    import csv
+
+    from simulations.tables import markdown_table
+
+    folder = Path(folder)
+    with (folder / "attacks.csv").open() as fh:
+        rows = list(csv.DictReader(fh))
+
+    def show(v: str) -> str:
+        try:
+            return f"{float(v):.3f}" if v not in ("", "None") else ""
+        except ValueError:
+            return v
+
+    def order(r: Mapping[str, str]) -> tuple:
+        eps = r.get("per_user_epsilon") or ""
+        return (r.get("mode", ""), r.get("mechanism", ""), float(eps) if eps not in ("", "None") else -1.0)
+
+    shown = [{c: show(r.get(c, "")) for c in MD_COLUMNS} for r in sorted(rows, key=order)]
+    path = folder / "attacks.md"
+    path.write_text("\n".join(markdown_table(shown, MD_COLUMNS)) + "\n")
+    return path
 
 
 def _run_facts(cfg: Mapping[str, Any], summary: Mapping[str, Any]) -> dict[str, Any]:
