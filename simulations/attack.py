@@ -420,6 +420,9 @@ def write_markdown(folder: str | Path) -> Path:
         return (r.get("mode", ""), r.get("mechanism", ""), float(eps) if eps not in ("", "None") else -1.0)
 
     shown = [{c: show(r.get(c, "")) for c in MD_COLUMNS} for r in sorted(rows, key=order)]
+    for r in shown:
+        if r["mode"] == "central":
+            r["sentence-epsilon"] = ""  # a local-mode key: the central runs' config value means nothing
     path = folder / "attacks.md"
     path.write_text("\n".join(markdown_table(shown, MD_COLUMNS)) + "\n")
     return path
@@ -431,7 +434,7 @@ def _run_facts(cfg: Mapping[str, Any], summary: Mapping[str, Any]) -> dict[str, 
     return {
         "mode": cfg.get("mode"),
         "mechanism": cfg.get("sentence-mechanism") if cfg.get("mode") != "central" else "central",
-        "sentence-epsilon": cfg.get("sentence-epsilon"),
+        "sentence-epsilon": cfg.get("sentence-epsilon") if cfg.get("mode") != "central" else None,
         "seed": cfg.get("seed"),
         "per_user_epsilon": eps,
         "accuracy": summary.get("final", {}).get("accuracy"),
