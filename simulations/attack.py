@@ -264,7 +264,11 @@ def attack_run(
         else:
             out["attacks"]["inversion"] = _inversion(pipe, ds, targets, inversion_aux, seed)
     out["seconds"] = round(time.perf_counter() - started, 1)
-    (folder / "attacks.json").write_text(json.dumps(out, indent=2))
+    path = folder / "attacks.json"
+    if path.is_file():  # attacks not re-run this time keep their earlier results
+        earlier = json.loads(path.read_text())
+        out = {**earlier, **out, "attacks": {**earlier.get("attacks", {}), **out["attacks"]}}
+    path.write_text(json.dumps(out, indent=2))
     return out
 
 
