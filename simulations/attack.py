@@ -144,6 +144,12 @@ def _load_run(folder: Path) -> tuple[Any, AttackState]:
     return resolve_config(raw["config"], {}), AttackState.load(folder)
 
 
+def _rows(split: Any, rows: Sequence[int] | np.ndarray) -> tuple[list[str], np.ndarray]:
+    """Texts and labels of these rows of a dataset split, in that order."""
+    sub = split.select([int(i) for i in rows])
+    return list(sub["text"]), np.asarray(sub["label"], dtype=np.int64)
+
+
 def _sample(n: int, k: int, rng: np.random.Generator) -> np.ndarray:
     return np.sort(rng.permutation(n)[: min(n, k)])
 
@@ -167,18 +173,13 @@ def _nonmembers(
         ).train
         rows = [i for i in rng.permutation(len(full)).tolist() if full[i]["text"] not in seen][:k]
         if len(rows) >= min(k, 50):
-            texts = [full[i]["text"] for i in rows]
-            labels = np.asarray([full[i]["label"] for i in rows], dtype=np.int64)
+            texts, labels = _rows(full, rows)
             return texts, labels, "training-split documents outside the run's subsample (same distribution)"
     unused = np.setdiff1d(np.arange(len(ds.train)), state.members)
     if unused.size >= min(k, 50):
-        rows = unused[_sample(unused.size, k, rng)]
-        texts = [ds.train[int(i)]["text"] for i in rows]
-        labels = np.asarray([ds.train[int(i)]["label"] for i in rows], dtype=np.int64)
+        texts, labels = _rows(ds.train, unused[_sample(unused.size, k, rng)])
         return texts, labels, "training documents never released (same distribution)"
-    rows = _sample(len(ds.test), k, rng)
-    texts = [ds.test[int(i)]["text"] for i in rows]
-    labels = np.asarray([ds.test[int(i)]["label"] for i in rows], dtype=np.int64)
+    texts, labels = _rows(ds.test, _sample(len(ds.test), k, rng))
     return texts, labels, "test documents (WARNING: may differ in distribution from the members)"
 
 
@@ -231,8 +232,7 @@ def attack_run(
 
     if "mia" in attacks or "lira" in attacks:
         members = state.members[_sample(state.members.size, targets, rng)]
-        m_text = [ds.train[int(i)]["text"] for i in members]
-        m_y = np.asarray([ds.train[int(i)]["label"] for i in members], dtype=np.int64)
+        m_text, m_y = _rows(ds.train, members)
         o_text, o_y, out["nonmembers_are"] = _nonmembers(cfg, ds, state, targets, rng)
         m_x, o_x = pipe.clean(m_text), pipe.clean(o_text)
         m_p, o_p = mia.probabilities(model, m_x), mia.probabilities(model, o_x)
@@ -291,10 +291,8 @@ def _attribute(pipe: Pipeline, n_aux: int, n_victims: int, seed: int) -> dict[st
     pool = news.train
     order = rng.permutation(len(pool))
     aux_rows, vic_rows = order[:n_aux], order[n_aux : n_aux + n_victims]
-    aux_text = [pool[int(i)]["text"] for i in aux_rows]
-    vic_text = [pool[int(i)]["text"] for i in vic_rows]
-    aux_y = np.asarray([pool[int(i)]["label"] for i in aux_rows], dtype=np.int64)
-    vic_y = np.asarray([pool[int(i)]["label"] for i in vic_rows], dtype=np.int64)
+    aux_text, aux_y = _rows(pool, aux_rows)
+    vic_text, vic_y = _rows(pool, vic_rows)
     # the run's model labels are not the newsgroups': releases do not depend on labels (labels ride apart)
     aux_x = pipe.releases(aux_text, np.zeros(len(aux_text), dtype=np.int64), seed=7_000 + seed)
     vic_x = pipe.releases(vic_text, np.zeros(len(vic_text), dtype=np.int64), seed=8_000 + seed)
@@ -312,8 +310,8 @@ def _inversion(pipe: Pipeline, ds: Any, n_victims: int, n_aux: int, seed: int) -
         aux_src, source = ds.train, "training documents (no public split: an upper bound on what public text gives)"
     aux_rows = _sample(len(aux_src), n_aux, rng)
     vic_rows = _sample(len(ds.test), n_victims, rng)
-    aux_text = [aux_src[int(i)]["text"] for i in aux_rows]
-    vic_text = [ds.test[int(i)]["text"] for i in vic_rows]
+    aux_text = _rows(aux_src, aux_rows)[0]
+    vic_text = _rows(ds.test, vic_rows)[0]
     zeros = np.zeros
     aux_x = pipe.releases(aux_text, zeros(len(aux_text), dtype=np.int64), seed=5_000 + seed)
     vic_x = pipe.releases(vic_text, zeros(len(vic_text), dtype=np.int64), seed=6_000 + seed)
