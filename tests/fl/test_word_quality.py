@@ -46,3 +46,32 @@ def test_rewrite_quality_tracks_epsilon(
         assert q["support"]["S_w_median"] <= 5 and q["bleu"] > 60
     else:
         assert q["support"]["S_w_median"] > 500 and q["bleu"] < 5
+
+
+def test_word_survival_table_finds_where_words_survive(data_dir: Path, tmp_path: Path) -> None:
+    """simulations.word_survival: Laplace on the clipped 50-d GloVe ball keeps no word at epsilon 1 and most
+    words at 500; TrLaplace keeps none even at 500 (its per-coordinate noise support is at least [-4C, 4C],
+    docs/SPEC.md §7.4), with the attained per-word delta in the table."""
+    from simulations.word_survival import main, rows
+
+    base = {"data-dir": str(data_dir), "cache-dir": str(tmp_path), "dataset": "sst2", "sentence-mechanism": "none"}
+    base["word-options"] = "vocab_size = 10000"
+    table = {
+        (r["word-mechanism"], r["word-epsilon"]): r
+        for r in rows(base, ("word_laplace", "trlaplace"), (1.0, 500.0), docs=20)
+    }
+    assert table["word_laplace", 1.0]["N_w"] < 0.02 and table["word_laplace", 500.0]["N_w"] > 0.5
+    assert table["trlaplace", 500.0]["N_w"] < 0.02 and 0 < table["trlaplace", 500.0]["word_delta"] < 1e-3
+    assert table["trlaplace", 1.0]["word_delta"] > 0.5 and table["word_laplace", 1.0]["word_delta"] == 0.0
+    toml = tmp_path / "w.toml"
+    toml.write_text(
+        f'data-dir = "{data_dir}"\ncache-dir = "{tmp_path}"\n'
+        'sentence-mechanism = "none"\nword-options = "vocab_size = 10000"\n'
+    )
+    assert (
+        main(
+            [str(toml), "--out", str(tmp_path / "o"), "--docs", "3", "--mechanisms", "word_gaussian", "--epsilons", "5"]
+        )
+        == 0
+    )
+    assert (tmp_path / "o" / "word_survival.md").read_text().count("| word_gaussian |") == 1
