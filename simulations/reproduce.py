@@ -130,6 +130,13 @@ def _fmt(value: Any, digits: int = 3) -> str:
     return str(value)
 
 
+def _sig(value: Any) -> str:
+    """``value`` to 3 significant digits (empty for a missing or non-finite value)."""
+    if value is None or (isinstance(value, float) and not math.isfinite(value)):
+        return ""
+    return f"{float(value):.3g}"
+
+
 def _epsilon_text(r: Mapping[str, Any]) -> str:
     """The per-user figure the runs' ledgers printed: pure epsilon, or (epsilon, delta) when the
     mechanism's guarantee is approximate (delta = 1 is said to be vacuous)."""
@@ -163,7 +170,8 @@ def markdown(rep: Reproduction, rows: Sequence[Mapping[str, Any]], command: str)
     for r in rows:
         sd = f" +- {_fmt(r['accuracy_sd'])}" if r["accuracy_sd"] is not None else " (one seed)"
         acc = f"{_fmt(r['accuracy_mean'])}{sd}" if r["accuracy_mean"] is not None else r["status"]
-        extra = f" {_fmt(r.get('word_delta'), 4)} | {_fmt(r.get('N_w_mean'), 3)} |" if words else ""
+        # 3 significant digits: a Gaussian's 1e-05 and a near-zero N_w must not print as 0.0000
+        extra = f" {_sig(r.get('word_delta'))} | {_sig(r.get('N_w_mean'))} |" if words else ""
         lines.append(
             f"| {r['series']} | {format(r['x'], 'g') if r['x'] is not None else '-'} | {r['n']} | {acc} "
             f"| {_fmt(r['macro_f1_mean'])} | {_epsilon_text(r)} |{extra} {_fmt(r['paper'], 4)} "

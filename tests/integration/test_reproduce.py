@@ -94,13 +94,17 @@ def test_approximate_guarantees_show_their_delta_and_word_rows_their_n_w() -> No
         {"word-mechanism": "word_laplace", "word-epsilon": 1.0, "status": "ok", "n": 3, "seeds": "1 2 3",
          "accuracy_mean": 0.55, "accuracy_sd": 0.01, "ldp_guarantee_holds": True,
          "max_user_pure_epsilon_embedding": 43.0, "delta_total": 0.0, "word_delta": 0.0, "N_w_mean": 0.1},
+        {"word-mechanism": "word_gaussian", "word-epsilon": 1.0, "status": "ok", "n": 3, "seeds": "1 2 3",
+         "accuracy_mean": 0.5, "accuracy_sd": 0.01, "ldp_guarantee_holds": True,
+         "max_user_pure_epsilon_embedding": 43.0, "delta_total": 4.3e-4, "word_delta": 1e-5, "N_w_mean": 7.6e-5},
     ]  # fmt: skip
     rows = rp.table(rep, points)
     assert rows[0]["delta_total"] == 1.0 and rows[0]["N_w_mean"] == 0.5
     text = rp.markdown(rep, rows, "sanitas reproduce huang2024-words-sst2")
     assert "per-word delta | N_w |" in text
-    assert "| (43.00, 1): vacuous | 0.7267 | 0.500 |" in text
-    assert "| 43.00 (pure) | 0.0000 | 0.100 |" in text
+    assert "| (43.00, 1): vacuous | 0.727 | 0.5 |" in text
+    assert "| 43.00 (pure) | 0 | 0.1 |" in text
+    assert "| 1e-05 | 7.6e-05 |" in text  # small figures keep their digits
 
 
 def test_a_word_level_line_beside_document_level_ones_gets_its_own_series_and_x() -> None:
