@@ -184,6 +184,15 @@ def markdown(rep: Reproduction, rows: Sequence[Mapping[str, Any]], command: str)
     return "\n".join(lines) + "\n"
 
 
+def y_range(rep: Reproduction, rows: Sequence[Mapping[str, Any]]) -> tuple[float, float]:
+    """The plot's accuracy axis: [0.4, 1] unless a point (mean - sd) or a paper value lies lower.
+
+    0.4 suits binary tasks; a multi-class task's points (AG News, TREC, SST-5 near 0.2-0.3) must stay visible.
+    """
+    low = min([0.4] + [r["accuracy_mean"] - (r["accuracy_sd"] or 0.0) for r in rows] + list(rep.paper.values()))
+    return (0.4 if low >= 0.4 else max(0.0, low - 0.05), 1.0)
+
+
 def plot(rep: Reproduction, rows: Sequence[Mapping[str, Any]], path: Path) -> Path:
     """Ours (mean +- sd per series) and the paper's numbers against the x key."""
     import matplotlib
@@ -220,7 +229,7 @@ def plot(rep: Reproduction, rows: Sequence[Mapping[str, Any]], path: Path) -> Pa
         ax.set_xscale("log", base=2)
     ax.set_xlabel(" / ".join(rep.x_keys))
     ax.set_ylabel(f"{rep.metric} (sanitized test)")
-    ax.set_ylim(0.4, 1.0)
+    ax.set_ylim(*y_range(rep, done))
     ax.set_title(rep.title, fontsize=9)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))

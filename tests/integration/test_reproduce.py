@@ -135,3 +135,12 @@ def test_quick_reproduction_runs_end_to_end(tmp_path: Path, data_dir: Path) -> N
     assert float(row["max_user_pure_epsilon_embedding"]) == pytest.approx(10 * 3.141592653589793)
     assert (folder / "reproduction.png").stat().st_size > 0
     assert "--quick" in (folder / "reproduction.md").read_text()
+
+
+def test_the_plot_keeps_multi_class_points_in_view() -> None:
+    rep = get("huang2024-words-agnews")
+    assert rp.y_range(rep, [{"accuracy_mean": 0.8, "accuracy_sd": 0.01}]) == (0.4, 1.0)
+    low, high = rp.y_range(
+        rep, [{"accuracy_mean": 0.27, "accuracy_sd": 0.02}, {"accuracy_mean": 0.84, "accuracy_sd": None}]
+    )
+    assert low == pytest.approx(0.20) and high == 1.0
