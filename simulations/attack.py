@@ -29,6 +29,7 @@ Every result records the attacker knowledge it assumes.
 
 from __future__ import annotations
 
+import csv
 import json
 import logging
 import time
@@ -358,8 +359,6 @@ def headline(result: Mapping[str, Any]) -> dict[str, Any]:
 
 def attack_folder(folder: str | Path, attacks: Sequence[str] = ATTACKS, **kw: Any) -> list[dict[str, Any]]:
     """Attack every run under ``folder``; writes ``attacks.csv`` (+ ``attacks_vs_epsilon.png`` for several runs)."""
-    import csv
-
     from tqdm import tqdm
 
     folder = Path(folder)
@@ -403,8 +402,6 @@ MD_COLUMNS = (
 
 def write_markdown(folder: str | Path) -> Path:
     """``attacks.md``: the headline columns of ``attacks.csv``, numbers rounded, sorted by mode and epsilon."""
-    import csv
-
     from simulations.tables import markdown_table
 
     folder = Path(folder)

@@ -122,19 +122,13 @@ def table(rep: Reproduction, points: Sequence[Mapping[str, Any]]) -> list[dict[s
     return rows
 
 
-def _fmt(value: Any, digits: int = 3) -> str:
+def _fmt(value: Any, spec: str = ".3f") -> str:
+    """A float in format ``spec`` (empty when missing or non-finite); other values as ``str``."""
     if value is None or (isinstance(value, float) and not math.isfinite(value)):
         return ""
     if isinstance(value, float):
-        return f"{value:.{digits}f}"
+        return format(value, spec)
     return str(value)
-
-
-def _sig(value: Any) -> str:
-    """``value`` to 3 significant digits (empty for a missing or non-finite value)."""
-    if value is None or (isinstance(value, float) and not math.isfinite(value)):
-        return ""
-    return f"{float(value):.3g}"
 
 
 def _epsilon_text(r: Mapping[str, Any]) -> str:
@@ -147,8 +141,8 @@ def _epsilon_text(r: Mapping[str, Any]) -> str:
         return "none"
     delta = r.get("delta_total")
     if not delta:
-        return f"{_fmt(eps, 2)} (pure)"
-    return f"({_fmt(eps, 2)}, {delta:.3g})" + (": vacuous" if delta >= 1 else "")
+        return f"{_fmt(eps, '.2f')} (pure)"
+    return f"({_fmt(eps, '.2f')}, {delta:.3g})" + (": vacuous" if delta >= 1 else "")
 
 
 def markdown(rep: Reproduction, rows: Sequence[Mapping[str, Any]], command: str) -> str:
@@ -171,10 +165,10 @@ def markdown(rep: Reproduction, rows: Sequence[Mapping[str, Any]], command: str)
         sd = f" +- {_fmt(r['accuracy_sd'])}" if r["accuracy_sd"] is not None else " (one seed)"
         acc = f"{_fmt(r['accuracy_mean'])}{sd}" if r["accuracy_mean"] is not None else r["status"]
         # 3 significant digits: a Gaussian's 1e-05 and a near-zero N_w must not print as 0.0000
-        extra = f" {_sig(r.get('word_delta'))} | {_sig(r.get('N_w_mean'))} |" if words else ""
+        extra = f" {_fmt(r.get('word_delta'), '.3g')} | {_fmt(r.get('N_w_mean'), '.3g')} |" if words else ""
         lines.append(
             f"| {r['series']} | {format(r['x'], 'g') if r['x'] is not None else '-'} | {r['n']} | {acc} "
-            f"| {_fmt(r['macro_f1_mean'])} | {_epsilon_text(r)} |{extra} {_fmt(r['paper'], 4)} "
+            f"| {_fmt(r['macro_f1_mean'])} | {_epsilon_text(r)} |{extra} {_fmt(r['paper'], '.4f')} "
             f"| {_fmt(r['ours_minus_paper'])} |"
         )
     if rep.paper_note:
@@ -189,7 +183,7 @@ def y_range(rep: Reproduction, rows: Sequence[Mapping[str, Any]]) -> tuple[float
 
     0.4 suits binary tasks; a multi-class task's points (AG News, TREC, SST-5 near 0.2-0.3) must stay visible.
     """
-    low = min([0.4] + [r["accuracy_mean"] - (r["accuracy_sd"] or 0.0) for r in rows] + list(rep.paper.values()))
+    low = min([r["accuracy_mean"] - (r["accuracy_sd"] or 0.0) for r in rows] + list(rep.paper.values()), default=1.0)
     return (0.4 if low >= 0.4 else max(0.0, low - 0.05), 1.0)
 
 
