@@ -45,6 +45,7 @@ from fl.channels.base import EmbeddingChannel
 from fl.cohort import Cohort
 from fl.document_level import DocumentSetup
 from fl.pipeline import ServerModel, confusion_matrix, predict
+from fl.sentences import split_sentences
 
 from .node import derived_seed, next_generator, node_cohort, noise_secret
 
@@ -350,6 +351,11 @@ def handle_evaluate(msg: Message, context: Context, cfg: Mapping[str, Any]) -> M
         "confusion": confusion_matrix(truth, sanitized, k).reshape(-1).tolist(),
     }
     sizes = channels.embedding.breakdown(rel.extras)  # scores by sentences per document (document level)
+    if sizes is None and cfg["doc-embedding"] == "sentence-mean":
+        # A document task run without a document mechanism (non-private, word level): the same
+        # breakdown, from each test document's own sentence count, so that the lines of Meehan et
+        # al.'s Figure 4 compare per k. Evaluation only, aggregate counts (not covered, as above).
+        sizes = np.array([len(split_sentences(c.test_text[i])) for i in rel.rows], dtype=np.int64)
     if sizes is not None:
         metrics["confusion-by-k"] = document_level.confusion_by_k(truth, sanitized, sizes, k).reshape(-1).tolist()
     # Diagnostic from raw embeddings (off with clean-evaluation = false): the model on noise-free rows.

@@ -46,7 +46,9 @@ from .recoder import PROJECTION_GRID, Recoder, recode, select_candidates, train_
 log = logging.getLogger(__name__)
 
 # Buckets of the number of sentences k for the k breakdown (Meehan et al. Fig. 4): [2, 4), [4, 6), ..., [50, inf).
-K_EDGES: tuple[int, ...] = (2, 4, 6, 8, 10, 15, 20, 30, 50)
+# Bucket starts of the scores by k. SentDP runs have k >= 2; k = 1 is for the non-private and
+# word-level runs of the same task, which keep one-sentence documents.
+K_EDGES: tuple[int, ...] = (1, 2, 4, 6, 8, 10, 15, 20, 30, 50)
 
 
 @dataclass
@@ -312,7 +314,7 @@ def _read_setup(
 
 
 def bucket_index(num_sentences: np.ndarray) -> np.ndarray:
-    """The k-bucket of each document (0 for [2, 4), ..., len(K_EDGES) - 1 for [50, inf))."""
+    """The k-bucket of each document (0 for k = 1, 1 for [2, 4), ..., len(K_EDGES) - 1 for [50, inf))."""
     return np.clip(np.searchsorted(np.asarray(K_EDGES), num_sentences, side="right") - 1, 0, len(K_EDGES) - 1)
 
 
@@ -328,7 +330,10 @@ def confusion_by_k(truth: np.ndarray, pred: np.ndarray, num_sentences: np.ndarra
 
 def bucket_label(b: int) -> str:
     lo = K_EDGES[b]
-    return f"{lo}+" if b == len(K_EDGES) - 1 else f"{lo}-{K_EDGES[b + 1] - 1}"
+    if b == len(K_EDGES) - 1:
+        return f"{lo}+"
+    hi = K_EDGES[b + 1] - 1
+    return str(lo) if hi == lo else f"{lo}-{hi}"
 
 
 __all__ = ["DocumentSetup", "K_EDGES", "bucket_index", "bucket_label", "build_setup", "confusion_by_k"]

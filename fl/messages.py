@@ -258,7 +258,7 @@ _LOCAL_EVAL_COUNTS = {
     "diagnostic, off with clean-evaluation = false)",
 }
 _BY_K_COUNTS = {
-    "confusion-by-k": "confusion counts by sentences per document (document level's breakdown)",
+    "confusion-by-k": "confusion counts by sentences per document (document tasks: doc-embedding = sentence-mean)",
     "clean-confusion-by-k": "clean confusion counts by sentences per document (clean-evaluation diagnostic)",
 }
 
@@ -297,7 +297,7 @@ DECLARED_FIELDS: tuple[DeclaredField, ...] = (
     # local mode, evaluate (clients.ldp_client.handle_evaluate): test releases and confusion counts.
     *_release_fields(EVALUATE),
     *_fields(EVALUATE, LOCAL_SCOPES, METRICS, AGGREGATE, _LOCAL_EVAL_COUNTS),
-    *_fields(EVALUATE, ("local/document",), METRICS, AGGREGATE, _BY_K_COUNTS),
+    *_fields(EVALUATE, LOCAL_SCOPES, METRICS, AGGREGATE, _BY_K_COUNTS),  # document tasks of any level
     # central mode, user unit (clients.central_client.handle_user_train): the clipped sum, nothing else.
     DeclaredField(
         TRAIN,

@@ -4,8 +4,10 @@
 runs' ``summary.json``) and writes into SWEEP_DIR:
 
 * ``f1_vs_epsilon.png`` / ``f1_vs_epsilon.csv``: final test macro-F1 against
-  the per-sentence epsilon, one line per (dataset, document mechanism); the
-  non-private runs of the sweep as dashed lines; the random-guess line
+  the per-sentence epsilon, one line per (dataset, document mechanism); a
+  word-level line (the paper's MDP baseline, ``word-mechanism``) against its
+  per-word epsilon, labelled "per word"; the non-private runs of the sweep as
+  dashed lines; the random-guess line
   sum_i q_i^2 (q: test label frequencies) dotted.
 * ``f1_vs_sentences.png`` / ``f1_vs_sentences.csv``: macro-F1 per bucket of
   the number of sentences k at one epsilon (``--epsilon``, default 10), from
@@ -54,8 +56,23 @@ def _mean(members: Sequence[Mapping[str, Any]], column: str) -> Any:
     return agg.mean_sd(m.get(column) for m in members)[0]
 
 
+def _private(row: Mapping[str, Any]) -> bool:
+    """A run with an epsilon on the x axis: document level (per sentence) or word level (per word)."""
+    return row.get("level") in ("document", "word") and row.get("epsilon") is not None
+
+
+def _mechanism(row: Mapping[str, Any]) -> str:
+    """The line a run belongs to: its document mechanism, its word mechanism (marked "per word", the
+    unit of its epsilon, as the paper's MDP line), or "none" (non-private)."""
+    if row.get("level") == "word":
+        return f"{row.get('word-mechanism') or row.get('word_mechanism') or 'word'} (per word)"
+    if row.get("level") == "document":
+        return str(row.get("document_mechanism") or row.get("document-mechanism") or "none")
+    return "none"
+
+
 def _label(row: Mapping[str, Any]) -> str:
-    return f"{row.get('dataset') or ''} {row.get('document_mechanism') or 'none'}".strip()
+    return f"{row.get('dataset') or ''} {_mechanism(row)}".strip()
 
 
 def _write_csv(path: Path, rows: Sequence[Mapping[str, Any]]) -> None:
@@ -97,8 +114,8 @@ def f1_vs_epsilon(rows: Sequence[Mapping[str, Any]], out: Path) -> list[dict[str
         table.append(
             {
                 "dataset": r.get("dataset"),
-                "mechanism": r.get("document_mechanism") or "none",
-                "epsilon": r.get("epsilon") if r.get("level") == "document" else None,
+                "mechanism": _mechanism(r),
+                "epsilon": r.get("epsilon") if _private(r) else None,
                 "macro_f1": _mean(members, "macro_f1"),
                 "macro_f1_sd": f1_sd,
                 "n": n,
@@ -138,7 +155,7 @@ def f1_vs_epsilon(rows: Sequence[Mapping[str, Any]], out: Path) -> list[dict[str
     guesses = {r["dataset"]: r["random_guess_f1"] for r in table if r["random_guess_f1"] is not None}
     for dataset, value in guesses.items():
         ax.axhline(value, linestyle=":", color="gray", label=f"{dataset or ''} random guess".strip())
-    ax.set_xlabel("epsilon per sentence (SentDP)")
+    ax.set_xlabel("epsilon per sentence (SentDP); per word for a word-level line")
     ax.set_ylabel("test macro-F1 (sanitized test documents), mean +- sd over seeds")
     _finish(fig, ax, out / "f1_vs_epsilon", table)
     return table
@@ -148,8 +165,9 @@ BUCKET_SCORES = ("documents", "macro_f1", "clean_macro_f1", "random_guess_f1")
 
 
 def f1_vs_sentences(rows: Sequence[Mapping[str, Any]], out: Path, epsilon: float = 10.0) -> list[dict[str, Any]]:
-    """Plot and tabulate macro-F1 per k bucket at ``epsilon`` (and of the non-private runs), the
-    scores of a bucket averaged over the seeds of a grid point (``macro_f1_sd``, ``n``)."""
+    """Plot and tabulate macro-F1 per k bucket at ``epsilon`` (per sentence for document runs, per word
+    for word runs; and the non-private runs), the scores of a bucket averaged over the seeds of a grid
+    point (``macro_f1_sd``, ``n``)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -158,20 +176,19 @@ def f1_vs_sentences(rows: Sequence[Mapping[str, Any]], out: Path, epsilon: float
     chosen = [
         r
         for r in rows
-        if r.get("status") == "ok"
-        and (r.get("level") != "document" or abs(float(r.get("epsilon") or 0) - epsilon) < 1e-9)
+        if r.get("status") == "ok" and (not _private(r) or abs(float(r.get("epsilon") or 0) - epsilon) < 1e-9)
     ]
     table = []
     for members in agg.group(chosen, _point).values():
         r = members[0]
-        name = _label(r) + ("" if r.get("level") == "document" else " (non-private)")
+        name = _label(r) + ("" if _private(r) else " (non-private)")
         buckets = [b for m in members for b in (_summary(m).get("final") or {}).get("by_sentences") or []]
         for k, same_k in agg.group(buckets, lambda b: b.get("k")).items():
             _, f1_sd, n = agg.mean_sd(b.get("macro_f1") for b in same_k)
             table.append(
                 {
                     "run": name,
-                    "epsilon": r.get("epsilon") if r.get("level") == "document" else None,
+                    "epsilon": r.get("epsilon") if _private(r) else None,
                     "k": k,
                     "k_min": same_k[0].get("k_min"),
                     **{c: _mean(same_k, c) for c in BUCKET_SCORES},

@@ -88,9 +88,9 @@ def test_setup_round_trips_through_the_wire_format(trained: tuple) -> None:
 
 
 def test_k_buckets_and_confusion_by_k() -> None:
-    assert bucket_index(np.array([2, 3, 4, 9, 10, 14, 49, 50, 500])).tolist() == [0, 0, 1, 3, 4, 4, 7, 8, 8]
-    assert bucket_label(0) == "2-3" and bucket_label(len(K_EDGES) - 1) == "50+"
+    assert bucket_index(np.array([1, 2, 3, 4, 9, 10, 14, 49, 50, 500])).tolist() == [0, 1, 1, 2, 4, 5, 5, 8, 9, 9]
+    assert bucket_label(0) == "1" and bucket_label(1) == "2-3" and bucket_label(len(K_EDGES) - 1) == "50+"
     truth, pred, k = np.array([0, 1, 1, 0]), np.array([0, 1, 0, 0]), np.array([2, 2, 12, 60])
     by_k = confusion_by_k(truth, pred, k, 2)
     assert by_k.shape == (len(K_EDGES), 2, 2) and by_k.sum() == 4
-    assert by_k[0].tolist() == [[1, 0], [0, 1]] and by_k[4].tolist() == [[0, 0], [1, 0]] and by_k[8].sum() == 1
+    assert by_k[1].tolist() == [[1, 0], [0, 1]] and by_k[5].tolist() == [[0, 0], [1, 0]] and by_k[9].sum() == 1

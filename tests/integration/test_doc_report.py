@@ -88,3 +88,27 @@ def test_report_averages_the_seeds_of_a_point(tmp_path: Path) -> None:
     assert float(by_k[1]["macro_f1"]) == pytest.approx(0.8) and float(by_k[1]["macro_f1_sd"]) == pytest.approx(0.1)
     assert float(by_k[1]["documents"]) == 5
     assert (tmp_path / "f1_vs_epsilon.png").stat().st_size > 10_000
+
+
+def test_a_word_level_line_is_private_per_word_not_non_private(tmp_path: Path) -> None:
+    """The paper's MDP baseline (word-level cmp, document-mechanism = "none") is a line of its own
+    against its per-word epsilon, and enters the k breakdown only at the chosen epsilon."""
+    rows = [_run(tmp_path, "dc10", "deepcandidate", 10.0, 0.6), _run(tmp_path, "none", None, None, 0.85)]
+    for e in (3.0, 10.0):
+        word = _run(tmp_path, f"cmp{e:g}", None, e, 0.5 + e / 100)
+        rows.append({**word, "level": "word", "word-mechanism": "cmp", "document_mechanism": None})
+    (tmp_path / "sweep.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    assert main(["report-documents", str(tmp_path), "--epsilon", "10"]) == 0
+    by_eps = list(csv.DictReader((tmp_path / "f1_vs_epsilon.csv").open()))
+    assert [(r["mechanism"], r["epsilon"]) for r in by_eps] == [
+        ("deepcandidate", "10.0"),
+        ("none", ""),
+        ("cmp (per word)", "3.0"),
+        ("cmp (per word)", "10.0"),
+    ]
+    by_k = list(csv.DictReader((tmp_path / "f1_vs_sentences.csv").open()))
+    assert {(r["run"], r["epsilon"]) for r in by_k} == {
+        ("imdb deepcandidate", "10.0"),
+        ("imdb none (non-private)", ""),
+        ("imdb cmp (per word)", "10.0"),
+    }

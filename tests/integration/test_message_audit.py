@@ -649,7 +649,11 @@ def audit(run: Captured, allow_unsanitized: bool = False) -> tuple[list[str], Ru
 
 # ------------------------------------------------------------------------------------------ the tests
 #: Declared fields of a scope that a run legitimately never sends (the other document mechanism's array).
+# Scores by k are sent for document tasks (doc-embedding = "sentence-mean") only.
+_BY_K = {(wire.EVALUATE, wire.METRICS, key) for key in ("confusion-by-k", "clean-confusion-by-k")}
 ABSENT = {
+    "sentence": _BY_K,
+    "word": _BY_K,
     "document": {(t, wire.RELEASE, "embeddings") for t in (wire.TRAIN, wire.EVALUATE)},
     "truncation": {(t, wire.RELEASE, "candidate-ids") for t in (wire.TRAIN, wire.EVALUATE)},
 }
@@ -792,3 +796,23 @@ def test_the_leaky_gradient_is_flagged_unless_unaccounted_leakage_is_allowed(
     assert trains and all(wire.MAP_GRAD in reply.content for reply in trains)
     assert len(problems) == len(trains) and all(p.endswith("undeclared field map-in-grad/*") for p in problems)
     assert audit(run, allow_unsanitized=True)[0] == []
+
+
+def test_a_document_task_without_a_document_mechanism_is_scored_by_k(
+    data_dir: Path, cache_dir: Path, tmp_path: Path
+) -> None:
+    """The non-private (and word-level) lines of Meehan et al.'s Figure 4 are broken down by sentences
+    per document too: with doc-embedding = "sentence-mean" and no document mechanism, evaluate replies
+    carry confusion-by-k over every scored row, and the summary the by-k scores."""
+    cfg = {**RUNS["document"], "document-mechanism": "none", "doc-embedding": "sentence-mean"}
+    captured = simulate("document-none", cfg, data_dir, cache_dir, tmp_path)
+    replies = [r for _, r in captured.exchanges if r.metadata.message_type == wire.EVALUATE]
+    assert replies
+    for reply in replies:
+        metrics = reply.content[wire.METRICS]
+        by_k = np.asarray(metrics["confusion-by-k"])
+        assert wire.undeclared_fields(wire.EVALUATE, reply.content, captured.scope) == []  # local/sentence
+        assert int(by_k.sum()) == int(metrics["num-examples"]) > 0
+    buckets = captured.summary["final"]["by_sentences"]
+    assert sum(b["documents"] for b in buckets) == sum(c.test_y.numel() for c in captured.cohorts.values())
+    assert any(b["k_min"] == 1 for b in buckets)  # one-sentence news items are kept (no SentDP here)
