@@ -16,9 +16,12 @@ runs are skipped). From the sweep's per-point summary it writes, into the same f
   why our numbers are not expected to equal the paper's;
 * ``reproduction.png``: ours (mean +- sd, hollow markers for one-seed points) and the paper's
   numbers (crosses) against the x key; points without an x value (e.g. the non-private
-  reference of an epsilon axis) are horizontal lines.
+  reference of an epsilon axis) are horizontal lines;
+* document-level reproductions (Meehan et al. Figure 4) also get ``sanitas report-documents``'
+  ``f1_vs_epsilon.png/.csv`` (macro-F1, with the random-guess line) and ``f1_vs_sentences.png/.csv``
+  (macro-F1 by number of sentences at the reproduction's ``by_sentences_at`` epsilon).
 
-``--docs DIR`` also copies these three files and ``sweep_summary.csv`` to ``DIR/NAME/``, the
+``--docs DIR`` also copies these files and ``sweep_summary.csv`` to ``DIR/NAME/``, the
 small committed record under ``docs/results``. ``--quick`` runs the tiny grid and sizes the
 reproduction declares for CI: it checks the pipeline end to end and measures nothing (its
 folder is ``NAME-quick`` and ``--docs`` is refused).
@@ -36,6 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from . import aggregate as agg
+from .doc_report import report as report_documents
 from .reproductions import Reproduction, get
 from .sweep import parse_seeds, sweep
 
@@ -247,7 +251,12 @@ def write_report(rep: Reproduction, sweep_dir: Path, command: str) -> list[Path]
         writer.writerows({k: ("" if r[k] is None else r[k]) for k in COLUMNS} for r in rows)
     md_path = sweep_dir / "reproduction.md"
     md_path.write_text(markdown(rep, rows, command))
-    return [csv_path, md_path, plot(rep, rows, sweep_dir / "reproduction.png")]
+    paths = [csv_path, md_path, plot(rep, rows, sweep_dir / "reproduction.png")]
+    if rep.by_sentences_at is not None:  # document level: macro-F1 by epsilon and by sentences
+        report_documents(sweep_dir, rep.by_sentences_at)
+        stems = ("f1_vs_epsilon", "f1_vs_sentences")
+        paths += [sweep_dir / f"{stem}.{ext}" for stem in stems for ext in ("csv", "png")]
+    return paths
 
 
 def reproduce(

@@ -28,6 +28,7 @@ class Reproduction:
     ``series, *series_also`` set to something other than "none" (else "none"). ``paper``:
     (series value, x value) -> the paper's number (same metric as ``metric``). ``quick``: grid
     specs and ``--set`` items of a tiny version for CI (seconds per run, not a measurement).
+    ``by_sentences_at``: see the field.
     """
 
     name: str
@@ -47,6 +48,9 @@ class Reproduction:
     quick_blocks: tuple[tuple[str, ...], ...] = ()
     quick_sets: tuple[str, ...] = ()
     log_x: bool = False
+    #: Document level: also write ``sanitas report-documents``' macro-F1 plots and tables (by epsilon,
+    #: and by number of sentences at this epsilon) into the reproduction's folder.
+    by_sentences_at: float | None = None
 
     @property
     def x_keys(self) -> tuple[str, ...]:
@@ -303,6 +307,7 @@ def _meehan(dataset: str, label: str, data: str) -> Reproduction:
         series_also=("word-mechanism",),
         paper_note=_MEEHAN_NOTE,
         differences=_meehan_differences(data),
+        by_sentences_at=10.0,  # the paper's discussion point: neither baseline beats random guessing there
         quick_blocks=(('document-mechanism="deepcandidate"', "document-epsilon=10"),),
         quick_sets=_MEEHAN_QUICK_SETS,
     )

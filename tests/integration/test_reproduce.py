@@ -144,3 +144,29 @@ def test_the_plot_keeps_multi_class_points_in_view() -> None:
         rep, [{"accuracy_mean": 0.27, "accuracy_sd": 0.02}, {"accuracy_mean": 0.84, "accuracy_sd": None}]
     )
     assert low == pytest.approx(0.20) and high == 1.0
+
+
+def test_a_document_level_reproduction_also_writes_the_by_sentences_report(tmp_path: Path) -> None:
+    """Meehan et al.'s Figure 4 is also by number of sentences: write_report adds report-documents'
+    plots and tables (which --docs copies) to the reproduction's own three files."""
+    import json
+
+    rep = get("meehan2022-figure4-imdb")
+    assert rep.by_sentences_at == 10.0
+    run = tmp_path / "document-mechanism=deepcandidate__document-epsilon=10__seed=1"
+    run.mkdir()
+    bucket = {"k": "4-5", "k_min": 4, "documents": 7, "macro_f1": 0.6, "random_guess_f1": 0.5}
+    (run / "summary.json").write_text(json.dumps({"final": {"by_sentences": [bucket]}}))
+    point = {"document-mechanism": "deepcandidate", "document-epsilon": 10.0, "status": "ok", "n": 1,
+             "accuracy_mean": 0.6, "accuracy_sd": None}  # fmt: skip
+    row = {"status": "ok", "level": "document", "document_mechanism": "deepcandidate", "epsilon": 10.0,
+           "macro_f1": 0.6, "accuracy": 0.6, "random_guess_f1": 0.5, "seed": 1, "results_folder": str(run),
+           "point": "document-mechanism=deepcandidate__document-epsilon=10", "run_name": run.name}  # fmt: skip
+    (tmp_path / "sweep_summary.jsonl").write_text(json.dumps(point) + "\n")
+    (tmp_path / "sweep.jsonl").write_text(json.dumps(row) + "\n")
+    paths = rp.write_report(rep, tmp_path, "sanitas reproduce meehan2022-figure4-imdb")
+    assert {p.name for p in paths} >= {"reproduction.md", "f1_vs_sentences.csv", "f1_vs_sentences.png"}
+    assert all(p.is_file() for p in paths)
+    with (tmp_path / "f1_vs_sentences.csv").open() as fh:
+        (by_k,) = list(csv.DictReader(fh))
+    assert (by_k["run"], by_k["k"], float(by_k["macro_f1"])) == ("deepcandidate", "4-5", 0.6)
