@@ -156,7 +156,7 @@ def f1_vs_epsilon(rows: Sequence[Mapping[str, Any]], out: Path) -> list[dict[str
     for dataset, value in guesses.items():
         ax.axhline(value, linestyle=":", color="gray", label=f"{dataset or ''} random guess".strip())
     ax.set_xlabel("epsilon per sentence (SentDP); per word for a word-level line")
-    ax.set_ylabel("test macro-F1 (sanitized test documents), mean +- sd over seeds")
+    ax.set_ylabel("test macro-F1 (sanitized test documents)\nmean +- sd over seeds")
     _finish(fig, ax, out / "f1_vs_epsilon", table)
     return table
 
@@ -196,18 +196,24 @@ def f1_vs_sentences(rows: Sequence[Mapping[str, Any]], out: Path, epsilon: float
                     "n": n,
                 }
             )
+    # Buckets in k order on the axis (a run's buckets arrive in its own order; k = 1 exists only for
+    # the runs without SentDP, which keep one-sentence documents).
+    runs = list(dict.fromkeys(t["run"] for t in table))
+    table.sort(key=lambda t: (runs.index(t["run"]), t["k_min"]))
+    order = {k: i for i, k in enumerate(dict.fromkeys(t["k"] for t in sorted(table, key=lambda t: t["k_min"])))}
     fig, ax = plt.subplots(figsize=(9, 4.8))
     for name in dict.fromkeys(t["run"] for t in table):
         pts = [t for t in table if t["run"] == name]
         agg.draw_errorbars(
             ax,
-            [t["k"] for t in pts],
+            [order[t["k"]] for t in pts],
             [t["macro_f1"] for t in pts],
             [t["macro_f1_sd"] for t in pts],
             [t["n"] for t in pts],
             label=f"{name} ({agg.n_label(t['n'] for t in pts)})",
         )
-        ax.plot([t["k"] for t in pts], [t["random_guess_f1"] for t in pts], ":", color="gray")
+        ax.plot([order[t["k"]] for t in pts], [t["random_guess_f1"] for t in pts], ":", color="gray")
+    ax.set_xticks(list(order.values()), list(order))
     ax.set_xlabel("number of sentences k (bucket)")
     ax.set_ylabel("test macro-F1, mean +- sd over seeds")
     ax.set_title(f"macro-F1 by document length at epsilon = {epsilon:g} (dotted: random guess per bucket)", fontsize=9)

@@ -200,7 +200,9 @@ class _ShuffleProfile:
         # (2/(e^eps0 + 1) for a general eps0-LDP randomizer). Nothing below
         # depends on its value: the conditional pair given c is the same.
         log_p = -epsilon0 if log_clone is None else min(0.0, float(log_clone))
-        p = math.exp(log_p)  # underflow to 0 only puts mass on c = 0: conservative
+        # Underflow to 0 only puts mass on c = 0: conservative. Below e^-700 (near the smallest normal
+        # double) scipy's binomial pmf overflows inside Boost, so such a p is taken as 0 outright.
+        p = math.exp(log_p) if log_p > -700.0 else 0.0
         # log(1 - alpha) = -log(1 + e^eps0); log(alpha) = -log(1 + e^-eps0)
         self._log_alpha = -math.log1p(math.exp(-epsilon0))
         self._log_eps0_expm1 = _log_expm1(epsilon0)
