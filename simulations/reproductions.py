@@ -258,16 +258,17 @@ def _meehan_differences(data: str) -> tuple[str, ...]:
 
 
 _MEEHAN_IMDB_DATA = (
-    "Data: 3,000 IMDB training reviews (seeded subsample, re-drawn with each seed), half public (recoder, "
-    "candidates with >= 8 sentences, truncation box) and 1,500 private users; 800 test reviews, released "
+    "Data: 2,000 IMDB training reviews (seeded subsample, re-drawn with each seed), half public (recoder, "
+    "candidates with >= 8 sentences, truncation box) and 1,000 private users; 500 test reviews, released "
     "privately. The paper uses 23k/2k/4k train/validation/test reviews; 42 runs at that size are days of "
-    "CPU here (no GPU was lent to this work)."
+    "CPU here (no GPU was lent to this work), and this size is what 2 cores finish in one session (about "
+    "an hour)."
 )
 _MEEHAN_20NG_DATA = (
-    "Data: 3,000 20 Newsgroups training posts (seeded subsample, re-drawn with each seed), half public and "
-    "half private users, 800 test posts (the paper uses all ~11,000 training posts; days of CPU here, no GPU "
-    "was lent to this work); the paper merges the 20 groups into 9 categories without listing them: our "
-    "grouping is in fl/datasets.py."
+    "Data: 2,000 20 Newsgroups training posts (seeded subsample, re-drawn with each seed), half public and "
+    "half private users, 500 test posts (the paper uses all ~11,000 training posts; days of CPU here, no GPU "
+    "was lent to this work; this size is what 2 cores finish in one session); the paper merges the 20 groups "
+    "into 9 categories without listing them: our grouping is in fl/datasets.py."
 )
 
 # ---------------------------------------------------------------------------- Feyisetan & Kasiviswanathan 2021
