@@ -262,7 +262,7 @@ _MEEHAN_IMDB_DATA = (
     "candidates with >= 8 sentences, truncation box) and 1,000 private users; 500 test reviews, released "
     "privately. The paper uses 23k/2k/4k train/validation/test reviews; 42 runs at that size are days of "
     "CPU here (no GPU was lent to this work), and this size is what 2 cores finish in one session (about "
-    "an hour)."
+    "2 hours)."
 )
 _MEEHAN_20NG_DATA = (
     "Data: 2,000 20 Newsgroups training posts (seeded subsample, re-drawn with each seed), half public and "
