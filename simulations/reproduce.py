@@ -294,8 +294,13 @@ def reproduce(
     if docs:
         target = Path(docs).expanduser() / name
         target.mkdir(parents=True, exist_ok=True)
+        # The committed copy names a machine-independent command (the --out folder is arbitrary).
+        recipe = command.replace(f"--out {out}", f"--out results --docs {docs}")
         for path in [*paths, sweep_dir / "sweep_summary.csv"]:
             shutil.copy2(path, target / path.name)
+            if path.suffix == ".md":
+                copied = target / path.name
+                copied.write_text(copied.read_text().replace(f"`{command}`", f"`{recipe}`"))
         print(f"sanitas: copied to {target}", flush=True)
     if status:
         print("sanitas: some runs did not finish; the tables show what did", file=sys.stderr, flush=True)

@@ -170,3 +170,29 @@ def test_a_document_level_reproduction_also_writes_the_by_sentences_report(tmp_p
     with (tmp_path / "f1_vs_sentences.csv").open() as fh:
         (by_k,) = list(csv.DictReader(fh))
     assert (by_k["run"], by_k["k"], float(by_k["macro_f1"])) == ("deepcandidate", "4-5", 0.6)
+
+
+def test_the_docs_copy_names_a_machine_independent_command(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """--docs copies the tables; their command line must re-run anywhere, not name this machine's --out."""
+    out = tmp_path / "scratch" / "runs"
+
+    def fake_sweep(config_path: str, blocks: object, sets: object, out_dir: str, *, name: str, **_: object) -> int:
+        (Path(out_dir) / name).mkdir(parents=True)
+        (Path(out_dir) / name / "sweep_summary.csv").write_text("point\n")
+        return 0
+
+    def fake_report(rep: object, sweep_dir: Path, command: str) -> list[Path]:
+        (sweep_dir / "reproduction.md").write_text(f"Command: `{command}`\n")
+        return [sweep_dir / "reproduction.md"]
+
+    monkeypatch.setattr(rp, "sweep", fake_sweep)
+    monkeypatch.setattr(rp, "write_report", fake_report)
+    assert rp.reproduce("du2023-figure2-qnli", str(out), docs=str(tmp_path / "docs")) == 0
+    own = (out / "du2023-figure2-qnli" / "reproduction.md").read_text()
+    copied = (tmp_path / "docs" / "du2023-figure2-qnli" / "reproduction.md").read_text()
+    assert f"--out {out}`" in own
+    assert (
+        copied
+        == f"Command: `sanitas reproduce du2023-figure2-qnli --seeds 1,2,3 --out results --docs {tmp_path / 'docs'}`\n"
+    )
+    assert (tmp_path / "docs" / "du2023-figure2-qnli" / "sweep_summary.csv").is_file()
