@@ -277,17 +277,14 @@ def reproduce(
     all_sets = [*(rep.quick_sets if quick else ()), *sets]
     folder = f"{name}-quick" if quick else name
     status = sweep(str(rep.config_path), blocks, all_sets, out, name=folder, timeout=timeout, seeds=seed_list)
-    command = " ".join(
-        [
-            "sanitas reproduce",
-            name,
-            f"--seeds {','.join(str(s) for s in seed_list)}",
-            *(f"--set {s}" for s in sets),
-            *(["--quick"] if quick else []),
-            "--out",
-            out,
-        ]
-    )
+    invocation = [
+        "sanitas reproduce",
+        name,
+        f"--seeds {','.join(str(s) for s in seed_list)}",
+        *(f"--set {s}" for s in sets),
+        *(["--quick"] if quick else []),
+    ]
+    command = " ".join([*invocation, "--out", out])
     sweep_dir = Path(out).expanduser().resolve() / folder
     paths = write_report(rep, sweep_dir, command)
     print(f"sanitas: reproduction tables {', '.join(str(p) for p in paths)}", flush=True)
@@ -295,12 +292,12 @@ def reproduce(
         target = Path(docs).expanduser() / name
         target.mkdir(parents=True, exist_ok=True)
         # The committed copy names a machine-independent command (the --out folder is arbitrary).
-        recipe = command.replace(f"--out {out}", f"--out results --docs {docs}")
+        recipe = " ".join([*invocation, "--out results --docs", docs])
         for path in [*paths, sweep_dir / "sweep_summary.csv"]:
-            shutil.copy2(path, target / path.name)
             if path.suffix == ".md":
-                copied = target / path.name
-                copied.write_text(copied.read_text().replace(f"`{command}`", f"`{recipe}`"))
+                (target / path.name).write_text(path.read_text().replace(f"`{command}`", f"`{recipe}`"))
+            else:
+                shutil.copy2(path, target / path.name)
         print(f"sanitas: copied to {target}", flush=True)
     if status:
         print("sanitas: some runs did not finish; the tables show what did", file=sys.stderr, flush=True)

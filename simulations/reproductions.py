@@ -487,7 +487,7 @@ REPRODUCTIONS: dict[str, Reproduction] = {
             "IMDb",
             _DU_TABLE2_IMDB,
             (
-                _DU_IMDB_DIFFERENCES[0],
+                *_DU_IMDB_DIFFERENCES,
                 "Data: a seeded subsample of 6,000 training reviews (600 public for M1, 5,400 private users) and "
                 "2,000 test reviews, re-drawn with each seed; the paper uses all 25,000 + 25,000.",
             ),
