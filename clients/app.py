@@ -20,23 +20,23 @@ from flwr.clientapp import ClientApp
 from .central_client import central_clipping_mod, handle_central_evaluate, handle_central_train, handle_user_train
 from .faults import with_faults
 from .ldp_client import handle_evaluate, handle_train
-from .node import handle_query, resolve_once
+from .node import handle_query, resolve_once, with_published_encoder
 
 
 def make_client_app(overrides: Mapping[str, Any] | None = None) -> ClientApp:
     """The ClientApp; ``overrides`` (from ``sanitas run``) take precedence over the run config."""
     app = ClientApp()
 
-    def resolved(context: Context) -> dict[str, Any]:
-        return resolve_once(context.run_config, overrides)
+    def resolved(context: Context, msg: Message) -> Mapping[str, Any]:
+        return with_published_encoder(resolve_once(context.run_config, overrides), msg)
 
     @app.query()
     def query(msg: Message, context: Context) -> Message:
-        return handle_query(msg, context, resolved(context))
+        return handle_query(msg, context, resolved(context, msg))
 
     @app.train(mods=[central_clipping_mod])  # fixedclipping_mod when the server sends a clipping norm
     def train(msg: Message, context: Context) -> Message:
-        cfg = resolved(context)
+        cfg = resolved(context, msg)
         if cfg["mode"] == "central":
             handler = handle_user_train if cfg["central-unit"] == "user" else handle_central_train
             return with_faults(handler, "train")(msg, context, cfg)
@@ -44,7 +44,7 @@ def make_client_app(overrides: Mapping[str, Any] | None = None) -> ClientApp:
 
     @app.evaluate()
     def evaluate(msg: Message, context: Context) -> Message:
-        cfg = resolved(context)
+        cfg = resolved(context, msg)
         handler = handle_central_evaluate if cfg["mode"] == "central" else handle_evaluate
         return with_faults(handler, "evaluate")(msg, context, cfg)
 

@@ -53,6 +53,25 @@ def resolve_once(run_config: Mapping[str, Any], overrides: Mapping[str, Any] | N
     return _resolved(tuple(sorted(merged.items())))
 
 
+@lru_cache(maxsize=8)
+def _with_encoder(items: tuple[tuple[str, Any], ...], folder: str) -> dict[str, Any]:
+    return config_mod.resolve({**dict(items), "encoder": folder})
+
+
+def with_published_encoder(cfg: Mapping[str, Any], msg: Message) -> Mapping[str, Any]:
+    """The config to serve ``msg`` with: with ``encoder-tuning = "public"``, the encoder the request
+    names by digest (``fl.messages.ENCODER``), loaded from the published folder and checked against
+    the digest (``fl.encoder_tuning.published_encoder``); otherwise ``cfg`` itself."""
+    if cfg["encoder-tuning"] == "none":
+        return cfg
+    if wire.ENCODER not in msg.content:
+        raise ValueError("encoder-tuning = 'public' but the request names no published encoder")
+    from fl.encoder_tuning import encoders_root, published_encoder
+
+    folder = published_encoder(encoders_root(cfg), str(msg.content[wire.ENCODER]["digest"]))
+    return _with_encoder(tuple(sorted(dict(cfg).items())), folder)
+
+
 def cohort_info(c: Cohort) -> wire.CohortInfo:
     return wire.CohortInfo(
         train_users_lo=c.train_users.start,

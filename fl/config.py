@@ -43,6 +43,17 @@ DEFAULTS: dict[str, Any] = {
     "encode-batch-size": 64,
     "doc-embedding": "whole",  # "whole" (one input sequence) or "sentence-mean"
     "cache-dir": "",  # "" = $SANITAS_CACHE_DIR or ~/.cache/sanitas
+    "encoder-tuning": "none",  # "none" (the encoder as published) or "public": fine-tuned by the server on the
+    # public split only before round 1, published by its weights' digest (fl.encoder_tuning)
+    "tuning-part": "top",  # what the tuning trains: "all" weights, the "top" tuning-layers layers, or "lora" adapters
+    # (also the encoder part central-train = "encoder" trains: "top" or "lora")
+    "tuning-layers": 2,  # transformer layers trained ("top") or given LoRA adapters ("lora"), counted from the top
+    "tuning-lora-rank": 8,  # rank of the LoRA adapters (query and value projections)
+    "tuning-epochs": 1,  # encoder-tuning = "public": at most this many epochs (the best on the public hold-out is kept)
+    "tuning-learning-rate": 0.0,  # Adam step size of the encoder part (0 = the part's default: all 3e-5, top 1e-4,
+    # lora 1e-3); central-train = "encoder": the server optimizer's step size for the encoder part
+    "tuning-batch-size": 32,  # encoder-tuning = "public": documents per step
+    "tuning-holdout": 0.1,  # encoder-tuning = "public": share of the public split held out to pick the epoch
     # --- client-side release ----------------------------------------------------
     "map-in": "random",  # input map M1: "random" (public seed), "identity", "public" (trained on
     # the public split, then frozen), "supervised" (affine: the public split's logistic-regression
@@ -95,6 +106,8 @@ DEFAULTS: dict[str, Any] = {
     "client-learning-rate": 1.0,  # user unit: plain-SGD step size of each user's local steps
     "server-optimizer": "adam",  # user unit: "adam" (FedAdam) or "sgd" (FedAvg step) on the noisy mean
     "server-learning-rate": 0.01,  # user unit: step size of the server optimizer
+    "central-train": "head",  # user unit: "head" (M2 + classifier on the frozen encoder's embeddings) or "encoder"
+    # (the encoder's tuning-part trains too, from each sampled user's own documents, clipped with the head)
     # --- server -----------------------------------------------------------------
     "strategy": "",  # "" = sanitas ReleaseTraining, or "package.module:Class"
     "num-server-rounds": 3,
@@ -121,6 +134,9 @@ CHOICES: dict[str, tuple[str, ...]] = {
     "empty-documents": ("error", "drop"),
     "partitioner": ("iid", "dirichlet"),
     "doc-embedding": ("whole", "sentence-mean"),
+    "encoder-tuning": ("none", "public"),
+    "tuning-part": ("all", "top", "lora"),
+    "central-train": ("head", "encoder"),
     "map-in": ("random", "identity", "public", "supervised", "leaky"),
     "label-prior": ("model", "public"),
     "mode": ("local", "central"),
@@ -154,7 +170,20 @@ SECTIONS: dict[str, tuple[str, ...]] = {
         "synthetic-test-users",
     ),
     "users": ("num-users", "partitioner", "dirichlet-alpha", "users-per-node", "seed"),
-    "encoder": ("encoder", "encode-batch-size", "doc-embedding", "cache-dir"),
+    "encoder": (
+        "encoder",
+        "encode-batch-size",
+        "doc-embedding",
+        "cache-dir",
+        "encoder-tuning",
+        "tuning-part",
+        "tuning-layers",
+        "tuning-lora-rank",
+        "tuning-epochs",
+        "tuning-learning-rate",
+        "tuning-batch-size",
+        "tuning-holdout",
+    ),
     "release": (
         "map-in",
         "map-dim",
@@ -201,6 +230,7 @@ SECTIONS: dict[str, tuple[str, ...]] = {
         "client-learning-rate",
         "server-optimizer",
         "server-learning-rate",
+        "central-train",
     ),
     "server": (
         "strategy",
@@ -341,6 +371,10 @@ def validate(cfg: Mapping[str, Any]) -> None:
         "encode-batch-size",
         "public-epochs",
         "local-epochs",
+        "tuning-layers",
+        "tuning-lora-rank",
+        "tuning-epochs",
+        "tuning-batch-size",
     ):
         if cfg[key] < 1:
             raise ConfigError(f"{key} must be >= 1, got {cfg[key]}")
@@ -352,6 +386,7 @@ def validate(cfg: Mapping[str, Any]) -> None:
     for key in ("train-size", "test-size", "num-users"):
         if cfg[key] < 0:
             raise ConfigError(f"{key} must be >= 0, got {cfg[key]}")
+    _check_tuning(cfg)
     if cfg["map-in"] != "identity" and cfg["map-dim"] < 2:
         raise ConfigError(f"map-dim must be >= 2, got {cfg['map-dim']}")
     if cfg["map-in"] == "leaky" and not cfg["allow-unaccounted-leakage"]:
@@ -516,6 +551,35 @@ def _check_encoder(cfg: Mapping[str, Any]) -> None:
             f"map-dim must be <= the embedding dimension d = {d} of encoder {name!r} (M1 maps d to map-dim "
             f"dimensions), got {cfg['map-dim']}"
         )
+
+
+def _check_tuning(cfg: Mapping[str, Any]) -> None:
+    """The encoder-tuning and central-train keys: ranges and the combinations that can run."""
+    if not (cfg["tuning-learning-rate"] >= 0 and math.isfinite(cfg["tuning-learning-rate"])):
+        raise ConfigError(
+            f"tuning-learning-rate must be >= 0 and finite (0 = the part's default), got {cfg['tuning-learning-rate']}"
+        )
+    if not 0.0 <= cfg["tuning-holdout"] < 1.0:
+        raise ConfigError(f"tuning-holdout must lie in [0, 1), got {cfg['tuning-holdout']}")
+    if cfg["encoder-tuning"] == "public" and cfg["public-fraction"] <= 0:
+        raise ConfigError("encoder-tuning = 'public' tunes the encoder on the public split: set public-fraction > 0")
+    if cfg["encoder-tuning"] != "none" and cfg["dataset"] == "synthetic":
+        raise ConfigError('encoder-tuning needs text: dataset = "synthetic" has no encoder')
+    if cfg["central-train"] == "encoder":
+        clashes = [
+            f"{k} = {cfg[k]!r}"
+            for k, ok in (("mode", "central"), ("central-unit", "user"), ("doc-embedding", "whole"))
+            if cfg[k] != ok
+        ]
+        if cfg["tuning-part"] == "all":
+            clashes.append("tuning-part = 'all' (per-user gradients of every weight: use 'top' or 'lora')")
+        if clashes:
+            raise ConfigError(
+                "central-train = 'encoder' trains the encoder from per-user clipped updates: it needs mode = "
+                "'central', central-unit = 'user', doc-embedding = 'whole' and tuning-part 'top' or 'lora' (got "
+                + ", ".join(clashes)
+                + ")"
+            )
 
 
 def _check_simulation(cfg: Mapping[str, Any]) -> None:

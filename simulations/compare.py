@@ -78,6 +78,23 @@ COLUMNS = (
     "runs",
 )
 SEED_KEYS = sw.SEED_KEYS
+#: Series whose privacy figure depends on the seed (the point reports the largest over the seeds).
+SEED_DEPENDENT = ("local-shuffled", "central-user")
+
+
+def epsilon_list(values: Sequence[str], option: str) -> list[float]:
+    """``--epsilons`` / ``--central-epsilons`` values as numbers: at least one, each > 0 and finite.
+
+    Raises ``ConfigError`` naming the option and the value the user typed."""
+    if not values:
+        raise config_mod.ConfigError(f"{option} needs at least one epsilon, like 1,2,4")
+    out = []
+    for text in values:
+        value = config_mod.parse_value(text.strip())
+        if isinstance(value, bool) or not isinstance(value, int | float) or not (math.isfinite(value) and value > 0):
+            raise config_mod.ConfigError(f"{option}: {text.strip()!r} is not an epsilon (a number > 0 and finite)")
+        out.append(float(value))
+    return out
 
 
 def _axis(key: str, values: Sequence[str]) -> sw.GridAxis:
@@ -245,9 +262,10 @@ def aggregate(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     for (series, value), members in agg.group(rows, lambda r: (r["series"], r["value"])).items():
         first = dict(members[0])
         eps = agg.finite(m.get("epsilon") for m in members)
-        if series == "local-shuffled" and eps:
-            # The number of shuffled reports depends on the seeded user sampling, so the seeds'
-            # figures differ slightly: the point gets the largest, the bound every seed's run meets.
+        if series in SEED_DEPENDENT and eps:
+            # The number of shuffled reports depends on the seeded user sampling, and a user-level
+            # central run's q on the seed's population (the public split is drawn per seed), so the
+            # seeds' figures differ slightly: the point gets the largest, the bound every seed's run meets.
             first["epsilon"] = max(eps)
         elif agg.differing(members, ["epsilon"]):
             raise ValueError(f"{series} at {value}: the seeds' runs report different epsilons {sorted(eps)}")
@@ -411,15 +429,24 @@ def compare(
     from fl.accounting.user_level import sampling_rate
     from fl.cohort import population_sizes
 
+    epsilon_list(epsilons, "--epsilons")  # checked before anything runs; the texts name the runs
+    targets = sorted(set(epsilon_list(central_epsilons, "--central-epsilons")))
+    seed_list = sw.parse_seeds(list(seeds))
     sweep_dir = Path(out).expanduser().resolve() / (name or f"{Path(config).stem}-compare")
     central_cfg = sw.resolve_run(config, sw.Run("probe", {}, {}), [*sets, *central_sets], sweep_dir)
-    num_users = population_sizes(central_cfg)[0]
+    # The population (hence q) depends on the seed (the public split is drawn per seed): the noise is
+    # calibrated at the largest q over the seeds, so every seed's run meets each target.
+    populations = {s: population_sizes(central_cfg.replace(seed=s))[0] for s in seed_list}
+    num_users = min(populations.values())
     q = sampling_rate(float(central_cfg["central-cohort-size"]), num_users)
     rounds, delta = int(central_cfg["num-server-rounds"]), float(central_cfg["central-delta"])
-    targets = sorted({float(config_mod.parse_value(t)) for t in central_epsilons})
-    print(f"sanitas: calibrating the noise for per-user epsilon {targets} (q = {q:.4g}, {rounds} rounds)", flush=True)
+    print(
+        f"sanitas: calibrating the noise for per-user epsilon {targets} (q = {q:.4g}, the largest over the seeds' "
+        f"{sorted(set(populations.values()))} users; {rounds} rounds)",
+        flush=True,
+    )
     noise = central_noise_table(targets, q, rounds, delta)
-    runs = plan(epsilons, noise, sw.parse_seeds(list(seeds)), central_sets, node_multipliers)
+    runs = plan(epsilons, noise, seed_list, central_sets, node_multipliers)
     by_noise = {f"{z:.6g}": t for t, z in noise.items()}
     run_targets = {
         r.name: by_noise[f"{r.values['central-noise-multiplier']:.6g}"]
@@ -440,6 +467,7 @@ def compare(
         "sets": list(sets),
         "central_sets": list(central_sets),
         "users": num_users,
+        "users_by_seed": {str(k): v for k, v in populations.items()},
         "sampling_rate": q,
         "rounds": rounds,
         "central_delta": delta,

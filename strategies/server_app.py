@@ -34,12 +34,13 @@ from fl.attacks.state import from_model as attack_from_model
 from fl.channels import channel_class, run_label
 from fl.encoder import best_device
 from fl.pipeline import build_model
-from fl.public_start import train_public_start
+from fl.public_start import supervised_start, train_public_start
 from fl.results import RunWriter, run_folder
 
 from .central import CentralDPAccounting, central_guarantee, make_central_strategy
 from .checkpoint import RoundCheckpoints, last_checkpoint, load_checkpoint, remap_nodes
 from .discovery import discover_nodes
+from .encoder_grid import EncoderGrid
 from .faults import FaultyGrid
 from .loading import make_strategy
 from .local_accounting import LEAKY_WARNING, LocalDPAccounting
@@ -136,6 +137,16 @@ def user_level_run(grid: Grid, cfg: Mapping[str, Any], writer: RunWriter, timeou
         start = (
             f"M1, M2 and the classifier trained on {info['public_documents']} public documents "
             f"({info['public_epochs']} epochs, clean embeddings), M1 then frozen"
+        )
+    elif cfg["map-in"] == "supervised":
+        device = torch.device(best_device(cfg["device"]))
+        no_noise = mechanisms.mechanism_class("none")(level="sentence")  # central mode: no local sanitizer
+        gen = torch.Generator().manual_seed(int(cfg["seed"]))
+        matrix, info = supervised_start(cfg, no_noise, first.num_classes, first.map_dim, device, gen)
+        start = (
+            f"seeded random initialisation (seed {cfg['seed']}); M1 = the public logistic regression's affine "
+            f"map on {info['public_documents']} public documents (m' = {info['map_dim']}, scale "
+            f"{info['map_scale']:g}), frozen"
         )
     strategy = UserLevelDPFedAvg(cfg, nodes, model, matrix, writer)
     log.info(
@@ -284,6 +295,31 @@ def _user_documents(cfg: Mapping[str, Any], users: np.ndarray) -> np.ndarray:
     return np.concatenate(rows).astype(np.int64) if rows else np.zeros(0, dtype=np.int64)
 
 
+def publish_encoder(cfg: Mapping[str, Any], grid: Grid) -> tuple[Mapping[str, Any], Grid, dict[str, Any]]:
+    """The encoder of the run: as configured, or (``encoder-tuning = "public"``) fine-tuned on the
+    public split and published by its digest, which every request then names (:class:`EncoderGrid`).
+    Returns the config the server uses (``encoder`` = the published folder), the grid, and the
+    encoder's record for the summary and the statement."""
+    if cfg["encoder-tuning"] == "none":
+        return cfg, grid, {"name": cfg["encoder"], "tuning": "none"}
+    from fl.encoder_tuning import tune_public
+
+    tuned = tune_public(cfg, best_device(cfg["device"]))
+    tuned_cfg = config_mod.resolve({**dict(cfg), "encoder": str(tuned.folder)})
+    return tuned_cfg, EncoderGrid(grid, tuned.digest), {"name": cfg["encoder"], **tuned.record()}
+
+
+def encoder_note(encoder: Mapping[str, Any]) -> str:
+    """The statement's sentence on the encoder G the nodes used."""
+    if encoder.get("tuning") != "public":
+        return f"Encoder: {encoder['name']} as published (not trained on any of the run's data)."
+    return (
+        f"Encoder: {encoder['name']} fine-tuned by the server on the {encoder['public_documents']} public "
+        f"documents only ({encoder['part']}, epoch {encoder['epoch_kept']} kept on a public hold-out), published "
+        f"as sha256 {encoder['digest'][:16]}...; no private document reached it, so the guarantee is unchanged."
+    )
+
+
 def run_server(grid: Grid, cfg: Mapping[str, Any], timeout: float = 3600.0, resume: bool = False) -> dict[str, Any]:
     """Run one federated job (either mode) with a resolved config; returns the summary dict.
 
@@ -298,6 +334,8 @@ def run_server(grid: Grid, cfg: Mapping[str, Any], timeout: float = 3600.0, resu
         grid = FaultyGrid(grid, cfg)  # drops the scheduled replies when fault-kind = "drop-reply"
     source = data.check_source(cfg)
     folder = run_folder(cfg)
+    configured = dict(cfg)
+    cfg, grid, encoder = publish_encoder(cfg, grid)  # before any message: every request names the encoder
     if resume:
         writer = RunWriter.reopen(folder, last_checkpoint(folder))
         done, strategy, arrays, extra = load_checkpoint(folder, writer)
@@ -308,7 +346,7 @@ def run_server(grid: Grid, cfg: Mapping[str, Any], timeout: float = 3600.0, resu
     else:
         done = 0
         writer = RunWriter(folder, int(cfg["num-server-rounds"]))
-        writer.write_json("config.json", {"config": dict(cfg), "data_source": source})
+        writer.write_json("config.json", {"config": configured, "data_source": source})
         log.info("results go to %s", writer.folder)
         diagnostics = None
         if cfg["mode"] == "central":
@@ -333,10 +371,13 @@ def run_server(grid: Grid, cfg: Mapping[str, Any], timeout: float = 3600.0, resu
         if state is not None:
             state.save(writer.folder)
         fields, title, test_label = _summary(cfg, run, writer)
+        fields["guarantee"]["encoder"] = encoder
+        fields["guarantee"]["notes"].append(encoder_note(encoder))
         summary = {
             "results_folder": str(writer.folder),
             "dataset": cfg["dataset"],
             **fields,
+            "encoder": encoder,
             **({diagnostics[0]: diagnostics[1]} if diagnostics is not None else {}),
             "wall_seconds": round(time.time() - started, 2),
             **({"resumed_after_round": done} if resume else {}),

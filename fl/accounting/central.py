@@ -64,6 +64,8 @@ UNIFORM_WEIGHT_KEY = "uniform-weight"
 
 #: The map-in modes central mode supports (M1 from public values only).
 CENTRAL_MAPS = ("random", "identity")
+#: Maps the server builds from the public split only and sends with every user-level request.
+USER_LEVEL_MAPS = ("public", "supervised")
 
 UNIT = "user (each user in one node; node-level too)"
 NEIGHBOURING = "replace-one (one user's data, or one whole node's data, changed; N nodes fixed)"
@@ -77,12 +79,17 @@ def check_central_config(cfg: Mapping[str, Any]) -> None:
     """
     map_in = cfg.get("map-in", "random")
     unit = cfg.get("central-unit", "user")
-    allowed = (*CENTRAL_MAPS, "public") if unit == "user" else CENTRAL_MAPS
+    allowed = (*CENTRAL_MAPS, *USER_LEVEL_MAPS) if unit == "user" else CENTRAL_MAPS
     if map_in not in allowed:
         raise ValueError(
             f"mode = 'central' with central-unit = {unit!r} trains on raw embeddings through a public M1: map-in "
             f"must be one of {allowed}, got {map_in!r} ('leaky' is a local-mode option"
-            + ("; the public start needs central-unit = 'user')" if map_in == "public" else ")")
+            + (
+                f"; the M1 of map-in = {map_in!r} is built by the server from the public split and sent with "
+                "each request, which needs central-unit = 'user')"
+                if map_in in USER_LEVEL_MAPS
+                else ")"
+            )
         )
     if cfg.get("strategy", ""):
         raise ValueError(

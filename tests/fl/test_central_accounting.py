@@ -106,9 +106,10 @@ def test_num_sampled_nodes_and_bad_input() -> None:
     for args in ((0.0, 5, 10, 1, 1e-5), (1.0, 11, 10, 1, 1e-5), (1.0, 5, 10, 1, 0.0), (math.inf, 5, 10, 1, 1e-5)):
         with pytest.raises(ValueError):
             central_epsilon(*args)
-    with pytest.raises(ValueError, match="public start needs central-unit = 'user'"):
-        check_central_config({"map-in": "public", "central-unit": "node"})
-    check_central_config({"map-in": "public", "central-unit": "user"})  # both modes can start from public data
+    for map_in in ("public", "supervised"):  # maps the server builds from the public split
+        with pytest.raises(ValueError, match="needs central-unit = 'user'"):
+            check_central_config({"map-in": map_in, "central-unit": "node"})
+        check_central_config({"map-in": map_in, "central-unit": "user"})  # user level accepts every public map
     for unit in ("user", "node"):
         with pytest.raises(ValueError, match="map-in"):
             check_central_config({"map-in": "leaky", "central-unit": unit})

@@ -130,3 +130,24 @@ def test_the_audit_table_rows_are_valid_configs(tmp_path: Path) -> None:
     row |= {"trials": 1, "confidence": 0.95, "verdict": "passes", "seconds": 0.1, "pair": "p"}
     csv_path, md_path = write([row], tmp_path, "cmd")
     assert csv_path.is_file() and md_path.read_text().startswith("Command: `cmd`")
+
+
+TUNED = {  # CONFIG with a public-tuned encoder (one top layer, one epoch on the 25% public split)
+    **CONFIG,
+    "public-fraction": 0.25,
+    "encoder-tuning": "public",
+    "tuning-part": "top",
+    "tuning-layers": 1,
+    "tuning-batch-size": 16,
+}
+
+
+@pytest.mark.parametrize(("tamper", "passes"), [("", True), ("epsilon-3x", False)])
+def test_a_public_tuned_encoder_keeps_the_printed_figure(tamper: str, passes: bool) -> None:
+    """The nodes embed with the published public-tuned encoder: the honest flow's eps_LB stays below the
+    printed figure (unchanged by the tuning), and the 3x mechanism is still caught (power)."""
+    result = audit_run(TUNED, level="sentence", trials=20_000, tamper=tamper, seed=0)
+    assert result.printed_epsilon == pytest.approx(PRINTED)
+    assert result.passed is passes and (result.epsilon_lb <= PRINTED) is passes
+    if passes:
+        assert result.epsilon_lb > 0.3

@@ -126,12 +126,51 @@ def test_rows_points_csv_json_and_plot(tmp_path: Path) -> None:
 
 
 def test_seeds_that_disagree_on_epsilon_are_refused() -> None:
+    """A local epsilon does not depend on the seed: seeds that disagree are a bug, refused."""
     rows = [
-        {"series": "central-user", "parameter": "p", "value": 1.0, "epsilon": e, "run_name": n, "accuracy": 0.7}
+        {"series": "local-ldp", "parameter": "p", "value": 1.0, "epsilon": e, "run_name": n, "accuracy": 0.7}
         for e, n in ((0.9, "a"), (1.1, "b"))
     ]
     with pytest.raises(ValueError, match="different epsilons"):
         cmp.aggregate(rows)
+
+
+def test_central_figures_of_different_seeds_take_the_largest() -> None:
+    """A user-level central run's q depends on the seed's population (the public split is drawn per
+    seed): the point reports the largest epsilon, the bound every seed's run meets (the quickstart
+    with --seeds 1,2 aborted here before)."""
+    rows = [
+        {"series": "central-user", "parameter": "p", "value": 4.0, "epsilon": e, "run_name": n, "accuracy": 0.7}
+        for e, n in ((3.991, "a"), (3.987, "b"))
+    ]
+    (point,) = cmp.aggregate(rows)
+    assert point["epsilon"] == 3.991 and point["n"] == 2
+
+
+@pytest.mark.parametrize(
+    ("option", "value", "message"),
+    [
+        ("--epsilons", "10,abc", "--epsilons: 'abc' is not an epsilon"),
+        ("--epsilons", "0", "--epsilons: '0' is not an epsilon"),
+        ("--central-epsilons", "4,-1", "--central-epsilons: '-1' is not an epsilon"),
+        ("--central-epsilons", "inf", "--central-epsilons: 'inf' is not an epsilon"),
+        ("--central-epsilons", ",", "--central-epsilons needs at least one epsilon"),
+        ("--seeds", "1,x", "--seeds expects integers"),
+        ("--seeds", "1,1", "--seeds must be distinct"),
+    ],
+)
+def test_compare_options_are_checked_before_anything_runs(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], option: str, value: str, message: str
+) -> None:
+    """Every --epsilons, --central-epsilons and --seeds value is checked first: one line naming the
+    option and the value, exit 2, nothing written (the data is not even loaded)."""
+    from simulations.cli import main
+
+    config = Path(__file__).resolve().parents[2] / "simulations" / "quickstart.toml"
+    code = main(["compare", str(config), option, value, "--out", str(tmp_path / "out")])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1 and message in err[0], err
+    assert not (tmp_path / "out").exists()
 
 
 def test_a_run_without_ldp_gets_no_local_epsilon(tmp_path: Path) -> None:

@@ -133,6 +133,16 @@ RUNS: dict[str, dict[str, Any]] = {
     },
 }
 RUNS["truncation"] = {**RUNS["document"], "document-mechanism": "truncation"}
+# the sentence level with a public-tuned encoder: the nodes embed with the published encoder
+RUNS["sentence-tuned"] = {
+    **RUNS["sentence"],
+    "public-fraction": 0.5,
+    "encoder-tuning": "public",
+    "tuning-part": "top",
+    "tuning-layers": 1,
+    "tuning-batch-size": 8,
+    "num-server-rounds": 1,
+}
 
 
 def scope_of(cfg: Mapping[str, Any]) -> str:
@@ -217,6 +227,8 @@ def simulate(name: str, raw: Mapping[str, Any], data_dir: Path, cache_dir: Path,
     nodes = num_nodes(max(population_sizes(cfg)), cfg["users-per-node"])
     grid = InProcessGrid(make_client_app(cfg), nodes)
     summary = run_server(grid, cfg, timeout=60.0)
+    if cfg["encoder-tuning"] != "none":  # the nodes held the published encoder's embeddings
+        cfg = config_mod.resolve({**dict(cfg), "encoder": summary["encoder"]["folder"]})
     cohorts = {
         node: build_cohort(cfg, int(ctx.node_config["partition-id"]), nodes, progress=False)
         for node, ctx in grid.contexts.items()
@@ -653,6 +665,7 @@ def audit(run: Captured, allow_unsanitized: bool = False) -> tuple[list[str], Ru
 _BY_K = {(wire.EVALUATE, wire.METRICS, key) for key in ("confusion-by-k", "clean-confusion-by-k")}
 ABSENT = {
     "sentence": _BY_K,
+    "sentence-tuned": _BY_K,
     "word": _BY_K,
     "document": {(t, wire.RELEASE, "embeddings") for t in (wire.TRAIN, wire.EVALUATE)},
     "truncation": {(t, wire.RELEASE, "candidate-ids") for t in (wire.TRAIN, wire.EVALUATE)},

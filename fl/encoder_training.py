@@ -1,0 +1,155 @@
+"""The encoder trained under user-level central DP (``central-train = "encoder"``).
+
+The model both ends hold is :class:`EncoderClassifier`: the top ``tuning-layers`` transformer
+layers of the run's encoder (trainable outright, ``tuning-part = "top"``, or frozen with
+trainable LoRA adapters on their query and value projections, ``"lora"``), mean pooling and
+normalisation as in sentence-transformers, the public M1 and the server model (M2 +
+classifier). The layers below are frozen: a node runs them once per document, without
+gradients (:func:`lower_states`), and the per-user updates (``fl.user_updates``, vectorized
+over users) flow through the top layers and the head only.
+
+What crosses: the server sends the *trainable* parameters only (:func:`trainable_state`: the
+adapters and the head, not the frozen encoder every node already holds, checked by digest
+when it was tuned); a node replies with the sum of its sampled users' clipped updates of the
+same parameters. Each user's update is computed from the global model on that user's own
+documents and clipped over all trainable parameters together, so the accounting is the
+user-level DP-FedAvg accounting of the head-only mode, unchanged.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import torch
+from torch import nn
+
+from .encoder import load_encoder
+from .encoder_tuning import lora_config, transformer_layers
+from .pipeline import ServerModel
+
+
+def _extended_mask(mask: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    """BERT's additive attention mask [n, 1, 1, T] from a 0/1 token mask [n, T]."""
+    return (1.0 - mask[:, None, None, :].to(dtype)) * torch.finfo(dtype).min
+
+
+def _eager(layer: nn.Module) -> nn.Module:
+    """A layer whose attention is plain matmul-softmax (vmap-friendly); the same function as SDPA."""
+    layer_config = getattr(getattr(getattr(layer, "attention", None), "self", None), "config", None)
+    if layer_config is not None:
+        layer_config = copy.copy(layer_config)
+        layer_config._attn_implementation = "eager"
+        layer.attention.self.config = layer_config
+    return layer
+
+
+class EncoderClassifier(nn.Module):
+    """Top encoder layers + mean pooling + normalise + M1 + normalise + the server model.
+
+    Input: the frozen lower layers' hidden states ``h`` [n, T, H] and the token mask [n, T];
+    output: logits [n, K]. ``matrix`` is M1 ([d, m'], or affine [d + 1, m']) or ``None``."""
+
+    def __init__(self, top: Sequence[nn.Module], head: ServerModel, matrix: torch.Tensor | None) -> None:
+        super().__init__()
+        self.top = nn.ModuleList([_eager(layer) for layer in top])
+        self.head = head
+        self.register_buffer("matrix", None if matrix is None else matrix.detach().to(torch.float32))
+
+    def embed(self, h: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        """The encoder's sentence embedding G(x) (unit norm) from the lower layers' states."""
+        extended = _extended_mask(mask, h.dtype)
+        for layer in self.top:
+            h = layer(h, extended)
+        m = mask.to(h.dtype).unsqueeze(-1)
+        pooled = (h * m).sum(-2) / m.sum(-2).clamp_min(1e-9)
+        return nn.functional.normalize(pooled, dim=-1)
+
+    def features(self, h: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        """n(M1 G(x)) (or n(M1 G(x) + b)), with gradients."""
+        x = self.embed(h, mask)
+        if self.matrix is not None:
+            m = self.matrix
+            x = x @ m[:-1] + m[-1] if m.shape[0] == x.shape[-1] + 1 else x @ m
+        return nn.functional.normalize(x, dim=-1)
+
+    def forward(self, h: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        return self.head(self.features(h, mask))
+
+
+def build_encoder_classifier(
+    cfg: Mapping[str, Any], head: ServerModel, matrix: torch.Tensor | None, device: str = "cpu"
+) -> EncoderClassifier:
+    """The trainable model of ``central-train = "encoder"`` from the run's encoder (``cfg["encoder"]``:
+    the published public-tuned folder or the base encoder): copies of its top ``tuning-layers``
+    layers (LoRA adapters added for ``tuning-part = "lora"``, the adapters' start seeded by ``seed``:
+    LoRA's B starts at zero, so the start is the encoder itself), ``head`` and M1."""
+    encoder = load_encoder(cfg["encoder"], device)
+    stack = transformer_layers(encoder)
+    k = int(cfg["tuning-layers"])
+    if not 1 <= k <= len(stack):
+        raise ValueError(f"tuning-layers must lie in [1, {len(stack)}] for this encoder, got {k}")
+    top = nn.ModuleList([copy.deepcopy(layer) for layer in list(stack)[-k:]])
+    for p in top.parameters():
+        p.requires_grad_(cfg["tuning-part"] == "top")
+    if cfg["tuning-part"] == "lora":
+        from peft import inject_adapter_in_model
+
+        lora = lora_config(k, k, int(cfg["tuning-lora-rank"]))
+        lora.layers_to_transform = None  # every copied layer is a top layer
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(int(cfg["seed"]))
+            top = inject_adapter_in_model(lora, top)
+        for name, p in top.named_parameters():
+            p.requires_grad_("lora_" in name)
+    elif cfg["tuning-part"] != "top":
+        raise ValueError(f"central-train = 'encoder' trains tuning-part 'top' or 'lora', got {cfg['tuning-part']!r}")
+    return EncoderClassifier(list(top), head, matrix).to(device).eval()
+
+
+def trainable_state(model: nn.Module) -> dict[str, torch.Tensor]:
+    """The trainable parameters by name (detached, CPU): what the server sends and the nodes sum."""
+    return {k: v.detach().cpu() for k, v in model.named_parameters() if v.requires_grad}
+
+
+def load_trainable(model: nn.Module, arrays: Mapping[str, torch.Tensor]) -> nn.Module:
+    """Set ``model``'s trainable parameters from ``arrays``; ``ValueError`` unless the names match exactly."""
+    params = {k: p for k, p in model.named_parameters() if p.requires_grad}
+    if set(arrays) != set(params):
+        missing, extra = sorted(set(params) - set(arrays)), sorted(set(arrays) - set(params))
+        raise ValueError(
+            f"the model arrays do not match the trainable parameters (missing {missing[:3]}, extra {extra[:3]})"
+        )
+    with torch.no_grad():
+        for k, p in params.items():
+            p.copy_(torch.as_tensor(arrays[k]).to(p.device, p.dtype))
+    return model
+
+
+@torch.no_grad()
+def lower_states(
+    cfg: Mapping[str, Any], texts: Sequence[str], device: str = "cpu", batch_size: int = 256
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """The frozen lower layers' hidden states [n, T, H] and token masks [n, T] of ``texts`` (padded to
+    the longest; truncated at the encoder's max_seq_length): the input of :class:`EncoderClassifier`."""
+    encoder = load_encoder(cfg["encoder"], device)
+    bert = encoder[0].auto_model
+    stack = transformer_layers(encoder)
+    lower = list(stack)[: len(stack) - int(cfg["tuning-layers"])]
+    if not texts:
+        hidden = int(bert.config.hidden_size)
+        return torch.zeros(0, 1, hidden, device=device), torch.zeros(0, 1, dtype=torch.int64, device=device)
+    features = encoder.preprocess(list(texts))
+    ids = features["input_ids"].to(device)
+    mask = features["attention_mask"].to(device)
+    types = features.get("token_type_ids")
+    out = []
+    for start in range(0, len(texts), batch_size):
+        part = slice(start, start + batch_size)
+        h = bert.embeddings(input_ids=ids[part], token_type_ids=None if types is None else types[part].to(device))
+        extended = _extended_mask(mask[part], h.dtype)
+        for layer in lower:
+            h = layer(h, extended)
+        out.append(h)
+    return torch.cat(out), mask

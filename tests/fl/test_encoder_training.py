@@ -1,0 +1,128 @@
+"""The encoder under user-level central DP (``fl.encoder_training``): the split forward equals the
+encoder's own, only the trainable part crosses, and the vectorized per-user clipped sums equal a
+plain loop over users with a real optimizer."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+import torch
+
+from fl import config as config_mod
+from fl.encoder import load_encoder
+from fl.encoder_training import build_encoder_classifier, load_trainable, lower_states, trainable_state
+from fl.pipeline import ServerModel
+from fl.user_updates import clipped_update_sum, pad_by_user
+
+TEXTS = [
+    "a gripping , beautifully acted film .",
+    "dull and far too long .",
+    "the jokes never land",
+    "one of the year 's best",
+    "an utter mess",
+    "warm , funny and wise .",
+    "i wanted my two hours back .",
+]
+LABELS = torch.tensor([1, 0, 0, 1, 0, 1, 0])
+
+
+def _cfg(part: str, layers: int = 1) -> config_mod.RunConfig:
+    return config_mod.resolve(
+        {
+            "mode": "central",
+            "central-train": "encoder",
+            "tuning-part": part,
+            "tuning-layers": layers,
+            "tuning-lora-rank": 2,
+            "device": "cpu",
+        }
+    )
+
+
+def _model(part: str, layers: int = 1, matrix: torch.Tensor | None = None):  # type: ignore[no-untyped-def]
+    torch.manual_seed(0)
+    head = ServerModel(384 if matrix is None else matrix.shape[1], 384, 8, 2)
+    return build_encoder_classifier(_cfg(part, layers), head, matrix)
+
+
+@pytest.mark.parametrize(("part", "layers"), [("lora", 1), ("top", 2)])
+def test_the_split_forward_is_the_encoders_own(part: str, layers: int) -> None:
+    """Frozen lower layers, then the copied top layers (adapters at their zero start), pooling and
+    normalisation: the sentence-transformers embedding of the same texts."""
+    model = _model(part, layers)
+    h, mask = lower_states(_cfg(part, layers), TEXTS)
+    with torch.no_grad():
+        ours = model.embed(h, mask)
+    theirs = torch.as_tensor(load_encoder("all-MiniLM-L6-v2", "cpu").encode(TEXTS, convert_to_numpy=True))
+    assert torch.allclose(ours, theirs, atol=2e-5), (ours - theirs).abs().max()
+
+
+def test_only_the_trainable_part_crosses() -> None:
+    state = trainable_state(_model("lora"))
+    encoder = [k for k in state if k.startswith("top.")]
+    assert encoder and all("lora_" in k for k in encoder)  # adapters only, never a frozen weight
+    assert {k for k in state if k.startswith("head.")} == {
+        f"head.{k}" for k in ServerModel(384, 384, 8, 2).state_dict()
+    }
+    assert sum(v.numel() for k, v in state.items() if k in encoder) == 2 * (2 * 384 + 2 * 384)  # q and v, rank 2
+    other = _model("lora")
+    with torch.no_grad():
+        for p in other.parameters():
+            if p.requires_grad:
+                p.add_(1.0)
+    load_trainable(other, state)
+    assert all(torch.equal(v, trainable_state(other)[k]) for k, v in state.items())
+    with pytest.raises(ValueError, match="do not match the trainable parameters"):
+        load_trainable(other, {k: v for k, v in state.items() if k.startswith("head.")})
+
+
+def _loop_reference(model, h, m, y, owner, users, steps, lr, clip):  # type: ignore[no-untyped-def]
+    """One user at a time, a real SGD optimizer over the trainable parameters: the plain definition."""
+    names = [k for k, p in model.named_parameters() if p.requires_grad]
+    start = {k: p.detach().clone() for k, p in model.named_parameters() if p.requires_grad}
+    total = {k: torch.zeros_like(v) for k, v in start.items()}
+    norms = []
+    for u in range(users):
+        local = copy.deepcopy(model)
+        params = dict(local.named_parameters())
+        opt = torch.optim.SGD([params[k] for k in names], lr=lr)
+        mine = owner == u
+        for _ in range(steps):
+            opt.zero_grad()
+            torch.nn.functional.cross_entropy(local(h[mine], m[mine]), y[mine]).backward()
+            opt.step()
+        delta = {k: params[k].detach() - start[k] for k in names}
+        norm = torch.cat([d.reshape(-1) for d in delta.values()]).norm()
+        norms.append(float(norm))
+        scale = min(1.0, clip / max(float(norm), 1e-12))
+        for k in names:
+            total[k] += scale * delta[k]
+    return total, norms
+
+
+@pytest.mark.parametrize("part", ["lora", "top"])
+def test_vectorized_clipped_sums_match_a_loop_over_users(part: str) -> None:
+    """4 users holding 1-3 documents, 2 local steps, through the encoder's top layer and the head
+    with an affine M1: the vmap'd sum equals the per-user loop, and some users are clipped (the
+    clip binds) while others are not."""
+    torch.manual_seed(1)
+    matrix = torch.randn(385, 4, dtype=torch.float64) * 0.1
+    model = _model(part, 1, matrix)
+    cfg = _cfg(part)
+    h, m = lower_states(cfg, TEXTS)
+    owner = torch.tensor([0, 0, 1, 2, 2, 2, 3])
+    clip, lr, steps = 0.05, 0.5, 2
+    _, norms_ref = _loop_reference(model, h, m, LABELS, owner, 4, steps, lr, 1e9)
+    clip = sorted(norms_ref)[1] * 1.01  # binds for two users, not for the other two
+    want, norms_want = _loop_reference(model, h, m, LABELS, owner, 4, steps, lr, clip)
+    hs, ys, mask = pad_by_user(h, LABELS, owner, 4)
+    ms, _, _ = pad_by_user(m, LABELS, owner, 4)
+    got, norms = clipped_update_sum(model, (hs, ms), ys, mask, steps=steps, lr=lr, clip=clip, chunk=3)
+    assert set(got) == set(want)
+    assert torch.allclose(norms, torch.tensor(norms_want), rtol=1e-3, atol=1e-7)  # float32, two steps
+    assert sum(n > clip for n in norms_want) == 2
+    for k in want:
+        assert torch.allclose(got[k], want[k], rtol=1e-3, atol=1e-6), k
+    total = torch.cat([v.reshape(-1) for v in got.values()]).norm()
+    assert total <= clip * 4 * (1 + 1e-6)
