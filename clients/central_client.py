@@ -46,6 +46,7 @@ from fl import messages as wire
 from fl.accounting.central import UNIFORM_WEIGHT_KEY, check_central_config
 from fl.cohort import Cohort
 from fl.encoder import best_device
+from fl.encoder_training import EncoderClassifier, build_encoder_classifier, load_trainable, lower_states
 from fl.pipeline import ServerModel, confusion_matrix, predict, train_epochs
 from fl.user_updates import clipped_update_sum, pad_by_user, poisson_sample
 
@@ -118,30 +119,49 @@ def sampled_users(context: Context, cfg: Mapping[str, Any], c: Cohort, server_ro
     return users[poisson_sample(secret, server_round, users, c.num_train_users, q)]
 
 
+def global_encoder_model(msg: Message, cfg: Mapping[str, Any], c: Cohort, device: str) -> EncoderClassifier:
+    """``central-train = "encoder"``: the run's encoder's top layers (adapters or the layers themselves)
+    and the head, their trainable parameters set from the request, M1 from the request or the seed."""
+    if "arrays" not in msg.content:
+        raise ValueError("the central-mode message carries no model arrays")
+    head = ServerModel(c.map_dim, c.encoder_dim, int(cfg["hidden-dim"]), c.num_classes)
+    model = build_encoder_classifier(cfg, head, input_matrix(msg, cfg, c), device)
+    return load_trainable(model, msg.content["arrays"].to_torch_state_dict())
+
+
 def handle_user_train(msg: Message, context: Context, cfg: Mapping[str, Any]) -> Message:
     """User-level DP-FedAvg on a node: reply with the sum of the sampled users' clipped updates."""
     c = _cohort(context, cfg)
-    model = global_model(msg, cfg, c)
+    device = torch.device(best_device(cfg["device"]))
+    encoder = cfg["central-train"] == "encoder"
+    model = global_encoder_model(msg, cfg, c, str(device)) if encoder else global_model(msg, cfg, c)
     request = msg.content[wire.CONFIG]
     chosen = sampled_users(context, cfg, c, int(request["server-round"]), float(request["sampling-rate"]))
     doc_user = torch.from_numpy(c.train_doc_user)
     keep = torch.isin(doc_user, chosen)
-    device = torch.device(best_device(cfg["device"]))
-    x = central_features(cfg, c, c.train_emb[keep], input_matrix(msg, cfg, c)).to(device)
     owner = torch.searchsorted(chosen, doc_user[keep]).to(device)
     if chosen.numel():
-        xs, ys, mask = pad_by_user(x, c.train_y[keep].to(device), owner, int(chosen.numel()))
+        users, y = int(chosen.numel()), c.train_y[keep].to(device)
+        if encoder:  # the frozen lower layers once, the per-user updates through the top and the head
+            texts = [c.train_text[i] for i in torch.nonzero(keep).reshape(-1).tolist()]
+            h, tokens = lower_states(cfg, texts, str(device))
+            hs, ys, mask = pad_by_user(h, y, owner, users)
+            inputs: torch.Tensor | tuple[torch.Tensor, ...] = (hs, pad_by_user(tokens, y, owner, users)[0])
+        else:
+            x = central_features(cfg, c, c.train_emb[keep], input_matrix(msg, cfg, c)).to(device)
+            inputs, ys, mask = pad_by_user(x, y, owner, users)
         total, _ = clipped_update_sum(
             model.to(device),
-            xs,
+            inputs,
             ys,
             mask,
             steps=int(cfg["local-epochs"]),
             lr=float(cfg["client-learning-rate"]),
             clip=float(cfg["central-clip"]),
+            chunk=32 if encoder else 128,
         )
     else:  # nobody sampled here: the sum is zero (the reply looks the same)
-        total = {k: torch.zeros_like(v) for k, v in model.named_parameters()}
+        total = {k: torch.zeros_like(v) for k, v in model.named_parameters() if v.requires_grad}
     arrays = ArrayRecord({k: Array(v.detach().to("cpu", torch.float32).numpy()) for k, v in total.items()})
     return Message(content=RecordDict({wire.UPDATE_SUM: arrays}), reply_to=msg)
 
@@ -149,10 +169,15 @@ def handle_user_train(msg: Message, context: Context, cfg: Mapping[str, Any]) ->
 def handle_central_evaluate(msg: Message, context: Context, cfg: Mapping[str, Any]) -> Message:
     """Score the global model on the node's test users' raw embeddings; return confusion counts."""
     c = _cohort(context, cfg)
-    model = global_model(msg, cfg, c).eval()
     truth = c.test_y.numpy()
-    matrix = input_matrix(msg, cfg, c)
-    pred = predict(model, central_features(cfg, c, c.test_emb, matrix)).numpy()
+    if cfg["central-train"] == "encoder":
+        device = best_device(cfg["device"])
+        model = global_encoder_model(msg, cfg, c, device)
+        pred = encoder_predictions(cfg, model, c.test_text, device).numpy()
+    else:
+        model = global_model(msg, cfg, c).eval()
+        matrix = input_matrix(msg, cfg, c)
+        pred = predict(model, central_features(cfg, c, c.test_emb, matrix)).numpy()
     metrics = MetricRecord(
         {
             "num-examples": int(truth.size),
@@ -161,6 +186,18 @@ def handle_central_evaluate(msg: Message, context: Context, cfg: Mapping[str, An
         }
     )
     return Message(content=RecordDict({"metrics": metrics}), reply_to=msg)
+
+
+@torch.no_grad()
+def encoder_predictions(
+    cfg: Mapping[str, Any], model: EncoderClassifier, texts: list[str], device: str, batch: int = 256
+) -> torch.Tensor:
+    """The encoder model's predicted classes for ``texts`` (CPU int64), in batches."""
+    out = [torch.zeros(0, dtype=torch.int64)]
+    for start in range(0, len(texts), batch):
+        h, tokens = lower_states(cfg, texts[start : start + batch], device)
+        out.append(model(h, tokens).argmax(dim=1).cpu())
+    return torch.cat(out)
 
 
 def central_clipping_mod(msg: Message, context: Context, call_next: ClientAppCallable) -> Message:

@@ -148,6 +148,15 @@ def user_level_run(grid: Grid, cfg: Mapping[str, Any], writer: RunWriter, timeou
             f"map on {info['public_documents']} public documents (m' = {info['map_dim']}, scale "
             f"{info['map_scale']:g}), frozen"
         )
+    if cfg["central-train"] == "encoder":  # the encoder's top part trains next to the head (fl.encoder_training)
+        from fl.encoder_training import build_encoder_classifier, trainable_state
+
+        model = build_encoder_classifier(cfg, model, matrix, best_device(cfg["device"]))
+        encoder_part = sum(v.numel() for k, v in trainable_state(model).items() if k.startswith("top."))
+        start += (
+            f"; the encoder's top {cfg['tuning-layers']} layers ({cfg['tuning-part']}: {encoder_part} trainable "
+            "parameters) train with the head under the same per-user clipping and noise"
+        )
     strategy = UserLevelDPFedAvg(cfg, nodes, model, matrix, writer)
     log.info(
         "%d nodes hold %d training users and %d test users; about %.0f users sampled per round; start: %s",
@@ -157,7 +166,7 @@ def user_level_run(grid: Grid, cfg: Mapping[str, Any], writer: RunWriter, timeou
         strategy.q * strategy.num_users,
         start,
     )
-    return ModeRun(strategy, ArrayRecord(model.state_dict()), start)
+    return ModeRun(strategy, strategy._arrays(), start)
 
 
 def central_run(grid: Grid, cfg: Mapping[str, Any], writer: RunWriter, timeout: float) -> ModeRun:
@@ -272,6 +281,9 @@ def attack_state(cfg: Mapping[str, Any], run: ModeRun, final: ArrayRecord) -> At
         return attack_from_model(core.model, core.map_matrix, stored, "documents whose releases the server stored")
     everyone = "every training document (central mode: any user may have been sampled)"
     if isinstance(strategy, UserLevelDPFedAvg):
+        if cfg["central-train"] == "encoder":
+            log.info("no attack state: the attacks read a head on fixed embeddings, this run trained the encoder too")
+            return None
         users = np.arange(strategy.num_users, dtype=np.int64)
         return attack_from_model(strategy.model, strategy.map_matrix, _user_documents(cfg, users), everyone)
     info = run.info

@@ -39,12 +39,14 @@ import torch
 from flwr.app import Array, ArrayRecord, ConfigRecord, Message, MessageType, MetricRecord, RecordDict
 from flwr.serverapp import Grid
 from flwr.serverapp.strategy import Strategy
+from torch import nn
 
 from fl import messages as wire
 from fl.accounting.user_level import sampling_rate, user_privacy_record
 from fl.encoder import best_device
+from fl.encoder_training import trainable_state
+from fl.encoder_tuning import part_learning_rate
 from fl.messages import CohortInfo
-from fl.pipeline import ServerModel
 from fl.results import RunWriter
 from fl.user_updates import hash_seed, noisy_mean
 
@@ -67,8 +69,9 @@ class UserLevelDPFedAvg(Strategy):
         ``server-learning-rate``, ``noise-seed``, ``device``).
     nodes : dict[int, CohortInfo]
         Node id -> cohort description (``strategies.discovery.discover_nodes``).
-    model : ServerModel
-        The global model (its initial weights are the start: seeded, or public-trained).
+    model : ServerModel or EncoderClassifier
+        The global model (its initial weights are the start: seeded, or public-trained); with
+        ``central-train = "encoder"`` the encoder's top part and the head (``fl.encoder_training``).
     map_matrix : torch.Tensor or None
         M1 when the server provides it (``map-in = "public"``), sent with every request.
     writer : RunWriter or None
@@ -79,7 +82,7 @@ class UserLevelDPFedAvg(Strategy):
         self,
         cfg: Mapping[str, Any],
         nodes: Mapping[int, CohortInfo],
-        model: ServerModel,
+        model: nn.Module,
         map_matrix: torch.Tensor | None = None,
         writer: RunWriter | None = None,
     ) -> None:
@@ -102,9 +105,16 @@ class UserLevelDPFedAvg(Strategy):
         self.device = torch.device(best_device(cfg["device"]))
         self.model = model.to(self.device)
         lr = float(cfg["server-learning-rate"])
-        params = list(self.model.parameters())
+        # The trainable parameters (central-train = "encoder": the encoder part and the head; the frozen
+        # encoder weights never move) in two groups: the encoder part at its own step size.
+        trainable = [(k, p) for k, p in self.model.named_parameters() if p.requires_grad]
+        head = [p for k, p in trainable if not k.startswith("top.")]
+        groups: list[dict[str, Any]] = [{"params": head, "lr": lr}]
+        encoder = [p for k, p in trainable if k.startswith("top.")]
+        if encoder:
+            groups.append({"params": encoder, "lr": part_learning_rate(cfg)})
         self.optimizer: torch.optim.Optimizer = (
-            torch.optim.Adam(params, lr=lr) if cfg["server-optimizer"] == "adam" else torch.optim.SGD(params, lr=lr)
+            torch.optim.Adam(groups, lr=lr) if cfg["server-optimizer"] == "adam" else torch.optim.SGD(groups, lr=lr)
         )
         self.map_matrix = map_matrix
         self.writer = writer
@@ -123,7 +133,8 @@ class UserLevelDPFedAvg(Strategy):
         return {wire.MAP_IN: ArrayRecord({"matrix": Array(self.map_matrix.numpy())})}
 
     def _arrays(self) -> ArrayRecord:
-        return ArrayRecord({k: v.detach().cpu() for k, v in self.model.state_dict().items()})
+        """The trainable parameters only (the head; and the encoder part the nodes do not hold)."""
+        return ArrayRecord(trainable_state(self.model))
 
     def configure_train(
         self, server_round: int, arrays: ArrayRecord, config: ConfigRecord, grid: Grid
@@ -154,8 +165,9 @@ class UserLevelDPFedAvg(Strategy):
         # sensitivity of the noisy mean, hence the accounting, is unchanged (the users it sampled
         # are charged by the accountant anyway: every user is, at rate q, every round).
         by_node = {r.metadata.src_node_id: r for r in outcome.ok}
-        names = [k for k, _ in self.model.named_parameters()]
-        total = {k: torch.zeros(p.shape, dtype=torch.float64) for k, p in self.model.named_parameters()}
+        trainable = [(k, p) for k, p in self.model.named_parameters() if p.requires_grad]
+        names = [k for k, _ in trainable]
+        total = {k: torch.zeros(p.shape, dtype=torch.float64) for k, p in trainable}
         for node in self.train_nodes:  # a fixed order: the same float sum whatever the arrival order
             if node not in by_node:
                 continue
@@ -168,7 +180,7 @@ class UserLevelDPFedAvg(Strategy):
         z, clip = float(self.cfg["central-noise-multiplier"]), float(self.cfg["central-clip"])
         mean = noisy_mean(total, z, clip, self.q * self.num_users, gen)
         self.optimizer.zero_grad(set_to_none=True)
-        for k, p in self.model.named_parameters():
+        for k, p in trainable:
             p.grad = -mean[k].to(device=p.device, dtype=p.dtype)  # the mean update points downhill
         self.optimizer.step()
         self.released += 1

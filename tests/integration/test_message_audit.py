@@ -133,6 +133,15 @@ RUNS: dict[str, dict[str, Any]] = {
     },
 }
 RUNS["truncation"] = {**RUNS["document"], "document-mechanism": "truncation"}
+# central mode, user unit, the encoder's top layer (LoRA adapters) trained with the head: the sum covers both
+RUNS["central-user-encoder"] = {
+    **RUNS["central-user"],
+    "central-train": "encoder",
+    "tuning-part": "lora",
+    "tuning-layers": 1,
+    "tuning-lora-rank": 2,
+    "map-in": "identity",
+}
 # the sentence level with a public-tuned encoder: the nodes embed with the published encoder
 RUNS["sentence-tuned"] = {
     **RUNS["sentence"],
@@ -743,8 +752,12 @@ def test_every_reply_is_declared_and_carries_nothing_raw(run: Captured) -> None:
         assert 0 < int((released != raw).sum()) < raw.size  # RR at 0.5 flips some labels, not all
     if run.name in ("word", "document", "truncation"):  # labels in the clear: the raw labels, declared
         assert np.array_equal(np.concatenate(state.released_labels), np.concatenate(state.train_labels_raw))
-    if run.name == "central-user":
+    if run.name in ("central-user", "central-user-encoder"):
         assert any(users >= 2 and norm > 0 for users, norm in state.sums)  # a real sum of several users
+    if run.name == "central-user-encoder":  # the encoder's adapters are in every sum, never a frozen weight
+        sums = [reply.content[wire.UPDATE_SUM] for _, reply in run.exchanges if wire.UPDATE_SUM in reply.content]
+        assert sums and all(any("lora_" in k for k in s.keys()) for s in sums)
+        assert not any(k.startswith("top.") and "lora_" not in k for s in sums for k in s.keys())
 
 
 def test_the_audit_catches_an_undeclared_array_raw_embeddings_and_raw_labels(
