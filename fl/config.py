@@ -45,8 +45,7 @@ DEFAULTS: dict[str, Any] = {
     "cache-dir": "",  # "" = $SANITAS_CACHE_DIR or ~/.cache/sanitas
     "encoder-tuning": "none",  # "none" (the encoder as published) or "public": fine-tuned by the server on the
     # public split only before round 1, published by its weights' digest (fl.encoder_tuning)
-    "tuning-part": "top",  # what the tuning trains: "all" weights, the "top" tuning-layers layers, or "lora" adapters
-    # (also the encoder part central-train = "encoder" trains: "top" or "lora")
+    "tuning-part": "all",  # what the public tuning trains: "all" weights, the "top" tuning-layers layers, or "lora"
     "tuning-layers": 2,  # transformer layers trained ("top") or given LoRA adapters ("lora"), counted from the top
     "tuning-lora-rank": 8,  # rank of the LoRA adapters (query and value projections)
     "tuning-epochs": 1,  # encoder-tuning = "public": at most this many epochs (the best on the public hold-out is kept)
@@ -107,7 +106,8 @@ DEFAULTS: dict[str, Any] = {
     "server-optimizer": "adam",  # user unit: "adam" (FedAdam) or "sgd" (FedAvg step) on the noisy mean
     "server-learning-rate": 0.01,  # user unit: step size of the server optimizer
     "central-train": "head",  # user unit: "head" (M2 + classifier on the frozen encoder's embeddings) or "encoder"
-    # (the encoder's tuning-part trains too, from each sampled user's own documents, clipped with the head)
+    # (the encoder's central-tuning-part trains too, from each sampled user's own documents, clipped with the head)
+    "central-tuning-part": "lora",  # central-train = "encoder": "lora" adapters or the "top" tuning-layers layers
     # --- server -----------------------------------------------------------------
     "strategy": "",  # "" = sanitas ReleaseTraining, or "package.module:Class"
     "num-server-rounds": 3,
@@ -136,6 +136,7 @@ CHOICES: dict[str, tuple[str, ...]] = {
     "doc-embedding": ("whole", "sentence-mean"),
     "encoder-tuning": ("none", "public"),
     "tuning-part": ("all", "top", "lora"),
+    "central-tuning-part": ("top", "lora"),
     "central-train": ("head", "encoder"),
     "map-in": ("random", "identity", "public", "supervised", "leaky"),
     "label-prior": ("model", "public"),
@@ -231,6 +232,7 @@ SECTIONS: dict[str, tuple[str, ...]] = {
         "server-optimizer",
         "server-learning-rate",
         "central-train",
+        "central-tuning-part",
     ),
     "server": (
         "strategy",
@@ -571,14 +573,10 @@ def _check_tuning(cfg: Mapping[str, Any]) -> None:
             for k, ok in (("mode", "central"), ("central-unit", "user"), ("doc-embedding", "whole"))
             if cfg[k] != ok
         ]
-        if cfg["tuning-part"] == "all":
-            clashes.append("tuning-part = 'all' (per-user gradients of every weight: use 'top' or 'lora')")
         if clashes:
             raise ConfigError(
                 "central-train = 'encoder' trains the encoder from per-user clipped updates: it needs mode = "
-                "'central', central-unit = 'user', doc-embedding = 'whole' and tuning-part 'top' or 'lora' (got "
-                + ", ".join(clashes)
-                + ")"
+                "'central', central-unit = 'user' and doc-embedding = 'whole' (got " + ", ".join(clashes) + ")"
             )
 
 

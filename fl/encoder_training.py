@@ -1,8 +1,8 @@
 """The encoder trained under user-level central DP (``central-train = "encoder"``).
 
 The model both ends hold is :class:`EncoderClassifier`: the top ``tuning-layers`` transformer
-layers of the run's encoder (trainable outright, ``tuning-part = "top"``, or frozen with
-trainable LoRA adapters on their query and value projections, ``"lora"``), mean pooling and
+layers of the run's encoder (trainable outright, ``central-tuning-part = "top"``, or frozen with
+trainable LoRA adapters on their query and value projections, ``"lora"``, the default), mean pooling and
 normalisation as in sentence-transformers, the public M1 and the server model (M2 +
 classifier). The layers below are frozen: a node runs them once per document, without
 gradients (:func:`lower_states`), and the per-user updates (``fl.user_updates``, vectorized
@@ -83,7 +83,7 @@ def build_encoder_classifier(
 ) -> EncoderClassifier:
     """The trainable model of ``central-train = "encoder"`` from the run's encoder (``cfg["encoder"]``:
     the published public-tuned folder or the base encoder): copies of its top ``tuning-layers``
-    layers (LoRA adapters added for ``tuning-part = "lora"``, the adapters' start seeded by ``seed``:
+    layers (LoRA adapters added for ``central-tuning-part = "lora"``, the adapters' start seeded by ``seed``:
     LoRA's B starts at zero, so the start is the encoder itself), ``head`` and M1."""
     encoder = load_encoder(cfg["encoder"], device)
     stack = transformer_layers(encoder)
@@ -92,8 +92,8 @@ def build_encoder_classifier(
         raise ValueError(f"tuning-layers must lie in [1, {len(stack)}] for this encoder, got {k}")
     top = nn.ModuleList([copy.deepcopy(layer) for layer in list(stack)[-k:]])
     for p in top.parameters():
-        p.requires_grad_(cfg["tuning-part"] == "top")
-    if cfg["tuning-part"] == "lora":
+        p.requires_grad_(cfg["central-tuning-part"] == "top")
+    if cfg["central-tuning-part"] == "lora":
         from peft import inject_adapter_in_model
 
         lora = lora_config(k, k, int(cfg["tuning-lora-rank"]))
@@ -103,8 +103,8 @@ def build_encoder_classifier(
             top = inject_adapter_in_model(lora, top)
         for name, p in top.named_parameters():
             p.requires_grad_("lora_" in name)
-    elif cfg["tuning-part"] != "top":
-        raise ValueError(f"central-train = 'encoder' trains tuning-part 'top' or 'lora', got {cfg['tuning-part']!r}")
+    elif cfg["central-tuning-part"] != "top":
+        raise ValueError(f"central-tuning-part must be 'top' or 'lora', got {cfg['central-tuning-part']!r}")
     return EncoderClassifier(list(top), head, matrix).to(device).eval()
 
 

@@ -62,10 +62,10 @@ TUNING_KEYS = (
 )
 
 
-def part_learning_rate(cfg: Mapping[str, Any]) -> float:
-    """``tuning-learning-rate``, or the part's default when it is 0."""
+def part_learning_rate(cfg: Mapping[str, Any], part: str | None = None) -> float:
+    """``tuning-learning-rate``, or the default of ``part`` (default: ``tuning-part``) when it is 0."""
     lr = float(cfg["tuning-learning-rate"])
-    return lr if lr > 0 else DEFAULT_LR[cfg["tuning-part"]]
+    return lr if lr > 0 else DEFAULT_LR[part or cfg["tuning-part"]]
 
 
 def weights_digest(model: nn.Module) -> str:

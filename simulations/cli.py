@@ -181,6 +181,11 @@ def _add_compare_parser(sub: Any) -> None:
     p.add_argument("config", help="flat TOML file of run-config keys shared by every run")
     p.add_argument("--epsilons", default="2,6,10", help="local sentence epsilons, comma-separated")
     p.add_argument(
+        "--central-trains",
+        default="head",
+        help="what the user-level central runs train: head, encoder, or both (head,encoder): one series each",
+    )
+    p.add_argument(
         "--central-epsilons", default="0.5,1,2,4,8", help="target per-user epsilons of the user-level central runs"
     )
     p.add_argument(
@@ -314,6 +319,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 args.out,
                 name=args.name,
                 node_multipliers=split(args.node_multipliers),
+                central_trains=args.central_trains.split(","),
                 timeout=args.timeout,
                 attacks=_attack_list(args.attacks),
             )

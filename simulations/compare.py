@@ -79,7 +79,7 @@ COLUMNS = (
 )
 SEED_KEYS = sw.SEED_KEYS
 #: Series whose privacy figure depends on the seed (the point reports the largest over the seeds).
-SEED_DEPENDENT = ("local-shuffled", "central-user")
+SEED_DEPENDENT = ("local-shuffled", "central-user", "central-user-encoder")
 
 
 def epsilon_list(values: Sequence[str], option: str) -> list[float]:
@@ -119,22 +119,29 @@ def plan(
     seeds: Sequence[int],
     central_sets: Sequence[str] = (),
     node_multipliers: Sequence[str] = (),
+    central_trains: Sequence[str] = ("head",),
 ) -> list[sw.Run]:
     """The runs of a comparison, in this order: user-level central runs (one per target epsilon, at
-    the noise ``central_noise[target]``), optional node-level runs, local epsilons, the reference;
-    each once per seed."""
+    the noise ``central_noise[target]``, once per ``central_trains`` entry: ``"head"`` and/or
+    ``"encoder"``), optional node-level runs, local epsilons, the reference; each once per seed.
+    With the head only (the default) the run names carry no ``central-train``."""
     if not epsilons or not central_noise:
         raise config_mod.ConfigError("compare needs at least one local epsilon and one central epsilon")
     if not seeds or len(set(seeds)) != len(seeds):
         raise config_mod.ConfigError(f"compare needs distinct seeds, got {list(seeds)}")
     noise = [f"{central_noise[t]:.6g}" for t in sorted(central_noise)]
+    trains = [] if list(central_trains) == ["head"] else [[_axis("central-train", [f'"{t}"'])] for t in central_trains]
+    if trains and any(split_override(item, "--central-set")[0] == "central-train" for item in central_sets):
+        raise config_mod.ConfigError("set central-train with --central-trains or with --central-set, not both")
     blocks = [
         [
             _axis("mode", ['"central"']),
             _axis("central-unit", ['"user"']),
+            *train,
             *_fixed(central_sets),
             _axis("central-noise-multiplier", noise),
-        ],
+        ]
+        for train in (trains or [[]])
     ]
     if node_multipliers:
         blocks.append(
@@ -193,10 +200,11 @@ def rows_for(run: sw.Run, sweep_dir: Path, targets: Mapping[str, float] | None =
     if run.values.get("mode") == "central":
         unit = run.values.get("central-unit", "user")
         z = run.values["central-noise-multiplier"]
+        encoder = "-encoder" if run.values.get("central-train") == "encoder" else ""
         return [
             {
                 **base,
-                "series": f"central-{unit}",
+                "series": f"central-{unit}{encoder}",
                 "parameter": "target-epsilon" if unit == "user" else "central-noise-multiplier",
                 "value": (targets or {}).get(run.name, z) if unit == "user" else z,
                 "noise_multiplier": z,
@@ -349,6 +357,7 @@ STYLES = {
     "local-ldp": ("o", "-", "local DP: per-user pure epsilon0 (embedding + label)"),
     "local-shuffled": ("s", "--", "local DP, shuffled: central epsilon (what-if, needs a shuffler)"),
     "central-user": ("^", "-", "central DP, user level (DP-FedAvg, Poisson users)"),
+    "central-user-encoder": ("D", "-", "central DP, user level, encoder trained too (LoRA + head)"),
     "central-node": ("v", ":", "central DP, node level (DP-FedAvg over nodes)"),
 }
 
@@ -417,6 +426,7 @@ def compare(
     out: str,
     name: str | None = None,
     node_multipliers: Sequence[str] = (),
+    central_trains: Sequence[str] = ("head",),
     timeout: float | None = None,
     progress: bool = True,
     attacks: Sequence[str] = (),
@@ -430,6 +440,10 @@ def compare(
     from fl.cohort import population_sizes
 
     epsilon_list(epsilons, "--epsilons")  # checked before anything runs; the texts name the runs
+    trains = [t.strip() for t in central_trains]
+    allowed = config_mod.CHOICES["central-train"]
+    if not trains or any(t not in allowed for t in trains) or len(set(trains)) != len(trains):
+        raise config_mod.ConfigError(f"--central-trains takes distinct values of {allowed}, got {','.join(trains)!r}")
     targets = sorted(set(epsilon_list(central_epsilons, "--central-epsilons")))
     seed_list = sw.parse_seeds(list(seeds))
     sweep_dir = Path(out).expanduser().resolve() / (name or f"{Path(config).stem}-compare")
@@ -446,12 +460,12 @@ def compare(
         flush=True,
     )
     noise = central_noise_table(targets, q, rounds, delta)
-    runs = plan(epsilons, noise, seed_list, central_sets, node_multipliers)
+    runs = plan(epsilons, noise, seed_list, central_sets, node_multipliers, trains)
     by_noise = {f"{z:.6g}": t for t, z in noise.items()}
     run_targets = {
         r.name: by_noise[f"{r.values['central-noise-multiplier']:.6g}"]
         for r in runs
-        if r.values.get("central-unit") == "user"
+        if r.values.get("mode") == "central" and r.values.get("central-unit") == "user"
     }
     sw.check_runs(config, runs, sets, sweep_dir)
     print(f"sanitas: comparison of {len(runs)} runs into {sweep_dir}", flush=True)

@@ -154,8 +154,8 @@ def user_level_run(grid: Grid, cfg: Mapping[str, Any], writer: RunWriter, timeou
         model = build_encoder_classifier(cfg, model, matrix, best_device(cfg["device"]))
         encoder_part = sum(v.numel() for k, v in trainable_state(model).items() if k.startswith("top."))
         start += (
-            f"; the encoder's top {cfg['tuning-layers']} layers ({cfg['tuning-part']}: {encoder_part} trainable "
-            "parameters) train with the head under the same per-user clipping and noise"
+            f"; the encoder's top {cfg['tuning-layers']} layers ({cfg['central-tuning-part']}: {encoder_part} "
+            "trainable parameters) train with the head under the same per-user clipping and noise"
         )
     strategy = UserLevelDPFedAvg(cfg, nodes, model, matrix, writer)
     log.info(

@@ -112,7 +112,7 @@ class UserLevelDPFedAvg(Strategy):
         groups: list[dict[str, Any]] = [{"params": head, "lr": lr}]
         encoder = [p for k, p in trainable if k.startswith("top.")]
         if encoder:
-            groups.append({"params": encoder, "lr": part_learning_rate(cfg)})
+            groups.append({"params": encoder, "lr": part_learning_rate(cfg, cfg["central-tuning-part"])})
         self.optimizer: torch.optim.Optimizer = (
             torch.optim.Adam(groups, lr=lr) if cfg["server-optimizer"] == "adam" else torch.optim.SGD(groups, lr=lr)
         )

@@ -32,7 +32,7 @@ def _cfg(part: str, layers: int = 1) -> config_mod.RunConfig:
         {
             "mode": "central",
             "central-train": "encoder",
-            "tuning-part": part,
+            "central-tuning-part": part,
             "tuning-layers": layers,
             "tuning-lora-rank": 2,
             "device": "cpu",

@@ -115,7 +115,8 @@ def test_tuning_keys_are_checked(tmp_path: Path) -> None:
         ({"tuning-holdout": 1.0}, "tuning-holdout must lie in"),
         ({"tuning-learning-rate": -1.0}, "tuning-learning-rate must be >= 0"),
         ({"central-train": "encoder"}, "central-train = 'encoder'"),
-        ({"central-train": "encoder", "mode": "central", "tuning-part": "all"}, "tuning-part = 'all'"),
+        ({"central-train": "encoder", "mode": "central", "central-unit": "node"}, "central-unit = 'node'"),
+        ({"central-tuning-part": "all"}, "central-tuning-part must be one of"),
     ):
         with pytest.raises(config_mod.ConfigError, match=message):
             config_mod.resolve(bad)

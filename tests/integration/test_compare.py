@@ -209,3 +209,29 @@ def test_shuffled_figures_of_different_seeds_take_the_largest() -> None:
     ]
     (point,) = cmp.aggregate(rows)
     assert point["epsilon"] == 8.2831827117 and point["n"] == 3
+
+
+def test_head_and_encoder_central_series(tmp_path: Path) -> None:
+    """--central-trains head,encoder: one user-level central run per target and train mode, each its
+    own series; the head-only default keeps the run names it always had."""
+    runs = cmp.plan(["2"], {1.0: 3.5}, [1], central_trains=("head", "encoder"))
+    central = [r for r in runs if r.values.get("mode") == "central"]
+    assert [r.values["central-train"] for r in central] == ["head", "encoder"]
+    assert all(r.values["central-noise-multiplier"] == 3.5 for r in central)
+    assert not any("central-train" in r.name for r in cmp.plan(["2"], {1.0: 3.5}, [1]))
+    encoder = central[1]
+    _fake(tmp_path / encoder.name, 0.86, {"epsilon": 0.99, "delta": 1e-5})
+    (row,) = cmp.rows_for(encoder, tmp_path, {encoder.name: 1.0})
+    assert row["series"] == "central-user-encoder" and row["value"] == 1.0
+    with pytest.raises(ConfigError, match="not both"):
+        cmp.plan(["2"], {1.0: 3.5}, [1], ['central-train="head"'], central_trains=("head", "encoder"))
+
+
+def test_bad_central_trains_are_refused_first(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from simulations.cli import main
+
+    config = Path(__file__).resolve().parents[2] / "simulations" / "quickstart.toml"
+    code = main(["compare", str(config), "--central-trains", "head,lora", "--out", str(tmp_path / "out")])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1 and "--central-trains takes distinct values" in err[0]
+    assert not (tmp_path / "out").exists()

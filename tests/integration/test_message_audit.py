@@ -137,7 +137,7 @@ RUNS["truncation"] = {**RUNS["document"], "document-mechanism": "truncation"}
 RUNS["central-user-encoder"] = {
     **RUNS["central-user"],
     "central-train": "encoder",
-    "tuning-part": "lora",
+    "central-tuning-part": "lora",
     "tuning-layers": 1,
     "tuning-lora-rank": 2,
     "map-in": "identity",
