@@ -46,7 +46,13 @@ from fl import messages as wire
 from fl.accounting.central import UNIFORM_WEIGHT_KEY, check_central_config
 from fl.cohort import Cohort
 from fl.encoder import best_device
-from fl.encoder_training import EncoderClassifier, build_encoder_classifier, load_trainable, lower_states
+from fl.encoder_training import (
+    EncoderClassifier,
+    build_encoder_classifier,
+    clipped_encoder_sum,
+    load_trainable,
+    lower_states,
+)
 from fl.pipeline import ServerModel, confusion_matrix, predict, train_epochs
 from fl.user_updates import clipped_update_sum, pad_by_user, poisson_sample
 
@@ -140,26 +146,16 @@ def handle_user_train(msg: Message, context: Context, cfg: Mapping[str, Any]) ->
     doc_user = torch.from_numpy(c.train_doc_user)
     keep = torch.isin(doc_user, chosen)
     owner = torch.searchsorted(chosen, doc_user[keep]).to(device)
-    if chosen.numel():
-        users, y = int(chosen.numel()), c.train_y[keep].to(device)
-        if encoder:  # the frozen lower layers once, the per-user updates through the top and the head
-            texts = [c.train_text[i] for i in torch.nonzero(keep).reshape(-1).tolist()]
-            h, tokens = lower_states(cfg, texts, str(device))
-            hs, ys, mask = pad_by_user(h, y, owner, users)
-            inputs: torch.Tensor | tuple[torch.Tensor, ...] = (hs, pad_by_user(tokens, y, owner, users)[0])
-        else:
-            x = central_features(cfg, c, c.train_emb[keep], input_matrix(msg, cfg, c)).to(device)
-            inputs, ys, mask = pad_by_user(x, y, owner, users)
-        total, _ = clipped_update_sum(
-            model.to(device),
-            inputs,
-            ys,
-            mask,
-            steps=int(cfg["local-epochs"]),
-            lr=float(cfg["client-learning-rate"]),
-            clip=float(cfg["central-clip"]),
-            chunk=32 if encoder else 128,
-        )
+    steps, lr, clip = int(cfg["local-epochs"]), float(cfg["client-learning-rate"]), float(cfg["central-clip"])
+    if chosen.numel() and encoder:  # the frozen lower layers once, the per-user updates through the top and head
+        texts = [c.train_text[i] for i in torch.nonzero(keep).reshape(-1).tolist()]
+        h, tokens = lower_states(cfg, texts, str(device))
+        y = c.train_y[keep].to(device)
+        total = clipped_encoder_sum(model, h, tokens, y, owner, int(chosen.numel()), steps=steps, lr=lr, clip=clip)
+    elif chosen.numel():
+        x = central_features(cfg, c, c.train_emb[keep], input_matrix(msg, cfg, c)).to(device)
+        xs, ys, mask = pad_by_user(x, c.train_y[keep].to(device), owner, int(chosen.numel()))
+        total, _ = clipped_update_sum(model.to(device), xs, ys, mask, steps=steps, lr=lr, clip=clip)
     else:  # nobody sampled here: the sum is zero (the reply looks the same)
         total = {k: torch.zeros_like(v) for k, v in model.named_parameters() if v.requires_grad}
     arrays = ArrayRecord({k: Array(v.detach().to("cpu", torch.float32).numpy()) for k, v in total.items()})

@@ -144,12 +144,61 @@ def lower_states(
     ids = features["input_ids"].to(device)
     mask = features["attention_mask"].to(device)
     types = features.get("token_type_ids")
-    out = []
+    hidden = torch.zeros(*ids.shape, int(bert.config.hidden_size), device=device)
+    order = torch.argsort(mask.sum(1), stable=True)  # batches of similar lengths: little padding to compute
     for start in range(0, len(texts), batch_size):
-        part = slice(start, start + batch_size)
-        h = bert.embeddings(input_ids=ids[part], token_type_ids=None if types is None else types[part].to(device))
-        extended = _extended_mask(mask[part], h.dtype)
+        rows = order[start : start + batch_size]
+        width = int(mask[rows].sum(1).max())
+        m = mask[rows, :width]
+        t = None if types is None else types[rows, :width].to(device)
+        h = bert.embeddings(input_ids=ids[rows, :width], token_type_ids=t)
+        extended = _extended_mask(m, h.dtype)
         for layer in lower:
             h = layer(h, extended)
-        out.append(h)
-    return torch.cat(out), mask
+        hidden[rows, :width] = h
+    return hidden, mask
+
+
+def clipped_encoder_sum(
+    model: EncoderClassifier,
+    h: torch.Tensor,
+    tokens: torch.Tensor,
+    y: torch.Tensor,
+    owner: torch.Tensor,
+    num_users: int,
+    *,
+    steps: int,
+    lr: float,
+    clip: float,
+    chunk: int = 32,
+) -> dict[str, torch.Tensor]:
+    """Sum over users of their clipped updates of ``model``'s trainable parameters
+    (:func:`fl.user_updates.clipped_update_sum`, vectorized over users), users taken ``chunk`` at a
+    time in order of their longest document, each chunk's tokens trimmed to its own longest: the same
+    sum (each user's clip is its own), a fraction of the padded arithmetic.
+
+    ``h`` [n, T, H] and ``tokens`` [n, T] from :func:`lower_states`, ``y`` [n], ``owner`` [n] in
+    [0, num_users)."""
+    from .user_updates import clipped_update_sum, pad_by_user
+
+    hs, ys, mask = pad_by_user(h, y, owner, num_users)
+    ms = pad_by_user(tokens, y, owner, num_users)[0]
+    length = ms.sum(-1).amax(-1)  # each user's longest document, in tokens
+    order = torch.argsort(length, stable=True)
+    total = {k: torch.zeros_like(p) for k, p in model.named_parameters() if p.requires_grad}
+    for start in range(0, num_users, chunk):
+        rows = order[start : start + chunk]
+        width = max(1, int(length[rows].max()))
+        part, _ = clipped_update_sum(
+            model,
+            (hs[rows, :, :width], ms[rows, :, :width]),
+            ys[rows],
+            mask[rows],
+            steps=steps,
+            lr=lr,
+            clip=clip,
+            chunk=chunk,
+        )
+        for k, v in part.items():
+            total[k] += v
+    return total

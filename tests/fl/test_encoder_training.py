@@ -11,7 +11,13 @@ import torch
 
 from fl import config as config_mod
 from fl.encoder import load_encoder
-from fl.encoder_training import build_encoder_classifier, load_trainable, lower_states, trainable_state
+from fl.encoder_training import (
+    build_encoder_classifier,
+    clipped_encoder_sum,
+    load_trainable,
+    lower_states,
+    trainable_state,
+)
 from fl.pipeline import ServerModel
 from fl.user_updates import clipped_update_sum, pad_by_user
 
@@ -126,3 +132,8 @@ def test_vectorized_clipped_sums_match_a_loop_over_users(part: str) -> None:
         assert torch.allclose(got[k], want[k], rtol=1e-3, atol=1e-6), k
     total = torch.cat([v.reshape(-1) for v in got.values()]).norm()
     assert total <= clip * 4 * (1 + 1e-6)
+    # the node's path: users by length, each chunk's tokens trimmed to its longest document (chunk 2:
+    # the two chunks have different widths); the same sum
+    trimmed = clipped_encoder_sum(model, h, m, LABELS, owner, 4, steps=steps, lr=lr, clip=clip, chunk=2)
+    for k in want:
+        assert torch.allclose(trimmed[k], want[k], rtol=1e-3, atol=1e-6), k
