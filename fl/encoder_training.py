@@ -26,7 +26,7 @@ import torch
 from torch import nn
 
 from .encoder import load_encoder
-from .encoder_tuning import lora_config, transformer_layers
+from .encoder_tuning import lora_config, top_layers, transformer_layers
 from .pipeline import ServerModel
 
 
@@ -86,21 +86,15 @@ def build_encoder_classifier(
     layers (LoRA adapters added for ``central-tuning-part = "lora"``, the adapters' start seeded by ``seed``:
     LoRA's B starts at zero, so the start is the encoder itself), ``head`` and M1."""
     encoder = load_encoder(cfg["encoder"], device)
-    stack = transformer_layers(encoder)
-    k = int(cfg["tuning-layers"])
-    if not 1 <= k <= len(stack):
-        raise ValueError(f"tuning-layers must lie in [1, {len(stack)}] for this encoder, got {k}")
-    top = nn.ModuleList([copy.deepcopy(layer) for layer in list(stack)[-k:]])
+    top = nn.ModuleList([copy.deepcopy(layer) for layer in top_layers(encoder, int(cfg["tuning-layers"]))])
     for p in top.parameters():
         p.requires_grad_(cfg["central-tuning-part"] == "top")
     if cfg["central-tuning-part"] == "lora":
         from peft import inject_adapter_in_model
 
-        lora = lora_config(k, k, int(cfg["tuning-lora-rank"]))
-        lora.layers_to_transform = None  # every copied layer is a top layer
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(int(cfg["seed"]))
-            top = inject_adapter_in_model(lora, top)
+            top = inject_adapter_in_model(lora_config(int(cfg["tuning-lora-rank"])), top)  # every copied layer
         for name, p in top.named_parameters():
             p.requires_grad_("lora_" in name)
     elif cfg["central-tuning-part"] != "top":
@@ -136,7 +130,7 @@ def lower_states(
     encoder = load_encoder(cfg["encoder"], device)
     bert = encoder[0].auto_model
     stack = transformer_layers(encoder)
-    lower = list(stack)[: len(stack) - int(cfg["tuning-layers"])]
+    lower = list(stack)[: len(stack) - len(top_layers(encoder, int(cfg["tuning-layers"])))]
     if not texts:
         hidden = int(bert.config.hidden_size)
         return torch.zeros(0, 1, hidden, device=device), torch.zeros(0, 1, dtype=torch.int64, device=device)

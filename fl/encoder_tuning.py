@@ -40,7 +40,7 @@ import torch
 from torch import nn
 
 from .cache_files import atomic_write
-from .config import cache_dir
+from .config import SECTIONS, cache_dir
 from .encoder import MANIFEST, embedding_dim, load_encoder, model_id, resolve_model
 
 log = logging.getLogger(__name__)
@@ -51,15 +51,8 @@ PARTS = ("all", "top", "lora")
 DEFAULT_LR = {"all": 3e-5, "top": 1e-4, "lora": 1e-3}
 HEAD_LR = 1e-3  # the classification head's step size (it starts from zero)
 LOGIT_SCALE = 20.0  # the head reads s * G(x) (G's output has unit norm): a cosine classifier's scale
-TUNING_KEYS = (
-    "tuning-part",
-    "tuning-layers",
-    "tuning-lora-rank",
-    "tuning-epochs",
-    "tuning-learning-rate",
-    "tuning-batch-size",
-    "tuning-holdout",
-)
+#: The keys the public tuning depends on (with the seed): the encoder section's ``tuning-*`` keys.
+TUNING_KEYS = tuple(k for k in SECTIONS["encoder"] if k.startswith("tuning-"))
 
 
 def part_learning_rate(cfg: Mapping[str, Any], part: str | None = None) -> float:
@@ -105,17 +98,25 @@ def transformer_layers(model: Any) -> nn.ModuleList:
     return layers
 
 
-def lora_config(num_layers: int, layers: int, rank: int) -> Any:
-    """LoRA adapters (peft) on the query and value projections of the top ``layers`` layers."""
+def top_layers(model: Any, layers: int) -> list[nn.Module]:
+    """The top ``layers`` transformer layers of ``model``; ``ValueError`` unless 1 <= layers <= its depth."""
+    stack = transformer_layers(model)
+    if not 1 <= layers <= len(stack):
+        raise ValueError(f"tuning-layers must lie in [1, {len(stack)}] for this encoder, got {layers}")
+    return list(stack)[len(stack) - layers :]
+
+
+def lora_config(rank: int, layers: list[int] | None = None) -> Any:
+    """LoRA adapters (peft) on the query and value projections of the layers numbered ``layers``
+    (``None``: of every layer of the module they are injected into)."""
     from peft import LoraConfig
 
-    top = list(range(max(0, num_layers - layers), num_layers))
     return LoraConfig(
         r=int(rank),
         lora_alpha=2 * int(rank),
         lora_dropout=0.0,
         target_modules=["query", "value"],
-        layers_to_transform=top,
+        layers_to_transform=layers,
     )
 
 
@@ -129,17 +130,16 @@ def trainable_part(model: Any, part: str, layers: int, rank: int) -> list[nn.Par
         p.requires_grad_(part == "all")
     if part == "all":
         return [p for p in model.parameters()]
-    stack = transformer_layers(model)
-    if not 1 <= layers <= len(stack):
-        raise ValueError(f"tuning-layers must lie in [1, {len(stack)}] for this encoder, got {layers}")
+    top = top_layers(model, layers)
     if part == "top":
-        params = [p for layer in list(stack)[-layers:] for p in layer.parameters()]
+        params = [p for layer in top for p in layer.parameters()]
         for p in params:
             p.requires_grad_(True)
         return params
     from peft import get_peft_model
 
-    model[0].auto_model = get_peft_model(model[0].auto_model, lora_config(len(stack), layers, rank))
+    depth = len(transformer_layers(model))
+    model[0].auto_model = get_peft_model(model[0].auto_model, lora_config(rank, list(range(depth - layers, depth))))
     return [p for p in model.parameters() if p.requires_grad]
 
 
@@ -191,7 +191,7 @@ def fine_tune(
 
     Deterministic given its arguments on one machine (seeded head, dropout and batch order). Returns
     the tuned encoder (adapters merged) and what was done: documents, per-epoch hold-out accuracy,
-    the epoch kept (0: the untuned encoder was best), seconds."""
+    the epoch kept, seconds."""
     from tqdm.auto import tqdm
 
     started = time.time()

@@ -4,8 +4,6 @@ plain loop over users with a real optimizer."""
 
 from __future__ import annotations
 
-import copy
-
 import pytest
 import torch
 
@@ -20,6 +18,7 @@ from fl.encoder_training import (
 )
 from fl.pipeline import ServerModel
 from fl.user_updates import clipped_update_sum, pad_by_user
+from tests.fl.test_user_updates import _loop_reference
 
 TEXTS = [
     "a gripping , beautifully acted film .",
@@ -84,30 +83,6 @@ def test_only_the_trainable_part_crosses() -> None:
         load_trainable(other, {k: v for k, v in state.items() if k.startswith("head.")})
 
 
-def _loop_reference(model, h, m, y, owner, users, steps, lr, clip):  # type: ignore[no-untyped-def]
-    """One user at a time, a real SGD optimizer over the trainable parameters: the plain definition."""
-    names = [k for k, p in model.named_parameters() if p.requires_grad]
-    start = {k: p.detach().clone() for k, p in model.named_parameters() if p.requires_grad}
-    total = {k: torch.zeros_like(v) for k, v in start.items()}
-    norms = []
-    for u in range(users):
-        local = copy.deepcopy(model)
-        params = dict(local.named_parameters())
-        opt = torch.optim.SGD([params[k] for k in names], lr=lr)
-        mine = owner == u
-        for _ in range(steps):
-            opt.zero_grad()
-            torch.nn.functional.cross_entropy(local(h[mine], m[mine]), y[mine]).backward()
-            opt.step()
-        delta = {k: params[k].detach() - start[k] for k in names}
-        norm = torch.cat([d.reshape(-1) for d in delta.values()]).norm()
-        norms.append(float(norm))
-        scale = min(1.0, clip / max(float(norm), 1e-12))
-        for k in names:
-            total[k] += scale * delta[k]
-    return total, norms
-
-
 @pytest.mark.parametrize("part", ["lora", "top"])
 def test_vectorized_clipped_sums_match_a_loop_over_users(part: str) -> None:
     """4 users holding 1-3 documents, 2 local steps, through the encoder's top layer and the head
@@ -120,9 +95,9 @@ def test_vectorized_clipped_sums_match_a_loop_over_users(part: str) -> None:
     h, m = lower_states(cfg, TEXTS)
     owner = torch.tensor([0, 0, 1, 2, 2, 2, 3])
     clip, lr, steps = 0.05, 0.5, 2
-    _, norms_ref = _loop_reference(model, h, m, LABELS, owner, 4, steps, lr, 1e9)
+    _, norms_ref = _loop_reference(model, (h, m), LABELS, owner, 4, steps, lr, 1e9)
     clip = sorted(norms_ref)[1] * 1.01  # binds for two users, not for the other two
-    want, norms_want = _loop_reference(model, h, m, LABELS, owner, 4, steps, lr, clip)
+    want, norms_want = _loop_reference(model, (h, m), LABELS, owner, 4, steps, lr, clip)
     hs, ys, mask = pad_by_user(h, LABELS, owner, 4)
     ms, _, _ = pad_by_user(m, LABELS, owner, 4)
     got, norms = clipped_update_sum(model, (hs, ms), ys, mask, steps=steps, lr=lr, clip=clip, chunk=3)

@@ -23,8 +23,8 @@ def _data() -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
 
 
 def _loop_reference(
-    model: ServerModel,
-    x: torch.Tensor,
+    model: torch.nn.Module,
+    x: torch.Tensor | tuple[torch.Tensor, ...],
     y: torch.Tensor,
     owner: torch.Tensor,
     users: int,
@@ -32,20 +32,24 @@ def _loop_reference(
     lr: float,
     clip: float,
 ) -> tuple[dict[str, torch.Tensor], list[float]]:
-    """One user at a time with a real optimizer: the plain, unvectorized definition."""
-    total = {k: torch.zeros_like(v) for k, v in model.named_parameters()}
+    """One user at a time with a real SGD optimizer over the trainable parameters: the plain,
+    unvectorized definition. ``x`` is the model's input, or a tuple of its inputs."""
+    inputs = x if isinstance(x, tuple) else (x,)
+    start = {k: p.detach().clone() for k, p in model.named_parameters() if p.requires_grad}
+    total = {k: torch.zeros_like(v) for k, v in start.items()}
     norms = []
     for u in range(users):
         local = copy.deepcopy(model)
-        opt = torch.optim.SGD(local.parameters(), lr=lr)
+        params = dict(local.named_parameters())
+        opt = torch.optim.SGD([params[k] for k in start], lr=lr)
         mine = owner == u
         for _ in range(steps):
             if not mine.any():
                 break
             opt.zero_grad()
-            torch.nn.functional.cross_entropy(local(x[mine]), y[mine]).backward()
+            torch.nn.functional.cross_entropy(local(*(t[mine] for t in inputs)), y[mine]).backward()
             opt.step()
-        delta = {k: local.state_dict()[k] - v.detach() for k, v in model.named_parameters()}
+        delta = {k: params[k].detach() - v for k, v in start.items()}
         norm = torch.cat([d.reshape(-1) for d in delta.values()]).norm()
         norms.append(float(norm))
         scale = min(1.0, clip / max(float(norm), 1e-12))
