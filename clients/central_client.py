@@ -50,6 +50,7 @@ from fl.encoder_training import (
     EncoderClassifier,
     build_encoder_classifier,
     clipped_encoder_sum,
+    encoder_predictions,
     load_trainable,
     lower_states,
 )
@@ -182,18 +183,6 @@ def handle_central_evaluate(msg: Message, context: Context, cfg: Mapping[str, An
         }
     )
     return Message(content=RecordDict({"metrics": metrics}), reply_to=msg)
-
-
-@torch.no_grad()
-def encoder_predictions(
-    cfg: Mapping[str, Any], model: EncoderClassifier, texts: list[str], device: str, batch: int = 256
-) -> torch.Tensor:
-    """The encoder model's predicted classes for ``texts`` (CPU int64), in batches."""
-    out = [torch.zeros(0, dtype=torch.int64)]
-    for start in range(0, len(texts), batch):
-        h, tokens = lower_states(cfg, texts[start : start + batch], device)
-        out.append(model(h, tokens).argmax(dim=1).cpu())
-    return torch.cat(out)
 
 
 def central_clipping_mod(msg: Message, context: Context, call_next: ClientAppCallable) -> Message:

@@ -121,25 +121,29 @@ def load_trainable(model: nn.Module, arrays: Mapping[str, torch.Tensor]) -> nn.M
     return model
 
 
-@torch.no_grad()
-def lower_states(
-    cfg: Mapping[str, Any], texts: Sequence[str], device: str = "cpu", batch_size: int = 256
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """The frozen lower layers' hidden states [n, T, H] and token masks [n, T] of ``texts`` (padded to
-    the longest; truncated at the encoder's max_seq_length): the input of :class:`EncoderClassifier`."""
+def _lower_stack(cfg: Mapping[str, Any], device: str) -> tuple[nn.Module, list[nn.Module]]:
+    """The encoder's BERT module and its frozen lower layers (all but the top ``tuning-layers``)."""
     encoder = load_encoder(cfg["encoder"], device)
-    bert = encoder[0].auto_model
     stack = transformer_layers(encoder)
-    lower = list(stack)[: len(stack) - len(top_layers(encoder, int(cfg["tuning-layers"])))]
-    if not texts:
-        hidden = int(bert.config.hidden_size)
-        return torch.zeros(0, 1, hidden, device=device), torch.zeros(0, 1, dtype=torch.int64, device=device)
-    features = encoder.preprocess(list(texts))
-    ids = features["input_ids"].to(device)
-    mask = features["attention_mask"].to(device)
+    return encoder[0].auto_model, list(stack)[: len(stack) - len(top_layers(encoder, int(cfg["tuning-layers"])))]
+
+
+@torch.no_grad()
+def lower_batches(
+    cfg: Mapping[str, Any], texts: Sequence[str], device: str = "cpu", batch_size: int = 256
+) -> list[tuple[torch.Tensor, torch.Tensor, torch.Tensor]]:
+    """The frozen lower layers' output for ``texts`` as batches ``(rows, h, mask)``: ``rows`` the
+    batch's indices into ``texts`` (in order of token count, so a batch holds similar lengths),
+    ``h`` [b, t, H] and ``mask`` [b, t] trimmed to the batch's longest text (truncated at the
+    encoder's max_seq_length). Every text is in exactly one batch."""
+    bert, lower = _lower_stack(cfg, device)
+    features = load_encoder(cfg["encoder"], device).preprocess(list(texts)) if texts else None
+    if features is None:
+        return []
+    ids, mask = features["input_ids"].to(device), features["attention_mask"].to(device)
     types = features.get("token_type_ids")
-    hidden = torch.zeros(*ids.shape, int(bert.config.hidden_size), device=device)
-    order = torch.argsort(mask.sum(1), stable=True)  # batches of similar lengths: little padding to compute
+    order = torch.argsort(mask.sum(1), stable=True)
+    out = []
     for start in range(0, len(texts), batch_size):
         rows = order[start : start + batch_size]
         width = int(mask[rows].sum(1).max())
@@ -149,8 +153,60 @@ def lower_states(
         extended = _extended_mask(m, h.dtype)
         for layer in lower:
             h = layer(h, extended)
-        hidden[rows, :width] = h
+        out.append((rows, h, m))
+    return out
+
+
+def lower_states(
+    cfg: Mapping[str, Any], texts: Sequence[str], device: str = "cpu", batch_size: int = 256
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """The frozen lower layers' hidden states [n, T, H] and token masks [n, T] of ``texts`` (padded to
+    the longest; truncated at the encoder's max_seq_length): the input of :class:`EncoderClassifier`."""
+    bert, _ = _lower_stack(cfg, device)
+    hidden_size = int(bert.config.hidden_size)
+    batches = lower_batches(cfg, texts, device, batch_size)
+    if not batches:
+        return torch.zeros(0, 1, hidden_size, device=device), torch.zeros(0, 1, dtype=torch.int64, device=device)
+    longest = max(m.shape[1] for _, _, m in batches)
+    hidden = torch.zeros(len(texts), longest, hidden_size, device=device)
+    mask = torch.zeros(len(texts), longest, dtype=batches[0][2].dtype, device=device)
+    for rows, h, m in batches:
+        hidden[rows, : m.shape[1]] = h
+        mask[rows, : m.shape[1]] = m
     return hidden, mask
+
+
+# Evaluation texts (a node's test users) are the same every round and the lower layers are frozen:
+# their lower-layer states are kept per process, while they fit EVAL_CACHE_BYTES (else recomputed).
+EVAL_CACHE_BYTES = 512 * 2**20
+_eval_cache: dict[tuple[Any, ...], list[tuple[torch.Tensor, torch.Tensor, torch.Tensor]]] = {}
+
+
+def _eval_batches(
+    cfg: Mapping[str, Any], texts: Sequence[str], device: str
+) -> list[tuple[torch.Tensor, torch.Tensor, torch.Tensor]]:
+    key = (cfg["encoder"], int(cfg["tuning-layers"]), device, len(texts), hash(tuple(texts)))
+    if key in _eval_cache:
+        return _eval_cache[key]
+    batches = lower_batches(cfg, texts, device)
+    size = sum(h.numel() * h.element_size() for _, h, _ in batches)
+    if size <= EVAL_CACHE_BYTES:
+        _eval_cache.clear()  # one evaluation set per process: a node's own test users
+        _eval_cache[key] = batches
+    return batches
+
+
+@torch.no_grad()
+def encoder_predictions(
+    cfg: Mapping[str, Any], model: EncoderClassifier, texts: Sequence[str], device: str
+) -> torch.Tensor:
+    """``model``'s predicted classes for ``texts`` (CPU int64, in the order of ``texts``): the lower
+    layers' states come from a per-process cache (:data:`EVAL_CACHE_BYTES`), so from the second round
+    on only the top layers and the head run, on length-sorted batches."""
+    pred = torch.zeros(len(texts), dtype=torch.int64)
+    for rows, h, m in _eval_batches(cfg, texts, device):
+        pred[rows.cpu()] = model(h, m).argmax(dim=1).cpu()
+    return pred
 
 
 def clipped_encoder_sum(

@@ -8,11 +8,14 @@ import pytest
 import torch
 
 from fl import config as config_mod
+from fl import encoder_training
 from fl.encoder import load_encoder
 from fl.encoder_training import (
     build_encoder_classifier,
     clipped_encoder_sum,
+    encoder_predictions,
     load_trainable,
+    lower_batches,
     lower_states,
     trainable_state,
 )
@@ -113,3 +116,26 @@ def test_vectorized_clipped_sums_match_a_loop_over_users(part: str) -> None:
     trimmed = clipped_encoder_sum(model, h, m, LABELS, owner, 4, steps=steps, lr=lr, clip=clip, chunk=2)
     for k in want:
         assert torch.allclose(trimmed[k], want[k], rtol=1e-3, atol=1e-6), k
+
+
+def test_evaluation_batches_by_length_and_reuses_the_lower_layers(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The evaluation path (length-sorted batches, the lower layers' states cached per process)
+    predicts what the model predicts on the padded states, in the order of the texts; the second
+    call runs no lower layer; over the cache's size limit nothing is kept."""
+    cfg, model = _cfg("lora"), _model("lora")
+    batches = lower_batches(cfg, TEXTS, "cpu", batch_size=3)
+    assert sorted(torch.cat([rows for rows, _, _ in batches]).tolist()) == list(range(len(TEXTS)))
+    assert all(m.shape[1] == int(m.sum(1).max()) for _, _, m in batches)  # trimmed to each batch's longest
+    with torch.no_grad():
+        want = model(*lower_states(cfg, TEXTS)).argmax(dim=1)
+    encoder_training._eval_cache.clear()
+    assert torch.equal(encoder_predictions(cfg, model, TEXTS, "cpu"), want)
+    calls = []
+    monkeypatch.setattr(encoder_training, "lower_batches", lambda *a, **k: calls.append(a) or [])
+    assert torch.equal(encoder_predictions(cfg, model, TEXTS, "cpu"), want)  # from the cache
+    assert not calls
+    monkeypatch.undo()
+    encoder_training._eval_cache.clear()
+    monkeypatch.setattr(encoder_training, "EVAL_CACHE_BYTES", 0)
+    assert torch.equal(encoder_predictions(cfg, model, TEXTS[::-1], "cpu"), want.flip(0))
+    assert not encoder_training._eval_cache  # too large to keep: recomputed next time
