@@ -1,13 +1,22 @@
 """Public fine-tuning of the encoder: which part wins per cost (``fl.encoder_tuning``).
 
 For each ``tuning-part`` (top layers, LoRA adapters, all weights), in a fresh process each (so the
-peak memory is that part's): fine-tune all-MiniLM-L6-v2 on SST-2's seeded public split (the run
-config's ``public-fraction`` of the training set), time it, then score a clean logistic probe
-fitted on the public split's tuned embeddings on the 872 dev sentences (the ceiling a run with
-that encoder sits under). The untuned encoder's probe is the baseline row.
+peak memory is that part's): fine-tune all-MiniLM-L6-v2 on the dataset's seeded public split (the
+run config's ``public-fraction`` of the training set), time it, then score a clean logistic probe
+fitted on the public split's tuned embeddings on the test users (SST-2's 872 dev sentences; AG
+News's seeded ``--test-fraction``): the ceiling a run with that encoder sits under. The untuned
+encoder's probe is the baseline row.
 
     python benchmarks/bench_encoder_tuning.py --parts top,lora,all --public-fraction 0.25 \
         --out docs/results/encoder-tuning-sst2.json
+
+With ``--public-fraction 0.99`` the "public" split is the whole training set: the part's probe is then
+the non-private fully fine-tuned reference (the encoder tuned on the private data without DP).
+
+    python benchmarks/bench_encoder_tuning.py --parts all --public-fraction 0.99 \
+        --out docs/results/encoder-tuning/bench-sst2-full-cpu.json
+    python benchmarks/bench_encoder_tuning.py --dataset agnews --parts none,all \
+        --public-fraction 0.99 --out docs/results/encoder-tuning/bench-agnews-full-cpu.json
 
 Needs the offline data (``SANITAS_DATA_DIR``). Seconds on 2 CPU cores: tuning ~2-7 minutes a
 part, encoding the ~17k public and 872 dev sentences ~1 minute a part.
@@ -37,7 +46,8 @@ def _cfg(args: argparse.Namespace, part: str, cache: str) -> Any:
 
     return config_mod.resolve(
         {
-            "dataset": "sst2",
+            "dataset": args.dataset,
+            "test-fraction": args.test_fraction,
             "public-fraction": args.public_fraction,
             "seed": args.seed,
             "encoder-tuning": "public" if part != "none" else "none",
@@ -94,6 +104,8 @@ def one_part(args: argparse.Namespace, part: str) -> dict[str, Any]:
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--parts", default="none,top,lora,all")
+    p.add_argument("--dataset", default="sst2", help="a dataset with texts (e.g. sst2, agnews)")
+    p.add_argument("--test-fraction", type=float, default=0.2, help="a single-split dataset's test share (agnews)")
     p.add_argument("--public-fraction", type=float, default=0.25)
     p.add_argument("--layers", type=int, default=2)
     p.add_argument("--epochs", type=int, default=1)

@@ -208,6 +208,12 @@ def _add_compare_parser(sub: Any) -> None:
     )
     p.add_argument("--out", required=True, help="parent folder; the comparison writes OUT/NAME")
     p.add_argument("--name", default=None, help="folder name (default: <config stem>-compare)")
+    p.add_argument(
+        "--collect",
+        action="store_true",
+        help="run nothing: tabulate and plot the runs of this plan already finished in OUT/NAME, "
+        "and list the ones missing (a partial comparison, or a peek while one runs)",
+    )
     _add_attacks_option(p)
     _add_timeout_option(p)
 
@@ -321,6 +327,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 node_multipliers=split(args.node_multipliers),
                 central_trains=args.central_trains.split(","),
                 timeout=args.timeout,
+                collect=args.collect,
                 attacks=_attack_list(args.attacks),
             )
         if args.command == "reproduce":

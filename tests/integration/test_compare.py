@@ -235,3 +235,32 @@ def test_bad_central_trains_are_refused_first(tmp_path: Path, capsys: pytest.Cap
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 2 and len(err) == 1 and "--central-trains takes distinct values" in err[0]
     assert not (tmp_path / "out").exists()
+
+
+def test_collect_tabulates_the_finished_runs_and_runs_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, data_dir: Path
+) -> None:
+    """--collect: with no run finished, one line and exit 2; with some finished, the table holds
+    exactly those (n per point), the others are named as not run, and nothing was launched."""
+    from simulations.cli import main
+
+    monkeypatch.setenv("SANITAS_DATA_DIR", str(data_dir))
+    config = Path(__file__).resolve().parents[2] / "simulations" / "quickstart.toml"
+    args = ["compare", str(config), "--epsilons", "10", "--central-epsilons", "4", "--seeds", "1,2"]
+    args += ["--out", str(tmp_path), "--name", "c", "--collect"]
+    assert main(args) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    names = [line.split("not run yet: ")[1] for line in err if "not run yet: " in line]
+    assert len(names) == 6 and "none of the 6 runs has finished" in err[-1], err
+    for name in names:
+        if name.endswith("seed=1__noise-seed=1"):
+            holds = "sentence-epsilon" in name or "sentence-mechanism" in name
+            _fake(tmp_path / "c" / name, 0.8, {"epsilon": 3.9, "delta": 1e-5, "epsilon_ldp": 31.4}, holds)
+    assert main(args) == 0
+    err = capsys.readouterr().err
+    assert err.count("not run yet: ") == 3 and all("seed=2__noise-seed=2" in x for x in err.splitlines())
+    with (tmp_path / "c" / "compare.csv").open() as f:
+        rows = list(csv.DictReader(f))
+    assert {r["series"] for r in rows} >= {"central-user", "local-ldp", "non-private"}
+    assert all(r["n"] == "1" and r["seeds"] == "1" for r in rows)
+    assert not (tmp_path / "c" / "logs").exists()  # nothing ran
