@@ -31,6 +31,7 @@ covered by the DP guarantee, as in local mode).
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Mapping
 from functools import lru_cache
 from typing import Any
@@ -126,14 +127,32 @@ def sampled_users(context: Context, cfg: Mapping[str, Any], c: Cohort, server_ro
     return users[poisson_sample(secret, server_round, users, c.num_train_users, q)]
 
 
+# A worker serves many nodes a round: the encoder model (copied top layers, adapters, head) is built
+# once per process and shape, and only its trainable parameters are set from each request. Nothing
+# else in it changes between requests (the frozen weights are the published encoder's; M1 is in the key).
+_encoder_models: dict[tuple[Any, ...], EncoderClassifier] = {}
+
+
 def global_encoder_model(msg: Message, cfg: Mapping[str, Any], c: Cohort, device: str) -> EncoderClassifier:
     """``central-train = "encoder"``: the run's encoder's top layers (adapters or the layers themselves)
     and the head, their trainable parameters set from the request, M1 from the request or the seed."""
     if "arrays" not in msg.content:
         raise ValueError("the central-mode message carries no model arrays")
-    head = ServerModel(c.map_dim, c.encoder_dim, int(cfg["hidden-dim"]), c.num_classes)
-    model = build_encoder_classifier(cfg, head, input_matrix(msg, cfg, c), device)
-    return load_trainable(model, msg.content["arrays"].to_torch_state_dict())
+    matrix = input_matrix(msg, cfg, c)
+    key = (
+        *(cfg[k] for k in ("encoder", "tuning-layers", "central-tuning-part", "tuning-lora-rank", "seed")),
+        cfg["hidden-dim"],
+        c.map_dim,
+        c.encoder_dim,
+        c.num_classes,
+        device,
+        None if matrix is None else (tuple(matrix.shape), hashlib.sha256(matrix.numpy().tobytes()).hexdigest()),
+    )
+    if key not in _encoder_models:
+        head = ServerModel(c.map_dim, c.encoder_dim, int(cfg["hidden-dim"]), c.num_classes)
+        _encoder_models.clear()  # one run per process at a time
+        _encoder_models[key] = build_encoder_classifier(cfg, head, matrix, device)
+    return load_trainable(_encoder_models[key], msg.content["arrays"].to_torch_state_dict())
 
 
 def handle_user_train(msg: Message, context: Context, cfg: Mapping[str, Any]) -> Message:

@@ -176,10 +176,15 @@ def lower_states(
     return hidden, mask
 
 
-# Evaluation texts (a node's test users) are the same every round and the lower layers are frozen:
-# their lower-layer states are kept per process, while they fit EVAL_CACHE_BYTES (else recomputed).
+# Evaluation texts (each node's test users) are the same every round and the lower layers are frozen:
+# their lower-layer states are kept per process (a worker serves many nodes), the oldest dropped past
+# EVAL_CACHE_BYTES; a set larger than that is recomputed each round.
 EVAL_CACHE_BYTES = 512 * 2**20
 _eval_cache: dict[tuple[Any, ...], list[tuple[torch.Tensor, torch.Tensor, torch.Tensor]]] = {}
+
+
+def _nbytes(batches: Sequence[tuple[torch.Tensor, torch.Tensor, torch.Tensor]]) -> int:
+    return sum(h.numel() * h.element_size() for _, h, _ in batches)
 
 
 def _eval_batches(
@@ -189,9 +194,10 @@ def _eval_batches(
     if key in _eval_cache:
         return _eval_cache[key]
     batches = lower_batches(cfg, texts, device)
-    size = sum(h.numel() * h.element_size() for _, h, _ in batches)
+    size = _nbytes(batches)
     if size <= EVAL_CACHE_BYTES:
-        _eval_cache.clear()  # one evaluation set per process: a node's own test users
+        while _eval_cache and size + sum(_nbytes(b) for b in _eval_cache.values()) > EVAL_CACHE_BYTES:
+            del _eval_cache[next(iter(_eval_cache))]  # the oldest first
         _eval_cache[key] = batches
     return batches
 

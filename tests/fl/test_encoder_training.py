@@ -135,7 +135,16 @@ def test_evaluation_batches_by_length_and_reuses_the_lower_layers(monkeypatch: p
     assert torch.equal(encoder_predictions(cfg, model, TEXTS, "cpu"), want)  # from the cache
     assert not calls
     monkeypatch.undo()
+    assert torch.equal(encoder_predictions(cfg, model, TEXTS[::-1], "cpu"), want.flip(0))
+    assert len(encoder_training._eval_cache) == 2  # a worker keeps every node's set while they fit
+    one = encoder_training._nbytes(encoder_training._eval_cache[next(iter(encoder_training._eval_cache))])
+    monkeypatch.setattr(encoder_training, "EVAL_CACHE_BYTES", one)
+    encoder_predictions(cfg, model, TEXTS[:3], "cpu")
+    assert (
+        len(encoder_training._eval_cache) == 1
+        and encoder_training._nbytes(next(iter(encoder_training._eval_cache.values()))) <= one
+    )  # the oldest dropped to make room
     encoder_training._eval_cache.clear()
     monkeypatch.setattr(encoder_training, "EVAL_CACHE_BYTES", 0)
-    assert torch.equal(encoder_predictions(cfg, model, TEXTS[::-1], "cpu"), want.flip(0))
+    assert torch.equal(encoder_predictions(cfg, model, TEXTS, "cpu"), want)
     assert not encoder_training._eval_cache  # too large to keep: recomputed next time

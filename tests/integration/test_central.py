@@ -199,3 +199,64 @@ def test_a_node_replies_the_clipped_sum_of_its_sampled_users_only(data_dir: Path
     ref, _ = _loop_reference(model, x, c.train_y[keep], owner, int(chosen.numel()), 2, 0.5, 0.05)
     for k, v in ref.items():
         torch.testing.assert_close(torch.from_numpy(got[k].numpy()), v, rtol=1e-4, atol=1e-6)
+
+
+def test_a_worker_reuses_its_encoder_model_and_evaluates_each_request_own_weights(
+    data_dir: Path, cache_dir: Path
+) -> None:
+    """central-train = "encoder": a worker builds the encoder model once and caches the test users'
+    lower layers, yet each request is scored with its own weights (A, B, then A again: the counts of
+    a freshly built model each time; A and B disagree, so a stale model would be seen)."""
+    import torch
+    from flwr.app import ArrayRecord, Context, Message, MessageType, RecordDict
+    from flwr.supercore.task_identity import TaskIdentity
+
+    from clients import central_client
+    from fl.cohort import build_cohort
+    from fl.encoder_training import build_encoder_classifier, lower_states, trainable_state
+    from fl.pipeline import ServerModel, confusion_matrix
+
+    cfg = config_mod.resolve(
+        {
+            "dataset": "sst2",
+            "train-size": 60,
+            "test-size": 40,
+            "users-per-node": 6,
+            "mode": "central",
+            "central-unit": "user",
+            "central-train": "encoder",
+            "map-in": "identity",
+            "tuning-layers": 1,
+            "tuning-lora-rank": 2,
+            "hidden-dim": 8,
+            "data-dir": str(data_dir),
+            "cache-dir": str(cache_dir),
+            "device": "cpu",
+        }
+    )
+    TaskIdentity.run_id, TaskIdentity.node_id, TaskIdentity.task_id = 1, 0, 0
+    c = build_cohort(cfg, 3, 10, progress=False)
+    assert len(c.test_text) >= 3
+    context = Context(1, 5, {"partition-id": 3, "num-partitions": 10}, RecordDict(), {})
+
+    def weights(seed: int) -> tuple[dict, list]:
+        torch.manual_seed(seed)
+        model = build_encoder_classifier(cfg, ServerModel(c.map_dim, c.encoder_dim, 8, c.num_classes), None)
+        with torch.no_grad():
+            for p in model.parameters():
+                if p.requires_grad:
+                    p.add_(torch.randn_like(p))
+            pred = model(*lower_states(cfg, c.test_text)).argmax(1).numpy()
+        truth = c.test_y.numpy()
+        return trainable_state(model), confusion_matrix(truth, pred, c.num_classes).reshape(-1).tolist()
+
+    def evaluate(state: dict) -> list:
+        msg = Message(
+            content=RecordDict({"arrays": ArrayRecord(state)}), dst_node_id=5, message_type=MessageType.EVALUATE
+        )
+        return list(central_client.handle_central_evaluate(msg, context, cfg).content["metrics"]["confusion"])
+
+    (a, want_a), (b, want_b) = weights(1), weights(2)
+    assert want_a != want_b  # power: the two weights score differently
+    assert [evaluate(a), evaluate(b), evaluate(a)] == [want_a, want_b, want_a]
+    assert len(central_client._encoder_models) == 1
