@@ -145,18 +145,13 @@ def test_user_level_central_from_a_public_start(tmp_path: Path, data_dir: Path, 
     assert "public documents" in summary["start"] and summary["start"] in " ".join(summary["guarantee"]["notes"])
 
 
-def test_a_node_replies_the_clipped_sum_of_its_sampled_users_only(data_dir: Path, cache_dir: Path) -> None:
-    """handle_user_train on one real node: the reply is exactly one array per parameter, equal to the sum
-    over the users its Poisson coins pick of their clipped updates computed one user at a time."""
-    import torch
-    from flwr.app import ArrayRecord, ConfigRecord, Context, Message, MessageType, RecordDict
+def _node(data_dir: Path, cache_dir: Path, keys: dict) -> tuple:
+    """One real central-mode node (partition 3 of 10) of a 60-document SST-2 run with ``keys`` set:
+    its config, cohort and Flower context."""
+    from flwr.app import Context, RecordDict
     from flwr.supercore.task_identity import TaskIdentity
 
-    from clients.central_client import central_features, handle_user_train
     from fl.cohort import build_cohort
-    from fl.pipeline import build_model
-    from fl.user_updates import poisson_sample
-    from tests.fl.test_user_updates import _loop_reference
 
     cfg = config_mod.resolve(
         {
@@ -165,10 +160,7 @@ def test_a_node_replies_the_clipped_sum_of_its_sampled_users_only(data_dir: Path
             "test-size": 40,
             "users-per-node": 6,
             "mode": "central",
-            "central-clip": 0.05,
-            "local-epochs": 2,
-            "client-learning-rate": 0.5,
-            "noise-seed": 11,
+            **keys,
             "data-dir": str(data_dir),
             "cache-dir": str(cache_dir),
             "device": "cpu",
@@ -176,8 +168,24 @@ def test_a_node_replies_the_clipped_sum_of_its_sampled_users_only(data_dir: Path
     )
     TaskIdentity.run_id, TaskIdentity.node_id, TaskIdentity.task_id = 1, 0, 0
     c = build_cohort(cfg, 3, 10, progress=False)
+    return cfg, c, Context(1, 5, {"partition-id": 3, "num-partitions": 10}, RecordDict(), {})
+
+
+def test_a_node_replies_the_clipped_sum_of_its_sampled_users_only(data_dir: Path, cache_dir: Path) -> None:
+    """handle_user_train on one real node: the reply is exactly one array per parameter, equal to the sum
+    over the users its Poisson coins pick of their clipped updates computed one user at a time."""
+    import torch
+    from flwr.app import ArrayRecord, ConfigRecord, Message, MessageType, RecordDict
+
+    from clients.central_client import central_features, handle_user_train
+    from fl.pipeline import build_model
+    from fl.user_updates import poisson_sample
+    from tests.fl.test_user_updates import _loop_reference
+
+    cfg, c, context = _node(
+        data_dir, cache_dir, {"central-clip": 0.05, "local-epochs": 2, "client-learning-rate": 0.5, "noise-seed": 11}
+    )
     model = build_model(cfg, c.map_dim, c.encoder_dim, c.num_classes)
-    context = Context(1, 5, {"partition-id": 3, "num-partitions": 10}, RecordDict(), {})
     request = ConfigRecord({"server-round": 4, "sampling-rate": 0.5})
     msg = Message(
         content=RecordDict({wire.MODEL: ArrayRecord(model.state_dict()), wire.CONFIG: request}),
@@ -208,36 +216,15 @@ def test_a_worker_reuses_its_encoder_model_and_evaluates_each_request_own_weight
     lower layers, yet each request is scored with its own weights (A, B, then A again: the counts of
     a freshly built model each time; A and B disagree, so a stale model would be seen)."""
     import torch
-    from flwr.app import ArrayRecord, Context, Message, MessageType, RecordDict
-    from flwr.supercore.task_identity import TaskIdentity
+    from flwr.app import ArrayRecord, Message, MessageType, RecordDict
 
     from clients import central_client
-    from fl.cohort import build_cohort
     from fl.encoder_training import build_encoder_classifier, lower_states, trainable_state
     from fl.pipeline import ServerModel, confusion_matrix
 
-    cfg = config_mod.resolve(
-        {
-            "dataset": "sst2",
-            "train-size": 60,
-            "test-size": 40,
-            "users-per-node": 6,
-            "mode": "central",
-            "central-unit": "user",
-            "central-train": "encoder",
-            "map-in": "identity",
-            "tuning-layers": 1,
-            "tuning-lora-rank": 2,
-            "hidden-dim": 8,
-            "data-dir": str(data_dir),
-            "cache-dir": str(cache_dir),
-            "device": "cpu",
-        }
-    )
-    TaskIdentity.run_id, TaskIdentity.node_id, TaskIdentity.task_id = 1, 0, 0
-    c = build_cohort(cfg, 3, 10, progress=False)
+    encoder = {"central-unit": "user", "central-train": "encoder", "map-in": "identity", "tuning-layers": 1}
+    cfg, c, context = _node(data_dir, cache_dir, {**encoder, "tuning-lora-rank": 2, "hidden-dim": 8})
     assert len(c.test_text) >= 3
-    context = Context(1, 5, {"partition-id": 3, "num-partitions": 10}, RecordDict(), {})
 
     def weights(seed: int) -> tuple[dict, list]:
         torch.manual_seed(seed)
