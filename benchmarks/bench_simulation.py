@@ -7,8 +7,9 @@ Usage: python benchmarks/bench_simulation.py [--users 1000 10000 100000 1000000]
 For each mode (``--modes``) and each number of training users N (``--users``) it runs, each in a
 fresh child process, a **federated** round and its **floor**. Both modes use ``dataset =
 "synthetic"`` (``fl/datasets.py``: each node generates its own users), the same N users and
-``synthetic-test-users`` test users, ``ceil(max(N, test users) / users-per-node)`` Flower nodes on a
-fresh local Ray instance, one round, ``noise-seed = 0``.
+``synthetic-test-users`` test users, ``ceil(max(N, test users) / users-per-node)`` Flower nodes on
+the ``--backend`` (``local``: in the child's process, the default; ``ray``: a fresh local Ray
+instance), one round, ``noise-seed = 0``.
 
 ``local`` (local DP, ``mode = "local"``):
 
@@ -560,6 +561,7 @@ def _ratio(a: float | None, b: float | None) -> float | None:
 def one_size(users: int, mode: str, args: argparse.Namespace) -> dict[str, Any]:
     users_per_node = args.users_per_node or max(1000, -(-users // 100))  # at most ~100 nodes
     cfg = run_config(users, users_per_node, args.test_users, args.dim, mode, args.cohort_size)
+    cfg["backend"] = args.backend
     fed = measure("federated", cfg, args.threads, args.timeout)
     flo = measure("floor", cfg, args.threads, args.timeout)
     case: dict[str, Any] = {"users": users, "users_per_node": users_per_node, "federated": fed, "floor": flo}
@@ -631,6 +633,12 @@ def main() -> int:
         help="OMP/MKL (torch) threads of every child process, the server's training included (0: torch's "
         "default); 1 by default: on a busy 2-core machine a 2-thread training step can be 50x slower",
     )
+    parser.add_argument(
+        "--backend",
+        choices=("local", "ray"),
+        default="local",
+        help="the federated side's simulation backend (config key backend; default local, in one process)",
+    )
     parser.add_argument("--timeout", type=float, default=1800.0, help="seconds per child before it is killed")
     parser.add_argument("--smoke", action="store_true", help="one tiny untimed size per mode, to check the script")
     parser.add_argument("--out", default="", help="also write the JSON to this file")
@@ -659,6 +667,7 @@ def main() -> int:
         "benchmark": "one round on dataset = 'synthetic' per mode: simulations.run vs a plain loop",
         "smoke": args.smoke,
         "child_threads": args.threads or None,
+        "backend": args.backend,
         "memory": "peak over 0.25 s samples of the summed RSS / PSS of the child's process tree (from /proc)",
         "modes": results,
     }

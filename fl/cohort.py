@@ -25,7 +25,7 @@ from mechanisms.words.tokenize import tokenize
 
 from . import datasets as data
 from .documents import SentenceDocs, embed_sentences, embed_texts
-from .encoder import best_device, embedding_dim, load_encoder
+from .encoder import best_device, encoder_dimension
 from .levels import level_of
 from .maps import map_dim, release_dim
 from .partition import UserPartition, cohort
@@ -88,6 +88,11 @@ def build_cohort(cfg: Mapping[str, Any], partition_id: int, num_partitions: int,
     return _build_cached(key, partition_id, num_partitions, progress)
 
 
+def clear_cohorts() -> None:
+    """Forget every cohort this process built (a warm worker between two runs)."""
+    _build_cached.cache_clear()
+
+
 # Large enough that a Ray worker serving many nodes (thousands, with small cohorts)
 # does not rebuild cohorts every round; a cohort holds n_docs x d float32.
 @lru_cache(maxsize=4096)
@@ -105,8 +110,7 @@ def _build_cached(key: tuple[tuple[str, Any], ...], partition_id: int, num_parti
     doc_rows = np.concatenate(user_rows) if user_rows else np.zeros(0, dtype=np.int64)
 
     device = best_device(cfg["device"])
-    encoder = load_encoder(cfg["encoder"], device)
-    d = embedding_dim(encoder)
+    d = encoder_dimension(cfg["encoder"], device)  # the model itself loads only if a text misses the cache
 
     document_level = level_of(cfg) == "document"
     sentence_docs: list[SentenceDocs] = []
@@ -117,12 +121,12 @@ def _build_cached(key: tuple[tuple[str, Any], ...], partition_id: int, num_parti
             return torch.zeros(0, d, dtype=torch.float32), torch.zeros(0, dtype=torch.int64), []
         sub = split.select(rows)
         if document_level:  # the clean document embedding is the mean of its sentences' (docs/SPEC.md §8.2)
-            docs = embed_sentences(sub["text"], cfg, progress)
+            docs = embed_sentences(sub["text"][:], cfg, progress)
             sentence_docs.append(docs)
-            return docs.means(), torch.as_tensor(np.asarray(sub["label"], dtype=np.int64)), list(sub["text"])
-        emb = embed_texts(sub["text"], cfg, device, progress)
+            return docs.means(), torch.as_tensor(np.asarray(sub["label"][:], dtype=np.int64)), list(sub["text"][:])
+        emb = embed_texts(sub["text"][:], cfg, device, progress)
         x = torch.as_tensor(np.asarray(emb), dtype=torch.float32)
-        return x, torch.as_tensor(np.asarray(sub["label"], dtype=np.int64)), list(sub["text"])
+        return x, torch.as_tensor(np.asarray(sub["label"][:], dtype=np.int64)), list(sub["text"][:])
 
     train_emb, train_y, train_text = embed(ds.train, doc_rows)
     test_emb, test_y, test_text = embed(ds.test, np.arange(test_users.start, test_users.stop))

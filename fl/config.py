@@ -118,7 +118,8 @@ DEFAULTS: dict[str, Any] = {
     "hidden-dim": 256,
     "device": "auto",  # "auto", "cpu", "cuda", "cuda:1", ...
     "node-timeout": 3600.0,  # seconds the server waits for a round's replies; later replies count as lost
-    # --- simulation (sanitas run: Flower's Ray backend) --------------------------
+    # --- simulation (sanitas run) ---------------------------------------------------
+    "backend": "auto",  # "local" = in this process; "ray" = Flower's Ray backend; "auto" = ray when ray-address is set
     "node-cpus": 1.0,  # CPUs Ray reserves for each simulated node (fractions allowed)
     "node-gpus": -1.0,  # GPUs per simulated node; -1 = auto: 0.25 when the run uses CUDA, else 0
     "ray-address": "",  # "" = start a local Ray instance; "auto" or "host:port" = attach to a running cluster
@@ -146,6 +147,7 @@ CHOICES: dict[str, tuple[str, ...]] = {
     "server-optimizer": ("adam", "sgd"),
     "short-documents": ("drop", "error"),
     "fault-kind": ("raise", "timeout", "drop-reply"),
+    "backend": ("auto", "local", "ray"),
 }
 
 
@@ -245,7 +247,7 @@ SECTIONS: dict[str, tuple[str, ...]] = {
         "device",
         "node-timeout",
     ),
-    "simulation": ("node-cpus", "node-gpus", "ray-address", "fault-rate", "fault-kind"),
+    "simulation": ("backend", "node-cpus", "node-gpus", "ray-address", "fault-rate", "fault-kind"),
     "output": ("out-dir", "run-name", "reference-accuracy"),
 }
 
@@ -608,6 +610,19 @@ def _check_simulation(cfg: Mapping[str, Any]) -> None:
             f'last one `ray start` started on this machine) or the head\'s "host:port" (e.g. "10.0.0.5:6379"), '
             f"got {address!r}"
         )
+    if cfg["backend"] == "local" and address:
+        raise ConfigError(
+            f"backend = 'local' runs in this process and cannot attach to the Ray cluster ray-address = {address!r} "
+            'names: set backend = "ray" (or "auto")'
+        )
+
+
+def simulation_backend(cfg: Mapping[str, Any]) -> str:
+    """The backend a simulation runs on: ``backend``, where ``"auto"`` is ``"ray"`` when
+    ``ray-address`` names a cluster and ``"local"`` (in this process) otherwise."""
+    if cfg["backend"] != "auto":
+        return str(cfg["backend"])
+    return "ray" if cfg["ray-address"] else "local"
 
 
 def mechanism_options(text: str, key: str = "options") -> dict[str, Any]:

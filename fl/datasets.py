@@ -442,9 +442,9 @@ def _read_local(spec: DatasetSpec, folder: Path) -> tuple[dict[str, datasets.Dat
             ) from None
         num_classes = len(label_names)
     for role, path in files.items():
-        _check_integer_labels(splits[role]["label"], path, "label", num_classes, label_file)
+        _check_integer_labels(splits[role]["label"][:], path, "label", num_classes, label_file)
     if num_classes is None:
-        label_names = [str(i) for i in range(max(int(max(s["label"])) for s in splits.values()) + 1)]
+        label_names = [str(i) for i in range(max(int(max(s["label"][:])) for s in splits.values()) + 1)]
     return splits, label_names, sources
 
 
@@ -469,7 +469,7 @@ def _read_hub(spec: DatasetSpec) -> tuple[dict[str, datasets.Dataset], list[str]
     if isinstance(feature, datasets.ClassLabel):
         label_names = list(feature.names)
     else:
-        label_names = [str(i) for i in range(int(max(splits["train"]["label"])) + 1)]
+        label_names = [str(i) for i in range(int(max(splits["train"]["label"][:])) + 1)]
     return splits, label_names, {role: f"{hub_id} split {split!r}" for role, split in spec.hub_splits.items()}
 
 
@@ -627,19 +627,19 @@ def _read_user_files(cfg: Mapping[str, Any]) -> tuple[dict[str, datasets.Dataset
     splits = {}
     for role, path in files.items():
         splits[role] = _standardise(_read_file(_builder(path), path), text_cols, label_col, f"data file {path!r}")
-        _check_integer_labels(splits[role]["label"], path, label_col)
+        _check_integer_labels(splits[role]["label"][:], path, label_col)
     sources = {role: f"data file {path!r}" for role, path in files.items()}
     if "test" not in splits:
         splits, sources = {"pool": splits["train"]}, {"pool": sources["train"]}
     # String labels become class ids (sorted, so the mapping is deterministic).
-    values = sorted({str(v) for ds in splits.values() for v in ds["label"]})
+    values = sorted({str(v) for ds in splits.values() for v in ds["label"][:]})
     if len(values) < 2:
         raise ValueError(
             f"data file {cfg['dataset']!r}: every document has label {values[0]!r} (label-column {label_col!r}): "
             "a classifier needs at least 2 classes"
         )
     if all(isinstance(v, int | np.integer) for ds in splits.values() for v in ds["label"][:100]):
-        num = int(max(max(ds["label"]) for ds in splits.values())) + 1
+        num = int(max(max(ds["label"][:]) for ds in splits.values())) + 1
         return splits, [str(i) for i in range(num)], sources
     index = {v: i for i, v in enumerate(values)}
     splits = {
@@ -669,7 +669,7 @@ def _merge_labels(
 
 def _empty_rows(ds: datasets.Dataset) -> np.ndarray:
     """Whether each document is empty: no text, or whitespace only."""
-    return np.array([t is None or not str(t).strip() for t in ds["text"]], dtype=bool)
+    return np.array([t is None or not str(t).strip() for t in ds["text"][:]], dtype=bool)
 
 
 def _refuse_empty(ds: datasets.Dataset, split: str, source: str) -> None:
@@ -701,7 +701,7 @@ def _handle_short(ds: datasets.Dataset, policy: str, split: str, dropped: dict[s
     """Document level: SentDP needs >= 2 sentences; shorter documents are dropped (counted) or refused."""
     from .sentences import split_sentences
 
-    short = np.array([len(split_sentences(t)) < 2 for t in ds["text"]], dtype=bool)
+    short = np.array([len(split_sentences(t)) < 2 for t in ds["text"][:]], dtype=bool)
     if short.any() and policy == "error":
         first = int(np.flatnonzero(short)[0])
         raise ValueError(

@@ -180,8 +180,8 @@ def build_setup(cfg: Mapping[str, Any], device: str | torch.device = "cpu", prog
     ds = data.load(cfg)
     if ds.public is None or len(ds.public) == 0:
         raise ValueError("the document level needs public documents: set public-fraction > 0")
-    public = embed_sentences(ds.public["text"], cfg, progress)
-    labels = torch.as_tensor(np.asarray(ds.public["label"], dtype=np.int64))
+    public = embed_sentences(ds.public["text"][:], cfg, progress)
+    labels = torch.as_tensor(np.asarray(ds.public["label"][:], dtype=np.int64))
     usable = np.flatnonzero(public.num_sentences >= 2)  # as for private documents
     public, labels = public.select(usable), labels[usable]
     kind, eps, seed = cfg["document-mechanism"], float(cfg["document-epsilon"]), int(cfg["seed"])

@@ -28,6 +28,7 @@ import torch
 
 from .cache_files import atomic_write, discarded
 from .config import ENCODER_DIMS
+from .progress import quiet as quiet_progress
 from .sentences import split_sentences
 
 log = logging.getLogger(__name__)
@@ -73,6 +74,26 @@ def load_encoder(name: str, device: str = "cpu"):  # -> SentenceTransformer
     for param in model.parameters():
         param.requires_grad_(False)
     return model
+
+
+@lru_cache(maxsize=16)
+def encoder_dimension(name: str, device: str = "cpu") -> int:
+    """The output dimension of encoder ``name``, read from its folder's sentence-transformers
+    configuration when that settles it (a Transformer, a Pooling and at most a Normalize module,
+    as the packaged MiniLM and every encoder Sanitas publishes are), so that a run whose
+    embeddings are all cached never loads the model; otherwise the loaded model's."""
+    import json
+
+    path = Path(resolve_model(name))
+    try:
+        modules = json.loads((path / "modules.json").read_text())
+        kinds = [m["type"].rsplit(".", 1)[-1] for m in modules]
+        pooling = next(m["path"] for m in modules if m["type"].endswith(".Pooling"))
+        if kinds[:2] == ["Transformer", "Pooling"] and set(kinds[2:]) <= {"Normalize"}:
+            return int(json.loads((path / pooling / "config.json").read_text())["word_embedding_dimension"])
+    except (OSError, ValueError, KeyError, TypeError, StopIteration):
+        pass
+    return embedding_dim(load_encoder(name, device))
 
 
 def embedding_dim(model) -> int:
@@ -385,7 +406,7 @@ def encode(
                 [unique_list[i] for i in part],
                 batch_size=batch_size,
                 convert_to_numpy=True,
-                show_progress_bar=progress and len(part) > batch_size,
+                show_progress_bar=progress and len(part) > batch_size and not quiet_progress(),
             ).astype(np.float32)
             if store:
                 cache.store(digests[part], vectors)

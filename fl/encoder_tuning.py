@@ -192,7 +192,7 @@ def fine_tune(
     Deterministic given its arguments on one machine (seeded head, dropout and batch order). Returns
     the tuned encoder (adapters merged) and what was done: documents, per-epoch hold-out accuracy,
     the epoch kept, seconds."""
-    from tqdm.auto import tqdm
+    from .progress import bar as progress_bar
 
     started = time.time()
     labels = np.asarray(labels, dtype=np.int64)
@@ -220,7 +220,8 @@ def fine_tune(
             model.train()
             perm = torch.randperm(len(fit), generator=gen)
             epoch_started, total = time.time(), 0.0
-            with tqdm(total=steps, desc=f"tuning the encoder ({part}), epoch {epoch}", disable=not progress) as bar:
+            desc = f"tuning the encoder ({part}), epoch {epoch}"
+            with progress_bar(total=steps, desc=desc, disable=not progress) as bar:
                 for start in range(0, len(fit), batch_size):
                     idx = perm[start : start + batch_size]
                     emb = _embed(model, [fit_texts[i] for i in idx.tolist()], device)
@@ -332,8 +333,8 @@ def tune_public(cfg: Mapping[str, Any], device: str = "cpu", progress: bool = Tr
     public = getattr(ds, "public", None)
     if public is None or len(public) == 0:
         raise ValueError("encoder-tuning = 'public' tunes the encoder on the public split: set public-fraction > 0")
-    texts = [str(t) for t in public["text"]]
-    labels = np.asarray(public["label"], dtype=np.int64)
+    texts = [str(t) for t in public["text"][:]]
+    labels = np.asarray(public["label"][:], dtype=np.int64)
     root = encoders_root(cfg)
     recipe = _recipe(cfg, texts, labels)
     recipe_file = root / "recipes" / f"{recipe}.json"

@@ -16,12 +16,13 @@ public: it costs no privacy and is sent to the nodes in the clear.
 
 from __future__ import annotations
 
+import json
+import logging
 from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
 import torch
-from tqdm.auto import tqdm
 
 from mechanisms.base import SentenceMechanism
 
@@ -29,6 +30,9 @@ from . import datasets as data
 from . import maps
 from .documents import embed_texts
 from .pipeline import build_model, predict, train_epochs
+from .progress import bar as progress_bar
+
+log = logging.getLogger(__name__)
 
 
 def public_embeddings(cfg: Mapping[str, Any], device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
@@ -36,9 +40,9 @@ def public_embeddings(cfg: Mapping[str, Any], device: torch.device) -> tuple[tor
     public = data.load(cfg).public
     if public is None or len(public) == 0:
         raise ValueError(f"map-in = {cfg['map-in']!r} builds M1 from the public split: set public-fraction > 0")
-    emb = embed_texts(public["text"], cfg, str(device))
+    emb = embed_texts(public["text"][:], cfg, str(device))
     x = torch.as_tensor(np.asarray(emb), dtype=torch.float32, device=device)
-    y = torch.as_tensor(np.asarray(public["label"], dtype=np.int64), device=device)
+    y = torch.as_tensor(np.asarray(public["label"][:], dtype=np.int64), device=device)
     return x, y
 
 
@@ -55,7 +59,7 @@ def train_public_start(
     (float64, CPU) and what was done (documents, epochs, last loss)."""
     x, y = public_embeddings(cfg, device)
     epochs = int(cfg["public-epochs"])
-    with tqdm(total=epochs, desc=f"training M1 on {len(y)} public documents", leave=False) as bar:
+    with progress_bar(total=epochs, desc=f"training M1 on {len(y)} public documents", leave=False) as bar:
         matrix, loss = maps.train_public_map(
             start_map,
             model,
@@ -101,7 +105,7 @@ def public_validation_accuracy(
     zf, zv = released(xf), released(xv)
     with torch.random.fork_rng(devices=[]):  # build_model seeds the global generator: leave it as it was
         model = build_model(cfg, zf.shape[1], xf.shape[1], num_classes).to(device)
-    optimizer = torch.optim.Adam(model.parameters(), lr=cfg["learning-rate"])
+    optimizer = torch.optim.Adam(model.parameters(), lr=cfg["learning-rate"], foreach=True)
     train_epochs(model, optimizer, zf, yf.repeat(draws), int(cfg["server-epochs"]), int(cfg["batch-size"]), generator)
     return float((predict(model, zv) == yv.repeat(draws)).double().mean())
 
@@ -140,6 +144,61 @@ def choose_map_scale(
     }
 
 
+#: Run-config keys that cannot change the scale choice (output, federation size, simulation).
+_SCALE_IRRELEVANT = frozenset(
+    {"out-dir", "run-name", "reference-accuracy", "num-server-rounds", "fraction-train", "users-per-node"}
+    | {"node-timeout", "backend", "node-cpus", "node-gpus", "ray-address", "fault-rate", "fault-kind"}
+)
+
+
+def cached_map_scale(
+    cfg: Mapping[str, Any],
+    x: torch.Tensor,
+    y: torch.Tensor,
+    num_classes: int,
+    m_prime: int,
+    mech: SentenceMechanism,
+    generator: torch.Generator,
+) -> tuple[float, dict[str, Any]]:
+    """:func:`choose_map_scale`, computed once per input: the choice is a deterministic function of
+    the public embeddings and labels, the run config, the mechanism and the generator's state, so
+    it is kept under ``<cache-dir>/public-start/`` keyed by the digest of all of them, with the
+    generator's state after the choice (restored on a hit, so the run continues exactly as if it
+    had chosen again). A sweep's runs at one seed and epsilon, and every re-run, choose once.
+    A damaged entry is discarded and recomputed (``fl.cache_files``)."""
+    from .cache_files import atomic_write, content_digest, seal, unseal
+    from .config import cache_dir
+
+    key = content_digest(
+        {
+            "x": x,
+            "y": y,
+            "num_classes": num_classes,
+            "m_prime": m_prime,
+            "mechanism": repr(mech.guarantee.to_dict()) + type(mech).__name__,
+            "generator": generator.get_state(),
+            "config": {k: repr(v) for k, v in cfg.items() if k not in _SCALE_IRRELEVANT},
+            "device": str(x.device),
+            "candidates": repr(maps.SCALE_CANDIDATES),
+        }
+    )
+    path = cache_dir(cfg) / "public-start" / f"map-scale-{key[:32]}.pt"
+    if path.is_file():
+        try:
+            opened = unseal(torch.load(path, weights_only=True), path)  # plain tensors and strings only
+        except (OSError, RuntimeError, ValueError, EOFError) as err:
+            opened = None
+            log.warning("cache entry %s unreadable (%s); recomputing it", path, err)
+        if opened is not None and opened[1]:
+            entry = opened[0]
+            generator.set_state(entry["generator"])
+            return float(entry["scale"]), json.loads(entry["chosen"])
+    scale, chosen = choose_map_scale(cfg, x, y, num_classes, m_prime, mech, generator)
+    entry = seal({"scale": repr(scale), "chosen": json.dumps(chosen), "generator": generator.get_state()})
+    atomic_write(path, lambda fh: torch.save(entry, fh))
+    return scale, chosen
+
+
 def supervised_start(
     cfg: Mapping[str, Any],
     mech: SentenceMechanism,
@@ -155,7 +214,7 @@ def supervised_start(
     scale = float(cfg["map-scale"])
     info: dict[str, Any] = {"public_documents": int(len(y)), "map": "supervised", "map_dim": int(m_prime)}
     if scale == 0:
-        scale, chosen = choose_map_scale(cfg, x, y, num_classes, m_prime, mech, generator)
+        scale, chosen = cached_map_scale(cfg, x, y, num_classes, m_prime, mech, generator)
         info["map_scale_chosen_on_public_validation"] = chosen
     info["map_scale"] = scale
     return maps.supervised_map(x, y, num_classes, m_prime, scale), info

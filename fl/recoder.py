@@ -114,7 +114,8 @@ def train_recoder(
     for a given seed on CPU.
     """
     from sklearn.cluster import KMeans
-    from tqdm.auto import tqdm
+
+    from .progress import bar as progress_bar
 
     n = len(public)
     if n < max(clusters, 10):
@@ -138,7 +139,7 @@ def train_recoder(
     gen = torch.Generator().manual_seed(seed)
     best: tuple[float, int, dict, dict] | None = None
     history = []
-    bar = tqdm(range(epochs), desc="recoder (public)", disable=not progress)
+    bar = progress_bar(iterable=range(epochs), desc="recoder (public)", disable=not progress)
     for epoch in bar:
         recoder.train()
         perm = train[torch.randperm(len(train), generator=gen).numpy()]

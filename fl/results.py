@@ -80,6 +80,10 @@ def read_status(folder: Path) -> dict[str, Any]:
     return json.loads(path.read_text()) if path.is_file() else {}
 
 
+#: The run's log (``simulations.console``), opened by the launcher before the server writes anything.
+RUN_LOG = "run.log"
+
+
 class RunWriter:
     """Writes the files of one run; created only after the config has been validated.
 
@@ -89,7 +93,7 @@ class RunWriter:
 
     def __init__(self, folder: Path, num_rounds: int = 0) -> None:
         self.folder = Path(folder)
-        if self.folder.exists() and any(self.folder.iterdir()):
+        if self.folder.exists() and any(p.name != RUN_LOG for p in self.folder.iterdir()):
             raise FileExistsError(f"results folder {self.folder} already exists and is not empty")
         self.folder.mkdir(parents=True, exist_ok=True)
         try:  # claim the folder: of two runs started at once with one name, only one creates status.json

@@ -66,7 +66,7 @@ def rewrite_quality(cfg: Mapping[str, Any]) -> dict[str, Any]:
         return out
     start = time.perf_counter()
     rows = np.random.default_rng(_seed(cfg, "word-quality-sample")).choice(len(test), size=n, replace=False)
-    texts = list(test.select(np.sort(rows))["text"])
+    texts = list(test.select(np.sort(rows))["text"][:])
     gen = torch.Generator().manual_seed(_seed(cfg, "word-quality-noise"))
     r = mech.rewrite(texts, gen)
     out.update(

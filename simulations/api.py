@@ -15,7 +15,10 @@ keyword arguments override keys, underscores standing for the hyphens of the keb
 the data are checked before anything is written (a :class:`fl.config.ConfigError`, or another
 ``ValueError``, ``FileNotFoundError`` or ``FileExistsError``, with a one-line message), the
 federation is sized (``ceil(users / users-per-node)`` nodes), and the ServerApp and ClientApp run
-on Flower's Ray simulation backend in this process. :class:`RunResult` is read back from the
+on the configured backend (``backend``, :func:`fl.config.simulation_backend`): in this process
+(``"local"``, :mod:`simulations.local_runtime`; the default) or on Flower's Ray simulation
+engine (``"ray"``: for a Ray cluster, GPUs shared across nodes, or heavy node work spread over
+many cores). Both give the same results for a fixed seed. :class:`RunResult` is read back from the
 results folder the run wrote.
 
 Heavy imports (torch, datasets, Flower) happen inside the functions, so ``import simulations`` is
@@ -28,6 +31,7 @@ import json
 import logging
 import os
 import sys
+import time
 import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -35,6 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from fl import config as config_mod
+from fl.timing import PHASES, process_age
 
 
 @dataclass(frozen=True)
@@ -99,7 +104,7 @@ def resolve_config(
     return config_mod.resolve(raw)
 
 
-def backend_config(cfg: Mapping[str, Any]) -> dict[str, Any]:
+def backend_config(cfg: Mapping[str, Any], verbose: bool = True) -> dict[str, Any]:
     """Flower's Ray backend config: the resources of each simulated node and where Ray runs.
 
     ``node-cpus`` CPUs and ``node-gpus`` GPUs per node (``node-gpus = -1``: 0.25 when the run
@@ -119,10 +124,16 @@ def backend_config(cfg: Mapping[str, Any]) -> dict[str, Any]:
             "address": cfg["ray-address"] or "local",
             "include_dashboard": False,
             "logging_level": "ERROR",
-            "log_to_driver": True,
+            "log_to_driver": verbose,  # quiet: the actors' output stays in Ray's own log files
         },
     }
 
+
+class RunFailed(RuntimeError):
+    """A run that started but did not finish (the ServerApp or the backend failed); names its log."""
+
+
+_launched = False  # whether this process has launched a run (the first pays the imports)
 
 #: Above this many simulated nodes a round slows down sharply (see :func:`many_nodes_warning`).
 MANY_NODES = 250
@@ -138,15 +149,22 @@ def many_nodes_warning(nodes: int) -> str:
     )
 
 
-def launch(cfg: Mapping[str, Any], resume: bool = False) -> Path:
+def launch(cfg: Mapping[str, Any], resume: bool = False, verbose: bool = True) -> Path:
     """Run one simulation of a resolved config; returns its results folder.
+
+    ``verbose = False`` keeps the console quiet (one progress display; Flower's and the libraries'
+    output in ``<folder>/run.log`` only, :mod:`simulations.console`); the log is written either way.
 
     The data source and the data are checked, and an existing non-empty results folder is
     refused, before anything is written or Ray starts. ``resume``: the folder must hold an
     incomplete run of this config, which continues from its last completed round.
     """
-    from flwr.simulation import run_simulation
-
+    global _launched
+    checks_started = time.perf_counter()
+    PHASES.reset()
+    if not _launched:  # the first run of a process pays the interpreter's start and the CLI's imports
+        PHASES.add("interpreter and imports", process_age())
+        _launched = True
     from clients.app import make_client_app
     from fl import datasets as data
     from fl.channels import channel_class
@@ -168,28 +186,57 @@ def launch(cfg: Mapping[str, Any], resume: bool = False) -> Path:
     cfg = config_mod.resolve({**cfg, "run-name": folder.name})  # the ServerApp writes to exactly this folder
     train_users, test_users = population_sizes(cfg)
     nodes = num_nodes(max(train_users, test_users), cfg["users-per-node"])
-    logging.getLogger("sanitas").info("%d training users, %d test users on %d nodes", train_users, test_users, nodes)
-    print(f"sanitas: {train_users} training users, {test_users} test users on {nodes} simulated nodes", flush=True)
+    print(
+        f"sanitas: {train_users} training users, {test_users} test users on {nodes} simulated nodes "
+        f"({config_mod.simulation_backend(cfg)} backend)",
+        flush=True,
+    )
     if cfg["map-in"] == "leaky":
         print(f"sanitas: WARNING: {LEAKY_WARNING}", file=sys.stderr, flush=True)
-    if nodes > MANY_NODES:
+    backend = config_mod.simulation_backend(cfg)
+    if nodes > MANY_NODES and backend == "ray":
         print(f"sanitas: WARNING: {many_nodes_warning(nodes)}", file=sys.stderr, flush=True)
     warning = channel_class(cfg).early_warning(cfg, train_users + test_users)  # e.g. a word-level delta
     if warning:
         print(f"sanitas: WARNING: {warning}", file=sys.stderr, flush=True)
-    os.environ.setdefault("RAY_DEDUP_LOGS", "0")
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        run_simulation(
-            server_app=make_server_app(cfg, resume=resume),
-            client_app=make_client_app(cfg),
-            num_supernodes=nodes,
-            backend_config=backend_config(cfg),
-        )
+    server_app, client_app = make_server_app(cfg, resume=resume), make_client_app(cfg)
+    PHASES.add("launcher (imports, config and data checks)", time.perf_counter() - checks_started)
+    from simulations.console import run_console
+
+    with run_console(folder, int(cfg["num-server-rounds"]), verbose):
+        if backend == "local":
+            from simulations.local_runtime import run_local
+
+            PHASES.mark("backend start")
+            try:
+                run_local(server_app, client_app, nodes, node_threads=max(1, int(cfg["node-cpus"])))
+            except Exception as err:  # noqa: BLE001 - reported below from status.json, as on Ray
+                import traceback
+
+                # INFO: in run.log (and on a verbose console); the error's one line ends the command
+                logging.getLogger("sanitas").info("the run failed: %s\n%s", err, traceback.format_exc())
+        else:
+            from flwr.simulation import run_simulation
+
+            os.environ.setdefault("RAY_DEDUP_LOGS", "0")
+            PHASES.mark("backend start")
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                run_simulation(
+                    server_app=server_app,
+                    client_app=client_app,
+                    num_supernodes=nodes,
+                    backend_config=backend_config(cfg, verbose),
+                )
+    if not (folder / "summary.json").is_file():
+        from fl.results import read_status
+
+        error = read_status(folder).get("error") if folder.is_dir() else None
+        raise RunFailed(f"the run failed: {error or 'it wrote no summary'} (log: {folder / 'run.log'})")
     return folder
 
 
-def resume(folder: str | Path) -> RunResult:
+def resume(folder: str | Path, verbose: bool = True) -> RunResult:
     """Continue the incomplete run in results folder ``folder`` from its last completed round, with the
     config it saved; returns what the finished run wrote (``sanitas run --resume DIR``).
 
@@ -213,14 +260,17 @@ def resume(folder: str | Path) -> RunResult:
         )
     cfg = dict(json.loads(saved.read_text())["config"])
     cfg.update({"out-dir": str(folder.parent), "run-name": folder.name})
-    return RunResult.from_folder(launch(config_mod.resolve(cfg), resume=True))
+    return RunResult.from_folder(launch(config_mod.resolve(cfg), resume=True, verbose=verbose))
 
 
-def run(config: str | Path | Mapping[str, Any], *, out: str | Path | None = None, **overrides: Any) -> RunResult:
+def run(
+    config: str | Path | Mapping[str, Any], *, out: str | Path | None = None, verbose: bool = True, **overrides: Any
+) -> RunResult:
     """Run one simulation and return what it wrote (see the module docstring).
 
     ``config``: a TOML run-config path or a mapping of run-config keys; ``overrides``: run-config
-    keys as keyword arguments, ``_`` for ``-``; ``out``: the results parent folder (``out-dir``).
+    keys as keyword arguments, ``_`` for ``-``; ``out``: the results parent folder (``out-dir``);
+    ``verbose = False``: a quiet console (:mod:`simulations.console`).
     """
     cfg = resolve_config(config, keyword_overrides(overrides), out)
-    return RunResult.from_folder(launch(cfg))
+    return RunResult.from_folder(launch(cfg, verbose=verbose))

@@ -26,14 +26,16 @@ from simulations.overrides import load_with_overrides
 def _run(args: argparse.Namespace) -> int:
     """Run ``sanitas run``: the TOML file with ``--set`` applied, through :func:`simulations.api.run`;
     or, with ``--resume DIR``, continue that incomplete run (:func:`simulations.api.resume`)."""
+    from simulations.console import print_summary
+
     if args.resume:
         if args.config or args.sets or args.out:
             raise ValueError("--resume DIR continues a run with its own saved config: give no CONFIG, --set or --out")
-        api.resume(args.resume)
+        print_summary(api.resume(args.resume, verbose=args.verbose).summary)
         return 0
     if not args.config:
         raise ValueError("sanitas run needs a CONFIG file (or --resume DIR)")
-    api.run(load_with_overrides(args.config, args.sets), out=args.out)
+    print_summary(api.run(load_with_overrides(args.config, args.sets), out=args.out, verbose=args.verbose).summary)
     return 0
 
 
@@ -71,6 +73,9 @@ def _setup_logging() -> None:
     for name in ("fl", "clients", "strategies", "simulations", "sanitas"):
         logger = logging.getLogger(name)
         logger.setLevel(logging.INFO)
+        for old in [h for h in logger.handlers if getattr(h, "sanitas_cli", False)]:
+            logger.removeHandler(old)  # a warm worker calls main() once per point
+        handler.sanitas_cli = True  # type: ignore[attr-defined]
         logger.addHandler(handler)
         logger.propagate = False
 
@@ -80,9 +85,27 @@ def _add_set_option(p: argparse.ArgumentParser, help_text: str) -> None:
     p.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE", help=help_text)
 
 
+def _jobs(text: str) -> int:
+    """``--jobs``: a positive number of warm workers."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be a whole number of workers >= 1, got {text!r}")
+    return value
+
+
 def _add_timeout_option(p: argparse.ArgumentParser) -> None:
-    """``--timeout SECONDS`` of the subcommands that start one process per run."""
+    """``--timeout SECONDS`` and ``--jobs N`` of the subcommands that run many points (warm workers,
+    :mod:`simulations.warm`)."""
     p.add_argument("--timeout", type=float, default=None, help="seconds before a run is killed and marked failed")
+    p.add_argument(
+        "--jobs",
+        type=_jobs,
+        default=1,
+        help="points run at once, each in its own warm worker (default 1; more where cores allow)",
+    )
 
 
 def _add_attacks_option(p: argparse.ArgumentParser) -> None:
@@ -165,6 +188,7 @@ def _sweep(args: argparse.Namespace) -> int:
         timeout=args.timeout,
         seeds=args.seeds,
         attacks=_attack_list(args.attacks),
+        jobs=args.jobs,
     )
 
 
@@ -251,6 +275,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         metavar="DIR",
         help="continue the incomplete run in results folder DIR from its last completed round",
     )
+    p_run.add_argument(
+        "--verbose",
+        action="store_true",
+        help="show Flower's and the libraries' output and every log line on the console (always in run.log)",
+    )
     _add_sweep_parser(sub)
     _add_compare_parser(sub)
     _add_reproduce_parser(sub)
@@ -328,13 +357,21 @@ def main(argv: Sequence[str] | None = None) -> int:
                 central_trains=args.central_trains.split(","),
                 timeout=args.timeout,
                 collect=args.collect,
+                jobs=args.jobs,
                 attacks=_attack_list(args.attacks),
             )
         if args.command == "reproduce":
             from simulations.reproduce import reproduce
 
             return reproduce(
-                args.name, args.out, args.seeds, args.sets, docs=args.docs, quick=args.quick, timeout=args.timeout
+                args.name,
+                args.out,
+                args.seeds,
+                args.sets,
+                docs=args.docs,
+                quick=args.quick,
+                timeout=args.timeout,
+                jobs=args.jobs,
             )
         if args.command == "run":
             return _run(args)
@@ -349,6 +386,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             for row in rows:
                 print(json.dumps(row))
             return 0
+    except api.RunFailed as err:
+        print(f"sanitas: error: {err}", file=sys.stderr)
+        return 1
     except (ValueError, FileNotFoundError, FileExistsError) as err:
         message = " ".join(line.strip() for line in str(err).splitlines() if line.strip())  # always one line
         print(f"sanitas: error: {message or type(err).__name__}", file=sys.stderr)

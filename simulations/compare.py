@@ -432,6 +432,7 @@ def compare(
     progress: bool = True,
     attacks: Sequence[str] = (),
     collect: bool = False,
+    jobs: int = 1,
 ) -> int:
     """The ``sanitas compare`` command; returns 0 when every run finished, 1 otherwise.
 
@@ -484,10 +485,11 @@ def compare(
     else:
         print(f"sanitas: comparison of {len(runs)} runs into {sweep_dir}", flush=True)
 
-        def runner(run: sw.Run, log_path: Path) -> sw.Outcome:
-            return sw.execute(sw.run_command(config, run, sets, sweep_dir), log_path, timeout)
+        from simulations.warm import WarmPool
 
-        finished = sw.run_sweep(runs, sweep_dir, runner, progress=progress)
+        with WarmPool(jobs) as pool:
+            runner = sw.warm_runner(config, sets, sweep_dir, pool, timeout)
+            finished = sw.run_sweep(runs, sweep_dir, runner, progress=progress, jobs=jobs)
     rows = [row for run in runs for row in rows_for(run, sweep_dir, run_targets)]
     points = aggregate(rows)
     extra = {

@@ -267,6 +267,7 @@ def reproduce(
     docs: str | None = None,
     quick: bool = False,
     timeout: float | None = None,
+    jobs: int = 1,
 ) -> int:
     """The ``sanitas reproduce`` command; returns 0 when every run finished, 1 otherwise."""
     rep = get(name)
@@ -276,7 +277,9 @@ def reproduce(
     blocks = [list(b) for b in (rep.quick_blocks if quick else rep.blocks)]
     all_sets = [*(rep.quick_sets if quick else ()), *sets]
     folder = f"{name}-quick" if quick else name
-    status = sweep(str(rep.config_path), blocks, all_sets, out, name=folder, timeout=timeout, seeds=seed_list)
+    status = sweep(
+        str(rep.config_path), blocks, all_sets, out, name=folder, timeout=timeout, seeds=seed_list, jobs=jobs
+    )
     invocation = [
         "sanitas reproduce",
         name,

@@ -726,45 +726,89 @@ def prepare_folder(folder: Path, sweep_dir: Path) -> None:
 Runner = Callable[[Run, Path], Outcome]
 
 
-def run_sweep(runs: Sequence[Run], sweep_dir: Path, runner: Runner, progress: bool = True) -> list[dict[str, Any]]:
-    """Run every run without ``summary.json`` through ``runner(run, log_path)``; record each
-    outcome in ``logs/<run>.status.json``, rewrite the tables after each run and plot at the end.
+def run_sweep(
+    runs: Sequence[Run], sweep_dir: Path, runner: Runner, progress: bool = True, jobs: int = 1
+) -> list[dict[str, Any]]:
+    """Run every run without ``summary.json`` through ``runner(run, log_path)`` (``jobs`` at a time,
+    from as many threads); record each outcome in ``logs/<run>.status.json``, rewrite the tables
+    after each run and plot at the end.
 
     A failed run (non-zero exit, or no ``summary.json``) is recorded and the sweep goes on.
     Returns the final rows.
     """
+    from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+
     from tqdm import tqdm
 
     sweep_dir.mkdir(parents=True, exist_ok=True)
     logs = sweep_dir / "logs"
-    bar = tqdm(runs, desc=sweep_dir.name, unit="run", disable=not progress, file=sys.stderr)
+    bar = tqdm(total=len(runs), desc=sweep_dir.name, unit="run", disable=not progress, file=sys.stderr)
+    todo = []
+    for run in runs:
+        if (sweep_dir / run.name / "summary.json").is_file():
+            bar.write(f"skip   {run.name} (summary.json exists)")
+            bar.update(1)
+        else:
+            todo.append(run)
+
+    def record(run: Run, outcome: Outcome) -> None:
+        error = outcome.error
+        if outcome.returncode == 0 and not (sweep_dir / run.name / "summary.json").is_file():
+            error = "the run exited 0 but wrote no summary.json"
+        status = {
+            "status": "failed" if error else "ok",
+            "returncode": outcome.returncode,
+            "error": error,
+            "process_seconds": outcome.seconds,
+            "log": str(logs / f"{run.name}.log"),
+        }
+        logs.mkdir(parents=True, exist_ok=True)
+        (logs / f"{run.name}.status.json").write_text(json.dumps(status, indent=2) + "\n")
+        bar.write(f"{status['status']:<6} {run.name} ({outcome.seconds:.0f} s){': ' + error if error else ''}")
+        bar.update(1)
+        write_outputs(runs, sweep_dir, plot=False)
+
+    def start(run: Run) -> Outcome:
+        return runner(run, logs / f"{run.name}.log")
+
     try:
-        for run in bar:
-            folder = sweep_dir / run.name
-            if (folder / "summary.json").is_file():
-                bar.write(f"skip   {run.name} (summary.json exists)")
-                continue
-            bar.set_postfix_str(run.name, refresh=True)
-            prepare_folder(folder, sweep_dir)
-            outcome = runner(run, logs / f"{run.name}.log")
-            error = outcome.error
-            if outcome.returncode == 0 and not (folder / "summary.json").is_file():
-                error = "the run exited 0 but wrote no summary.json"
-            status = {
-                "status": "failed" if error else "ok",
-                "returncode": outcome.returncode,
-                "error": error,
-                "process_seconds": outcome.seconds,
-                "log": str(logs / f"{run.name}.log"),
-            }
-            logs.mkdir(parents=True, exist_ok=True)
-            (logs / f"{run.name}.status.json").write_text(json.dumps(status, indent=2) + "\n")
-            bar.write(f"{status['status']:<6} {run.name} ({outcome.seconds:.0f} s){': ' + error if error else ''}")
-            write_outputs(runs, sweep_dir, plot=False)
+        with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+            running: dict[Future[Outcome], Run] = {}
+            queued = list(todo)
+            while queued or running:
+                while queued and len(running) < max(1, jobs):
+                    run = queued.pop(0)
+                    prepare_folder(sweep_dir / run.name, sweep_dir)
+                    bar.set_postfix_str(run.name, refresh=True)
+                    running[pool.submit(start, run)] = run
+                done, _ = wait(running, return_when=FIRST_COMPLETED)
+                for future in done:
+                    record(running.pop(future), future.result())
     finally:
         bar.close()
         rows = write_outputs(runs, sweep_dir)
     return rows
+
+
+def warm_runner(config: str, sets: Sequence[str], sweep_dir: Path, pool: Any, timeout: float | None) -> Runner:
+    """A :data:`Runner` that runs each point as ``sanitas run`` in a warm worker of ``pool``
+    (:class:`simulations.warm.WarmPool`)."""
+
+    def runner(run: Run, log_path: Path) -> Outcome:
+        command = run_command(config, run, sets, sweep_dir)
+        log_path.parent.mkdir(parents=True, exist_ok=True)
+        log_path.write_text("$ sanitas " + " ".join(command[3:]) + "\n")
+        point = pool.run(command[3:], log_path, timeout)
+        if point.returncode == 0:
+            return Outcome(0, point.seconds)
+        if point.returncode == 124:
+            return Outcome(124, point.seconds, f"timed out after {timeout:g} s")
+        error = last_error(log_path.read_text(errors="replace"))
+        if point.crashed:
+            error = f"the worker died twice (exit code {point.returncode}): {error}"
+        return Outcome(point.returncode, point.seconds, error)
+
+    return runner
 
 
 def sweep(
@@ -777,6 +821,7 @@ def sweep(
     progress: bool = True,
     seeds: str | Sequence[Any] | None = None,
     attacks: Sequence[str] = (),
+    jobs: int = 1,
 ) -> int:
     """The ``sanitas sweep`` command: parse, check every run's config, run, report (and, with
     ``attacks``, attack every finished run: ``simulations.attack``).
@@ -795,10 +840,10 @@ def sweep(
     per_seed = f" ({len(runs) // len(seed_list)} points x {len(seed_list)} seeds)" if seed_list else ""
     print(f"sanitas: sweep of {len(runs)} runs{per_seed} into {sweep_dir}", flush=True)
 
-    def runner(run: Run, log_path: Path) -> Outcome:
-        return execute(run_command(config, run, sets, sweep_dir), log_path, timeout)
+    from simulations.warm import WarmPool
 
-    rows = run_sweep(runs, sweep_dir, runner, progress=progress)
+    with WarmPool(jobs) as pool:
+        rows = run_sweep(runs, sweep_dir, warm_runner(config, sets, sweep_dir, pool, timeout), progress, jobs)
     failed = [r["run_name"] for r in rows if r["status"] != "ok"]
     print(
         f"sanitas: {len(rows) - len(failed)}/{len(rows)} runs done; tables {sweep_dir / 'sweep.csv'} "

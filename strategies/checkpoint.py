@@ -23,14 +23,16 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import torch
-from flwr.app import ArrayRecord, ConfigRecord, Message, MetricRecord
+from flwr.app import Array, ArrayRecord, ConfigRecord, Message, MetricRecord
 from flwr.serverapp import Grid
 from flwr.serverapp.strategy import Strategy
 
 from fl import faults
 from fl import messages as wire
 from fl.results import write_atomic
+from fl.timing import PHASES
 
 log = logging.getLogger(__name__)
 
@@ -72,7 +74,10 @@ def save_checkpoint(
                 setattr(part, name, None)
     try:
         buffer = io.BytesIO()
-        torch.save({"round": server_round, "strategy": strategy, "arrays": arrays, "extra": dict(extra or {})}, buffer)
+        torch.save(
+            {"round": server_round, "strategy": strategy, "arrays": own_arrays(arrays), "extra": dict(extra or {})},
+            buffer,
+        )
     finally:
         for part, name, value in detached:
             setattr(part, name, value)
@@ -83,6 +88,12 @@ def save_checkpoint(
         if old != path:
             old.unlink(missing_ok=True)
     return path
+
+
+def own_arrays(arrays: ArrayRecord) -> dict[str, np.ndarray]:
+    """The arrays as plain numpy copies: an ArrayRecord that went out in a message holds its wire
+    chunks (memoryviews into the message's buffers), which can neither be pickled nor outlive them."""
+    return {name: np.array(array.numpy(), copy=True) for name, array in arrays.items()}
 
 
 def load_checkpoint(folder: Path, writer: Any) -> tuple[int, Strategy, ArrayRecord, dict[str, Any]]:
@@ -99,7 +110,10 @@ def load_checkpoint(folder: Path, writer: Any) -> tuple[int, Strategy, ArrayReco
     for part in _chain(strategy):
         if hasattr(part, "writer"):
             part.writer = writer
-    return server_round, strategy, data["arrays"], data.get("extra", {})
+    arrays = data["arrays"]
+    if isinstance(arrays, dict):
+        arrays = ArrayRecord({name: Array(value) for name, value in arrays.items()})
+    return server_round, strategy, arrays, data.get("extra", {})
 
 
 def _key(info: wire.CohortInfo) -> str:
@@ -178,14 +192,16 @@ class RoundCheckpoints(Strategy):
             return []
         if server_round == self.resumed_from + 1 and self.resumed_from:
             arrays = self.arrays  # Flower's loop holds the initial arrays: use the checkpoint's
-        return self._tag(self.strategy.configure_train(server_round, arrays, config, grid))
+        with PHASES.measure("server configure_train"):  # round 1 of the local mode: discovery and M1
+            return self._tag(self.strategy.configure_train(server_round, arrays, config, grid))
 
     def aggregate_train(
         self, server_round: int, replies: Iterable[Message]
     ) -> tuple[ArrayRecord | None, MetricRecord | None]:
         if server_round <= self.resumed_from:
             return (self.arrays if server_round == self.resumed_from else None), None
-        arrays, metrics = self.strategy.aggregate_train(server_round, replies)
+        with PHASES.measure("server aggregate_train"):
+            arrays, metrics = self.strategy.aggregate_train(server_round, replies)
         if arrays is not None:
             self.arrays = arrays
         return arrays, metrics
@@ -195,13 +211,16 @@ class RoundCheckpoints(Strategy):
     ) -> Iterable[Message]:
         if server_round <= self.resumed_from:
             return []
-        return self._tag(self.strategy.configure_evaluate(server_round, arrays, config, grid))
+        with PHASES.measure("server configure_evaluate"):
+            return self._tag(self.strategy.configure_evaluate(server_round, arrays, config, grid))
 
     def aggregate_evaluate(self, server_round: int, replies: Iterable[Message]) -> MetricRecord | None:
         if server_round <= self.resumed_from:
             return None
-        metrics = self.strategy.aggregate_evaluate(server_round, replies)
-        save_checkpoint(self.folder, server_round, self.strategy, self.arrays, self.extra)
+        with PHASES.measure("server aggregate_evaluate"):
+            metrics = self.strategy.aggregate_evaluate(server_round, replies)
+        with PHASES.measure("checkpoint"):
+            save_checkpoint(self.folder, server_round, self.strategy, self.arrays, self.extra)
         return metrics
 
     def summary(self) -> None:

@@ -34,7 +34,6 @@ import torch
 from flwr.app import Array, ArrayRecord, ConfigRecord, Message, MessageType, MetricRecord, RecordDict
 from flwr.serverapp import Grid
 from flwr.serverapp.strategy import Strategy
-from tqdm.auto import tqdm
 
 from fl import config as config_mod
 from fl import document_level, maps
@@ -43,6 +42,7 @@ from fl.channels import Channels, channel_class, make_channels
 from fl.document_level import DocumentSetup
 from fl.encoder import best_device
 from fl.pipeline import build_model, scores, train_epochs
+from fl.progress import bar as progress_bar
 from fl.public_start import supervised_start, train_public_start
 
 from .discovery import discover_nodes, raise_on_errors
@@ -103,7 +103,7 @@ class ReleaseTraining(Strategy):
         self.nodes = discover_nodes(grid, self.timeout, self.nodes)
         self.info = info = next(iter(self.nodes.values()))
         self.model = build_model(self.cfg, info.release_dim, info.encoder_dim, info.num_classes).to(self.device)
-        self.optimizer = torch.optim.Adam(self.model.parameters(), lr=self.cfg["learning-rate"])
+        self.optimizer = torch.optim.Adam(self.model.parameters(), lr=self.cfg["learning-rate"], foreach=True)
         self._x_buf = np.zeros((0, info.release_dim), dtype=np.float32)
         self._x = self._x_buf[:0]
         self.setup_map()
@@ -236,7 +236,8 @@ class ReleaseTraining(Strategy):
         epochs = int(self.cfg["server-epochs"])
         xt = torch.as_tensor(x, device=self.device)
         yt = torch.as_tensor(y, device=self.device)
-        with tqdm(total=epochs, desc=f"round {server_round}: training on {len(y)} releases", leave=False) as bar:
+        desc = f"round {server_round}: training on {len(y)} releases"
+        with progress_bar(total=epochs, desc=desc, leave=False) as bar:
             return train_epochs(
                 self.model,
                 self.optimizer,

@@ -36,6 +36,7 @@ from fl.encoder import best_device
 from fl.pipeline import build_model
 from fl.public_start import supervised_start, train_public_start
 from fl.results import RunWriter, run_folder
+from fl.timing import PHASES
 
 from .central import CentralDPAccounting, central_guarantee, make_central_strategy
 from .checkpoint import RoundCheckpoints, last_checkpoint, load_checkpoint, remap_nodes
@@ -45,6 +46,7 @@ from .faults import FaultyGrid
 from .loading import make_strategy
 from .local_accounting import LEAKY_WARNING, LocalDPAccounting
 from .release_training import ReleaseTraining
+from .timed_grid import TimedGrid
 from .user_central import UserLevelDPFedAvg, user_level_guarantee
 
 log = logging.getLogger(__name__)
@@ -332,6 +334,16 @@ def encoder_note(encoder: Mapping[str, Any]) -> str:
     )
 
 
+def run_timings(grid: Grid) -> dict[str, Any]:
+    """The summary's ``timings``: seconds per phase of this process so far (``fl.timing``) and, on the
+    local backend, the nodes' own seconds and what crossed the wire (``simulations.local_runtime``)."""
+    timings: dict[str, Any] = {"phases": PHASES.snapshot()}
+    stats = getattr(grid, "stats", None)
+    if stats is not None and hasattr(stats, "to_dict"):
+        timings["wire"] = stats.to_dict()
+    return timings
+
+
 def run_server(grid: Grid, cfg: Mapping[str, Any], timeout: float = 3600.0, resume: bool = False) -> dict[str, Any]:
     """Run one federated job (either mode) with a resolved config; returns the summary dict.
 
@@ -342,12 +354,18 @@ def run_server(grid: Grid, cfg: Mapping[str, Any], timeout: float = 3600.0, resu
     results folder from its last saved round (``strategies.checkpoint``).
     """
     started = time.time()
+    waited = PHASES.since("backend start")
+    if waited is not None:  # from the launcher's call into the backend to here: the backend's start-up
+        PHASES.add("backend start", waited)
+        PHASES.marks.pop("backend start")
+    grid = TimedGrid(grid)
     if cfg["fault-rate"] > 0:
         grid = FaultyGrid(grid, cfg)  # drops the scheduled replies when fault-kind = "drop-reply"
     source = data.check_source(cfg)
     folder = run_folder(cfg)
     configured = dict(cfg)
-    cfg, grid, encoder = publish_encoder(cfg, grid)  # before any message: every request names the encoder
+    with PHASES.measure("publish encoder"):
+        cfg, grid, encoder = publish_encoder(cfg, grid)  # before any message: every request names the encoder
     if resume:
         writer = RunWriter.reopen(folder, last_checkpoint(folder))
         done, strategy, arrays, extra = load_checkpoint(folder, writer)
@@ -361,10 +379,8 @@ def run_server(grid: Grid, cfg: Mapping[str, Any], timeout: float = 3600.0, resu
         writer.write_json("config.json", {"config": configured, "data_source": source})
         log.info("results go to %s", writer.folder)
         diagnostics = None
-        if cfg["mode"] == "central":
-            run = central_run(grid, cfg, writer, timeout)
-        else:
-            run = local_run(grid, cfg, writer)
+        with PHASES.measure("server setup"):  # central mode: discovery and the public start
+            run = central_run(grid, cfg, writer, timeout) if cfg["mode"] == "central" else local_run(grid, cfg, writer)
             diagnostics = channel_class(cfg).diagnostics(cfg)  # e.g. the word-level rewrite's quality
             if diagnostics is not None:
                 name, data_ = diagnostics
@@ -379,10 +395,11 @@ def run_server(grid: Grid, cfg: Mapping[str, Any], timeout: float = 3600.0, resu
             num_rounds=int(cfg["num-server-rounds"]),
             timeout=float(cfg["node-timeout"]),  # per round: a reply later than this is lost
         )
-        state = attack_state(cfg, run, checkpoints.arrays)
-        if state is not None:
-            state.save(writer.folder)
-        fields, title, test_label = _summary(cfg, run, writer)
+        with PHASES.measure("writing results"):
+            state = attack_state(cfg, run, checkpoints.arrays)
+            if state is not None:
+                state.save(writer.folder)
+            fields, title, test_label = _summary(cfg, run, writer)
         fields["guarantee"]["encoder"] = encoder
         fields["guarantee"]["notes"].append(encoder_note(encoder))
         summary = {
@@ -392,10 +409,12 @@ def run_server(grid: Grid, cfg: Mapping[str, Any], timeout: float = 3600.0, resu
             "encoder": encoder,
             **({diagnostics[0]: diagnostics[1]} if diagnostics is not None else {}),
             "wall_seconds": round(time.time() - started, 2),
+            "timings": run_timings(grid),
             **({"resumed_after_round": done} if resume else {}),
         }
-        writer.write_json("summary.json", summary)
-        writer.plot(title, test_label=test_label, reference=cfg["reference-accuracy"] or None)
+        with PHASES.measure("writing results"):
+            writer.write_json("summary.json", summary)
+            writer.plot(title, test_label=test_label, reference=cfg["reference-accuracy"] or None)
     except BaseException as err:
         writer.set_status("failed", error=f"{type(err).__name__}: {err}"[:500])
         raise

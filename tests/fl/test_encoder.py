@@ -63,3 +63,18 @@ def test_long_encodes_are_stored_shard_by_shard(tmp_path: Path, monkeypatch: pyt
     assert len(list(tmp_path.rglob("*.keys.npy"))) == 3  # 2 + 2 + 1 texts
     again = encoder.encode(texts[::-1], "all-MiniLM-L6-v2", tmp_path, progress=False)
     assert np.allclose(again, out[::-1], atol=1e-6) and len(list(tmp_path.rglob("*.keys.npy"))) == 3
+
+
+def test_the_encoder_dimension_is_read_without_loading_the_model(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A run whose embeddings are all cached never loads the encoder: its dimension comes from the
+    folder's sentence-transformers configuration (the packaged MiniLM: 384)."""
+    from fl import encoder as enc
+
+    enc.encoder_dimension.cache_clear()
+
+    def refuse(*args: object, **kwargs: object) -> None:
+        raise AssertionError("the encoder was loaded")
+
+    monkeypatch.setattr(enc, "load_encoder", refuse)
+    assert enc.encoder_dimension("all-MiniLM-L6-v2") == 384
+    enc.encoder_dimension.cache_clear()

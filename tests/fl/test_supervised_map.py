@@ -151,6 +151,42 @@ def test_scale_is_the_best_candidate_on_a_seeded_public_hold_out() -> None:
     assert table["10"] < 0.7 < max(table["0.1"], table["1"])
 
 
+def test_the_scale_choice_is_cached_exactly_and_keyed_by_everything_it_reads(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import fl.public_start as ps
+
+    x, y = _blobs(n=60, d=6)
+    x = x.float()
+    cfg = config.resolve({"server-epochs": 1, "hidden-dim": 8, "batch-size": 32, "seed": 1, "cache-dir": str(tmp_path)})
+    mech = mechanisms.create("purkayastha", epsilon=3.0)
+    fresh = torch.Generator().manual_seed(5)
+    expected = choose_map_scale(cfg, x, y, 2, 2, mech, fresh)
+    first = torch.Generator().manual_seed(5)
+    assert ps.cached_map_scale(cfg, x, y, 2, 2, mech, first) == expected  # computed and stored
+    calls = []
+    real = ps.choose_map_scale
+    monkeypatch.setattr(ps, "choose_map_scale", lambda *a, **k: calls.append(1) or real(*a, **k))
+    second = torch.Generator().manual_seed(5)
+    assert ps.cached_map_scale(cfg, x, y, 2, 2, mech, second) == expected and not calls  # read back
+    # the generator continues exactly where the computation would have left it
+    assert torch.equal(second.get_state(), fresh.get_state()) and torch.equal(first.get_state(), fresh.get_state())
+    # power: a changed public label, mechanism, seed or generator state is another entry
+    flipped = y.clone()
+    flipped[0] = 1 - flipped[0]
+    ps.cached_map_scale(cfg, x, flipped, 2, 2, mech, torch.Generator().manual_seed(5))
+    other = mechanisms.create("purkayastha", epsilon=4.0)
+    ps.cached_map_scale(cfg, x, y, 2, 2, other, torch.Generator().manual_seed(5))
+    ps.cached_map_scale(cfg.replace(seed=2), x, y, 2, 2, mech, torch.Generator().manual_seed(5))
+    ps.cached_map_scale(cfg, x, y, 2, 2, mech, torch.Generator().manual_seed(6))
+    assert len(calls) == 4
+    # a damaged entry is discarded and recomputed
+    for path in (tmp_path / "public-start").glob("*.pt"):
+        path.write_bytes(path.read_bytes()[:-7])
+    assert ps.cached_map_scale(cfg, x, y, 2, 2, mech, torch.Generator().manual_seed(5)) == expected
+    assert len(calls) == 5
+
+
 # ------------------------------------------------------------------ public data only, end to end
 def test_the_map_reads_the_public_split_only(tmp_path: Path, cache_dir: Path) -> None:
     """Changing private training documents (text and label) leaves M1 and the chosen scale bit for

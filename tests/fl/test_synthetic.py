@@ -30,7 +30,7 @@ def _no_files_no_encoder(monkeypatch: pytest.MonkeyPatch) -> None:
         raise AssertionError("the synthetic dataset read a data file or loaded an encoder")
 
     monkeypatch.setattr(datasets, "_load_cached", refuse)
-    monkeypatch.setattr(cohort_mod, "load_encoder", refuse)
+    monkeypatch.setattr(cohort_mod, "encoder_dimension", refuse)
     monkeypatch.setattr(cohort_mod, "embed_texts", refuse)
 
 

@@ -126,14 +126,15 @@ def test_bad_parameters_are_refused(args: tuple, message: str) -> None:
 
 def test_small_noise_accounting_is_quiet(caplog: pytest.LogCaptureFixture) -> None:
     """At sigma ~ 0.5 dp_accounting's RDP series does not converge for orders 1.1-1.3 and it warns
-    once per order; the bound without those orders is still valid, and the warning is filtered."""
+    once per order; the bound without those orders is still valid, and the warning becomes INFO
+    (kept in a run's log, off a quiet console)."""
     from absl import logging as absl_logging
 
-    with caplog.at_level(logging.WARNING):
+    with caplog.at_level(logging.INFO):
         absl_logging.warning("_compute_log_a_frac failed to converge after 1000 iterations (a probe)")
-        assert not caplog.records  # the filter drops exactly this message ...
+        assert [r.levelno for r in caplog.records] == [logging.INFO]  # exactly this message is demoted ...
         absl_logging.warning("another dp_accounting warning")
-        assert len(caplog.records) == 1  # ... and nothing else
+        assert [r.levelno for r in caplog.records] == [logging.INFO, logging.WARNING]  # ... and nothing else
         caplog.clear()
         eps = user_level_epsilon(0.4963, 0.019842, 50, 1e-5)["epsilon"]
-    assert 7.9 < eps < 8.1 and not caplog.records
+    assert 7.9 < eps < 8.1 and all(r.levelno <= logging.INFO for r in caplog.records)

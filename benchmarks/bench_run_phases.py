@@ -1,0 +1,104 @@
+"""Where a run's wall time goes, per backend: ``sanitas run`` end to end, with its phase breakdown (JSON).
+
+Usage: python benchmarks/bench_run_phases.py [--cases quickstart full-sst2 user-central]
+       [--backends local ray] [--repeats 2] [--out FILE]
+
+Each case is a real ``sanitas run`` (a fresh process, as a user types it) on the offline SST-2
+(``$SANITAS_DATA_DIR``) with the embeddings cached:
+
+* ``quickstart``: ``simulations/quickstart.toml`` (4,000 sentences, 6 nodes, 3 rounds);
+* ``full-sst2``: the same recipe on the whole training split (``train-size = 0``: 50,549
+  private users on 102 nodes, 3 rounds);
+* ``user-central``: ``simulations/sst2_user_central.toml`` at its 60 rounds (full SST-2,
+  user-level DP-FedAvg).
+
+Per case and backend it reports the process's wall seconds (the first repeat also fills the
+run's own caches: the public map's scale choice; later repeats are "after caching") and the
+run's ``timings`` from ``summary.json``: the phases the launcher and the ServerApp measure in their
+process (``fl.timing``: interpreter and imports, launcher checks, backend start, every round
+trip by message type, the server's configure / aggregate steps (server training is
+``server aggregate_train`` in local mode), checkpoints, writing results) and, on the local
+backend, the nodes' own seconds per message type and the wire's bytes and serialisation
+seconds. The rest of the wall time (``unaccounted``) is interpreter shutdown and what runs
+before ``fl.timing`` starts.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from _common import emit, run_header  # noqa: E402  (benchmarks/ is sys.path[0])
+
+CASES: dict[str, tuple[str, list[str]]] = {
+    "quickstart": ("simulations/quickstart.toml", []),
+    "full-sst2": ("simulations/quickstart.toml", ["train-size=0"]),
+    "user-central": ("simulations/sst2_user_central.toml", []),
+}
+
+
+def one_run(config: str, sets: list[str], backend: str, out: Path, timeout: float) -> dict[str, Any]:
+    """One ``sanitas run`` in a fresh process; its wall seconds and the summary's timings."""
+    command = [sys.executable, "-m", "simulations.cli", "run", config, "--out", str(out)]
+    command += ["--set", f'backend="{backend}"']
+    for item in sets:
+        command += ["--set", item]
+    started = time.perf_counter()
+    proc = subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=timeout)
+    wall = time.perf_counter() - started
+    if proc.returncode != 0:
+        return {"error": proc.stderr[-2000:], "wall_seconds": round(wall, 2)}
+    summary = json.loads(next(out.glob("*/summary.json")).read_text())
+    phases = summary["timings"]["phases"]
+    return {
+        "wall_seconds": round(wall, 2),
+        "accuracy": summary["final"]["accuracy"],
+        "phases": phases,
+        "wire": summary["timings"].get("wire"),
+        "unaccounted_seconds": round(wall - sum(phases.values()), 2),
+    }
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--cases", nargs="+", choices=sorted(CASES), default=["quickstart", "full-sst2"])
+    parser.add_argument("--backends", nargs="+", choices=("local", "ray"), default=["local", "ray"])
+    parser.add_argument("--repeats", type=int, default=2, help="runs per case and backend (the first fills caches)")
+    parser.add_argument("--timeout", type=float, default=1800.0, help="seconds per run before it is killed")
+    parser.add_argument("--out", default="", help="also write the JSON to this file")
+    args = parser.parse_args()
+    if not os.environ.get("SANITAS_DATA_DIR"):
+        print("set SANITAS_DATA_DIR to the offline data folder (../shared/data)", file=sys.stderr)
+        return 2
+    header = run_header()
+    results: dict[str, Any] = {}
+    for case in args.cases:
+        config, sets = CASES[case]
+        results[case] = {"config": config, "sets": sets}
+        for backend in args.backends:
+            runs = []
+            for _ in range(args.repeats):
+                with tempfile.TemporaryDirectory() as tmp:
+                    runs.append(one_run(config, sets, backend, Path(tmp), args.timeout))
+                print(f"{case} {backend}: {runs[-1].get('wall_seconds')} s", file=sys.stderr, flush=True)
+            results[case][backend] = runs
+        done = [b for b in ("local", "ray") if b in results[case] and "error" not in results[case][b][-1]]
+        if len(done) == 2:
+            local, ray = results[case]["local"][-1]["wall_seconds"], results[case]["ray"][-1]["wall_seconds"]
+            results[case]["ray_over_local"] = round(ray / local, 2)
+    emit({**header, "benchmark": "sanitas run end to end, per backend, with its phase breakdown", **results}, args.out)
+    return 1 if any("error" in r for c in results.values() for b in ("local", "ray") for r in c.get(b, [])) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

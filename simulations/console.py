@@ -1,0 +1,182 @@
+"""What a run shows on the console, and its full log.
+
+Every run writes its whole log (Sanitas, Flower, Ray, the accountant, Python warnings) to
+``<results folder>/run.log``. On the console, by default (quiet), a run shows one progress
+display (rich: the round it is in, from the run's ``status.json``, whatever the backend), its
+warnings, and at the end one summary table (:func:`summary_table`); Flower's banners and metric
+dumps, per-worker progress bars and library warnings go to the log only. ``verbose`` shows
+everything on the console as well.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import threading
+import warnings
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from fl.progress import set_quiet
+
+#: The run's log file inside its results folder (``fl.results.RunWriter`` ignores it when it checks
+#: that a new run's folder is empty).
+RUN_LOG = "run.log"
+#: Loggers whose records go to the run's log.
+LOGGERS = ("fl", "clients", "strategies", "simulations", "sanitas", "flwr", "absl", "py.warnings", "ray")
+#: Loggers whose console output quiet mode raises to warnings.
+QUIETED = ("fl", "clients", "strategies", "simulations", "sanitas", "flwr")
+
+
+@contextmanager
+def run_console(folder: Path, num_rounds: int, verbose: bool) -> Iterator[None]:
+    """Log everything to ``folder/run.log`` and, unless ``verbose``, quiet the console and show one
+    progress display over the rounds while the body runs. Restores every setting afterwards."""
+    folder.mkdir(parents=True, exist_ok=True)
+    handler = logging.FileHandler(folder / RUN_LOG, encoding="utf-8")
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    handler.setLevel(logging.INFO)
+    saved: list[tuple[Any, str, Any]] = []
+    for name in LOGGERS:
+        logger = logging.getLogger(name)
+        saved.append((logger, "level", logger.level))
+        if logger.getEffectiveLevel() > logging.INFO:
+            logger.setLevel(logging.INFO)
+        logger.addHandler(handler)
+    env = {}
+    if not verbose:
+        for name in LOGGERS:  # nothing reaches the root logger's handlers (a library's basicConfig)
+            logger = logging.getLogger(name)
+            saved.append((logger, "propagate", logger.propagate))
+            logger.propagate = False
+        for name in QUIETED:
+            for h in logging.getLogger(name).handlers:
+                if h is not handler:
+                    saved.append((h, "level", h.level))
+                    h.setLevel(logging.WARNING)
+        env = {"TQDM_DISABLE": "1", "HF_HUB_DISABLE_PROGRESS_BARS": "1", "TRANSFORMERS_VERBOSITY": "error"}
+    old_env = {k: os.environ.get(k) for k in env}
+    was_quiet = set_quiet(not verbose)
+    restore_hub_bars = _hub_bars_off() if not verbose else None
+    os.environ.update(env)
+    logging.captureWarnings(True)
+    stop = threading.Event()
+    watcher = None if verbose else threading.Thread(target=_show_rounds, args=(folder, num_rounds, stop), daemon=True)
+    try:
+        with warnings.catch_warnings():
+            if not verbose:
+                warnings.simplefilter("ignore")  # library deprecation chatter; the log keeps what logging sees
+            if watcher is not None:
+                watcher.start()
+            yield
+    finally:
+        stop.set()
+        if watcher is not None:
+            watcher.join(5)
+        logging.captureWarnings(False)
+        set_quiet(was_quiet)
+        if restore_hub_bars is not None:
+            restore_hub_bars()
+        for k, v in old_env.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+        for obj, attr, value in reversed(saved):
+            if attr == "propagate":
+                obj.propagate = value
+            else:
+                obj.setLevel(value)
+        for name in LOGGERS:
+            logging.getLogger(name).removeHandler(handler)
+        handler.close()
+
+
+def _hub_bars_off() -> Callable[[], None]:
+    """Turn off the Hugging Face progress bars (hub downloads, transformers' "Loading weights"; the
+    environment variables are read at import, too late here); returns what restores them."""
+    import sys
+
+    try:
+        import huggingface_hub.utils as hub
+    except ImportError:
+        return lambda: None
+    hub_was = hub.are_progress_bars_disabled()
+    hub.disable_progress_bars()  # transformers, imported later in the run, starts with its bars off
+    tf = sys.modules.get("transformers.utils.logging")
+    tf_was = tf.is_progress_bar_enabled() if tf is not None else None
+    if tf is not None:
+        tf.disable_progress_bar()
+
+    def restore() -> None:
+        if not hub_was:
+            hub.enable_progress_bars()
+        if tf is not None and tf_was:
+            tf.enable_progress_bar()
+
+    return restore
+
+
+def _show_rounds(folder: Path, num_rounds: int, stop: threading.Event) -> None:
+    """One rich progress bar over the rounds, read from ``status.json`` (both backends write it)."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+    with Progress(*columns, transient=True) as progress:
+        task = progress.add_task("setting up (data, nodes, public map)", total=max(num_rounds, 1))
+        while not stop.wait(0.5):
+            try:
+                done = int(json.loads((folder / "status.json").read_text()).get("completed_rounds", 0))
+            except (OSError, ValueError):
+                continue
+            progress.update(task, completed=done, description=f"round {min(done + 1, num_rounds)}/{num_rounds}")
+
+
+def privacy_text(summary: Mapping[str, Any]) -> str:
+    """The run's per-user privacy in one line: epsilon, its unit and delta (or why there is none)."""
+    p = summary.get("privacy") or {}
+    if summary.get("mode") == "central":
+        unit = p.get("unit") or summary.get("central_unit") or "user"
+        if p.get("epsilon") is None:
+            return "no finite epsilon"
+        return f"({p['epsilon']:.3g}, {p.get('delta', 0):g})-DP per {unit} (central)"
+    if not summary.get("ldp_guarantee_holds", True):
+        return "NOT LDP (leaky map): no guarantee"
+    total, delta = p.get("epsilon_total"), p.get("delta_total", 0.0)
+    if total is not None:
+        return f"epsilon {total:.3g} per user, delta {delta:g} (local DP, everything a user releases)"
+    embedding = p.get("epsilon_ldp")
+    if embedding is None:
+        return "no finite epsilon"
+    composed = (p.get("composition_embedding") or {}).get("epsilon_best_approx", embedding)
+    return f"epsilon {composed:.3g} per user for the embedding (local DP); labels in the clear: no finite epsilon"
+
+
+def summary_table(summary: Mapping[str, Any]) -> Any:
+    """The final summary as a rich table: accuracy, macro-F1, per-user epsilon, wall time, folder."""
+    from rich.table import Table
+
+    final = summary.get("final") or {}
+    table = Table(title="sanitas run", show_header=False, title_justify="left")
+    table.add_column(style="bold")
+    table.add_column()
+
+    def number(value: Any) -> str:
+        return "-" if value is None else f"{value:.4f}"
+
+    table.add_row("accuracy", number(final.get("accuracy")))
+    table.add_row("macro-F1", number(final.get("macro_f1")))
+    table.add_row("privacy", privacy_text(summary))
+    table.add_row("wall time", f"{summary.get('wall_seconds', float('nan')):.1f} s")
+    table.add_row("results", str(summary.get("results_folder", "")))
+    return table
+
+
+def print_summary(summary: Mapping[str, Any]) -> None:
+    """Print :func:`summary_table` to stdout."""
+    from rich.console import Console
+
+    Console().print(summary_table(summary))

@@ -1,0 +1,228 @@
+"""The in-process simulation backend (``backend = "local"``): the same ServerApp and ClientApp as
+on Ray or on real devices, run in this process.
+
+:class:`LocalGrid` is a ``flwr.serverapp.Grid``: the ServerApp sends and receives through it
+exactly as through Flower's simulation or deployment grids. Each message crosses a wire:
+it is deflated into Flower's inflatable objects (the bytes the Deployment Runtime pushes to a
+SuperLink, ``flwr.supercore.inflatable``) and inflated again on the other side, request and
+reply alike, so a node only ever sees what bytes carried and the server never holds a
+reference into a node's objects (or the reverse). Each simulated node has Flower simulation's
+node config (``partition-id``, ``num-partitions``) and its own ``Context`` whose ``state``
+persists across the run, as the simulation engine keeps it.
+
+The nodes run one after another in this process, but a round is judged as if they ran
+concurrently: a reply is lost when *its own* node took longer than the round's timeout (as
+when Flower's grid stops waiting), never because earlier nodes of the round were slow. A
+ClientApp that raises answers with Flower's error reply (``CLIENT_APP_RAISED_EXCEPTION``),
+as in Flower's simulation engine. A node computes with as many torch threads as a Ray actor of
+``node-cpus`` CPUs gets (Ray sets ``OMP_NUM_THREADS`` to its whole CPUs, at least 1), because a
+matrix product's float result depends on the thread count: so both backends give the same bits.
+
+Written by hand because Flower has no in-process backend without Ray (its simulation engine's
+only backend is ``RayBackend``); start-up is an import, not a cluster.
+"""
+
+from __future__ import annotations
+
+import logging
+import secrets
+import time
+import traceback
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import cast
+from uuid import uuid4
+
+import torch
+from flwr.app import Context, Error, Message, RecordDict
+from flwr.clientapp import ClientApp
+from flwr.common.constant import ErrorCode
+from flwr.serverapp import Grid, ServerApp
+from flwr.supercore.inflatable.inflatable_object import get_all_nested_objects
+from flwr.supercore.inflatable.inflatable_utils import inflate_object_from_contents
+from flwr.supercore.run import Run
+from flwr.supercore.task_identity import TaskIdentity
+
+log = logging.getLogger(__name__)
+
+SERVER_NODE_ID = 1  # flwr.common.constant.SUPERLINK_NODE_ID: the source of every request
+
+
+def wire(message: Message) -> tuple[Message, int]:
+    """``message`` after a trip over Flower's wire: deflated into its objects' bytes and inflated
+    from those bytes alone (the metadata travels in the message object, the ``message_id``
+    is restored as the receiving end knows it). Returns the copy and the bytes sent."""
+    contents = {object_id: obj.deflate() for object_id, obj in get_all_nested_objects(message).items()}
+    size = sum(len(b) for b in contents.values())
+    copy = cast(Message, inflate_object_from_contents(message.object_id, contents))
+    copy.metadata.__dict__["_message_id"] = message.metadata.message_id
+    return copy, size
+
+
+@dataclass
+class WireStats:
+    """What crossed the wire and how long the nodes worked (for the run's timing breakdown)."""
+
+    messages: int = 0
+    bytes_sent: int = 0  # server -> nodes
+    bytes_received: int = 0  # nodes -> server
+    serialise_seconds: float = 0.0
+    node_seconds: dict[str, float] = field(default_factory=dict)  # by message type
+
+    def to_dict(self) -> dict[str, float | int]:
+        return {
+            "messages": self.messages,
+            "bytes_sent": self.bytes_sent,
+            "bytes_received": self.bytes_received,
+            "serialise_seconds": round(self.serialise_seconds, 3),
+            **{f"node_seconds_{k}": round(v, 3) for k, v in sorted(self.node_seconds.items())},
+        }
+
+
+class LocalGrid(Grid):
+    """A Grid whose ``num_nodes`` nodes run ``client_app`` in this process (see the module docstring).
+
+    ``run_config`` is every node's ``context.run_config``; node ids are random 63-bit integers,
+    as Flower's link state draws them, so nothing may depend on their values.
+    """
+
+    def __init__(
+        self,
+        client_app: ClientApp,
+        num_nodes: int,
+        run_config: dict | None = None,
+        run_id: int | None = None,
+        node_threads: int = 1,
+    ) -> None:
+        if num_nodes < 1:
+            raise ValueError(f"a federation needs at least one node, got {num_nodes}")
+        self.client_app = client_app
+        self._run = Run.create_empty(run_id if run_id is not None else secrets.randbits(63))
+        self._run.override_config = dict(run_config or {})
+        ids: set[int] = set()
+        while len(ids) < num_nodes:
+            node_id = secrets.randbits(63)
+            if node_id not in (0, SERVER_NODE_ID):
+                ids.add(node_id)
+        self.contexts = {
+            node_id: Context(
+                run_id=self._run.run_id,
+                node_id=node_id,
+                node_config={"partition-id": partition, "num-partitions": num_nodes},
+                state=RecordDict(),
+                run_config=dict(self._run.override_config),
+            )
+            for partition, node_id in enumerate(sorted(ids))
+        }
+        self._replies: dict[str, Message] = {}
+        self.stats = WireStats()
+        self.node_threads = max(1, int(node_threads))
+
+    # ------------------------------------------------------------------ the Grid interface
+    def set_run(self, run: Run) -> None:
+        self._run = run
+
+    @property
+    def run(self) -> Run:
+        return self._run
+
+    def create_message(
+        self, content: RecordDict, message_type: str, dst_node_id: int, group_id: str, ttl: float | None = None
+    ) -> Message:
+        return Message(content, dst_node_id, message_type, ttl=ttl, group_id=group_id)
+
+    def get_node_ids(self) -> Iterable[int]:
+        return list(self.contexts)
+
+    def push_messages(self, messages: Iterable[Message]) -> Iterable[str]:
+        """Deliver each message and keep its reply for :meth:`pull_messages` (no deadline)."""
+        ids = []
+        for message in messages:
+            reply, _ = self._deliver(message)
+            self._replies[message.metadata.message_id] = reply
+            ids.append(message.metadata.message_id)
+        return ids
+
+    def pull_messages(self, message_ids: Iterable[str]) -> Iterable[Message]:
+        return [self._replies.pop(i) for i in message_ids if i in self._replies]
+
+    def send_and_receive(self, messages: Iterable[Message], *, timeout: float | None = None) -> Iterable[Message]:
+        """Deliver every message; return the replies whose node answered within ``timeout`` seconds
+        of its own work (the nodes of a round count as concurrent)."""
+        replies = []
+        for message in messages:
+            reply, seconds = self._deliver(message)
+            if timeout is not None and seconds > timeout:
+                node = message.metadata.dst_node_id
+                log.info("node %d replied after %.1f s, past the timeout (%.1f s): lost", node, seconds, timeout)
+                continue
+            replies.append(reply)
+        return replies
+
+    # ------------------------------------------------------------------ delivery
+    def _deliver(self, message: Message) -> tuple[Message, float]:
+        """Send ``message`` over the wire to its node, run the ClientApp, bring the reply back;
+        returns the reply and the node's own seconds."""
+        node_id = message.metadata.dst_node_id
+        if node_id not in self.contexts:
+            raise ValueError(f"no node {node_id} in this federation")
+        md = message.metadata.__dict__
+        md["_message_id"] = md["_message_id"] or str(uuid4())
+        md["_run_id"] = self._run.run_id
+        md["_src_node_id"] = SERVER_NODE_ID
+        t0 = time.perf_counter()
+        received, sent_bytes = wire(message)
+        received.metadata.__dict__["_delivered_at"] = str(time.time())
+        t1 = time.perf_counter()
+        context = self.contexts[node_id]
+        server_threads = torch.get_num_threads()
+        torch.set_num_threads(self.node_threads)  # as a Ray actor of node-cpus CPUs: same float results
+        try:
+            reply = self.client_app(received, context)
+        except Exception as err:  # noqa: BLE001 - a node's failure is its reply, as in Flower's engine
+            log.info("node %d raised while handling %s: %s", node_id, message.metadata.message_type, err)
+            log.debug(traceback.format_exc())
+            reason = f"{type(err)}:<'{err}'>"
+            reply = Message(Error(code=ErrorCode.CLIENT_APP_RAISED_EXCEPTION, reason=reason), reply_to=received)
+        finally:
+            torch.set_num_threads(server_threads)
+        t2 = time.perf_counter()
+        reply.metadata.__dict__["_message_id"] = str(uuid4())
+        back, received_bytes = wire(reply)
+        t3 = time.perf_counter()
+        kind = message.metadata.message_type.split(".")[0]
+        self.stats.messages += 1
+        self.stats.bytes_sent += sent_bytes
+        self.stats.bytes_received += received_bytes
+        self.stats.serialise_seconds += (t1 - t0) + (t3 - t2)
+        self.stats.node_seconds[kind] = self.stats.node_seconds.get(kind, 0.0) + (t2 - t1)
+        return back, t2 - t1
+
+
+def run_local(
+    server_app: ServerApp,
+    client_app: ClientApp,
+    num_nodes: int,
+    run_config: dict | None = None,
+    on_grid: Callable[[LocalGrid], None] | None = None,
+    node_threads: int = 1,
+) -> LocalGrid:
+    """Run ``server_app`` to completion on a :class:`LocalGrid` of ``num_nodes`` nodes running
+    ``client_app`` with ``node_threads`` torch threads each; returns the grid (its ``stats``).
+    Exceptions of the ServerApp propagate."""
+    grid = LocalGrid(client_app, num_nodes, run_config, node_threads=node_threads)
+    # The identity Message() reads for the sender of new messages (as Flower's run_simulation sets it).
+    TaskIdentity.task_id = 1
+    TaskIdentity.run_id = grid.run.run_id
+    TaskIdentity.node_id = SERVER_NODE_ID
+    if on_grid is not None:
+        on_grid(grid)
+    context = Context(
+        run_id=grid.run.run_id,
+        node_id=0,
+        node_config={},
+        state=RecordDict(),
+        run_config=dict(grid.run.override_config),
+    )
+    server_app(grid, context)
+    return grid

@@ -1,0 +1,32 @@
+"""The grid that times every round trip (``fl.timing.PHASES``: ``round trip <message type>``).
+
+A round trip is everything between the server's send and the last reply: the messages'
+serialisation, the transport, queueing on the backend and the nodes' own work. The local
+backend reports the nodes' own work and the serialisation apart (``simulations.local_runtime``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from flwr.app import Message
+
+from fl.timing import PHASES
+
+
+class TimedGrid:
+    """A Flower grid whose ``send_and_receive`` adds its seconds to ``round trip <type>``; every
+    other call is the wrapped grid's."""
+
+    def __init__(self, grid: Any) -> None:
+        self._grid = grid
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._grid, name)
+
+    def send_and_receive(self, messages: Iterable[Message], timeout: float | None = None) -> Iterable[Message]:
+        messages = list(messages)
+        kind = messages[0].metadata.message_type.split(".")[0] if messages else "none"
+        with PHASES.measure(f"round trip {kind}"):
+            return list(self._grid.send_and_receive(messages, timeout=timeout))
