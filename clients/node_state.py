@@ -28,6 +28,11 @@ from fl.results import write_atomic
 
 RESUMED_FROM = "resumed-from"  # strategies.checkpoint.RESUMED_FROM (clients may not import strategies)
 RESTORED_KEY = "sanitas.restored"
+#: Each snapshot is on disk (fsync) before the node replies. A runtime that runs many nodes in one
+#: process (``simulations.local_runtime``) turns this off and flushes a round's snapshots with one
+#: ``os.sync()`` before the replies reach the server, which then saves its own checkpoint: the same
+#: order on disk (nodes' state, then the server's), without a disk flush per node.
+SYNC_EACH_SNAPSHOT = True
 STAGES = ("train", "evaluate")
 
 
@@ -76,7 +81,7 @@ def save(msg: Message, context: Context, cfg: Mapping[str, Any], partition_id: i
     if folder is None or server_round <= 0:
         return
     folder.mkdir(parents=True, exist_ok=True)
-    write_atomic(folder / f"r{server_round:05d}-{stage}.pkl", pickle.dumps(context.state))
+    write_atomic(folder / f"r{server_round:05d}-{stage}.pkl", pickle.dumps(context.state), sync=SYNC_EACH_SNAPSHOT)
     # A resume restarts after round R >= server_round - 1: keep the newest snapshot of a round
     # <= server_round - 1 and everything later.
     snaps = _snapshots(folder)

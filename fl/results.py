@@ -60,14 +60,17 @@ def run_folder(cfg: Mapping[str, Any]) -> Path:
 STATUS = "status.json"
 
 
-def write_atomic(path: Path, data: bytes) -> None:
-    """Replace ``path`` by ``data`` all at once: a reader sees the old file or the new one, never a part."""
+def write_atomic(path: Path, data: bytes, sync: bool = True) -> None:
+    """Replace ``path`` by ``data`` all at once: a reader sees the old file or the new one, never a part.
+    ``sync``: on disk (fsync) before the rename; ``False`` leaves the flush to the caller (one
+    ``os.sync()`` for many files)."""
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
             fh.flush()
-            os.fsync(fh.fileno())
+            if sync:
+                os.fsync(fh.fileno())
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)

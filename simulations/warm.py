@@ -61,6 +61,7 @@ def _serve(conn: Connection, threads: int, target: str) -> None:
         import torch
 
         torch.set_num_threads(threads)
+    threading.Thread(target=_exit_when_orphaned, args=(os.getppid(),), daemon=True).start()
     module, _, name = target.partition(":")
     main = getattr(importlib.import_module(module), name)
     while True:
@@ -73,6 +74,14 @@ def _serve(conn: Connection, threads: int, target: str) -> None:
         argv, log_path = job
         conn.send(_run_logged(main, list(argv), Path(log_path)))
         _drop_run_caches()
+
+
+def _exit_when_orphaned(parent: int) -> None:
+    """End this worker as soon as the process that started it is gone (killed without closing its
+    pool): a sweep stopped with a signal leaves no point running behind it."""
+    while os.getppid() == parent:
+        time.sleep(1.0)
+    os._exit(1)
 
 
 def _run_logged(main: Any, argv: list[str], log_path: Path) -> int:

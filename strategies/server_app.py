@@ -282,6 +282,9 @@ def attack_state(cfg: Mapping[str, Any], run: ModeRun, final: ArrayRecord) -> At
         stored = np.flatnonzero(core._slot >= 0)
         return attack_from_model(core.model, core.map_matrix, stored, "documents whose releases the server stored")
     everyone = "every training document (central mode: any user may have been sampled)"
+    if data.is_synthetic(cfg):
+        log.info("no attack state: dataset = 'synthetic' has no documents to attack")
+        return None
     if isinstance(strategy, UserLevelDPFedAvg):
         if cfg["central-train"] == "encoder":
             log.info("no attack state: the attacks read a head on fixed embeddings, this run trained the encoder too")
