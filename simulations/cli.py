@@ -3,7 +3,9 @@
 ``sanitas run CONFIG.toml [--set key=value ...] [--out DIR]`` resolves the config
 (file, then ``--set`` overrides), checks it and the data before anything is
 written, sizes the simulated federation (``users-per-node``) and runs the same
-ServerApp and ClientApp as ``flwr run .`` on Flower's Ray simulation backend.
+ServerApp and ClientApp as ``flwr run .`` on the configured simulation backend (``backend``:
+in this process by default, or Flower's Ray engine), with a quiet console (``--verbose`` for
+everything; the whole log is in the run's ``run.log``) and a final summary table.
 
 This module parses arguments and prints; a run goes through
 :func:`simulations.api.run` (the Python API), ``key=value`` arguments through

@@ -44,8 +44,10 @@ encodes those new documents once, on its first run.
 
 Output
 ------
-Each run is ``python -m simulations.cli run CONFIG --set ... --out <out>/<name>``
-in its own process (a crash fails that run only) and writes
+Each run is ``sanitas run CONFIG --set ... --out <out>/<name>``, executed in a warm worker
+process that serves one point after another (:mod:`simulations.warm`: imports, datasets and
+caches load once; a failing point fails that run only, a point that kills its worker is retried
+once in a fresh one; ``--jobs N`` runs N points at once) and writes
 ``<out>/<name>/<run-name>/``; the run name is ``key=value`` pairs joined by
 ``__`` (``sentence-mechanism=purkayastha__sentence-epsilon=2__seed=1``). The
 process's output goes to ``<out>/<name>/logs/<run-name>.log`` and its outcome
@@ -74,7 +76,6 @@ import csv
 import itertools
 import json
 import re
-import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -395,27 +396,6 @@ def last_error(log_text: str) -> str:
         if found:
             return found[-1][:500]
     return lines[-1][:500] if lines else "no output"
-
-
-def execute(command: Sequence[str], log_path: Path, timeout: float | None = None) -> Outcome:
-    """Run ``command`` with stdout and stderr to ``log_path``; never raises for the command's failure."""
-    log_path.parent.mkdir(parents=True, exist_ok=True)
-    started = time.time()
-    with log_path.open("w") as log:
-        log.write("$ " + " ".join(command) + "\n")
-        log.flush()
-        try:
-            rc = subprocess.run(command, stdout=log, stderr=subprocess.STDOUT, timeout=timeout).returncode
-        except subprocess.TimeoutExpired:
-            rc = 124
-        except OSError as err:
-            log.write(f"sanitas: error: could not start the run: {err}\n")
-            rc = 127
-    seconds = round(time.time() - started, 2)
-    if rc == 0:
-        return Outcome(rc, seconds)
-    error = f"timed out after {timeout:g} s" if rc == 124 else last_error(log_path.read_text(errors="replace"))
-    return Outcome(rc, seconds, error)
 
 
 def _read_json(path: Path) -> dict[str, Any] | None:

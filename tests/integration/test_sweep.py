@@ -345,16 +345,31 @@ def test_a_failed_run_is_recorded_and_the_sweep_goes_on(tmp_path: Path) -> None:
     assert [p.name.startswith(runs[1].name) for p in (tmp_path / "incomplete").iterdir()] == [True]
 
 
-def test_execute_records_a_crashing_process(tmp_path: Path) -> None:
-    code = (
-        "import sys; print('progress'); print('sanitas: error: bad thing', file=sys.stderr); print('tail'); sys.exit(3)"
-    )
-    outcome = sw.execute([sys.executable, "-c", code], tmp_path / "logs" / "r.log")
-    assert outcome.returncode == 3 and outcome.error == "sanitas: error: bad thing"
-    assert "progress" in (tmp_path / "logs" / "r.log").read_text()
-    assert sw.execute([sys.executable, "-c", "pass"], tmp_path / "ok.log").error is None
-    slow = sw.execute([sys.executable, "-c", "import time; time.sleep(30)"], tmp_path / "slow.log", timeout=0.5)
-    assert slow.returncode == 124 and "timed out" in slow.error
+def test_the_warm_runner_maps_each_point_outcome_to_the_sweep_record(tmp_path: Path) -> None:
+    from simulations.warm import PointOutcome
+
+    class Pool:  # what WarmPool.run answers, point by point
+        def __init__(self, outcomes: list[PointOutcome]) -> None:
+            self.outcomes, self.argv = outcomes, []
+
+        def run(self, argv: list[str], log_path: Path, timeout: float | None = None) -> PointOutcome:
+            self.argv.append(argv)
+            with open(log_path, "a") as log:
+                log.write("progress\nsanitas: error: bad thing\ntail\n")
+            return self.outcomes.pop(0)
+
+    run = _runs()[0]
+    outcomes = [PointOutcome(0, 1.0), PointOutcome(3, 1.0), PointOutcome(124, 2.0), PointOutcome(9, 1.0, crashed=True)]
+    pool = Pool(list(outcomes))
+    runner = sw.warm_runner("c.toml", ["noise-seed=0"], tmp_path, pool, timeout=2.0)
+    done, failed, late, died = (runner(run, tmp_path / "logs" / f"{i}.log") for i in range(4))
+    assert pool.argv[0][:2] == ["run", "c.toml"] and pool.argv[0][-2:] == ["--out", str(tmp_path)]
+    assert "--set" in pool.argv[0] and "noise-seed=0" in pool.argv[0]
+    assert done.error is None and done.returncode == 0
+    assert failed.returncode == 3 and failed.error == "sanitas: error: bad thing"
+    assert late.returncode == 124 and "timed out after 2 s" in late.error
+    assert died.returncode == 9 and died.error.startswith("the worker died twice")
+    assert (tmp_path / "logs" / "0.log").read_text().startswith("$ sanitas run c.toml")
     assert sw.last_error("a\nTraceback\nValueError: x\nnoise\n") == "ValueError: x"
 
 
