@@ -61,6 +61,7 @@ def main() -> int:
     parser.add_argument("--out", default="")
     args = parser.parse_args()
     started = time.perf_counter()
+    out_file = Path(args.out).resolve() if args.out else None  # before the chdir below
     repo = Path(args.repo).resolve()
     os.chdir(repo)
     sys.path.insert(0, str(repo))
@@ -106,8 +107,8 @@ def main() -> int:
     }
     text = json.dumps(result, indent=1)
     print(text)
-    if args.out:
-        Path(args.out).write_text(text + "\n")
+    if out_file is not None:
+        out_file.write_text(text + "\n")
     return code
 
 

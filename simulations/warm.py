@@ -15,7 +15,8 @@ Isolation, as with one process per point:
   the next point.
 
 Between points a worker drops the per-run caches (the nodes' cohorts), so memory stays that of one
-run. ``jobs`` workers serve points in parallel, each with ``cpus // jobs`` torch threads.
+run. ``jobs`` workers serve points in parallel, each with ``cpus // jobs`` torch threads (unless
+``$OMP_NUM_THREADS`` says otherwise; one worker keeps torch's default).
 With ``backend = "ray"`` a point still starts and stops Ray (Flower's Ray backend shuts Ray
 down at the end of every run); the imports and caches are still shared.
 
@@ -174,7 +175,10 @@ class WarmPool:
             raise ValueError(f"jobs must be >= 1, got {jobs}")
         self.jobs = jobs
         self.target = target
-        self.threads = max(1, (os.cpu_count() or 1) // jobs)
+        # Several workers share the cores; one worker keeps torch's own choice (all cores, or
+        # $OMP_NUM_THREADS), as a `sanitas run` in a shell would. 0 = leave torch alone.
+        shared = jobs > 1 and not os.environ.get("OMP_NUM_THREADS")
+        self.threads = max(1, (os.cpu_count() or 1) // jobs) if shared else 0
         self._idle: queue.Queue[Worker | None] = queue.Queue()
         for _ in range(jobs):
             self._idle.put(None)  # started on first use
