@@ -1,0 +1,23 @@
+"""The ``sanitas`` entry point exits with main()'s code and flushes what it printed, without Python's
+interpreter teardown."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+from tests.conftest import REPO
+
+
+def _entry(*argv: str) -> subprocess.CompletedProcess:
+    code = f"import sys; sys.argv = ['sanitas', *{list(argv)!r}]; from simulations.cli import entry; entry()"
+    return subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=120)
+
+
+def test_the_entry_point_keeps_exit_codes_and_output() -> None:
+    helped = _entry("--help")
+    assert helped.returncode == 0 and "usage: sanitas" in helped.stdout
+    bad = _entry("sweep")
+    assert bad.returncode == 2 and "the following arguments are required" in bad.stderr
+    missing = _entry("run", "no-such-file.toml")
+    assert missing.returncode == 2 and missing.stderr.count("sanitas: error:") == 1
