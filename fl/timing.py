@@ -25,9 +25,12 @@ class Phases:
         """Remember now as ``name`` (e.g. when a backend starts: its start-up ends when the ServerApp runs)."""
         self.marks[name] = time.perf_counter()
 
-    def since(self, name: str) -> float | None:
-        """Seconds since mark ``name`` (``None`` when it was never set)."""
-        return time.perf_counter() - self.marks[name] if name in self.marks else None
+    def end(self, name: str) -> None:
+        """Add the seconds since mark ``name`` as phase ``name`` and forget the mark (nothing when no
+        such mark is set: a ServerApp started by ``flwr run``, not by the launcher)."""
+        started = self.marks.pop(name, None)
+        if started is not None:
+            self.add(name, time.perf_counter() - started)
 
     def add(self, name: str, seconds: float) -> None:
         self.seconds[name] = self.seconds.get(name, 0.0) + seconds

@@ -186,14 +186,14 @@ def launch(cfg: Mapping[str, Any], resume: bool = False, verbose: bool = True) -
     cfg = config_mod.resolve({**cfg, "run-name": folder.name})  # the ServerApp writes to exactly this folder
     train_users, test_users = population_sizes(cfg)
     nodes = num_nodes(max(train_users, test_users), cfg["users-per-node"])
+    backend = config_mod.simulation_backend(cfg)
     print(
         f"sanitas: {train_users} training users, {test_users} test users on {nodes} simulated nodes "
-        f"({config_mod.simulation_backend(cfg)} backend)",
+        f"({backend} backend)",
         flush=True,
     )
     if cfg["map-in"] == "leaky":
         print(f"sanitas: WARNING: {LEAKY_WARNING}", file=sys.stderr, flush=True)
-    backend = config_mod.simulation_backend(cfg)
     if nodes > MANY_NODES and backend == "ray":
         print(f"sanitas: WARNING: {many_nodes_warning(nodes)}", file=sys.stderr, flush=True)
     warning = channel_class(cfg).early_warning(cfg, train_users + test_users)  # e.g. a word-level delta

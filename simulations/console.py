@@ -16,17 +16,18 @@ import os
 import threading
 import warnings
 from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any
 
 from fl.progress import set_quiet
+from fl.results import RUN_LOG
 
-#: The run's log file inside its results folder (``fl.results.RunWriter`` ignores it when it checks
-#: that a new run's folder is empty).
-RUN_LOG = "run.log"
 #: Loggers whose records go to the run's log.
 LOGGERS = ("fl", "clients", "strategies", "simulations", "sanitas", "flwr", "absl", "py.warnings", "ray")
+#: What quiet mode sets in the environment of the processes a run starts (this process's libraries
+#: read theirs at import: they are switched directly).
+QUIET_ENVIRONMENT = {"TQDM_DISABLE": "1", "HF_HUB_DISABLE_PROGRESS_BARS": "1", "TRANSFORMERS_VERBOSITY": "error"}
 #: Loggers whose console output quiet mode raises to warnings.
 QUIETED = ("fl", "clients", "strategies", "simulations", "sanitas", "flwr")
 
@@ -39,60 +40,52 @@ def run_console(folder: Path, num_rounds: int, verbose: bool) -> Iterator[None]:
     handler = logging.FileHandler(folder / RUN_LOG, encoding="utf-8")
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
     handler.setLevel(logging.INFO)
-    saved: list[tuple[Any, str, Any]] = []
-    for name in LOGGERS:
-        logger = logging.getLogger(name)
-        saved.append((logger, "level", logger.level))
-        if logger.getEffectiveLevel() > logging.INFO:
-            logger.setLevel(logging.INFO)
-        logger.addHandler(handler)
-    env = {}
-    if not verbose:
-        for name in LOGGERS:  # nothing reaches the root logger's handlers (a library's basicConfig)
-            logger = logging.getLogger(name)
-            saved.append((logger, "propagate", logger.propagate))
-            logger.propagate = False
-        for name in QUIETED:
-            for h in logging.getLogger(name).handlers:
-                if h is not handler:
-                    saved.append((h, "level", h.level))
-                    h.setLevel(logging.WARNING)
-        env = {"TQDM_DISABLE": "1", "HF_HUB_DISABLE_PROGRESS_BARS": "1", "TRANSFORMERS_VERBOSITY": "error"}
-    old_env = {k: os.environ.get(k) for k in env}
-    was_quiet = set_quiet(not verbose)
-    restore_hub_bars = _hub_bars_off() if not verbose else None
-    os.environ.update(env)
-    logging.captureWarnings(True)
-    stop = threading.Event()
-    watcher = None if verbose else threading.Thread(target=_show_rounds, args=(folder, num_rounds, stop), daemon=True)
-    try:
-        with warnings.catch_warnings():
-            if not verbose:
-                warnings.simplefilter("ignore")  # library deprecation chatter; the log keeps what logging sees
-            if watcher is not None:
-                watcher.start()
-            yield
-    finally:
-        stop.set()
-        if watcher is not None:
-            watcher.join(5)
-        logging.captureWarnings(False)
-        set_quiet(was_quiet)
-        if restore_hub_bars is not None:
-            restore_hub_bars()
-        for k, v in old_env.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
-        for obj, attr, value in reversed(saved):
-            if attr == "propagate":
-                obj.propagate = value
-            else:
-                obj.setLevel(value)
+    with ExitStack() as undo:  # each change registers its own undo; they run in reverse order
+        undo.callback(handler.close)
         for name in LOGGERS:
-            logging.getLogger(name).removeHandler(handler)
-        handler.close()
+            logger = logging.getLogger(name)
+            undo.callback(logger.removeHandler, handler)
+            undo.callback(logger.setLevel, logger.level)
+            if logger.getEffectiveLevel() > logging.INFO:
+                logger.setLevel(logging.INFO)
+            logger.addHandler(handler)
+        logging.captureWarnings(True)
+        undo.callback(logging.captureWarnings, False)
+        undo.enter_context(warnings.catch_warnings())
+        if not verbose:
+            _quiet(undo, handler)
+            stop = threading.Event()
+            watcher = threading.Thread(target=_show_rounds, args=(folder, num_rounds, stop), daemon=True)
+            watcher.start()
+            undo.callback(watcher.join, 5)
+            undo.callback(stop.set)
+        yield
+
+
+def _quiet(undo: ExitStack, handler: logging.Handler) -> None:
+    """Keep the console to warnings and one progress display (every change undone by ``undo``)."""
+    for name in LOGGERS:  # nothing reaches the root logger's handlers (a library's basicConfig)
+        logger = logging.getLogger(name)
+        undo.callback(setattr, logger, "propagate", logger.propagate)
+        logger.propagate = False
+    for name in QUIETED:
+        for h in logging.getLogger(name).handlers:
+            if h is not handler:
+                undo.callback(h.setLevel, h.level)
+                h.setLevel(logging.WARNING)
+    for key, value in QUIET_ENVIRONMENT.items():  # read by processes started from here (Ray's actors)
+        undo.callback(_restore_env, key, os.environ.get(key))
+        os.environ[key] = value
+    undo.callback(set_quiet, set_quiet(True))
+    undo.callback(_hub_bars_off())
+    warnings.simplefilter("ignore")  # library deprecation chatter (inside run_console's catch_warnings)
+
+
+def _restore_env(key: str, value: str | None) -> None:
+    if value is None:
+        os.environ.pop(key, None)
+    else:
+        os.environ[key] = value
 
 
 def _hub_bars_off() -> Callable[[], None]:

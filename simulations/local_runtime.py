@@ -145,7 +145,6 @@ class LocalGrid(Grid):
         }
         self._replies: dict[str, Message] = {}
         self.stats = WireStats()
-        node_state.SYNC_EACH_SNAPSHOT = False  # one os.sync() per batch instead (see send_and_receive)
         self.node_threads = max(1, int(node_threads))
 
     # ------------------------------------------------------------------ the Grid interface
@@ -270,8 +269,10 @@ def run_local(
         state=RecordDict(),
         run_config=dict(grid.run.override_config),
     )
+    synced = node_state.SYNC_EACH_SNAPSHOT
+    node_state.SYNC_EACH_SNAPSHOT = False  # the grid flushes each batch with one os.sync() instead
     try:
         server_app(grid, context)
     finally:
-        node_state.SYNC_EACH_SNAPSHOT = True
+        node_state.SYNC_EACH_SNAPSHOT = synced
     return grid

@@ -380,8 +380,8 @@ def check_runs(config: str, runs: Sequence[Run], sets: Sequence[str], sweep_dir:
 
 
 def run_command(config: str, run: Run, sets: Sequence[str], sweep_dir: Path) -> list[str]:
-    """The ``python -m simulations.cli run ...`` command of one run (code from the working directory)."""
-    command = [sys.executable, "-m", "simulations.cli", "run", str(config)]
+    """The ``sanitas`` arguments of one run: ``run CONFIG --set ... --out SWEEP_DIR``."""
+    command = ["run", str(config)]
     for item in run_sets(run, sets):
         command += ["--set", item]
     return command + ["--out", str(sweep_dir)]
@@ -777,8 +777,8 @@ def warm_runner(config: str, sets: Sequence[str], sweep_dir: Path, pool: Any, ti
     def runner(run: Run, log_path: Path) -> Outcome:
         command = run_command(config, run, sets, sweep_dir)
         log_path.parent.mkdir(parents=True, exist_ok=True)
-        log_path.write_text("$ sanitas " + " ".join(command[3:]) + "\n")
-        point = pool.run(command[3:], log_path, timeout)
+        log_path.write_text("$ sanitas " + " ".join(command) + "\n")
+        point = pool.run(command, log_path, timeout)
         if point.returncode == 0:
             return Outcome(0, point.seconds)
         if point.returncode == 124:

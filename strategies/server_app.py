@@ -357,10 +357,7 @@ def run_server(grid: Grid, cfg: Mapping[str, Any], timeout: float = 3600.0, resu
     results folder from its last saved round (``strategies.checkpoint``).
     """
     started = time.time()
-    waited = PHASES.since("backend start")
-    if waited is not None:  # from the launcher's call into the backend to here: the backend's start-up
-        PHASES.add("backend start", waited)
-        PHASES.marks.pop("backend start")
+    PHASES.end("backend start")  # from the launcher's call into the backend to here: its start-up
     grid = TimedGrid(grid)
     if cfg["fault-rate"] > 0:
         grid = FaultyGrid(grid, cfg)  # drops the scheduled replies when fault-kind = "drop-reply"
