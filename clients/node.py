@@ -1,8 +1,11 @@
 """What every node does whatever the mode: find its cohort, answer the server's query, resolve the
 run config once per process, and keep its secret noise state.
 
-A simulated node holds a cohort of users (``fl.cohort``): partition ``partition-id``
-of ``num-partitions`` from Flower's node config. Each user is still its own
+A node holds a cohort of users (``fl.cohort``), named by Flower's node config: partition
+``partition-id`` of ``num-partitions`` of the run's dataset, or, with ``data-path``, the node's own
+file of training documents (one per user; they never leave the node, only their sanitized
+releases do). Such a node first reports how many users it holds; the server then assigns their
+global ids (a ``USERS`` query, kept in the node's ``Context.state``). Each user is still its own
 privacy unit; the cohort only batches the work.
 """
 
@@ -19,23 +22,50 @@ from flwr.app import ConfigRecord, Context, Message, RecordDict
 
 from fl import config as config_mod
 from fl import messages as wire
-from fl.cohort import Cohort, build_cohort
+from fl.cohort import Cohort, build_cohort, build_local_cohort
 
 NOISE_KEY = "sanitas.noise"
 
 
+DATA_PATH = "data-path"  # node config: the node's own training documents
+USERS_STATE = "sanitas.users"  # Context.state: the global ids the server assigned to a data-path node
+
+
 def node_partition(context: Context) -> tuple[int, int]:
     """(partition id, number of partitions) of this node, from Flower's node config."""
+    config = context.node_config
     try:
-        return int(context.node_config["partition-id"]), int(context.node_config["num-partitions"])
+        pid, num = int(config["partition-id"]), int(config["num-partitions"])
     except KeyError:
-        raise ValueError("node_config must define partition-id and num-partitions (simulation nodes do)") from None
+        raise ValueError(
+            "the node config must define partition-id and num-partitions (simulation nodes do; a SuperNode "
+            'gets them from --node-config "partition-id=0 num-partitions=2")'
+        ) from None
+    except ValueError:
+        raise ValueError(
+            f"node config partition-id={config['partition-id']!r} num-partitions={config['num-partitions']!r}: "
+            "both must be integers"
+        ) from None
+    if not 0 <= pid < num:
+        raise ValueError(f"node config partition-id={pid} must lie in 0..num-partitions-1 (num-partitions={num})")
+    return pid, num
 
 
 def node_cohort(context: Context, cfg: Mapping[str, Any]) -> Cohort:
-    """This node's cohort (built once per process and config, ``fl.cohort``)."""
+    """This node's cohort (built once per process and config, ``fl.cohort``).
+
+    A problem with the node's own data names the node and its file: the server shows it as the
+    node's error reply."""
     pid, num = node_partition(context)
-    return build_cohort(cfg, pid, num)
+    path = context.node_config.get(DATA_PATH)
+    if not path:
+        return build_cohort(cfg, pid, num)
+    users = context.state.config_records.get(USERS_STATE)
+    offset, total = (int(users["train-offset"]), int(users["num-train-users"])) if users else (0, 0)
+    try:
+        return build_local_cohort(cfg, str(path), pid, num, offset, total)
+    except (ValueError, FileNotFoundError, KeyError) as err:
+        raise ValueError(f"node partition-id={pid}: {err}") from None
 
 
 @lru_cache(maxsize=8)
@@ -85,11 +115,20 @@ def cohort_info(c: Cohort) -> wire.CohortInfo:
         encoder_dim=c.encoder_dim,
         map_dim=c.map_dim,
         release_dim=c.release_dim,
+        partition_id=c.partition_id,
+        num_partitions=c.num_partitions,
+        node_local=int(c.node_local),
     )
 
 
 def handle_query(msg: Message, context: Context, cfg: Mapping[str, Any]) -> Message:
-    """Report the users this node holds and the shapes the server model needs."""
+    """Report the users this node holds and the shapes the server model needs; a ``USERS`` record
+    in the query (data-path nodes) assigns this node's global user ids first."""
+    if wire.USERS in msg.content:
+        assigned = msg.content[wire.USERS]
+        context.state[USERS_STATE] = ConfigRecord(
+            {"train-offset": int(assigned["train-offset"]), "num-train-users": int(assigned["num-train-users"])}
+        )
     info = cohort_info(node_cohort(context, cfg))
     return Message(content=RecordDict({wire.COHORT: info.to_record()}), reply_to=msg)
 

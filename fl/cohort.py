@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import lru_cache
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -42,7 +43,7 @@ class Cohort:
     train_users: range
     test_users: range
     train_doc_user: np.ndarray  # per training document: its global user id
-    train_doc_rows: np.ndarray  # per training document: its row in the train split
+    train_doc_rows: np.ndarray  # per training document: its row in the train split (own file: its user's id)
     train_emb: torch.Tensor  # G(doc), float32 [n_docs, d]; never leaves the node
     train_y: torch.Tensor  # true labels (never leave the node unsanitized unless label-mechanism = none)
     test_emb: torch.Tensor
@@ -57,6 +58,7 @@ class Cohort:
     test_docs: SentenceDocs | None = None
     train_words: np.ndarray | None = None  # word level: word tokens per document (the guarantee's units)
     test_words: np.ndarray | None = None
+    node_local: bool = False  # the training documents are the node's own file (node config data-path)
 
 
 @lru_cache(maxsize=4)
@@ -88,6 +90,26 @@ def build_cohort(cfg: Mapping[str, Any], partition_id: int, num_partitions: int,
     return _build_cached(key, partition_id, num_partitions, progress)
 
 
+def build_local_cohort(
+    cfg: Mapping[str, Any],
+    path: str,
+    partition_id: int,
+    num_partitions: int,
+    train_offset: int = 0,
+    num_train_users: int = 0,
+    progress: bool = True,
+) -> Cohort:
+    """The cohort of a node whose training documents are its own file (node config ``data-path``,
+    ``fl.datasets.read_node_file``): file row i is user ``train_offset + i`` of ``num_train_users``
+    (ids the server assigns once it knows every node's count; 0 and 0 before). The node's test
+    users are its block of the run's test split, as for every node.
+    """
+    file = Path(path).expanduser()
+    stamp = (file.stat().st_size, file.stat().st_mtime_ns) if file.is_file() else (0, 0)
+    key = tuple(sorted(cfg.items()))
+    return _build_cached(key, partition_id, num_partitions, progress, (path, stamp, train_offset, num_train_users))
+
+
 def clear_cohorts() -> None:
     """Forget every cohort this process built (a warm worker between two runs)."""
     _build_cached.cache_clear()
@@ -96,18 +118,35 @@ def clear_cohorts() -> None:
 # Large enough that a Ray worker serving many nodes (thousands, with small cohorts)
 # does not rebuild cohorts every round; a cohort holds n_docs x d float32.
 @lru_cache(maxsize=4096)
-def _build_cached(key: tuple[tuple[str, Any], ...], partition_id: int, num_partitions: int, progress: bool) -> Cohort:
+def _build_cached(
+    key: tuple[tuple[str, Any], ...],
+    partition_id: int,
+    num_partitions: int,
+    progress: bool,
+    node_file: tuple[str, tuple[int, int], int, int] | None = None,
+) -> Cohort:
     cfg = dict(key)
     if data.is_synthetic(cfg):
+        if node_file is not None:
+            raise ValueError('dataset = "synthetic" generates every user: a node cannot also read a data-path')
         return _synthetic_cohort(cfg, partition_id, num_partitions)
     ds = data.load(cfg)
     assert isinstance(ds, data.TextDataset)
-    parts = user_partition(cfg)
-    train_users = cohort(partition_id, num_partitions, parts.num_users)
     test_users = cohort(partition_id, num_partitions, len(ds.test))
-    user_rows = parts.rows(list(train_users))
-    doc_user = np.repeat(np.asarray(train_users, dtype=np.int64), [len(r) for r in user_rows])
-    doc_rows = np.concatenate(user_rows) if user_rows else np.zeros(0, dtype=np.int64)
+    if node_file is None:
+        parts = user_partition(cfg)
+        total = parts.num_users
+        train_users = cohort(partition_id, num_partitions, total)
+        train_split = ds.train
+        user_rows = parts.rows(list(train_users))
+        doc_user = np.repeat(np.asarray(train_users, dtype=np.int64), [len(r) for r in user_rows])
+        doc_rows = np.concatenate(user_rows) if user_rows else np.zeros(0, dtype=np.int64)
+    else:
+        path, _, offset, total = node_file
+        train_split = data.read_node_file(cfg, path, ds.label_names)
+        train_users = range(offset, offset + len(train_split))
+        doc_rows = np.arange(len(train_split), dtype=np.int64)
+        doc_user = np.asarray(train_users, dtype=np.int64)
 
     device = best_device(cfg["device"])
     d = encoder_dimension(cfg["encoder"], device)  # the model itself loads only if a text misses the cache
@@ -129,12 +168,14 @@ def _build_cached(key: tuple[tuple[str, Any], ...], partition_id: int, num_parti
         emb = embed_texts(texts, cfg, device, progress)
         return torch.as_tensor(np.asarray(emb), dtype=torch.float32), labels, texts
 
-    train_emb, train_y, train_text = embed(ds.train, doc_rows)
+    train_emb, train_y, train_text = embed(train_split, doc_rows)
     test_emb, test_y, test_text = embed(ds.test, np.arange(test_users.start, test_users.stop))
+    if node_file is not None:  # the server knows a node's document by its user's global id, not by its file row
+        doc_rows = doc_user.copy()
     return Cohort(
         partition_id,
         num_partitions,
-        parts.num_users,
+        total,
         len(ds.test),
         train_users,
         test_users,
@@ -152,6 +193,7 @@ def _build_cached(key: tuple[tuple[str, Any], ...], partition_id: int, num_parti
         test_text,
         *(sentence_docs if document_level else (None, None)),
         *((word_counts(train_text), word_counts(test_text)) if level_of(cfg) == "word" else (None, None)),
+        node_local=node_file is not None,
     )
 
 

@@ -784,6 +784,56 @@ def _load(cfg: dict[str, Any]) -> TextDataset:
     return TextDataset(name, train, test, public, len(label_names), label_names, source, dropped, short)
 
 
+def read_node_file(cfg: Mapping[str, Any], path: str, label_names: list[str]) -> datasets.Dataset:
+    """A node's own training documents (node config ``data-path``): one document per user, read as
+    the user-file loader reads ``dataset`` (CSV, JSON Lines or Parquet; ``text-column``,
+    ``label-column``, ``empty-documents``, and at the document level ``short-documents``).
+
+    Labels are the run's classes: integer ids ``0..len(label_names)-1`` or the class names of the
+    run's dataset. Guarantees ``text``, ``label`` and ``row`` (the file's order after filtering),
+    or a one-line ``ValueError``/``FileNotFoundError`` naming the file and the problem.
+    """
+    file = Path(path).expanduser()
+    if not is_user_file(path) or not file.name.lower().endswith(USER_FILE_SUFFIXES):
+        raise ValueError(f"data-path {path!r}: not a .csv, .jsonl or .parquet file")
+    if not file.is_file():
+        raise FileNotFoundError(f"data-path {path!r} not found")
+    if cfg["num-users"] != 0:
+        raise ValueError(f"data-path {path!r}: a node's own file holds one document per user; set num-users = 0")
+    text_cols = tuple(c.strip() for c in cfg["text-column"].split(","))
+    with _quiet_datasets():
+        ds = _standardise(_read_file(_builder(path), path), text_cols, cfg["label-column"], f"data-path {path!r}")
+    labels = ds["label"][:]
+    _check_labels(labels, path, cfg["label-column"])
+    names = {name: i for i, name in enumerate(label_names)}
+    if all(isinstance(v, int | np.integer) and not isinstance(v, bool) for v in labels):
+        ids = np.asarray(labels, dtype=np.int64)
+        bad = np.flatnonzero((ids < 0) | (ids >= len(label_names)))
+        if bad.size:
+            raise ValueError(
+                f"data-path {path!r}: label {int(ids[bad[0]])} at row {int(bad[0])} is not a class id of the run "
+                f"(0..{len(label_names) - 1}: {', '.join(label_names)})"
+            )
+    else:
+        unknown = [i for i, v in enumerate(labels) if str(v) not in names]
+        if unknown:
+            raise ValueError(
+                f"data-path {path!r}: label {labels[unknown[0]]!r} at row {unknown[0]} is not a class of the run "
+                f"({', '.join(label_names)})"
+            )
+        ids = np.asarray([names[str(v)] for v in labels], dtype=np.int64)
+    ds = ds.remove_columns(["label"]).add_column("label", ids)
+    if cfg["empty-documents"] == "error":
+        _refuse_empty(ds, "pool", f"data-path {path!r}")
+    dropped: dict[str, int] = {}
+    ds = _handle_empty(ds, cfg["empty-documents"], "train", dropped)
+    if cfg["document-mechanism"] != "none":
+        ds = _handle_short(ds, cfg["short-documents"], "train", dropped)
+    if len(ds) == 0:
+        raise ValueError(f"data-path {path!r}: no documents left after filtering")
+    return ds.add_column("row", np.arange(len(ds), dtype=np.int64))
+
+
 DATA_KEYS = (
     "dataset",
     "data-dir",

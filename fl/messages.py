@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Collection
-from dataclasses import asdict, dataclass, fields
+from dataclasses import MISSING, asdict, dataclass, fields
 
 import numpy as np
 from flwr.app import Array, ArrayRecord, ConfigRecord, MetricRecord, RecordDict
@@ -27,6 +27,7 @@ COHORT = "cohort"  # query reply: MetricRecord (CohortInfo)
 CONFIG = "config"  # requests: ConfigRecord (server-round, user-ids)
 MAP_IN = "map-in"  # requests: ArrayRecord {"matrix"}: M1 when the server provides it
 ENCODER = "encoder"  # requests: ConfigRecord {"digest"}: the published encoder to use (encoder-tuning = "public")
+USERS = "users"  # query requests to node-local nodes: ConfigRecord {"train-offset", "num-train-users"}
 MODEL = "arrays"  # requests: ArrayRecord, the server model's state dict
 DOCUMENT_SETUP = "document-setup"  # requests: ArrayRecord, the document level's public material (once per node)
 RELEASE = "release"  # replies: ArrayRecord of released rows (see Release)
@@ -54,13 +55,26 @@ class CohortInfo:
     encoder_dim: int
     map_dim: int
     release_dim: int
+    partition_id: int = 0  # the node's place in the federation (node config), the order of its users
+    num_partitions: int = 1
+    # 1: the node's training documents are its own file (node config ``data-path``); until the server
+    # assigns its user ids (``USERS``), ``train_users_*`` count from 0 and ``num_train_users`` is 0.
+    node_local: int = 0
 
     def to_record(self) -> MetricRecord:
         return MetricRecord({f.name.replace("_", "-"): int(getattr(self, f.name)) for f in fields(self)})
 
     @classmethod
     def from_record(cls, record: MetricRecord) -> CohortInfo:
-        return cls(**{f.name: int(record[f.name.replace("_", "-")]) for f in fields(cls)})
+        values = {f.name: record.get(f.name.replace("_", "-"), f.default) for f in fields(cls)}
+        missing = [k for k, v in values.items() if v is MISSING]
+        if missing:
+            raise KeyError(f"cohort record lacks {', '.join(missing)}")
+        return cls(**{k: int(v) for k, v in values.items()})
+
+    @property
+    def num_local_users(self) -> int:
+        return self.train_users_hi - self.train_users_lo
 
     @property
     def holds_test_users(self) -> bool:
@@ -214,6 +228,9 @@ _COHORT_KEYS = {
     "encoder-dim": "d, the public encoder's output dimension",
     "map-dim": "m', M1's output dimension (config)",
     "release-dim": "columns of a release (the mechanism's output dimension)",
+    "partition-id": "the node's place in the federation, from its node config (orders the user ids)",
+    "num-partitions": "the number of nodes of the federation, from the node config",
+    "node-local": "1 when the node's training documents are its own file (their count is in train-users-*)",
 }
 _RELEASE_COMMON = {
     "user-ids": (ROW_ID, "the users the server asked for (train) or the node's test users: whose budget pays"),
@@ -235,7 +252,11 @@ _LEVEL_ROWS = {  # scope -> the embedding channel's wire arrays (fl.channels: to
     },
 }
 _TRAIN_ONLY = {
-    "doc-ids": (ROW_ID, "the document's row in the train split (the server's own seeded partition; no content)"),
+    "doc-ids": (
+        ROW_ID,
+        "the document's row in the train split (the server's own seeded partition; no content), or with a "
+        "node's own file (data-path) its user's id",
+    ),
     "labels": (
         SANITIZER_OUTPUT,
         "the label channel's output (rr, rr_prior), or the raw label when label-mechanism = 'none' "
@@ -431,6 +452,7 @@ __all__ = [
     "TRAIN",
     "UNSANITIZED",
     "UPDATE_SUM",
+    "USERS",
     "CohortInfo",
     "DeclaredField",
     "Release",

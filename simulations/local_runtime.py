@@ -31,9 +31,9 @@ import os
 import secrets
 import time
 import traceback
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import cast
+from typing import Any, cast
 from uuid import uuid4
 
 import torch
@@ -112,7 +112,9 @@ class LocalGrid(Grid):
     """A Grid whose ``num_nodes`` nodes run ``client_app`` in this process (see the module docstring).
 
     ``run_config`` is every node's ``context.run_config``; node ids are random 63-bit integers,
-    as Flower's link state draws them, so nothing may depend on their values.
+    as Flower's link state draws them, so nothing may depend on their values. Node ``k``'s node
+    config is ``partition-id = k``, ``num-partitions = num_nodes`` and ``node_configs[k]`` (e.g. a
+    ``data-path``, as ``flower-supernode --node-config`` gives it).
     """
 
     def __init__(
@@ -122,9 +124,12 @@ class LocalGrid(Grid):
         run_config: dict | None = None,
         run_id: int | None = None,
         node_threads: int = 1,
+        node_configs: Sequence[Mapping[str, Any]] | None = None,
     ) -> None:
         if num_nodes < 1:
             raise ValueError(f"a federation needs at least one node, got {num_nodes}")
+        if node_configs is not None and len(node_configs) != num_nodes:
+            raise ValueError(f"{len(node_configs)} node configs for {num_nodes} nodes")
         self.client_app = client_app
         self._run = Run.create_empty(run_id if run_id is not None else secrets.randbits(63))
         self._run.override_config = dict(run_config or {})
@@ -137,7 +142,11 @@ class LocalGrid(Grid):
             node_id: Context(
                 run_id=self._run.run_id,
                 node_id=node_id,
-                node_config={"partition-id": partition, "num-partitions": num_nodes},
+                node_config={
+                    "partition-id": partition,
+                    "num-partitions": num_nodes,
+                    **(dict(node_configs[partition]) if node_configs else {}),
+                },
                 state=RecordDict(),
                 run_config=dict(self._run.override_config),
             )
@@ -251,11 +260,12 @@ def run_local(
     run_config: dict | None = None,
     on_grid: Callable[[LocalGrid], None] | None = None,
     node_threads: int = 1,
+    node_configs: Sequence[Mapping[str, Any]] | None = None,
 ) -> LocalGrid:
     """Run ``server_app`` to completion on a :class:`LocalGrid` of ``num_nodes`` nodes running
-    ``client_app`` with ``node_threads`` torch threads each; returns the grid (its ``stats``).
-    Exceptions of the ServerApp propagate."""
-    grid = LocalGrid(client_app, num_nodes, run_config, node_threads=node_threads)
+    ``client_app`` with ``node_threads`` torch threads each (and ``node_configs``, see the grid);
+    returns the grid (its ``stats``). Exceptions of the ServerApp propagate."""
+    grid = LocalGrid(client_app, num_nodes, run_config, node_threads=node_threads, node_configs=node_configs)
     # The identity Message() reads for the sender of new messages (as Flower's run_simulation sets it).
     TaskIdentity.task_id = 1
     TaskIdentity.run_id = grid.run.run_id

@@ -14,7 +14,8 @@ from __future__ import annotations
 import logging
 import math
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -45,6 +46,7 @@ from .encoder_grid import EncoderGrid
 from .faults import FaultyGrid
 from .loading import make_strategy
 from .local_accounting import LEAKY_WARNING, LocalDPAccounting
+from .lost_nodes import LostNodeGrid
 from .release_training import ReleaseTraining
 from .timed_grid import TimedGrid
 from .user_central import UserLevelDPFedAvg, user_level_guarantee
@@ -275,6 +277,9 @@ def attack_state(cfg: Mapping[str, Any], run: ModeRun, final: ArrayRecord) -> At
     """What ``sanitas attack`` needs from the server (``fl.attacks.state``), or ``None`` when the run's
     strategy is not one whose model and inputs Sanitas knows (a user's own strategy)."""
     strategy = run.strategy
+    if holds_own_files(run):
+        log.info("no attack state: the training documents are the nodes' own files (data-path), not the server's")
+        return None
     if isinstance(strategy, LocalDPAccounting):
         core = strategy.core
         if not isinstance(core, ReleaseTraining) or core.model is None:
@@ -302,6 +307,14 @@ def attack_state(cfg: Mapping[str, Any], run: ModeRun, final: ArrayRecord) -> At
     matrix = maps.input_map(cfg["map-in"], info.encoder_dim, info.map_dim, cfg["map-seed"])
     users = np.arange(info.num_train_users, dtype=np.int64)
     return attack_from_model(model, matrix, _user_documents(cfg, users), everyone)
+
+
+def holds_own_files(run: ModeRun) -> bool:
+    """True when the run's nodes trained on their own files (node config ``data-path``)."""
+    strategy = run.strategy
+    core = strategy.core if isinstance(strategy, LocalDPAccounting) else strategy
+    infos = list(getattr(core, "nodes", {}).values()) + ([run.info] if run.info is not None else [])
+    return any(getattr(v, "node_local", 0) for v in infos)
 
 
 def _user_documents(cfg: Mapping[str, Any], users: np.ndarray) -> np.ndarray:
@@ -358,7 +371,7 @@ def run_server(grid: Grid, cfg: Mapping[str, Any], timeout: float = 3600.0, resu
     """
     started = time.time()
     PHASES.end("backend start")  # from the launcher's call into the backend to here: its start-up
-    grid = TimedGrid(grid)
+    grid = TimedGrid(LostNodeGrid(grid))
     if cfg["fault-rate"] > 0:
         grid = FaultyGrid(grid, cfg)  # drops the scheduled replies when fault-kind = "drop-reply"
     source = data.check_source(cfg)
@@ -379,7 +392,7 @@ def run_server(grid: Grid, cfg: Mapping[str, Any], timeout: float = 3600.0, resu
         writer.write_json("config.json", {"config": configured, "data_source": source})
         log.info("results go to %s", writer.folder)
         diagnostics = None
-        with PHASES.measure("server setup"):  # central mode: discovery and the public start
+        with PHASES.measure("server setup"), failed_status(writer):  # central mode: discovery, public start
             run = central_run(grid, cfg, writer, timeout) if cfg["mode"] == "central" else local_run(grid, cfg, writer)
             diagnostics = channel_class(cfg).diagnostics(cfg)  # e.g. the word-level rewrite's quality
             if diagnostics is not None:
@@ -388,7 +401,7 @@ def run_server(grid: Grid, cfg: Mapping[str, Any], timeout: float = 3600.0, resu
                 log.info("%s: %s", name, {k: v for k, v in data_.items() if isinstance(v, int | float)})
     extra = {"start": run.start, "diagnostics": diagnostics, "info": run.info}
     checkpoints = RoundCheckpoints(run.strategy, writer.folder, done, run.initial_arrays, extra=extra)
-    try:
+    with failed_status(writer):
         checkpoints.start(
             grid=grid,
             initial_arrays=run.initial_arrays,
@@ -400,6 +413,8 @@ def run_server(grid: Grid, cfg: Mapping[str, Any], timeout: float = 3600.0, resu
             if state is not None:
                 state.save(writer.folder)
             fields, title, test_label = _summary(cfg, run, writer)
+        if "users" in fields:
+            fields["users"]["nodes_hold_own_files"] = holds_own_files(run)
         fields["guarantee"]["encoder"] = encoder
         fields["guarantee"]["notes"].append(encoder_note(encoder))
         summary = {
@@ -415,12 +430,19 @@ def run_server(grid: Grid, cfg: Mapping[str, Any], timeout: float = 3600.0, resu
         with PHASES.measure("writing results"):
             writer.write_json("summary.json", summary)
             writer.plot(title, test_label=test_label, reference=cfg["reference-accuracy"] or None)
-    except BaseException as err:
-        writer.set_status("failed", error=f"{type(err).__name__}: {err}"[:500])
-        raise
     writer.finish()
     log.info("done in %.1fs: %s", summary["wall_seconds"], writer.folder)
     return summary
+
+
+@contextmanager
+def failed_status(writer: RunWriter) -> Iterator[None]:
+    """Record a failure in the run's ``status.json`` (with its one-line reason), then re-raise."""
+    try:
+        yield
+    except BaseException as err:
+        writer.set_status("failed", error=f"{type(err).__name__}: {err}"[:500])
+        raise
 
 
 def make_server_app(overrides: Mapping[str, Any] | None = None, resume: bool = False) -> ServerApp:

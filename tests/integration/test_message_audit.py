@@ -582,6 +582,9 @@ def _check_cohort(where: str, run: Captured, node: int, content: RecordDict) -> 
         "encoder_dim": c.encoder_dim,
         "map_dim": c.map_dim,
         "release_dim": c.release_dim,
+        "partition_id": c.partition_id,
+        "num_partitions": c.num_partitions,
+        "node_local": int(c.node_local),
     }
     return [] if asdict(info) == expected else [f"{where}: cohort info is not the node's cohort shape"]
 

@@ -1,0 +1,146 @@
+"""The same apps under Flower's Deployment Runtime: a SuperLink and SuperNodes as separate processes
+on loopback (``tests.support.deployment``), the run submitted with ``flwr run``.
+
+A deployment and a simulation of the same config and seed are the same computation: their
+``rounds.jsonl`` are identical, wall-clock fields aside, in local and in central mode.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.integration.test_simulation import run_in_process
+from tests.support.deployment import Deployment
+
+NODES = 2
+# 60 training and 40 test users, 30 per node: the simulation has the deployment's 2 nodes.
+BASE: dict[str, object] = {
+    "dataset": "sst2",
+    "train-size": 60,
+    "test-size": 40,
+    "users-per-node": 30,
+    "num-server-rounds": 2,
+    "fraction-train": 0.5,
+    "sentence-epsilon": 10.0,
+    "server-epochs": 3,
+    "noise-seed": 0,
+    "run-name": "r",
+}
+MODES: dict[str, dict[str, object]] = {
+    "local": {"label-mechanism": "rr", "label-epsilon": 2.0},
+    "central-user": {
+        "mode": "central",
+        "central-unit": "user",
+        "central-cohort-size": 20.0,
+        "central-noise-multiplier": 1.0,
+        "central-clip": 1.0,
+    },
+}
+
+
+def timeless(folder: Path) -> list[dict]:
+    """The round records without their wall-clock fields."""
+    rows = [json.loads(line) for line in (folder / "rounds.jsonl").read_text().splitlines()]
+    return [{k: v for k, v in r.items() if k not in ("seconds", "timing")} for r in rows]
+
+
+def simulate(config: dict[str, object], out: Path, data_dir: Path, cache_dir: Path) -> Path:
+    """``sanitas run`` of the same config (local backend, in this process); the run's folder."""
+    out.mkdir(parents=True)
+    path = out / "run.toml"
+    path.write_text("".join(f"{k} = {json.dumps(v)}\n" for k, v in config.items()))
+    env = {"SANITAS_DATA_DIR": str(data_dir), "SANITAS_CACHE_DIR": str(cache_dir)}
+    proc = run_in_process(["run", str(path), "--out", str(out)], env)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return out / str(config["run-name"])
+
+
+def node_configs(n: int) -> list[str]:
+    return [f"partition-id={k} num-partitions={n}" for k in range(n)]
+
+
+@pytest.fixture(scope="module")
+def insecure(tmp_path_factory: pytest.TempPathFactory, data_dir: Path, cache_dir: Path) -> Iterator[Deployment]:
+    env = {"SANITAS_DATA_DIR": str(data_dir), "SANITAS_CACHE_DIR": str(cache_dir)}
+    with Deployment(tmp_path_factory.mktemp("deployment"), node_configs(NODES), env=env) as deployment:
+        yield deployment
+
+
+@pytest.mark.parametrize("mode", sorted(MODES))
+def test_a_deployment_equals_the_simulation(
+    mode: str, insecure: Deployment, tmp_path: Path, data_dir: Path, cache_dir: Path
+) -> None:
+    config = {**BASE, **MODES[mode]}
+    deployed = insecure.run(config, tmp_path / "deployed")
+    assert deployed.status == "finished:completed", deployed.details + insecure.log("superlink.log")[-3000:]
+    assert deployed.folder is not None
+    simulated = simulate(config, tmp_path / "simulated", data_dir, cache_dir)
+    rounds = timeless(deployed.folder)
+    assert len(rounds) == BASE["num-server-rounds"] and all(r["accuracy"] is not None for r in rounds)
+    assert rounds == timeless(simulated)
+    summaries = [json.loads((f / "summary.json").read_text()) for f in (deployed.folder, simulated)]
+    assert summaries[0]["final"] == summaries[1]["final"]
+    assert summaries[0]["users"] == summaries[1]["users"] and summaries[0]["users"]["train"] == 60
+
+
+def test_a_tls_deployment_of_authenticated_nodes_reading_their_own_files_equals_the_simulation(
+    tmp_path: Path, data_dir: Path, cache_dir: Path
+) -> None:
+    """TLS on every connection (certificates made here), SuperNode authentication with registered
+    keys, and each SuperNode's training documents in its own file (``--node-config data-path=...``)."""
+    from fl import config as config_mod
+    from tests.integration.test_node_files import run as run_in_process_nodes
+    from tests.support.node_files import write_node_files
+
+    config = {**BASE, **MODES["local"], "data-dir": str(data_dir), "cache-dir": str(cache_dir)}
+    files = write_node_files(config_mod.resolve(config), tmp_path / "files", [".jsonl", ".csv"])
+    nodes = [f"{c} data-path={json.dumps(str(p))}" for c, p in zip(node_configs(NODES), files, strict=True)]
+    env = {"SANITAS_DATA_DIR": str(data_dir), "SANITAS_CACHE_DIR": str(cache_dir)}
+    with Deployment(tmp_path / "deployment", nodes, tls=True, env=env) as deployment:
+        deployed = deployment.run(config, tmp_path / "deployed")
+        assert deployed.status == "finished:completed", deployed.details + deployment.log("superlink.log")[-3000:]
+        # The power check: a SuperNode whose key was never registered is refused (Flower's exit code 305).
+        assert deployment.unregistered_node_exit_code() not in (0, None)
+        assert "Exit Code: 305" in deployment.log("unregistered.log")
+        assert "No SuperNode found with the given public key" in deployment.log("superlink.log")
+        assert "insecure" not in deployment.log("superlink.log").lower()
+    assert deployed.folder is not None
+    simulated = run_in_process_nodes(
+        config_mod.resolve({**config, "out-dir": str(tmp_path / "simulated")}), [{"data-path": str(p)} for p in files]
+    )
+    assert timeless(deployed.folder) == timeless(simulated)
+    summary = json.loads((deployed.folder / "summary.json").read_text())
+    assert summary["users"]["nodes_hold_own_files"] is True and summary["users"]["train"] == 60
+
+
+@pytest.mark.slow  # two rounds that each wait out a dead node (about 2 minutes)
+def test_a_supernode_killed_during_a_round_is_counted_charged_and_the_run_completes(
+    tmp_path: Path, data_dir: Path, cache_dir: Path
+) -> None:
+    """SIGKILL one SuperNode (and its ClientApp process) while it serves round 1's training request:
+    its reply never comes, the round counts the failure and charges the users it was asked to release
+    as if they had (``strategies.local_accounting``), and the run completes on the other node."""
+    env = {"SANITAS_DATA_DIR": str(data_dir), "SANITAS_CACHE_DIR": str(cache_dir)}
+    config = {**BASE, **MODES["local"], "node-timeout": 20.0}
+    with Deployment(tmp_path / "deployment", node_configs(NODES), env=env) as deployment:
+        out = tmp_path / "deployed"
+        out.mkdir()
+        path = out / "run.toml"
+        path.write_text("".join(f"{k} = {json.dumps(v)}\n" for k, v in {**config, "out-dir": str(out)}.items()))
+        run_id = deployment.submit(path)
+        deployment.wait_for_log("node1.log", "Receiving: train message", timeout=300)
+        deployment.kill_node(1)
+        record = deployment.wait(run_id, timeout=600, done=out / "r" / "summary.json")
+    assert record["status"] == "finished:completed", record
+    rounds = timeless(out / "r")
+    assert len(rounds) == BASE["num-server-rounds"]
+    first = rounds[0]["faults"]
+    lost = first["train"]["error"] + first["train"]["timeout"]
+    assert lost == 1, first  # the killed node, counted once in round 1's training
+    assert first["lost_releases_charged"] > 0  # its users' releases are charged: they may have left the node
+    assert all(r["faults"]["evaluate"]["error"] + r["faults"]["evaluate"]["timeout"] == 1 for r in rounds)
+    assert all(r["accuracy"] is not None for r in rounds)  # evaluated on the surviving node's test users

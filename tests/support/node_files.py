@@ -1,0 +1,44 @@
+"""Node-local data for the tests: the training documents that partition ``k`` of a run's dataset holds,
+written as that node's own file (node config ``data-path``), in user order. A federation of nodes
+reading these files is the same computation as one sharing the dataset."""
+
+from __future__ import annotations
+
+import csv
+import json
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+
+def write_node_files(cfg: Mapping[str, Any], folder: Path, suffixes: Sequence[str]) -> list[Path]:
+    """One file per node (``len(suffixes)`` nodes, ``.jsonl`` or ``.csv``): the ``text`` and ``label``
+    (the class name) of the documents that node's partition of ``cfg``'s dataset holds."""
+    from fl import datasets as data
+    from fl.cohort import user_partition
+    from fl.partition import cohort
+
+    ds = data.load(cfg)
+    assert isinstance(ds, data.TextDataset)
+    parts = user_partition(cfg)
+    folder.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for k, suffix in enumerate(suffixes):
+        users = cohort(k, len(suffixes), parts.num_users)
+        rows = np.concatenate(parts.rows(list(users))).astype(np.int64)
+        sub = ds.train.select(rows)
+        records = [
+            {"text": t, "label": ds.label_names[int(y)]} for t, y in zip(sub["text"][:], sub["label"][:], strict=True)
+        ]
+        path = folder / f"node{k}{suffix}"
+        if suffix == ".csv":
+            with path.open("w", newline="") as f:
+                writer = csv.DictWriter(f, fieldnames=["text", "label"])
+                writer.writeheader()
+                writer.writerows(records)
+        else:
+            path.write_text("".join(json.dumps(r) + "\n" for r in records))
+        paths.append(path)
+    return paths
