@@ -9,9 +9,10 @@ Three ways a SuperNode (or SuperLink) gets the app's dependencies, each into a n
   ``UV_PROJECT_ENVIRONMENT``), on the FAB ``flwr build`` makes of the repository. torch comes from
   the ``pytorch-cpu`` index of ``[tool.uv.sources]``; on a machine that cannot reach it,
   ``--cpu-index URL`` overrides that index (a PEP 503 folder holding the CPU wheel).
-- ``uv-sync-before``: the same ``uv sync --dry-run`` on the dependencies before this change
-  (``--before-pyproject``): what it would have installed. Nothing is downloaded; the sizes are the
-  wheels' sizes from PyPI's JSON API where it answers.
+- ``uv-sync-before``: the same ``uv sync`` on the dependencies before this change
+  (``--before-pyproject``: torch unpinned, ``flwr[simulation]``), as Flower ran it for the issue's
+  first deployment: the seconds, the folder's size and what it installed (``--dry-run-before``:
+  only what it would install, nothing downloaded).
 
 Each result records the seconds, the folder's size (``du``), the number of packages, and whether
 any CUDA (``nvidia-*``) package or Ray was installed. Run on an idle machine; the package caches of
@@ -31,7 +32,6 @@ import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 import zipfile
 from pathlib import Path
 from typing import Any
@@ -113,20 +113,6 @@ def installed_by_uv(log: str) -> list[str]:
     return sorted(m.group(1) for m in re.finditer(r"^\s*\+ (\S+==\S+)", log, flags=re.MULTILINE))
 
 
-def pypi_size_mb(spec: str) -> float | None:
-    """The size of the wheel uv would take for ``name==version`` on CPython 3.11 Linux x86_64 (PyPI JSON)."""
-    name, version = spec.split("==")
-    try:
-        with urllib.request.urlopen(f"https://pypi.org/pypi/{name}/{version}/json", timeout=20) as r:
-            files = json.load(r)["urls"]
-    except Exception:
-        return None
-    wheels = [f for f in files if f["filename"].endswith(".whl")]
-    fits = [f for f in wheels if ("cp311" in f["filename"] or "py3" in f["filename"]) and "x86_64" in f["filename"]]
-    fits = fits or [f for f in wheels if "none-any" in f["filename"]] or wheels
-    return round(fits[0]["size"] / 2**20, 1) if fits else None
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", type=Path, required=True)
@@ -135,6 +121,7 @@ def main() -> None:
     parser.add_argument("--before-pyproject", type=Path, help="pyproject.toml of the dependencies before")
     parser.add_argument("--ways", nargs="+", default=["pip", "uv-sync", "uv-sync-before"])
     parser.add_argument("--cold", action="store_true", help="empty uv's cache first")
+    parser.add_argument("--dry-run-before", action="store_true", help="resolve the 'before' install only")
     args = parser.parse_args()
     results: dict[str, Any] = {"python": sys.version.split()[0], "cold_uv_cache": args.cold}
     if args.cold:
@@ -160,22 +147,19 @@ def main() -> None:
             before = work / "before"
             before.mkdir()
             shutil.copy(args.before_pyproject, before / "pyproject.toml")
-            seconds, log, _ = uv_sync(work, before, "", dry_run=True)
-            names = installed_by_uv(log) or sorted(
-                m.group(1).replace(" ", "") for m in re.finditer(r"^\s*\+ (\S+ ?==\S+)", log, flags=re.MULTILINE)
-            )
-            heavy = ("torch==", "nvidia", "triton", "ray==")
-            sizes = {n: pypi_size_mb(n) for n in names if n.lower().startswith(heavy)}
+            seconds, log, env_dir = uv_sync(work, before, "", dry_run=args.dry_run_before)
+            names = installed_by_uv(log)
             results["uv-sync-before"] = {
-                "command": "uv sync --dry-run of the dependencies before (torch unpinned, flwr[simulation])",
-                "resolve_seconds": seconds,
+                "command": "uv sync of the dependencies before (torch unpinned, flwr[simulation])"
+                + (" --dry-run" if args.dry_run_before else ""),
+                "seconds": seconds,
+                "megabytes": None if args.dry_run_before else folder_mb(env_dir),
                 **summarise(names),
-                "wheel_megabytes": sizes,
-                "wheel_megabytes_total_of_these": round(sum(v for v in sizes.values() if v), 1),
             }
             print("uv-sync-before", results["uv-sync-before"], flush=True)
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(results, indent=2) + "\n")
+    earlier = json.loads(args.out.read_text()) if args.out.exists() else {}  # the other ways' last results
+    args.out.write_text(json.dumps({**earlier, **results}, indent=2) + "\n")
 
 
 if __name__ == "__main__":

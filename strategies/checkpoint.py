@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import io
 import logging
+import pickle
+import types
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -77,6 +79,7 @@ def save_checkpoint(
         torch.save(
             {"round": server_round, "strategy": strategy, "arrays": own_arrays(arrays), "extra": dict(extra or {})},
             buffer,
+            pickle_module=OWNING_PICKLE,
         )
     finally:
         for part, name, value in detached:
@@ -88,6 +91,22 @@ def save_checkpoint(
         if old != path:
             old.unlink(missing_ok=True)
     return path
+
+
+class _OwningPickler(pickle.Pickler):
+    """Pickles every Flower ``Array`` as a copy of its values. A strategy may keep arrays it sent
+    (Flower's strategies keep ``current_arrays``); sending deflates them into chunks that are
+    memoryviews into the message's buffers, which cannot be pickled."""
+
+    def reducer_override(self, obj: Any) -> Any:
+        if isinstance(obj, Array):
+            return Array, (np.array(obj.numpy(), copy=True),)
+        return NotImplemented
+
+
+#: A pickle module for ``torch.save(..., pickle_module=...)``, which uses only its ``Pickler``.
+OWNING_PICKLE = types.ModuleType("owning_pickle")
+OWNING_PICKLE.Pickler = _OwningPickler  # type: ignore[attr-defined]
 
 
 def own_arrays(arrays: ArrayRecord) -> dict[str, np.ndarray]:

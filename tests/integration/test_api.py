@@ -150,7 +150,7 @@ def test_one_real_run_through_the_python_api(tmp_path: Path, data_dir: Path, cac
     assert result["rounds"] == [json.loads(r) for r in (folder / "rounds.jsonl").read_text().splitlines()]
     assert [r["round"] for r in result["rounds"]] == [1, 2]
     assert all(0.0 <= r["accuracy"] <= 1.0 for r in result["rounds"])
-    assert result["summary"]["users"] == {"train": 60, "test": 40, "nodes": 10}
+    assert result["summary"]["users"] == {"train": 60, "test": 40, "nodes": 10, "nodes_hold_own_files": False}
     assert result["summary"]["final"]["accuracy"] == result["rounds"][-1]["accuracy"]
     config_json = json.loads((folder / "config.json").read_text())["config"]
     assert config_json["noise-seed"] == 0 and config_json["sentence-epsilon"] == 10.0

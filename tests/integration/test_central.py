@@ -58,7 +58,7 @@ def _check_run(folder: Path, clipping: str) -> list[dict]:
     assert 0 < rounds[0]["privacy"]["epsilon"] < rounds[1]["privacy"]["epsilon"]
     summary = json.loads((folder / "summary.json").read_text())
     assert summary["mode"] == "central" and summary["rounds"] == 2
-    assert summary["users"] == {"train": 60, "test": 40, "nodes": NODES}
+    assert summary["users"] == {"train": 60, "test": 40, "nodes": NODES, "nodes_hold_own_files": False}
     assert summary["privacy"] == rounds[-1]["privacy"]
     central = summary["guarantee"]["central"]
     assert central["epsilon"] == pytest.approx(rounds[-1]["privacy"]["epsilon"])
@@ -127,7 +127,7 @@ def test_user_level_central_end_to_end(tmp_path: Path, data_dir: Path, cache_dir
         assert set(r["timing"]) == {"train_round_trip", "server_step", "evaluate_round_trip", "accounting"}
     summary = json.loads((folder / "summary.json").read_text())
     assert summary["central_unit"] == "user" and summary["strategy"] == "UserLevelDPFedAvg"
-    assert summary["users"] == {"train": 60, "test": 40, "nodes": 10}
+    assert summary["users"] == {"train": 60, "test": 40, "nodes": 10, "nodes_hold_own_files": False}
     assert summary["start"].startswith("seeded random initialisation")
     text = summary["guarantee"]["central"]["text"]
     assert "per user" in text and "q = 0.3333" in text and summary["privacy"] == rounds[-1]["privacy"]

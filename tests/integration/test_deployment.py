@@ -42,10 +42,54 @@ MODES: dict[str, dict[str, object]] = {
 }
 
 
+# The other levels and the node-level central unit: slow tests (a deployment run each).
+LEVELS: dict[str, dict[str, object]] = {
+    "word": {
+        "sentence-mechanism": "none",
+        "map-in": "identity",
+        "word-mechanism": "trlaplace",
+        "word-epsilon": 20.0,
+        "word-options": "vocab_size = 20000",
+        "word-quality-docs": 20,
+        "word-support-words": 1,
+        "label-mechanism": "rr",
+        "label-epsilon": 2.0,
+        "max-epsilon": 150.0,
+    },
+    "document": {
+        "dataset": "imdb",
+        "train-size": 80,
+        "test-size": 20,
+        "public-fraction": 0.5,
+        "users-per-node": 20,
+        "sentence-mechanism": "none",
+        "map-in": "identity",
+        "document-mechanism": "deepcandidate",
+        "document-epsilon": 10.0,
+        "recoder-clusters": 4,
+        "recoder-epochs": 2,
+        "num-candidates": 20,
+        "candidate-min-sentences": 4,
+    },
+    # Every node each round: Flower's FedAvg samples nodes with Python's unseeded random.sample over
+    # node ids, so a run that samples a fraction of them is not reproducible, simulated or deployed.
+    "central-node": {"mode": "central", "central-unit": "node", "central-noise-multiplier": 0.5, "fraction-train": 1.0},
+}
+
+
+def _computed(value: object) -> object:
+    """``value`` without the fields that say where a result came from rather than what it is: a
+    cache's path (``cached``: the first run computes the document level's public setup, the second
+    reads it)."""
+    if isinstance(value, dict):
+        return {k: _computed(v) for k, v in value.items() if k != "cached"}
+    return [_computed(v) for v in value] if isinstance(value, list) else value
+
+
 def timeless(folder: Path) -> list[dict]:
-    """The round records without their wall-clock fields."""
+    """The round records without their wall-clock fields and cache provenance."""
     rows = [json.loads(line) for line in (folder / "rounds.jsonl").read_text().splitlines()]
-    return [{k: v for k, v in r.items() if k not in ("seconds", "timing")} for r in rows]
+    return [_computed({k: v for k, v in r.items() if k not in ("seconds", "timing")}) for r in rows]
 
 
 def simulate(config: dict[str, object], out: Path, data_dir: Path, cache_dir: Path) -> Path:
@@ -70,11 +114,13 @@ def insecure(tmp_path_factory: pytest.TempPathFactory, data_dir: Path, cache_dir
         yield deployment
 
 
-@pytest.mark.parametrize("mode", sorted(MODES))
+@pytest.mark.parametrize(
+    "mode", [*sorted(MODES), *(pytest.param(level, marks=pytest.mark.slow) for level in sorted(LEVELS))]
+)
 def test_a_deployment_equals_the_simulation(
     mode: str, insecure: Deployment, tmp_path: Path, data_dir: Path, cache_dir: Path
 ) -> None:
-    config = {**BASE, **MODES[mode]}
+    config = {**BASE, **MODES.get(mode, {}), **LEVELS.get(mode, {})}
     deployed = insecure.run(config, tmp_path / "deployed")
     assert deployed.status == "finished:completed", deployed.details + insecure.log("superlink.log")[-3000:]
     assert deployed.folder is not None
@@ -84,7 +130,7 @@ def test_a_deployment_equals_the_simulation(
     assert rounds == timeless(simulated)
     summaries = [json.loads((f / "summary.json").read_text()) for f in (deployed.folder, simulated)]
     assert summaries[0]["final"] == summaries[1]["final"]
-    assert summaries[0]["users"] == summaries[1]["users"] and summaries[0]["users"]["train"] == 60
+    assert summaries[0]["users"] == summaries[1]["users"] and summaries[0]["users"]["nodes"] == NODES
 
 
 def test_a_tls_deployment_of_authenticated_nodes_reading_their_own_files_equals_the_simulation(
@@ -125,7 +171,8 @@ def test_a_supernode_killed_during_a_round_is_counted_charged_and_the_run_comple
     its reply never comes, the round counts the failure and charges the users it was asked to release
     as if they had (``strategies.local_accounting``), and the run completes on the other node."""
     env = {"SANITAS_DATA_DIR": str(data_dir), "SANITAS_CACHE_DIR": str(cache_dir)}
-    config = {**BASE, **MODES["local"], "node-timeout": 20.0}
+    # noise-seed -1, as a deployment should run: each node's secret comes from its OS.
+    config = {**BASE, **MODES["local"], "node-timeout": 20.0, "noise-seed": -1}
     with Deployment(tmp_path / "deployment", node_configs(NODES), env=env) as deployment:
         out = tmp_path / "deployed"
         out.mkdir()
@@ -141,6 +188,7 @@ def test_a_supernode_killed_during_a_round_is_counted_charged_and_the_run_comple
     first = rounds[0]["faults"]
     lost = first["train"]["error"] + first["train"]["timeout"]
     assert lost == 1, first  # the killed node, counted once in round 1's training
-    assert first["lost_releases_charged"] > 0  # its users' releases are charged: they may have left the node
+    # Its users' releases are charged (they may have left the node), and its test users'.
+    assert first["lost_releases_charged"]["train"] > 0 and first["lost_releases_charged"]["test"] > 0
     assert all(r["faults"]["evaluate"]["error"] + r["faults"]["evaluate"]["timeout"] == 1 for r in rounds)
     assert all(r["accuracy"] is not None for r in rounds)  # evaluated on the surviving node's test users

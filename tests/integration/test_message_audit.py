@@ -49,15 +49,17 @@ from flwr.app import Array, ArrayRecord, ConfigRecord, Context, Message, MetricR
 from flwr.common.serde import message_from_proto, message_to_proto
 from flwr.serverapp import Grid
 
+from clients.node import node_cohort
 from fl import config as config_mod
 from fl import maps
 from fl import messages as wire
 from fl.accounting.central import UNIFORM_WEIGHT_KEY
 from fl.accounting.charges import Charge
-from fl.cohort import Cohort, build_cohort, population_sizes, word_counts
+from fl.cohort import Cohort, population_sizes, word_counts
 from fl.partition import num_nodes
 from fl.user_updates import poisson_sample
 from tests.strategies.conftest import task_identity  # noqa: F401  (autouse: messages need a task identity)
+from tests.support.node_files import write_node_files
 
 TOL = 1e-3  # a released row this close (L2) to a clean row counts as the clean row
 
@@ -133,6 +135,9 @@ RUNS: dict[str, dict[str, Any]] = {
     },
 }
 RUNS["truncation"] = {**RUNS["document"], "document-mechanism": "truncation"}
+# the sentence level again, each node reading its documents from its own file (node config data-path)
+RUNS["sentence-own-files"] = RUNS["sentence"]
+OWN_FILES = {"sentence-own-files"}
 # central mode, user unit, the encoder's top layer (LoRA adapters) trained with the head: the sum covers both
 RUNS["central-user-encoder"] = {
     **RUNS["central-user"],
@@ -174,10 +179,18 @@ class InProcessGrid(Grid):
     Every (request, reply) pair is recorded, both as serialised and read back.
     """
 
-    def __init__(self, client_app: Callable[[Message, Context], Message], nodes: int) -> None:
+    def __init__(
+        self, client_app: Callable[[Message, Context], Message], nodes: int, files: list[Path] | None = None
+    ) -> None:
         self.app = client_app
         self.contexts = {
-            1000 + i: Context(1, 1000 + i, {"partition-id": i, "num-partitions": nodes}, RecordDict(), {})
+            1000 + i: Context(
+                1,
+                1000 + i,
+                {"partition-id": i, "num-partitions": nodes, **({"data-path": str(files[i])} if files else {})},
+                RecordDict(),
+                {},
+            )
             for i in range(nodes)
         }
         self.exchanges: list[tuple[Message, Message]] = []
@@ -234,14 +247,12 @@ def simulate(name: str, raw: Mapping[str, Any], data_dir: Path, cache_dir: Path,
         {**raw, "data-dir": str(data_dir), "cache-dir": str(cache_dir), "out-dir": str(out), "run-name": "r"}
     )
     nodes = num_nodes(max(population_sizes(cfg)), cfg["users-per-node"])
-    grid = InProcessGrid(make_client_app(cfg), nodes)
+    files = write_node_files(cfg, out / "files", [".jsonl"] * nodes) if name in OWN_FILES else None
+    grid = InProcessGrid(make_client_app(cfg), nodes, files)
     summary = run_server(grid, cfg, timeout=60.0)
     if cfg["encoder-tuning"] != "none":  # the nodes held the published encoder's embeddings
         cfg = config_mod.resolve({**dict(cfg), "encoder": summary["encoder"]["folder"]})
-    cohorts = {
-        node: build_cohort(cfg, int(ctx.node_config["partition-id"]), nodes, progress=False)
-        for node, ctx in grid.contexts.items()
-    }
+    cohorts = {node: node_cohort(ctx, cfg) for node, ctx in grid.contexts.items()}  # as each node built it
     return Captured(name, cfg, scope_of(cfg), cohorts, grid.exchanges, summary)
 
 
@@ -565,7 +576,7 @@ def _check_central(
     return problems
 
 
-def _check_cohort(where: str, run: Captured, node: int, content: RecordDict) -> list[str]:
+def _check_cohort(where: str, run: Captured, node: int, request: Message, content: RecordDict) -> list[str]:
     from dataclasses import asdict
 
     c = run.cohorts[node]
@@ -586,6 +597,8 @@ def _check_cohort(where: str, run: Captured, node: int, content: RecordDict) -> 
         "num_partitions": c.num_partitions,
         "node_local": int(c.node_local),
     }
+    if c.node_local and wire.USERS not in request.content:  # before the server numbered its users
+        expected.update(train_users_lo=0, train_users_hi=c.train_users.stop - c.train_users.start, num_train_users=0)
     return [] if asdict(info) == expected else [f"{where}: cohort info is not the node's cohort shape"]
 
 
@@ -634,7 +647,7 @@ def audit(run: Captured, allow_unsanitized: bool = False) -> tuple[list[str], Ru
         problems += raw_content(where, content, clean)
         problems += _check_metrics(where, mtype, run, content)
         if mtype == wire.QUERY and wire.COHORT in content:
-            problems += _check_cohort(where, run, node, content)
+            problems += _check_cohort(where, run, node, request, content)
         elif run.scope.startswith("local/") and wire.RELEASE in content:
             problems += _check_release(where, mtype, run, request, content, clean, state)
         elif run.scope.startswith("central/") and mtype == wire.TRAIN:
@@ -678,6 +691,7 @@ _BY_K = {(wire.EVALUATE, wire.METRICS, key) for key in ("confusion-by-k", "clean
 ABSENT = {
     "sentence": _BY_K,
     "sentence-tuned": _BY_K,
+    "sentence-own-files": _BY_K,
     "word": _BY_K,
     "document": {(t, wire.RELEASE, "embeddings") for t in (wire.TRAIN, wire.EVALUATE)},
     "truncation": {(t, wire.RELEASE, "candidate-ids") for t in (wire.TRAIN, wire.EVALUATE)},
@@ -747,9 +761,12 @@ def test_every_reply_is_declared_and_carries_nothing_raw(run: Captured) -> None:
         if f.kind != wire.UNSANITIZED
     }
     assert declared - state.seen == ABSENT.get(run.name, set())
+    if run.name in OWN_FILES:  # the nodes' users were numbered by the server, and held files, not a partition
+        assert any(wire.USERS in request.content for request, _ in run.exchanges)
+        assert all(c.node_local for c in run.cohorts.values())
     replies = {reply.metadata.message_type for _, reply in run.exchanges}
     assert replies == {wire.QUERY, wire.TRAIN, wire.EVALUATE}
-    if run.name == "sentence":
+    if run.name in ("sentence", "sentence-own-files"):
         assert sum(c.size for c in state.cosines) >= 40  # Purkayastha's angle statistics on enough rows
         released, raw = np.concatenate(state.released_labels), np.concatenate(state.train_labels_raw)
         assert 0 < int((released != raw).sum()) < raw.size  # RR at 0.5 flips some labels, not all
@@ -769,7 +786,6 @@ def test_the_audit_catches_an_undeclared_array_raw_embeddings_and_raw_labels(
     """A client that adds a per-user clean quantity under a new key, sends n(M1 x) as its release and
     its raw labels under RR: the audit names all three."""
     import clients.app
-    from clients.node import node_cohort
 
     honest = clients.app.handle_train
 

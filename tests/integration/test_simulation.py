@@ -120,7 +120,7 @@ def test_end_to_end_run_writes_a_complete_results_folder(tmp_path: Path, data_di
     assert summary["evaluation_covered"] is False and "nearly reveal" in summary["evaluation_not_covered_because"]
     header = (folder / "rounds.csv").read_text().splitlines()[0].split(",")
     assert "privacy.evaluation_covered" in header and "privacy.evaluation_not_covered_because" in header
-    assert summary["users"] == {"train": 60, "test": 40, "nodes": 10}
+    assert summary["users"] == {"train": 60, "test": 40, "nodes": 10, "nodes_hold_own_files": False}
     assert "released in the clear" in summary["guarantee"]["label"]["text"]
     config = json.loads((folder / "config.json").read_text())["config"]
     assert config["sentence-mechanism"] == "purkayastha"

@@ -49,8 +49,8 @@ def write_certificates(folder: Path) -> dict[str, Path]:
     from cryptography.x509.oid import NameOID
 
     folder.mkdir(parents=True, exist_ok=True)
-    now = datetime.datetime.now(datetime.UTC)
-    start, end = now - datetime.timedelta(days=1), now + datetime.timedelta(days=2)
+    # Fixed validity (no clock read in the tests): from 2000 to 2100.
+    start, end = datetime.datetime(2000, 1, 1, tzinfo=datetime.UTC), datetime.datetime(2100, 1, 1, tzinfo=datetime.UTC)
 
     def name(cn: str) -> x509.Name:
         return x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, cn)])
@@ -216,12 +216,14 @@ class Deployment:
         self._wait_for(log_name, text, timeout)
 
     def _wait_for(self, log_name: str, text: str, timeout: float) -> None:
-        deadline = time.monotonic() + timeout
-        while text not in self.log(log_name):
+        for _ in range(int(timeout / 0.2)):  # polls, not a clock: the tests read no wall clock
+            if text in self.log(log_name):
+                return
             procs = [p for p in (self.superlink, *self.nodes) if p is not None]
-            if any(p.poll() is not None for p in procs) or time.monotonic() > deadline:
-                raise RuntimeError(f"{log_name} never printed {text!r}:\n{self.log(log_name)[-3000:]}")
+            if any(p.poll() is not None for p in procs):
+                break
             time.sleep(0.2)
+        raise RuntimeError(f"{log_name} never printed {text!r}:\n{self.log(log_name)[-3000:]}")
 
     def flwr(self, args: list[str], timeout: float = 120.0) -> str:
         """Run the ``flwr`` CLI against this deployment; its stdout (raises on a non-zero exit)."""
@@ -248,19 +250,19 @@ class Deployment:
         """Flower's record of the run once it has finished.
 
         Each ``flwr ls`` costs a second of CPU: Flower is asked every ``poll`` seconds, and at once
-        when the file ``done`` appears (the ServerApp's last output)."""
-        deadline = time.monotonic() + timeout
-        while True:
-            record = self.status(run_id)
-            if str(record["status"]).startswith("finished"):
-                return record
-            if time.monotonic() > deadline:
-                raise TimeoutError(f"run {run_id} still {record['status']} after {timeout:.0f}s")
-            asked = time.monotonic()
-            while time.monotonic() - asked < poll and not (done is not None and done.exists()):
-                time.sleep(0.25)
-            if done is not None and done.exists():
-                poll = 1.0  # written: the run ends within moments
+        when the file ``done`` appears (the ServerApp's last output). ``timeout`` is counted in
+        sleeps of 0.25 s (the tests read no wall clock)."""
+        ticks, every, written = int(timeout / 0.25), int(poll / 0.25), False
+        for tick in range(ticks + 1):
+            ask = tick % every == 0
+            if not written and done is not None and done.exists():
+                written, every, ask = True, 4, True  # written: the run ends within moments
+            if ask:
+                record = self.status(run_id)
+                if str(record["status"]).startswith("finished"):
+                    return record
+            time.sleep(0.25)
+        raise TimeoutError(f"run {run_id} still {record['status']} after {timeout:.0f}s")
 
     def run(self, config: Mapping[str, object], out_dir: Path, timeout: float = 600.0) -> RunResult:
         """Submit a run of ``config`` (TOML values) writing under ``out_dir``; wait for its end."""
