@@ -71,9 +71,9 @@ LEVELS: dict[str, dict[str, object]] = {
         "num-candidates": 20,
         "candidate-min-sentences": 4,
     },
-    # Every node each round: Flower's FedAvg samples nodes with Python's unseeded random.sample over
-    # node ids, so a run that samples a fraction of them is not reproducible, simulated or deployed.
-    "central-node": {"mode": "central", "central-unit": "node", "central-noise-multiplier": 0.5, "fraction-train": 1.0},
+    # Not seed-reproducible, simulated or deployed: Flower's FedAvg samples nodes with Python's unseeded
+    # random.sample and its server-side DP wrapper draws unseeded noise. Checked to run to the end only.
+    "central-node": {"mode": "central", "central-unit": "node", "central-noise-multiplier": 0.5},
 }
 
 
@@ -124,9 +124,11 @@ def test_a_deployment_equals_the_simulation(
     deployed = insecure.run(config, tmp_path / "deployed")
     assert deployed.status == "finished:completed", deployed.details + insecure.log("superlink.log")[-3000:]
     assert deployed.folder is not None
-    simulated = simulate(config, tmp_path / "simulated", data_dir, cache_dir)
     rounds = timeless(deployed.folder)
     assert len(rounds) == BASE["num-server-rounds"] and all(r["accuracy"] is not None for r in rounds)
+    if mode == "central-node":  # see LEVELS: completes (it crashed on its checkpoint), not reproducible
+        return
+    simulated = simulate(config, tmp_path / "simulated", data_dir, cache_dir)
     assert rounds == timeless(simulated)
     summaries = [json.loads((f / "summary.json").read_text()) for f in (deployed.folder, simulated)]
     assert summaries[0]["final"] == summaries[1]["final"]
