@@ -8,9 +8,10 @@ Three ways a SuperNode (or SuperLink) gets the app's dependencies, each into a n
   (``uv sync --no-install-project --no-install-package flwr --inexact`` with
   ``UV_PROJECT_ENVIRONMENT``), on the FAB ``flwr build`` makes of the repository. torch comes from
   the ``pytorch-cpu`` index of ``[tool.uv.sources]``; on a machine that cannot reach it,
-  ``--cpu-index URL`` overrides that index (a PEP 503 folder holding the CPU wheel).
+  ``--cpu-wheel FILE`` stands in for that index (a PEP 503 folder made here around the CPU wheel).
 - ``uv-sync-before``: the same ``uv sync`` on the dependencies before this change
-  (``--before-pyproject``: torch unpinned, ``flwr[simulation]``), as Flower ran it for the issue's
+  (``--before-rev``, a commit whose ``pyproject.toml`` is read with ``git show``: torch unpinned,
+  ``flwr[simulation]``), as Flower ran it for the issue's
   first deployment: the seconds, the folder's size and what it installed (``--dry-run-before``:
   only what it would install, nothing downloaded).
 
@@ -18,7 +19,8 @@ Each result records the seconds, the folder's size (``du``), the number of packa
 any CUDA (``nvidia-*``) package or Ray was installed. Run on an idle machine; the package caches of
 pip and uv are left as they are (say which in the output: ``--cold`` empties uv's).
 
-    python benchmarks/bench_node_env.py --out docs/results/deployment/node_env.json
+    python benchmarks/bench_node_env.py --out docs/results/deployment/node_env.json \
+        --cpu-wheel /opt/wheels/torch-2.13.0+cpu-cp311-cp311-manylinux_2_28_x86_64.whl --before-rev ffd1a0e
 """
 
 from __future__ import annotations
@@ -27,7 +29,6 @@ import argparse
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -95,6 +96,16 @@ def fab_folder(work: Path) -> Path:
     return app
 
 
+def cpu_index_folder(work: Path, wheel: Path) -> str:
+    """A PEP 503 index holding only ``wheel`` (a CPU build of torch), as a ``file://`` URL."""
+    folder = work / "cpu-index"
+    (folder / "torch").mkdir(parents=True)
+    uri = wheel.resolve().as_uri()
+    (folder / "index.html").write_text('<a href="torch/">torch</a>\n')
+    (folder / "torch" / "index.html").write_text(f'<a href="{uri}">{wheel.name}</a>\n')
+    return folder.as_uri()
+
+
 def uv_sync(work: Path, app: Path, cpu_index: str, dry_run: bool = False) -> tuple[float, str, Path]:
     env_dir = work / ("uv-env-dry" if dry_run else "uv-env")
     argv = [sys.executable, "-m", "uv", "sync", "--python", sys.executable, "--no-install-project"]
@@ -117,8 +128,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--torch", default="torch==2.13.0", help="the CPU torch pip installs first")
-    parser.add_argument("--cpu-index", default="", help="override of the pytorch-cpu index (offline machines)")
-    parser.add_argument("--before-pyproject", type=Path, help="pyproject.toml of the dependencies before")
+    parser.add_argument("--cpu-wheel", type=Path, help="stands in for the pytorch-cpu index (offline machines)")
+    parser.add_argument("--before-rev", default="", help="the commit whose dependencies are 'before'")
     parser.add_argument("--ways", nargs="+", default=["pip", "uv-sync", "uv-sync-before"])
     parser.add_argument("--cold", action="store_true", help="empty uv's cache first")
     parser.add_argument("--dry-run-before", action="store_true", help="resolve the 'before' install only")
@@ -133,20 +144,23 @@ def main() -> None:
             print("pip", results["pip"], flush=True)
         if "uv-sync" in args.ways:
             app = fab_folder(work)
-            seconds, log, env_dir = uv_sync(work, app, args.cpu_index)
+            cpu_index = cpu_index_folder(work, args.cpu_wheel) if args.cpu_wheel else ""
+            seconds, log, env_dir = uv_sync(work, app, cpu_index)
             names = installed_by_uv(log)
             results["uv-sync"] = {
                 "command": "uv sync --no-install-project --no-install-package flwr --inexact (Flower's)",
-                "cpu_index": args.cpu_index or "https://download.pytorch.org/whl/cpu",
+                "cpu_index": str(args.cpu_wheel or "https://download.pytorch.org/whl/cpu"),
                 "seconds": seconds,
                 "megabytes": folder_mb(env_dir),
                 **summarise(names),
             }
             print("uv-sync", results["uv-sync"], flush=True)
-        if "uv-sync-before" in args.ways and args.before_pyproject:
+        if "uv-sync-before" in args.ways and args.before_rev:
             before = work / "before"
             before.mkdir()
-            shutil.copy(args.before_pyproject, before / "pyproject.toml")
+            show = ["git", "show", f"{args.before_rev}:pyproject.toml"]
+            old = subprocess.run(show, cwd=REPO, capture_output=True, text=True, check=True)
+            (before / "pyproject.toml").write_text(old.stdout)
             seconds, log, env_dir = uv_sync(work, before, "", dry_run=args.dry_run_before)
             names = installed_by_uv(log)
             results["uv-sync-before"] = {

@@ -105,7 +105,8 @@ def build_local_cohort(
     users are its block of the run's test split, as for every node.
     """
     file = Path(path).expanduser()
-    stamp = (file.stat().st_size, file.stat().st_mtime_ns) if file.is_file() else (0, 0)
+    info = file.stat() if file.is_file() else None
+    stamp = (info.st_size, info.st_mtime_ns) if info is not None else (0, 0)  # a changed file is read again
     key = tuple(sorted(cfg.items()))
     return _build_cached(key, partition_id, num_partitions, progress, (path, stamp, train_offset, num_train_users))
 

@@ -794,7 +794,7 @@ def read_node_file(cfg: Mapping[str, Any], path: str, label_names: list[str]) ->
     or a one-line ``ValueError``/``FileNotFoundError`` naming the file and the problem.
     """
     file = Path(path).expanduser()
-    if not is_user_file(path) or not file.name.lower().endswith(USER_FILE_SUFFIXES):
+    if not file.name.lower().endswith(USER_FILE_SUFFIXES):
         raise ValueError(f"data-path {path!r}: not a .csv, .jsonl or .parquet file")
     if not file.is_file():
         raise FileNotFoundError(f"data-path {path!r} not found")

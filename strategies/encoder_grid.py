@@ -16,16 +16,15 @@ from flwr.app import ConfigRecord, Message
 
 from fl import messages as wire
 
+from .grid_wrapper import GridWrapper
 
-class EncoderGrid:
+
+class EncoderGrid(GridWrapper):
     """A Flower grid that stamps ``digest`` on every outgoing message; every other call is the wrapped grid's."""
 
     def __init__(self, grid: Any, digest: str) -> None:
-        self._grid = grid
+        super().__init__(grid)
         self.digest = digest
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._grid, name)
 
     def _stamp(self, messages: Iterable[Message]) -> list[Message]:
         out = list(messages)

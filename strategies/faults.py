@@ -19,13 +19,15 @@ from flwr.app import Message
 from fl import faults
 from fl import messages as wire
 
+from .grid_wrapper import GridWrapper
+
 log = logging.getLogger(__name__)
 
 #: Failure kinds counted in round records: error reply, no reply in ``node-timeout``, reply dropped.
 KINDS = ("error", "timeout", "dropped")
 
 
-class FaultyGrid:
+class FaultyGrid(GridWrapper):
     """A Flower grid whose replies from scheduled nodes are lost (``fault-kind = "drop-reply"``).
 
     The node did its work and replied; the reply never reaches the strategy.
@@ -34,14 +36,11 @@ class FaultyGrid:
     """
 
     def __init__(self, grid: Any, cfg: Mapping[str, Any]) -> None:
-        self._grid = grid
+        super().__init__(grid)
         self.seed = int(cfg["seed"])
         self.rate = float(cfg["fault-rate"]) if cfg["fault-kind"] == "drop-reply" else 0.0
         self.keys: dict[int, str] = {}
         self.dropped: set[int] = set()  # nodes whose reply the last send_and_receive dropped
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._grid, name)
 
     def send_and_receive(self, messages: Iterable[Message], timeout: float | None = None) -> Iterable[Message]:
         messages = list(messages)

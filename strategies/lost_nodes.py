@@ -12,23 +12,18 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable
-from typing import Any
 
 from flwr.app import Message
 from flwr.common.constant import SUPERLINK_NODE_ID
 
+from .grid_wrapper import GridWrapper
+
 log = logging.getLogger(__name__)
 
 
-class LostNodeGrid:
+class LostNodeGrid(GridWrapper):
     """A Flower grid whose replies always name the node of their request; every other call is the
     wrapped grid's."""
-
-    def __init__(self, grid: Any) -> None:
-        self._grid = grid
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._grid, name)
 
     def send_and_receive(self, messages: Iterable[Message], timeout: float | None = None) -> Iterable[Message]:
         messages = list(messages)

@@ -8,22 +8,17 @@ backend reports the nodes' own work and the serialisation apart (``simulations.l
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
 
 from flwr.app import Message
 
 from fl.timing import PHASES
 
+from .grid_wrapper import GridWrapper
 
-class TimedGrid:
+
+class TimedGrid(GridWrapper):
     """A Flower grid whose ``send_and_receive`` adds its seconds to ``round trip <type>``; every
     other call is the wrapped grid's."""
-
-    def __init__(self, grid: Any) -> None:
-        self._grid = grid
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._grid, name)
 
     def send_and_receive(self, messages: Iterable[Message], timeout: float | None = None) -> Iterable[Message]:
         messages = list(messages)

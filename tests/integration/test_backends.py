@@ -13,22 +13,10 @@ from pathlib import Path
 import pytest
 
 from tests.integration.test_simulation import BASE, _run
+from tests.support.runs import MODES as SHARED_MODES
+from tests.support.runs import timeless
 
-MODES = {
-    "local": {"label-mechanism": '"rr"', "label-epsilon": "2.0"},
-    "central-user": {
-        "mode": '"central"',
-        "central-unit": '"user"',
-        "central-cohort-size": "20.0",
-        "central-noise-multiplier": "1.0",
-        "central-clip": "1.0",
-    },
-}
-
-
-def _timeless(folder: Path) -> list[dict]:
-    rows = [json.loads(line) for line in (folder / "rounds.jsonl").read_text().splitlines()]
-    return [{k: v for k, v in r.items() if k not in ("seconds", "timing")} for r in rows]  # wall-clock fields
+MODES = {mode: {k: json.dumps(v) for k, v in extra.items()} for mode, extra in SHARED_MODES.items()}  # TOML values
 
 
 @pytest.mark.parametrize("mode", sorted(MODES))
@@ -43,7 +31,7 @@ def test_local_and_ray_backends_write_identical_rounds(
         assert proc.returncode == 0, proc.stderr[-3000:]
         assert f"({backend} backend)" in proc.stdout
         folders[backend] = work / "out" / "r"
-    local, ray = _timeless(folders["local"]), _timeless(folders["ray"])
+    local, ray = timeless(folders["local"]), timeless(folders["ray"])
     assert len(local) == int(BASE["num-server-rounds"]) and local == ray
     assert all(r["accuracy"] is not None for r in local)
     summaries = {b: json.loads((f / "summary.json").read_text()) for b, f in folders.items()}

@@ -14,32 +14,12 @@ from pathlib import Path
 import pytest
 
 from tests.integration.test_simulation import run_in_process
+from tests.support import runs
 from tests.support.deployment import Deployment
+from tests.support.runs import MODES
+from tests.support.runs import SMALL_RUN as BASE
 
-NODES = 2
-# 60 training and 40 test users, 30 per node: the simulation has the deployment's 2 nodes.
-BASE: dict[str, object] = {
-    "dataset": "sst2",
-    "train-size": 60,
-    "test-size": 40,
-    "users-per-node": 30,
-    "num-server-rounds": 2,
-    "fraction-train": 0.5,
-    "sentence-epsilon": 10.0,
-    "server-epochs": 3,
-    "noise-seed": 0,
-    "run-name": "r",
-}
-MODES: dict[str, dict[str, object]] = {
-    "local": {"label-mechanism": "rr", "label-epsilon": 2.0},
-    "central-user": {
-        "mode": "central",
-        "central-unit": "user",
-        "central-cohort-size": 20.0,
-        "central-noise-multiplier": 1.0,
-        "central-clip": 1.0,
-    },
-}
+NODES = 2  # SMALL_RUN's simulation has 2 nodes
 
 
 # The other levels and the node-level central unit: slow tests (a deployment run each).
@@ -88,8 +68,7 @@ def _computed(value: object) -> object:
 
 def timeless(folder: Path) -> list[dict]:
     """The round records without their wall-clock fields and cache provenance."""
-    rows = [json.loads(line) for line in (folder / "rounds.jsonl").read_text().splitlines()]
-    return [_computed({k: v for k, v in r.items() if k not in ("seconds", "timing")}) for r in rows]
+    return [_computed(r) for r in runs.timeless(folder)]
 
 
 def simulate(config: dict[str, object], out: Path, data_dir: Path, cache_dir: Path) -> Path:
@@ -141,8 +120,7 @@ def test_a_tls_deployment_of_authenticated_nodes_reading_their_own_files_equals_
     """TLS on every connection (certificates made here), SuperNode authentication with registered
     keys, and each SuperNode's training documents in its own file (``--node-config data-path=...``)."""
     from fl import config as config_mod
-    from tests.integration.test_node_files import run as run_in_process_nodes
-    from tests.support.node_files import write_node_files
+    from tests.support.node_files import run_with_node_files, write_node_files
 
     config = {**BASE, **MODES["local"], "data-dir": str(data_dir), "cache-dir": str(cache_dir)}
     files = write_node_files(config_mod.resolve(config), tmp_path / "files", [".jsonl", ".csv"])
@@ -157,7 +135,7 @@ def test_a_tls_deployment_of_authenticated_nodes_reading_their_own_files_equals_
         assert "No SuperNode found with the given public key" in deployment.log("superlink.log")
         assert "insecure" not in deployment.log("superlink.log").lower()
     assert deployed.folder is not None
-    simulated = run_in_process_nodes(
+    simulated = run_with_node_files(
         config_mod.resolve({**config, "out-dir": str(tmp_path / "simulated")}), [{"data-path": str(p)} for p in files]
     )
     assert timeless(deployed.folder) == timeless(simulated)

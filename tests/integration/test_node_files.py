@@ -10,48 +10,20 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from clients.app import make_client_app
 from fl import config as config_mod
-from simulations.local_runtime import run_local
-from strategies.server_app import make_server_app
+from tests.support.node_files import run_with_node_files as run
 from tests.support.node_files import write_node_files
-
-BASE: dict[str, Any] = {
-    "dataset": "sst2",
-    "train-size": 60,
-    "test-size": 40,
-    "users-per-node": 30,
-    "num-server-rounds": 2,
-    "fraction-train": 0.5,
-    "server-epochs": 2,
-    "noise-seed": 0,
-    "run-name": "r",
-}
-MODES: dict[str, dict[str, Any]] = {
-    "local": {"label-mechanism": "rr", "label-epsilon": 2.0},
-    "central-user": {"mode": "central", "central-unit": "user", "central-cohort-size": 20.0},
-}
-
-
-def run(cfg: Mapping[str, Any], node_configs: Sequence[Mapping[str, Any]] | None = None) -> Path:
-    """The run of ``cfg`` on two in-process nodes with these node configs; its results folder."""
-    run_local(make_server_app(cfg), make_client_app(cfg), 2, dict(cfg), node_configs=node_configs)
-    return Path(cfg["out-dir"]) / cfg["run-name"]
-
-
-def rounds(folder: Path) -> list[dict]:
-    rows = [json.loads(line) for line in (folder / "rounds.jsonl").read_text().splitlines()]
-    return [{k: v for k, v in r.items() if k not in ("seconds", "timing")} for r in rows]
+from tests.support.runs import MODES, SMALL_RUN
+from tests.support.runs import timeless as rounds
 
 
 def resolved(tmp_path: Path, data_dir: Path, cache_dir: Path, name: str, **extra: Any) -> dict[str, Any]:
-    values = {**BASE, **extra, "data-dir": str(data_dir), "cache-dir": str(cache_dir)}
+    values = {**SMALL_RUN, **extra, "data-dir": str(data_dir), "cache-dir": str(cache_dir)}
     return config_mod.resolve({**values, "out-dir": str(tmp_path / name)})
 
 

@@ -14,6 +14,7 @@ and the test environment already holds the app's dependencies).
 from __future__ import annotations
 
 import datetime
+import ipaddress
 import json
 import os
 import signal
@@ -68,8 +69,6 @@ def write_certificates(folder: Path) -> dict[str, Path]:
         .sign(ca_key, hashes.SHA256())
     )
     key = ec.generate_private_key(ec.SECP384R1())
-    import ipaddress
-
     cert = (
         x509.CertificateBuilder()
         .subject_name(name("127.0.0.1"))
@@ -179,31 +178,29 @@ class Deployment:
             self.start_node(k, node_config, timeout)
         return self
 
+    def _node_argv(self, node_config: str, private_key: Path | None) -> list[str]:
+        """``flower-supernode`` towards this SuperLink: insecure, or with TLS and ``private_key``."""
+        transport = ["--insecure"]
+        if self.tls:
+            transport = ["--root-certificates", str(self.certificates["ca"])]
+            transport += ["--auth-supernode-private-key", str(private_key)]
+        argv = [_tool("flower-supernode"), *transport, "--superlink", f"127.0.0.1:{self.port}"]
+        return argv + ["--port", str(free_port()), "--node-config", node_config]
+
     def start_node(self, k: int, node_config: str, timeout: float = 60.0) -> None:
         """Start SuperNode ``k`` (with TLS: after registering its public key with the SuperLink)."""
-        transport = ["--insecure"]
+        private = None
         if self.tls:
             private, public = write_node_key(self.root / "certificates", f"node{k}")
             self.flwr(["supernode", "register", str(public), self.connection], timeout=timeout)
-            transport = [
-                "--root-certificates",
-                str(self.certificates["ca"]),
-                "--auth-supernode-private-key",
-                str(private),
-            ]
-        argv = [_tool("flower-supernode"), *transport, "--superlink", f"127.0.0.1:{self.port}"]
-        argv += ["--port", str(free_port()), "--node-config", node_config]
-        self.nodes.append(self._spawn(argv, f"node{k}.log"))
+        self.nodes.append(self._spawn(self._node_argv(node_config, private), f"node{k}.log"))
         self._wait_for(f"node{k}.log", "SuperNode ID", timeout)
 
     def unregistered_node_exit_code(self, timeout: float = 60.0) -> int | None:
-        """Start a SuperNode with a fresh key that was never registered; its exit code (None if it
-        was still running after ``timeout`` seconds, i.e. not refused)."""
+        """Start a SuperNode (TLS) with a fresh key that was never registered; its exit code (None if
+        it was still running after ``timeout`` seconds, i.e. not refused)."""
         private, _ = write_node_key(self.root / "certificates", "unregistered")
-        argv = [_tool("flower-supernode"), "--root-certificates", str(self.certificates["ca"])]
-        argv += ["--auth-supernode-private-key", str(private), "--superlink", f"127.0.0.1:{self.port}"]
-        argv += ["--port", str(free_port()), "--node-config", "partition-id=0 num-partitions=1"]
-        proc = self._spawn(argv, "unregistered.log")
+        proc = self._spawn(self._node_argv("partition-id=0 num-partitions=1", private), "unregistered.log")
         try:
             return proc.wait(timeout=timeout)
         except subprocess.TimeoutExpired:

@@ -13,6 +13,17 @@ from typing import Any
 import numpy as np
 
 
+def run_with_node_files(cfg: Mapping[str, Any], node_configs: Sequence[Mapping[str, Any]] | None = None) -> Path:
+    """The run of ``cfg`` on two nodes in this process (the local backend's grid) with these node
+    configs (e.g. ``data-path``); its results folder."""
+    from clients.app import make_client_app
+    from simulations.local_runtime import run_local
+    from strategies.server_app import make_server_app
+
+    run_local(make_server_app(cfg), make_client_app(cfg), 2, dict(cfg), node_configs=node_configs)
+    return Path(cfg["out-dir"]) / cfg["run-name"]
+
+
 def write_node_files(cfg: Mapping[str, Any], folder: Path, suffixes: Sequence[str]) -> list[Path]:
     """One file per node (``len(suffixes)`` nodes, ``.jsonl`` or ``.csv``): the ``text`` and ``label``
     (the class name) of the documents that node's partition of ``cfg``'s dataset holds."""
