@@ -1,9 +1,9 @@
 """One round of user-level central DP that trains the encoder (``central-train = "encoder"``), timed.
 
 The arithmetic of a round on full SST-2 without the federation around it: ``--users`` Poisson-
-sampled users (about q N = 1,000 in simulations/sst2_encoder.toml) each holding one sentence; the
+sampled users (about q N = 1,000 in simulations/experiments/sst2_encoder.toml) each holding one sentence; the
 frozen lower layers once per sentence, the per-user clipped updates through the top layers and the
-head (``fl.user_updates.clipped_update_sum``, vectorized over users), the server's noisy step, and
+head (``fl.training.user_updates.clipped_update_sum``, vectorized over users), the server's noisy step, and
 the evaluation of the 872 dev sentences (the first round's, which runs their lower layers, and a
 later round's, which reuses them); beside it the head-only round on cached embeddings. Also
 the bytes a request carries (the trainable parameters) against the whole encoder.
@@ -36,18 +36,18 @@ def _timed(fn: Any) -> tuple[Any, float]:
 
 def main() -> None:
     from fl import config as config_mod
-    from fl import datasets as data
-    from fl import encoder_training
-    from fl.encoder import best_device, load_encoder
-    from fl.encoder_training import (
+    from fl.data import datasets as data
+    from fl.encoding.encoder import best_device, load_encoder
+    from fl.maps.pipeline import ServerModel
+    from fl.training import encoder as encoder_training
+    from fl.training.encoder import (
         build_encoder_classifier,
         clipped_encoder_sum,
         encoder_predictions,
         lower_states,
         trainable_state,
     )
-    from fl.pipeline import ServerModel
-    from fl.user_updates import clipped_update_sum, noisy_mean, pad_by_user
+    from fl.training.user_updates import clipped_update_sum, noisy_mean, pad_by_user
 
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--parts", default="lora,top")
@@ -89,7 +89,7 @@ def main() -> None:
         _, step = _timed(lambda total=total: noisy_mean(total, 0.82, 1.0, len(texts), torch.Generator().manual_seed(1)))
 
         # the evaluation a node runs each round: the first round computes the dev sentences' lower
-        # layers, later rounds reuse them (fl.encoder_training.encoder_predictions)
+        # layers, later rounds reuse them (fl.training.encoder.encoder_predictions)
         encoder_training._eval_cache.clear()
         _, first_evaluation = _timed(lambda model=model, cfg=cfg: encoder_predictions(cfg, model, dev_texts, device))
         _, evaluation = _timed(lambda model=model, cfg=cfg: encoder_predictions(cfg, model, dev_texts, device))

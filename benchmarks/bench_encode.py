@@ -21,8 +21,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmark this c
 import torch  # noqa: E402
 
 from _common import device_name, emit, run_header  # noqa: E402  (benchmarks/ is sys.path[0])
-from fl import config, datasets  # noqa: E402
-from fl.encoder import best_device, embed_documents  # noqa: E402
+from fl import config  # noqa: E402
+from fl.data import datasets  # noqa: E402
+from fl.encoding.encoder import best_device, embed_documents  # noqa: E402
 
 
 def main() -> None:

@@ -1,4 +1,4 @@
-"""Public fine-tuning of the encoder: which part wins per cost (``fl.encoder_tuning``).
+"""Public fine-tuning of the encoder: which part wins per cost (``fl.encoding.public_tuning``).
 
 For each ``tuning-part`` (top layers, LoRA adapters, all weights), in a fresh process each (so the
 peak memory is that part's): fine-tune all-MiniLM-L6-v2 on the dataset's seeded public split (the
@@ -65,9 +65,9 @@ def one_part(args: argparse.Namespace, part: str) -> dict[str, Any]:
     import torch
     from sklearn.linear_model import LogisticRegression
 
-    from fl import datasets as data
-    from fl.encoder import best_device
-    from fl.encoder_tuning import tune_public
+    from fl.data import datasets as data
+    from fl.encoding.encoder import best_device
+    from fl.encoding.public_tuning import tune_public
 
     cache = tempfile.mkdtemp(prefix="bench-tuning-")
     cfg = _cfg(args, part, cache)
@@ -88,7 +88,7 @@ def one_part(args: argparse.Namespace, part: str) -> dict[str, Any]:
         )
         encoder = str(tuned.folder)
     ds = data.load(cfg)
-    model = __import__("fl.encoder", fromlist=["load_encoder"]).load_encoder(encoder, device)
+    model = __import__("fl.encoding.encoder", fromlist=["load_encoder"]).load_encoder(encoder, device)
     t = time.time()
     pub = model.encode(list(ds.public["text"]), batch_size=128, convert_to_numpy=True)
     dev = model.encode(list(ds.test["text"]), batch_size=128, convert_to_numpy=True)

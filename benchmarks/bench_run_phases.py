@@ -6,16 +6,16 @@ Usage: python benchmarks/bench_run_phases.py [--cases quickstart full-sst2 user-
 Each case is a real ``sanitas run`` (a fresh process, as a user types it) on the offline SST-2
 (``$SANITAS_DATA_DIR``) with the embeddings cached:
 
-* ``quickstart``: ``simulations/quickstart.toml`` (4,000 sentences, 6 nodes, 3 rounds);
+* ``quickstart``: ``simulations/experiments/quickstart.toml`` (4,000 sentences, 6 nodes, 3 rounds);
 * ``full-sst2``: the same recipe on the whole training split (``train-size = 0``: 50,549
   private users on 102 nodes, 3 rounds);
-* ``user-central``: ``simulations/sst2_user_central.toml`` (full SST-2,
+* ``user-central``: ``simulations/experiments/sst2_user_central.toml`` (full SST-2,
   user-level DP-FedAvg), at 60 rounds.
 
 Per case and backend it reports the process's wall seconds (the first repeat also fills the
 run's own caches: the public map's scale choice; later repeats are "after caching") and the
 run's ``timings`` from ``summary.json``: the phases the launcher and the ServerApp measure in their
-process (``fl.timing``: interpreter and imports, launcher checks, backend start, every round
+process (``fl.reporting.timing``: interpreter and imports, launcher checks, backend start, every round
 trip by message type, the server's configure / aggregate steps (server training is
 ``server aggregate_train`` in local mode), checkpoints, writing results) and, on the local
 backend, the nodes' own seconds per message type and the wire's bytes and serialisation
@@ -43,9 +43,9 @@ sys.path.insert(0, str(REPO))
 from _common import emit, run_header  # noqa: E402  (benchmarks/ is sys.path[0])
 
 CASES: dict[str, tuple[str, list[str]]] = {
-    "quickstart": ("simulations/quickstart.toml", []),
-    "full-sst2": ("simulations/quickstart.toml", ["train-size=0"]),
-    "user-central": ("simulations/sst2_user_central.toml", ["num-server-rounds=60"]),
+    "quickstart": ("simulations/experiments/quickstart.toml", []),
+    "full-sst2": ("simulations/experiments/quickstart.toml", ["train-size=0"]),
+    "user-central": ("simulations/experiments/sst2_user_central.toml", ["num-server-rounds=60"]),
 }
 
 
@@ -64,7 +64,7 @@ def one_run(config: str, sets: list[str], backend: str, out: Path, timeout: floa
     if proc.returncode != 0:
         return {"error": proc.stderr[-2000:], "wall_seconds": round(wall, 2)}
     summary = json.loads(next(out.glob("*/summary.json")).read_text())
-    timings = summary.get("timings") or {}  # absent before fl.timing existed
+    timings = summary.get("timings") or {}  # absent before fl.reporting.timing existed
     phases = timings.get("phases", {})
     return {
         "wall_seconds": round(wall, 2),

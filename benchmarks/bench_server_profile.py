@@ -3,11 +3,11 @@
 Usage: python benchmarks/bench_server_profile.py [--repo CHECKOUT] [--set KEY=VALUE ...] [--out FILE]
        [CONFIG]
 
-Runs ``sanitas run CONFIG`` (default ``simulations/quickstart.toml``) of checkout ``--repo`` (default:
+Runs ``sanitas run CONFIG`` (default ``simulations/experiments/quickstart.toml``) of checkout ``--repo`` (default:
 this one) in this process, with ``cProfile`` enabled in the thread that runs
 ``strategies.server_app.run_server`` (on the Ray backend Flower runs the ServerApp in a thread of
 the driver). It needs nothing from the checkout but that function, so it measures commits from
-before ``fl.timing`` existed (the "before" of ``docs/results/run-speed``). It reports the wall
+before ``fl.reporting.timing`` existed (the "before" of ``docs/results/run-speed``). It reports the wall
 seconds of the whole command, the server's seconds, their difference (interpreter, imports, data
 checks, the backend's start and shutdown) and the cumulative seconds of the server-side
 functions below: node discovery and the public map (``discover``, ``choose_map_scale``), the
@@ -30,14 +30,14 @@ from typing import Any
 #: (label, function name, file suffix) of the cumulative times reported.
 FUNCTIONS = (
     ("discovery (node queries, cohort builds)", "discover_nodes", "strategies/discovery.py"),
-    ("public map: scale choice", "choose_map_scale", "fl/public_start.py"),
-    ("public map: all of M1", "supervised_start", "fl/public_start.py"),
+    ("public map: scale choice", "choose_map_scale", "fl/maps/public_start.py"),
+    ("public map: all of M1", "supervised_start", "fl/maps/public_start.py"),
     ("round trips (all types)", "send_and_receive", ""),
-    ("server training (train_epochs)", "train_epochs", "fl/pipeline.py"),
-    ("server aggregate_train", "aggregate_train", "strategies/local_accounting.py"),
-    ("server aggregate_evaluate", "aggregate_evaluate", "strategies/local_accounting.py"),
+    ("server training (train_epochs)", "train_epochs", "fl/maps/pipeline.py"),
+    ("server aggregate_train", "aggregate_train", "strategies/local/accounting.py"),
+    ("server aggregate_evaluate", "aggregate_evaluate", "strategies/local/accounting.py"),
     ("checkpoints", "save_checkpoint", "strategies/checkpoint.py"),
-    ("plot", "plot", "fl/results.py"),
+    ("plot", "plot", "fl/reporting/results.py"),
 )
 
 
@@ -55,7 +55,7 @@ def cumulative(stats: pstats.Stats, name: str, suffix: str) -> float:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("config", nargs="?", default="simulations/quickstart.toml")
+    parser.add_argument("config", nargs="?", default="simulations/experiments/quickstart.toml")
     parser.add_argument("--repo", default=str(Path(__file__).resolve().parents[1]))
     parser.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE")
     parser.add_argument("--out", default="")

@@ -4,14 +4,14 @@ Usage: python benchmarks/bench_shuffle.py [--n 67349,1000000,10000000] [--epsilo
        [--delta 1e-6] [--repeats 5] [--budget SECONDS] [--out FILE]
 
 For each n in --n and each epsilon0 in --epsilon0 it times
-``fl.accounting.shuffle.shuffle_bound(epsilon0, n, delta)`` (what
+``fl.accounting.analysis.shuffle.shuffle_bound(epsilon0, n, delta)`` (what
 ``shuffle_amplification`` and the per-round accounting call: the numerical
 clones bound and, where valid, the closed form): one warm-up call, then the
 median of --repeats calls. It reports the bound too (epsilon, method), so a
 timing is never read without the answer it took.
 
 The defaults include n = 1e7, epsilon0 = 1, delta = 1e-6: the case the unit test
-tests/fl/test_shuffle.py::test_large_n checks for correctness only (it used to
+tests/fl/accounting/analysis/test_shuffle.py::test_large_n checks for correctness only (it used to
 assert that it took under 15 s; it takes ~0.1 s on a laptop). With --budget S,
 the script exits with status 1 when a median exceeds S seconds, for a CI job
 that owns a quiet machine.
@@ -31,7 +31,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmark this checkout
 
 from _common import emit, run_header  # noqa: E402  (benchmarks/ is sys.path[0])
-from fl.accounting.shuffle import shuffle_bound  # noqa: E402
+from fl.accounting.analysis.shuffle import shuffle_bound  # noqa: E402
 
 
 def time_bound(epsilon0: float, n: int, delta: float, repeats: int) -> dict:
@@ -74,7 +74,7 @@ def main() -> int:
 
     result = {
         **run_header(),
-        "function": "fl.accounting.shuffle.shuffle_bound",
+        "function": "fl.accounting.analysis.shuffle.shuffle_bound",
         "delta": args.delta,
         "repeats": args.repeats,
         "budget_seconds": args.budget or None,

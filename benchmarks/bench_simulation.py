@@ -6,7 +6,7 @@ Usage: python benchmarks/bench_simulation.py [--users 1000 10000 100000 1000000]
 
 For each mode (``--modes``) and each number of training users N (``--users``) it runs, each in a
 fresh child process, a **federated** round and its **floor**. Both modes use ``dataset =
-"synthetic"`` (``fl/datasets.py``: each node generates its own users), the same N users and
+"synthetic"`` (``fl/data/datasets.py``: each node generates its own users), the same N users and
 ``synthetic-test-users`` test users, ``ceil(max(N, test users) / users-per-node)`` Flower nodes on
 the ``--backend`` (``local``: in the child's process, the default; ``ray``: a fresh local Ray
 instance), one round, ``noise-seed = 0``.
@@ -24,15 +24,15 @@ instance), one round, ``noise-seed = 0``.
   shutdown: the rest of the wall time).
 * **floor**: the same work in one process, without Flower or Ray: generate the same synthetic
   users block by block (``users-per-node`` at a time), apply the same M1 and the same sanitizer
-  with the same code (``fl.maps.apply_input_map``, the sentence channel's mechanism), train the
-  same server model for the same epochs (``fl.pipeline.train_epochs``), and score the test users
+  with the same code (``fl.maps.input_map.apply_input_map``, the sentence channel's mechanism), train the
+  same server model for the same epochs (``fl.maps.pipeline.train_epochs``), and score the test users
   (sanitized and clean), as the round's evaluation does.
 
 ``central`` (user-level central DP, ``mode = "central"``, ``central-unit = "user"``: DP-FedAvg,
-``strategies.user_central``): ``map-in = "identity"``, ``central-cohort-size`` = ``--cohort-size``
+``strategies.central_user``): ``map-in = "identity"``, ``central-cohort-size`` = ``--cohort-size``
 (1000: each user is Poisson-sampled with q = min(1, 1000 / N)), clip C = 1, noise multiplier
 z = 1, ``local-epochs = 1`` (one SGD step per user at ``client-learning-rate = 1``), FedAdam at
-``server-learning-rate = 0.01`` (the settings of ``simulations/sst2_user_central.toml``).
+``server-learning-rate = 0.01`` (the settings of ``simulations/experiments/sst2_user_central.toml``).
 
 * **federated**: ``simulations.run``. Central mode refuses the ``strategy`` key, so the phases
   come from the time breakdown ``UserLevelDPFedAvg`` writes in its round record (``timing``:
@@ -43,11 +43,11 @@ z = 1, ``local-epochs = 1`` (one SGD step per user at ``client-learning-rate = 1
   ``strategies.server_app.discover_nodes`` (in its own process, where the ServerApp runs);
   ``ray_start_and_other`` is the rest of the wall time.
 * **floor**: the same work in one process, without Flower or Ray: generate the same synthetic
-  users node block by node block (the nodes' blocks, ``fl.partition.cohort``), draw the same
-  Poisson coins (``fl.user_updates.poisson_sample``, ``noise-seed`` as every node's secret), sum
-  each block's clipped per-user updates with the nodes' code (``fl.maps.apply_input_map``,
-  ``fl.user_updates.pad_by_user`` and ``clipped_update_sum``), add the same noise to the float64
-  sum of the blocks' float32 sums (``fl.user_updates.noisy_mean``, seeded as the strategy seeds
+  users node block by node block (the nodes' blocks, ``fl.data.partition.cohort``), draw the same
+  Poisson coins (``fl.training.user_updates.poisson_sample``, ``noise-seed`` as every node's secret), sum
+  each block's clipped per-user updates with the nodes' code (``fl.maps.input_map.apply_input_map``,
+  ``fl.training.user_updates.pad_by_user`` and ``clipped_update_sum``), add the same noise to the float64
+  sum of the blocks' float32 sums (``fl.training.user_updates.noisy_mean``, seeded as the strategy seeds
   it), take the same server-optimizer step, account (``fl.accounting.user_level.user_privacy_record``)
   and score the test users block by block. It computes the very model the federated round
   computes, so ``same_accuracy`` (federated and floor test accuracy equal) checks that the
@@ -67,7 +67,7 @@ descendant, not the tree's sum. Between consecutive sizes, ``marginal`` gives th
 more user costs on both sides and their ratio: the per-user overhead, free of the fixed start-up.
 The JSON holds one entry per mode under ``modes`` (``config``, ``cases``, ``marginal``). Every child
 imports torch, ``torch._dynamo`` (which the first torch optimizer of a process imports: seconds) and
-``fl.datasets`` before its clock starts, so neither side counts them.
+``fl.data.datasets`` before its clock starts, so neither side counts them.
 
 ``--smoke`` runs one tiny size per mode (untimed: the figures are not measurements) to check that
 the script works end to end. Timings are wall-clock, so other work on the machine skews them; the
@@ -93,7 +93,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmark this checkout
 
 from _common import emit, run_header  # noqa: E402  (benchmarks/ is sys.path[0])
-from strategies.release_training import ReleaseTraining  # noqa: E402
+from strategies.local.release_training import ReleaseTraining  # noqa: E402
 
 SCRIPT = Path(__file__).resolve()
 RESULT_MARK = "BENCH_SIMULATION_RESULT "
@@ -342,9 +342,10 @@ def floor_local(cfg: dict[str, Any]) -> dict[str, Any]:
     import torch
 
     from fl import config as config_mod
-    from fl import datasets, maps
-    from fl.channels import make_channels
-    from fl.pipeline import build_model, confusion_matrix, predict, scores, train_epochs
+    from fl.data import datasets
+    from fl.levels.channels import make_channels
+    from fl.maps import input_map as maps
+    from fl.maps.pipeline import build_model, confusion_matrix, predict, scores, train_epochs
 
     start = time.perf_counter()
     rc = config_mod.resolve(cfg)
@@ -418,11 +419,12 @@ def floor_central(cfg: dict[str, Any]) -> dict[str, Any]:
     import torch
 
     from fl import config as config_mod
-    from fl import datasets, maps
     from fl.accounting.user_level import sampling_rate, user_privacy_record
-    from fl.partition import cohort, num_nodes
-    from fl.pipeline import build_model, confusion_matrix, predict, scores
-    from fl.user_updates import clipped_update_sum, hash_seed, noisy_mean, pad_by_user, poisson_sample
+    from fl.data import datasets
+    from fl.data.partition import cohort, num_nodes
+    from fl.maps import input_map as maps
+    from fl.maps.pipeline import build_model, confusion_matrix, predict, scores
+    from fl.training.user_updates import clipped_update_sum, hash_seed, noisy_mean, pad_by_user, poisson_sample
 
     start = time.perf_counter()
     rc = config_mod.resolve(cfg)
@@ -519,8 +521,6 @@ def child(kind: str, cfg: dict[str, Any]) -> None:
     """Run one measurement in this (child) process and print its result line."""
     import torch  # noqa: F401  (imported before the clock starts on both sides)
     import torch._dynamo  # noqa: F401  (a process's first torch optimizer imports it: seconds, not work)
-
-    import fl.datasets  # noqa: F401
 
     out = federated(cfg) if kind == "federated" else floor(cfg)
     print(RESULT_MARK + json.dumps(out), flush=True)

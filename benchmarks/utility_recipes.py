@@ -1,30 +1,30 @@
 """Which honest M1 recipe gives the best sanitized-test accuracy? (in-process, JSON)
 
-Usage: python benchmarks/utility_recipes.py [--config simulations/sst2_utility.toml]
+Usage: python benchmarks/utility_recipes.py [--config simulations/experiments/sst2_utility.toml]
        [--epsilons 2,4,6,10] [--seeds 1,2,3] [--recipes public16,supervised2,...]
        [--epochs 5] [--threads 1] [--out FILE]
 
 For each seed and sentence epsilon (Purkayastha metric epsilon; pure pi * epsilon per release)
 it builds candidate input maps M1 from the seed's PUBLIC split only, releases every private
 training document and every test document once through the run's real mechanism
-(``fl.config.make_mechanism``, n(M1 x) or n(M1 x + b) by ``fl.maps.apply_input_map``), trains the
-server model (``fl.pipeline``: M2 + MLP, Adam) on the private releases with their labels in the
+(``fl.config.make_mechanism``, n(M1 x) or n(M1 x + b) by ``fl.maps.input_map.apply_input_map``), trains the
+server model (``fl.maps.pipeline``: M2 + MLP, Adam) on the private releases with their labels in the
 clear, and scores it on the sanitized test releases: the shape of a ``sanitas run`` without Flower
 (one release per user, all users in one round).
 
 Recipes (``--recipes``; a trailing number is m'):
 
 * ``public<m'>``: the baseline, M1 trained on the public split through the noise
-  (``fl.maps.train_public_map`` from the seeded random start, ``public-epochs`` epochs), and the
+  (``fl.maps.input_map.train_public_map`` from the seeded random start, ``public-epochs`` epochs), and the
   server model starting from that public training, as ``map-in = "public"`` does;
 * ``pca<m'>``: the top m' principal directions of the public embeddings, centred by the public
   mean (an affine public map, no labels);
-* ``supervised<m'>``: ``map-in = "supervised"`` (``fl.maps.supervised_map``): the public logistic
+* ``supervised<m'>``: ``map-in = "supervised"`` (``fl.maps.input_map.supervised_map``): the public logistic
   regression's logit, m' - 2 principal directions, and a constant whose scale is chosen on a public
-  hold-out (``fl.public_start.choose_map_scale``), unless ``--scale`` fixes it.
+  hold-out (``fl.maps.public_start.choose_map_scale``), unless ``--scale`` fixes it.
 
 Every recipe also reports its *public validation* accuracy
-(``fl.public_start.public_validation_accuracy``: the pipeline emulated on a seeded 20% hold-out
+(``fl.maps.public_start.public_validation_accuracy``: the pipeline emulated on a seeded 20% hold-out
 of the public split, under the same mechanism). Choosing m' or a recipe by that number uses public
 documents only; ``choice`` in the output names, per seed and epsilon, the recipe public validation
 picks and its test accuracy. Test accuracies are on the sanitized dev set (diagnostic, computed
@@ -52,12 +52,13 @@ import torch  # noqa: E402
 
 from _common import emit, run_header  # noqa: E402  (benchmarks/ is sys.path[0])
 from fl import config as config_mod  # noqa: E402
-from fl import datasets as data  # noqa: E402
-from fl import maps, public_start  # noqa: E402
-from fl.documents import embed_texts  # noqa: E402
-from fl.pipeline import build_model, predict, train_epochs  # noqa: E402
+from fl.data import datasets as data  # noqa: E402
+from fl.encoding.encoder import embed_texts  # noqa: E402
+from fl.maps import input_map as maps  # noqa: E402
+from fl.maps import public_start
+from fl.maps.pipeline import build_model, predict, train_epochs  # noqa: E402
 
-DEFAULT_CONFIG = Path(__file__).resolve().parents[1] / "simulations" / "sst2_utility.toml"
+DEFAULT_CONFIG = Path(__file__).resolve().parents[1] / "simulations" / "experiments" / "sst2_utility.toml"
 BASELINE = {"map-in": "public", "public-fraction": 0.1, "map-dim": 16}
 
 

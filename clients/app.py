@@ -17,10 +17,15 @@ from typing import Any
 from flwr.app import Context, Message
 from flwr.clientapp import ClientApp
 
-from .central_client import central_clipping_mod, handle_central_evaluate, handle_central_train, handle_user_train
-from .faults import with_faults
-from .ldp_client import handle_evaluate, handle_train
-from .node import handle_query, resolve_once, with_published_encoder
+from clients.central_client import (
+    central_clipping_mod,
+    handle_central_evaluate,
+    handle_central_train,
+    handle_user_train,
+)
+from clients.faults import with_faults
+from clients.ldp_client import handle_evaluate, handle_train
+from clients.node import handle_query, resolve_once, with_published_encoder
 
 
 def make_client_app(overrides: Mapping[str, Any] | None = None) -> ClientApp:

@@ -3,7 +3,7 @@
 ``central-unit = "user"`` (user-level DP-FedAvg, McMahan et al. 2018): on a
 *train* message each of the node's training users joins the round with
 probability ``q`` (the ``sampling-rate`` the server sends; the coin comes from
-the node's secret, the round and the user id, ``fl.user_updates.poisson_sample``),
+the node's secret, the round and the user id, ``fl.training.user_updates.poisson_sample``),
 each sampled user takes ``local-epochs`` plain-SGD steps at
 ``client-learning-rate`` from the global model on their own documents only,
 the update is clipped to ``central-clip``, and the node replies with the **sum**
@@ -17,7 +17,7 @@ normalise, then ``ServerModel`` (M2 + tanh + MLP), for ``local-epochs``
 epochs of Adam at ``learning-rate``, starting from the global weights, and
 returns the updated weights with ``num-examples``: a standard Flower
 Message-API FedAvg client. There is no local sanitizer: privacy comes from the
-server's clipping and Gaussian noise (``strategies.central``), or from the
+server's clipping and Gaussian noise (``strategies.central_node``), or from the
 client-side clipping mod plus the server's noise.
 
 Every reply carries ``uniform-weight = 1.0``, the key the server's FedAvg
@@ -42,12 +42,14 @@ from flwr.clientapp.mod import fixedclipping_mod
 from flwr.clientapp.typing import ClientAppCallable
 from flwr.supercore.differential_privacy import KEY_CLIPPING_NORM
 
-from fl import maps
-from fl import messages as wire
+from clients.node import node_cohort, noise_secret
+from fl import wire
 from fl.accounting.central import UNIFORM_WEIGHT_KEY, check_central_config
 from fl.cohort import Cohort
-from fl.encoder import best_device
-from fl.encoder_training import (
+from fl.encoding.encoder import best_device
+from fl.maps import input_map as maps
+from fl.maps.pipeline import ServerModel, confusion_matrix, predict, train_epochs
+from fl.training.encoder import (
     EncoderClassifier,
     build_encoder_classifier,
     clipped_encoder_sum,
@@ -55,10 +57,7 @@ from fl.encoder_training import (
     load_trainable,
     lower_states,
 )
-from fl.pipeline import ServerModel, confusion_matrix, predict, train_epochs
-from fl.user_updates import clipped_update_sum, pad_by_user, poisson_sample
-
-from .node import node_cohort, noise_secret
+from fl.training.user_updates import clipped_update_sum, pad_by_user, poisson_sample
 
 
 def _cohort(context: Context, cfg: Mapping[str, Any]) -> Cohort:

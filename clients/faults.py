@@ -3,7 +3,7 @@
 ``raise`` fails before the handler runs (no noise is drawn, nothing is kept);
 ``timeout`` runs the handler, so the node draws and caches its releases as usual,
 then sleeps past the server's ``node-timeout`` before replying. ``drop-reply``
-happens on the server side (``strategies.faults.FaultyGrid``): the node itself
+happens on the server side (``strategies.grids.faults.FaultyGrid``): the node itself
 behaves normally.
 """
 
@@ -15,11 +15,9 @@ from typing import Any
 
 from flwr.app import Context, Message
 
-from fl import faults
-from fl import messages as wire
-
-from . import node_state
-from .node import node_cohort, node_partition
+from clients import node_state
+from clients.node import node_cohort, node_partition
+from fl import faults, wire
 
 #: Seconds a ``timeout`` fault sleeps beyond ``node-timeout`` (the server has stopped waiting by then).
 LATE_BY = 1.0

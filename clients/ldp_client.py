@@ -1,7 +1,7 @@
 """Local-DP release ClientApp handlers.
 
 A node holds a cohort of users. On a *train* message it releases, for the
-requested users, what the run's channel draws (``fl.channels``): the sanitized
+requested users, what the run's channel draws (``fl.levels.channels``): the sanitized
 document embedding (sentence level), the embedding of a word-level rewrite
 (word level) or a SentDP document release (document level), and the sanitized
 label (label channel). M1 is derived locally from public values (``identity``,
@@ -34,20 +34,20 @@ import numpy as np
 import torch
 from flwr.app import Array, ArrayRecord, ConfigRecord, Context, Message, MetricRecord, RecordDict
 
+from clients.node import derived_seed, next_generator, node_cohort, noise_secret
 from fl import config as config_mod
-from fl import document_level, maps
-from fl import messages as wire
-from fl import rewrite as rewrite_mod
+from fl import wire
 from fl.accounting.charges import Charge
 from fl.accounting.charges import costs as charge_costs
-from fl.channels import Channels, ReleaseInputs, channel_class, make_channels
-from fl.channels.base import EmbeddingChannel
 from fl.cohort import Cohort
-from fl.document_level import DocumentSetup
-from fl.pipeline import ServerModel, confusion_matrix, predict
-from fl.sentences import split_sentences
-
-from .node import derived_seed, next_generator, node_cohort, noise_secret
+from fl.data.sentences import split_sentences
+from fl.levels.base import EmbeddingChannel
+from fl.levels.channels import Channels, ReleaseInputs, channel_class, make_channels
+from fl.levels.document import setup as document_level
+from fl.levels.document.setup import DocumentSetup
+from fl.levels.word import rewrite as rewrite_mod
+from fl.maps import input_map as maps
+from fl.maps.pipeline import ServerModel, confusion_matrix, predict
 
 
 def _rewrite(

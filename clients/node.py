@@ -21,7 +21,7 @@ import torch
 from flwr.app import ConfigRecord, Context, Message, RecordDict
 
 from fl import config as config_mod
-from fl import messages as wire
+from fl import wire
 from fl.cohort import Cohort, build_cohort, build_local_cohort
 
 NOISE_KEY = "sanitas.noise"
@@ -90,13 +90,13 @@ def _with_encoder(items: tuple[tuple[str, Any], ...], folder: str) -> dict[str, 
 
 def with_published_encoder(cfg: Mapping[str, Any], msg: Message) -> Mapping[str, Any]:
     """The config to serve ``msg`` with: with ``encoder-tuning = "public"``, the encoder the request
-    names by digest (``fl.messages.ENCODER``), loaded from the published folder and checked against
-    the digest (``fl.encoder_tuning.published_encoder``); otherwise ``cfg`` itself."""
+    names by digest (``fl.wire.ENCODER``), loaded from the published folder and checked against
+    the digest (``fl.encoding.public_tuning.published_encoder``); otherwise ``cfg`` itself."""
     if cfg["encoder-tuning"] == "none":
         return cfg
     if wire.ENCODER not in msg.content:
         raise ValueError("encoder-tuning = 'public' but the request names no published encoder")
-    from fl.encoder_tuning import encoders_root, published_encoder
+    from fl.encoding.public_tuning import encoders_root, published_encoder
 
     folder = published_encoder(encoders_root(cfg), str(msg.content[wire.ENCODER]["digest"]))
     return _with_encoder(tuple(sorted(dict(cfg).items())), folder)

@@ -9,7 +9,7 @@ at the end of round R, when the server's checkpoint was taken. Requests of round
 R + 1 that it answered before the crash are thus forgotten on both ends.
 
 The folder stands for each device's own storage: it holds the node's secret, so it
-lives only while the run is incomplete (``fl.results.RunWriter.finish`` removes it).
+lives only while the run is incomplete (``fl.reporting.results.RunWriter.finish`` removes it).
 Only the newest snapshot of a round <= R and those of later rounds are ever needed,
 so older ones are pruned.
 """
@@ -23,8 +23,8 @@ from typing import Any
 
 from flwr.app import ConfigRecord, Context, Message
 
-from fl import messages as wire
-from fl.results import write_atomic
+from fl import wire
+from fl.reporting.results import write_atomic
 
 RESUMED_FROM = "resumed-from"  # strategies.checkpoint.RESUMED_FROM (clients may not import strategies)
 RESTORED_KEY = "sanitas.restored"

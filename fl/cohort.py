@@ -2,12 +2,12 @@
 
 Built on the node (client side) from the dataset, the user partition, the
 frozen encoder (through the embedding cache). The input map M1 is applied at
-release time (``fl.maps``), because in the ``public`` and ``leaky`` modes it
+release time (``fl.maps.input_map``), because in the ``public`` and ``leaky`` modes it
 comes from the server. Cached per process, so a Ray worker that serves a node in several rounds
 builds it once.
 
 With ``dataset = "synthetic"`` (scale and speed measurements only) a node
-generates its users' vectors itself (``fl.datasets.SyntheticDataset``): no data
+generates its users' vectors itself (``fl.data.datasets.SyntheticDataset``): no data
 file, no partition, no encoder, and memory in O(users of the node).
 """
 
@@ -22,14 +22,13 @@ from typing import Any
 import numpy as np
 import torch
 
+from fl.config import level_of
+from fl.data import datasets as data
+from fl.data.partition import UserPartition, cohort
+from fl.encoding.documents import SentenceDocs, embed_sentences
+from fl.encoding.encoder import best_device, embed_texts, encoder_dimension
+from fl.maps.input_map import map_dim, release_dim
 from mechanisms.words.tokenize import tokenize
-
-from . import datasets as data
-from .documents import SentenceDocs, embed_sentences, embed_texts
-from .encoder import best_device, encoder_dimension
-from .levels import level_of
-from .maps import map_dim, release_dim
-from .partition import UserPartition, cohort
 
 
 @dataclass
@@ -100,7 +99,7 @@ def build_local_cohort(
     progress: bool = True,
 ) -> Cohort:
     """The cohort of a node whose training documents are its own file (node config ``data-path``,
-    ``fl.datasets.read_node_file``): file row i is user ``train_offset + i`` of ``num_train_users``
+    ``fl.data.datasets.read_node_file``): file row i is user ``train_offset + i`` of ``num_train_users``
     (ids the server assigns once it knows every node's count; 0 and 0 before). The node's test
     users are its block of the run's test split, as for every node.
     """

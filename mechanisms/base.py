@@ -158,7 +158,7 @@ class SentenceMechanism(Mechanism):
         """The noise-free counterpart of a release of unit rows ``x``, differentiable.
 
         Not a release: it only routes gradients in straight-through training on
-        public data (``fl.maps``). The identity unless the mechanism projects.
+        public data (``fl.maps.input_map``). The identity unless the mechanism projects.
         """
         return x
 

@@ -4,7 +4,7 @@
 
     import simulations
 
-    result = simulations.run("simulations/quickstart.toml", sentence_epsilon=6.0, label_mechanism="rr",
+    result = simulations.run("simulations/experiments/quickstart.toml", sentence_epsilon=6.0, label_mechanism="rr",
                              out="results")
     result.summary["final"]["accuracy"], [r["accuracy"] for r in result.rounds], result.folder
 
@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from fl import config as config_mod
-from fl.timing import PHASES, process_age
+from fl.reporting.timing import PHASES, process_age
 
 
 @dataclass(frozen=True)
@@ -166,12 +166,12 @@ def launch(cfg: Mapping[str, Any], resume: bool = False, verbose: bool = True) -
         PHASES.add("interpreter and imports", process_age())
         _launched = True
     from clients.app import make_client_app
-    from fl import datasets as data
-    from fl.channels import channel_class
     from fl.cohort import population_sizes
-    from fl.partition import num_nodes
-    from fl.results import run_folder
-    from strategies.local_accounting import LEAKY_WARNING
+    from fl.data import datasets as data
+    from fl.data.partition import num_nodes
+    from fl.levels.channels import channel_class
+    from fl.reporting.results import run_folder
+    from strategies.local.accounting import LEAKY_WARNING
     from strategies.server_app import make_server_app
 
     data.check_source(cfg)
@@ -229,7 +229,7 @@ def launch(cfg: Mapping[str, Any], resume: bool = False, verbose: bool = True) -
                     backend_config=backend_config(cfg, verbose),
                 )
     if not (folder / "summary.json").is_file():
-        from fl.results import read_status
+        from fl.reporting.results import read_status
 
         error = read_status(folder).get("error") if folder.is_dir() else None
         raise RunFailed(f"the run failed: {error or 'it wrote no summary'} (log: {folder / 'run.log'})")
@@ -243,7 +243,7 @@ def resume(folder: str | Path, verbose: bool = True) -> RunResult:
     Raises ``FileNotFoundError`` when the folder is not a run folder or has no checkpoint yet, and
     ``ValueError`` when the run is already complete.
     """
-    from fl.results import read_status
+    from fl.reporting.results import read_status
     from strategies.checkpoint import last_checkpoint
 
     folder = Path(folder).expanduser().resolve()

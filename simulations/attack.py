@@ -56,7 +56,7 @@ class Pipeline:
     """The run's encoder, M1 and local release code for arbitrary texts (never touches the run's nodes)."""
 
     def __init__(self, cfg: Any, state: AttackState) -> None:
-        from fl.channels import channel_class
+        from fl.levels.channels import channel_class
 
         self.cfg = cfg
         self.state = state
@@ -67,8 +67,8 @@ class Pipeline:
 
     def embed(self, texts: Sequence[str]) -> Any:
         """Encoder embeddings [n, d] (document level: the sentence embeddings per document)."""
-        from fl.documents import embed_sentences, embed_texts
-        from fl.encoder import best_device
+        from fl.encoding.documents import embed_sentences
+        from fl.encoding.encoder import best_device, embed_texts
 
         if self.level == "document":
             return embed_sentences(list(texts), self.cfg, progress=False)
@@ -77,7 +77,7 @@ class Pipeline:
 
     def clean(self, texts: Sequence[str]) -> torch.Tensor:
         """The model's noise-free input for each text (n(M1 x); document level: the recoded mean)."""
-        from fl import maps
+        from fl.maps import input_map as maps
 
         emb = self.embed(texts)
         if self.level == "document":
@@ -92,9 +92,9 @@ class Pipeline:
         from flwr.app import Context, RecordDict
 
         from clients.ldp_client import release
-        from fl import maps
-        from fl.channels import make_channels
         from fl.cohort import Cohort, word_counts
+        from fl.levels.channels import make_channels
+        from fl.maps import input_map as maps
 
         if self.cfg["map-in"] == "leaky":
             raise ValueError("map-in = 'leaky' runs have no local release flow to replay")
@@ -165,7 +165,7 @@ def _nonmembers(
     else the test split, which may differ in distribution (SST-2: phrases vs whole sentences) and
     then measures that difference too (said in ``nonmembers_are``).
     """
-    from fl import datasets as data
+    from fl.data import datasets as data
 
     seen = set(ds.train["text"]) | (set(ds.public["text"]) if ds.public is not None else set())
     if cfg["train-size"] > 0:
@@ -189,7 +189,7 @@ def _train_shadow(
 ) -> torch.nn.Module:
     """One shadow: the server's recipe on a seeded half of the public documents, released with fresh noise
     (central mode: their noise-free inputs, the attacker's stand-in for DP-FedAvg)."""
-    from fl.pipeline import build_model, train_epochs
+    from fl.maps.pipeline import build_model, train_epochs
 
     cfg, st = pipe.cfg, pipe.state
     rng = np.random.default_rng([seed, i])
@@ -216,7 +216,7 @@ def attack_run(
     inversion_aux: int = 4000,
 ) -> dict[str, Any]:
     """Run ``attacks`` on one results folder; writes ``attacks.json`` there and returns its content."""
-    from fl import datasets as data
+    from fl.data import datasets as data
 
     folder = Path(folder)
     unknown = [a for a in attacks if a not in ATTACKS]
@@ -275,7 +275,7 @@ def attack_run(
 
 def _attribute(pipe: Pipeline, n_aux: int, n_victims: int, seed: int) -> dict[str, Any]:
     """20 Newsgroups group from releases of posts (module docstring)."""
-    from fl import datasets as data
+    from fl.data import datasets as data
 
     news_cfg = pipe.cfg.replace(
         **{

@@ -1,4 +1,4 @@
-"""The end-to-end audit at every level, as one table: ``python -m simulations.audit_levels``.
+"""The end-to-end audit at every level, as one table: ``sanitas audit-levels``.
 
 Each row runs ``simulations.audit_run.audit_run`` (the node's real release code
 for a canary user, every round of the config, fresh node secrets per batch) on
@@ -10,9 +10,6 @@ confidence, verdict). Writes ``audit_levels.csv`` and ``audit_levels.md`` under
 
 from __future__ import annotations
 
-import argparse
-import os
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -141,24 +138,3 @@ def run_rows(quick: bool = False, seed: int = 0) -> list[dict[str, Any]]:
 def write(rows: list[dict[str, Any]], out: Path, command: str) -> tuple[Path, Path]:
     notes = ["", "Pairs:", "", *(f"- {r['row']}: {r['pair']}" for r in rows)]
     return write_table(rows, out, "audit_levels", COLUMNS, command, md_columns=COLUMNS[:-2], notes=notes)
-
-
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--out", default="docs/results/issue16")
-    ap.add_argument("--quick", action="store_true", help="a tenth of the trials (smoke run)")
-    ap.add_argument("--seed", type=int, default=0)
-    args = ap.parse_args(argv)
-    if not os.environ.get("SANITAS_DATA_DIR"):
-        raise SystemExit("set SANITAS_DATA_DIR (e.g. ../shared/data): the configs read SST-2 and AG News")
-    rows = run_rows(args.quick, args.seed)
-    command = "SANITAS_DATA_DIR=../shared/data python -m simulations.audit_levels " + " ".join(
-        argv if argv is not None else sys.argv[1:]
-    )
-    csv_path, md_path = write(rows, Path(args.out), command.strip())
-    print(f"wrote {csv_path} and {md_path}")
-    return 0
-
-
-if __name__ == "__main__":  # pragma: no cover
-    raise SystemExit(main())

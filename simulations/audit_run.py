@@ -43,7 +43,7 @@ Power at these two levels is low by nature, and the audit says so rather than
 hide it: in 50-d GloVe with nearest-word decoding and a 384-d encoder output,
 and in the 384-d truncation box, the privacy loss reaches the claimed epsilon
 only on events of vanishing probability, so even a mechanism at 3x its
-epsilon stays below the printed figure (docs/results/issue16/audit_levels.md).
+epsilon stays below the printed figure (docs/results/audits-and-accounting/audit_levels.md).
 The power check that IS caught there is ``"unsanitized"``: the node forgets its
 level's mechanism and releases the clean embedding.
 """
@@ -60,7 +60,6 @@ import torch
 
 TAMPERS = ("", "epsilon-3x", "redraw-uncharged", "leaky-map", "unsanitized")
 LEVELS = ("sentence", "label", "word", "document")
-_CHANNEL_OF_LEVEL = {"word": "WordChannel", "document": "DocumentChannel"}  # sentence and label: SentenceChannel
 
 
 @dataclass(frozen=True)
@@ -117,7 +116,7 @@ def _canary_cohort(
     document level its ``sentences``, a float32 [k, d] block of sentence embeddings)."""
     from dataclasses import replace
 
-    from fl.documents import SentenceDocs
+    from fl.encoding.documents import SentenceDocs
 
     rows = np.arange(n, dtype=np.int64)
     return replace(
@@ -149,10 +148,10 @@ def _canary_cohort(
 
 def node_zero_and_map(cfg: Any) -> tuple[Any, torch.Tensor | None]:
     """The real node 0 of a run of ``cfg`` (its embedded documents) and the server's real M1 matrix."""
-    from fl import messages as wire
+    from fl import wire
     from fl.cohort import build_cohort, population_sizes
-    from fl.partition import num_nodes
-    from strategies.release_training import ReleaseTraining
+    from fl.data.partition import num_nodes
+    from strategies.local.release_training import ReleaseTraining
 
     train_users, test_users = population_sizes(cfg)
     real = build_cohort(cfg, 0, num_nodes(max(train_users, test_users), cfg["users-per-node"]), progress=False)
@@ -167,7 +166,7 @@ def node_zero_and_map(cfg: Any) -> tuple[Any, torch.Tensor | None]:
 
 def mechanism_inputs(emb: torch.Tensor, matrix: torch.Tensor | None) -> torch.Tensor:
     """What the sentence mechanism receives for these embeddings: M1 applied, then unit-normalised (float64)."""
-    from fl import maps
+    from fl.maps import input_map as maps
 
     z = maps.apply_input_map(emb, matrix).to(torch.float64)
     return z / z.norm(dim=1, keepdim=True).clamp_min(1e-12)
@@ -182,7 +181,7 @@ def _document_canary(setup: Any, mech: Any, docs: Any, pool: int, max_docs: int 
     exact output laws (``log_probs``) of the document and of its swap; a box
     mechanism (truncation) maximises the L1 move of the clipped mean.
     """
-    from fl.documents import SentenceDocs
+    from fl.encoding.documents import SentenceDocs
 
     n = min(pool, len(docs))
     k_all = docs.num_sentences[:n]
@@ -240,7 +239,8 @@ def audit_run(
 
     from clients.ldp_client import charges_by_extras, release
     from fl.accounting import PrivacyLedger
-    from fl.channels import channel_class, make_channels
+    from fl.config import level_of
+    from fl.levels.channels import channel_class, make_channels
     from mechanisms.audit import audit_pair
     from simulations.api import resolve_config
 
@@ -249,11 +249,11 @@ def audit_run(
     if tamper not in TAMPERS:
         raise ValueError(f"tamper must be one of {TAMPERS}, got {tamper!r}")
     cfg = resolve_config(config, dict(overrides or {}))
-    channel = channel_class(cfg).__name__
+    run_level = level_of(cfg)
     if cfg["mode"] != "local":
         raise ValueError("the end-to-end audit covers local-mode runs (central mode: its accountant's figure)")
-    if channel != _CHANNEL_OF_LEVEL.get(level, "SentenceChannel"):
-        raise ValueError(f"level = {level!r} does not match the run's level ({channel}); audit the level the run has")
+    if run_level != (level if level in ("word", "document") else "sentence"):  # the label rides a sentence-level run
+        raise ValueError(f"level = {level!r} does not match the run's level ({run_level}); audit the level the run has")
     if tamper == "unsanitized" and level not in ("word", "document"):
         raise ValueError("the unsanitized power check is for the word and document levels")
     if cfg["map-in"] == "leaky":
@@ -261,8 +261,8 @@ def audit_run(
     if tamper == "leaky-map" and (level != "sentence" or cfg["map-in"] != "random"):
         raise ValueError("the leaky-map power check runs at the sentence level from a random M1 (the leaky start)")
     if cfg["encoder-tuning"] != "none":  # the nodes embed with the server's published public-tuned encoder
-        from fl.encoder import best_device
-        from fl.encoder_tuning import tune_public
+        from fl.encoding.encoder import best_device
+        from fl.encoding.public_tuning import tune_public
 
         cfg = cfg.replace(encoder=str(tune_public(cfg, best_device(cfg["device"]), progress=False).folder))
     if level == "label" and cfg["label-mechanism"] == "none":
@@ -275,7 +275,7 @@ def audit_run(
     blocks: tuple[Any, Any] = (None, None)
     setup = None
     if level == "document":
-        from fl.documents import SentenceDocs
+        from fl.encoding.documents import SentenceDocs
 
         setup = channel_class(cfg).public_setup(cfg, "cpu")
         docs: SentenceDocs = real.train_docs
@@ -299,9 +299,8 @@ def audit_run(
         yp = yx
         pair_distance = None
     elif level == "word":
-        from fl import rewrite as rewrite_mod
-        from fl.documents import embed_texts
-        from fl.encoder import best_device
+        from fl.encoding.encoder import best_device, embed_texts
+        from fl.levels.word import rewrite as rewrite_mod
         from mechanisms.audit import word_pair, word_pair_claim
 
         mech = rewrite_mod.word_mechanism(cfg)
@@ -339,7 +338,7 @@ def audit_run(
     release_channels = make_channels(released_cfg, real.map_dim, released_setup, real.num_classes)
     model = None
     if tamper == "leaky-map":
-        from fl.pipeline import build_model
+        from fl.maps.pipeline import build_model
 
         model = build_model(cfg, real.release_dim, real.encoder_dim, real.num_classes)
 

@@ -50,10 +50,9 @@ from pathlib import Path
 from typing import Any
 
 from fl import config as config_mod
-
-from . import aggregate as agg
-from . import sweep as sw
-from .overrides import split_override
+from simulations import aggregate as agg
+from simulations import sweep as sw
+from simulations.overrides import split_override
 
 #: Columns of compare.csv: one row per point (series, value), aggregated over seeds.
 COLUMNS = (
@@ -441,9 +440,9 @@ def compare(
 
     ``attacks``: then run those attacks on every finished run (``simulations.attack``: attacks.csv and
     attacks_vs_epsilon.png in the comparison folder)."""
-    from fl import datasets as data
     from fl.accounting.user_level import sampling_rate
     from fl.cohort import population_sizes
+    from fl.data import datasets as data
 
     epsilon_list(epsilons, "--epsilons")  # checked before anything runs; the texts name the runs
     trains = [t.strip() for t in central_trains]

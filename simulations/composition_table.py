@@ -1,4 +1,4 @@
-"""Composed per-user figures before/after mechanism-specific events: ``python -m simulations.composition_table``.
+"""Composed per-user figures before/after mechanism-specific events: ``sanitas composition-table``.
 
 Each row is one user's releases as a run's ledger records them (a Charge
 per release, each naming its mechanism), composed by ``fl.accounting.compose``
@@ -11,13 +11,11 @@ at the same delta. Writes ``composition.csv`` and ``composition.md``.
 
 from __future__ import annotations
 
-import argparse
-import sys
 from pathlib import Path
 from typing import Any
 
+from fl.accounting.analysis.composition import compose
 from fl.accounting.charges import Charge
-from fl.accounting.composition import compose
 from mechanisms.guarantee import Guarantee
 from simulations.tables import write_table
 
@@ -81,17 +79,3 @@ def rows() -> list[dict[str, Any]]:
 
 def write(table: list[dict[str, Any]], out: Path, command: str) -> tuple[Path, Path]:
     return write_table(table, out, "composition", COLUMNS, command)
-
-
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--out", default="docs/results/issue16")
-    args = ap.parse_args(argv)
-    command = "python -m simulations.composition_table " + " ".join(argv if argv is not None else sys.argv[1:])
-    csv_path, md_path = write(rows(), Path(args.out), command.strip())
-    print(md_path.read_text())
-    return 0
-
-
-if __name__ == "__main__":  # pragma: no cover
-    raise SystemExit(main())

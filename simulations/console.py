@@ -20,8 +20,8 @@ from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any
 
-from fl.progress import set_quiet
-from fl.results import RUN_LOG
+from fl.reporting.progress import set_quiet
+from fl.reporting.results import RUN_LOG
 
 #: Loggers whose records go to the run's log.
 LOGGERS = ("fl", "clients", "strategies", "simulations", "sanitas", "flwr", "absl", "py.warnings", "ray")

@@ -29,7 +29,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from . import aggregate as agg
+from simulations import aggregate as agg
 
 
 def _rows(sweep_dir: Path) -> list[dict[str, Any]]:

@@ -3,7 +3,7 @@ reproduction of Feyisetan & Kasiviswanathan, TrustNLP 2021, §5.1-5.2, Figs. 1-2
 
 Usage::
 
-    python -m simulations.privemb_errors --out docs/results/feyisetan2021-errors [--seeds 1,2,3] [--quick]
+    sanitas privemb-errors --out docs/results/feyisetan2021-errors [--seeds 1,2,3] [--quick]
 
 writes ``errors.csv`` (mean and sd over seeds per source, mechanism, epsilon, beta), ``errors.md``
 (the tables and the paper's claims next to ours) and ``errors.png`` (error against beta, one line per
@@ -50,7 +50,7 @@ proportional to exp(-epsilon ||z||) (no nearest-word step in these two experimen
   of it). At d = 50 the paper's formula gives m = 129, 90, 66, 50, 40 for beta = 0.5..0.9: the "reduction"
   *expands* the vectors for beta <= 0.8, a regime the paper (d = 300: m = 149..46) never ran.
 * ``sentences``: the frozen default encoder's (all-MiniLM-L6-v2, d = 384) unit-norm sentence embeddings of the
-  sst2 validation sentences, through Sanitas's embedding cache (``fl.documents.embed_texts``). The
+  sst2 validation sentences, through Sanitas's embedding cache (``fl.encoding.encoder.embed_texts``). The
   paper says the mechanism applies to sentence embeddings too, and d = 384 puts m (151, 105, 77, 59, 46) in
   the paper's m << d regime: its dimension counterpart.
 * ``synthetic``: points uniform on the unit sphere of R^``--synthetic-dim`` (for tests).
@@ -63,12 +63,10 @@ for ``privemb-paper`` at delta = 1e-6, n = the number of points.
 
 from __future__ import annotations
 
-import argparse
 import copy
 import csv
 import math
 import statistics
-import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -153,8 +151,8 @@ def glove_source(n: int, vocab: int, pair_seed: int) -> Source:
 
 def sentence_source(n: int, dataset: str, data_dir: str, pair_seed: int) -> Source:
     from fl import config as config_mod
-    from fl import datasets as data
-    from fl.documents import embed_texts
+    from fl.data import datasets as data
+    from fl.encoding.encoder import embed_texts
 
     cfg = config_mod.resolve({"dataset": dataset, "data-dir": data_dir})
     ds = data.load(cfg)
@@ -622,7 +620,7 @@ def plot(aggs: Sequence[dict[str, Any]], sources: Sequence[str], epsilons: Seque
     plt.close(fig)
 
 
-def _notes(aggs: Sequence[dict[str, Any]], sources: Sequence[Source], betas: Sequence[float]) -> list[str]:
+def table_notes(aggs: Sequence[dict[str, Any]], sources: Sequence[Source], betas: Sequence[float]) -> list[str]:
     notes = ["## Notes", ""]
     bs = sorted(betas)
     for src in sources:
@@ -683,84 +681,5 @@ def _notes(aggs: Sequence[dict[str, Any]], sources: Sequence[Source], betas: Seq
     return notes
 
 
-# ------------------------------------------------------------------------------------------ CLI
-def _floats(text: str) -> list[float]:
+def parse_floats(text: str) -> list[float]:
     return [float(t) for t in text.split(",") if t.strip()]
-
-
-def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
-        prog="python -m simulations.privemb_errors",
-        description="PrivEmb vs full-dimensional noise: distance and inner-product errors (Feyisetan & "
-        "Kasiviswanathan 2021, §5.1-5.2).",
-    )
-    p.add_argument("--out", required=True, help="output folder (errors.csv, errors.md, errors.png)")
-    p.add_argument("--seeds", default="1,2,3", help="comma-separated seeds (Phi and noise), at least 2 for an sd")
-    p.add_argument("--quick", action="store_true", help="tiny run for tests: 20 x 20 pairs, a 1000-word domain")
-    p.add_argument("--sources", default="glove,sentences", help=f"comma-separated, from {', '.join(SOURCES)}")
-    p.add_argument("--epsilons", default=",".join(f"{e:g}" for e in EPSILONS))
-    p.add_argument("--betas", default=",".join(f"{b:g}" for b in BETAS))
-    p.add_argument("--n-side", type=int, default=None, help="points per side of the pair grid (default 100; quick 20)")
-    p.add_argument("--pair-seed", type=int, default=0, help="seed of the fixed point sample")
-    p.add_argument("--vocab", type=int, default=None, help="glove: most frequent words used (default 5000; quick 1000)")
-    p.add_argument("--dataset", default="sst2", help="sentences: staged dataset (its test split)")
-    p.add_argument("--data-dir", default="/work/shared/data", help="sentences: folder of staged datasets")
-    p.add_argument("--synthetic-dim", type=int, default=300, help="synthetic: dimension d")
-    return p
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    t_start = time.perf_counter()
-    seeds = [int(s) for s in args.seeds.split(",") if s.strip()]
-    epsilons, betas = _floats(args.epsilons), _floats(args.betas)
-    names = [s.strip() for s in args.sources.split(",") if s.strip()]
-    bad = [s for s in names if s not in SOURCES]
-    if bad or not names:
-        raise SystemExit(f"unknown source(s) {bad}; choose from {SOURCES}")
-    if not seeds or not epsilons or not betas:
-        raise SystemExit("need at least one seed, epsilon and beta")
-    n = args.n_side or (20 if args.quick else 100)
-    vocab = args.vocab or (1000 if args.quick else 5000)
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-
-    def log(msg: str) -> None:
-        print(msg, flush=True)
-
-    sources = []
-    for name in names:
-        t0 = time.perf_counter()
-        if name == "glove":
-            src = glove_source(n, vocab, args.pair_seed)
-        elif name == "sentences":
-            src = sentence_source(n, args.dataset, args.data_dir, args.pair_seed)
-        else:
-            src = synthetic_source(n, args.synthetic_dim, args.pair_seed)
-        log(f"{name}: {src.description} ({time.perf_counter() - t0:.1f} s)")
-        sources.append(src)
-
-    rows = [r for src in sources for r in run_source(src, epsilons, betas, seeds, log)]
-    aggs = aggregate(rows)
-    claims = evaluate_claims(aggs, names, epsilons, betas)
-    meta = {
-        "command": "python -m simulations.privemb_errors " + " ".join(sys.argv[1:] if argv is None else argv),
-        "seeds": ",".join(map(str, seeds)),
-        "pair_seed": args.pair_seed,
-        "epsilons": epsilons,
-        "betas": betas,
-        "quick": args.quick,
-        "wall_s": time.perf_counter() - t_start,
-        "notes": _notes(aggs, sources, betas),
-    }
-    write_csv(aggs, out / "errors.csv")
-    write_markdown(aggs, claims, sources, meta, out / "errors.md")
-    plot(aggs, names, epsilons, out / "errors.png")
-    for c in claims:
-        log(f"{c['verdict']:>14}  {c['source']:<9} {c['mechanism']:<13} {c['claim']}  [{c['test']}]")
-    log(f"wrote {out / 'errors.csv'}, errors.md, errors.png ({time.perf_counter() - t_start:.0f} s)")
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -6,7 +6,7 @@
                       [--quick] [--timeout SECONDS]
 
 The reproduction (:mod:`simulations.reproductions`) is a seeded ``sanitas sweep`` of its config
-file under ``simulations/reproductions/`` over its grid, into ``DIR/NAME`` (resumable: finished
+file under ``simulations/experiments/reproductions/`` over its grid, into ``DIR/NAME`` (resumable: finished
 runs are skipped). From the sweep's per-point summary it writes, into the same folder:
 
 * ``reproduction.csv``: one row per point: the series and x values, n, seeds, accuracy and
@@ -38,10 +38,10 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from . import aggregate as agg
-from .doc_report import report as report_documents
-from .reproductions import Reproduction, get
-from .sweep import parse_seeds, sweep
+from simulations import aggregate as agg
+from simulations.doc_report import report as report_documents
+from simulations.reproductions import Reproduction, get
+from simulations.sweep import parse_seeds, sweep
 
 COLUMNS: tuple[str, ...] = (
     "series",

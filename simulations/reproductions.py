@@ -1,6 +1,6 @@
 """The registry of paper reproductions that ``sanitas reproduce NAME`` runs.
 
-Each entry names a flat run-config file under ``simulations/reproductions/``, the sweep grid
+Each entry names a flat run-config file under ``simulations/experiments/reproductions/``, the sweep grid
 (products, as ``sanitas sweep --grid``), the seeds, which grid key is the x axis and which the
 series, and the paper's numbers for the points it reports (docs/SPEC.md §12, where the settings
 behind each number are listed). Our numbers come from the repository's honest pipeline (frozen
@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-SPEC_DIR = Path(__file__).resolve().parent / "reproductions"
+SPEC_DIR = Path(__file__).resolve().parent / "experiments" / "reproductions"
 
 
 @dataclass(frozen=True)
@@ -343,7 +343,7 @@ _MEEHAN_20NG_DATA = (
     "Data: 2,000 20 Newsgroups training posts (seeded subsample, re-drawn with each seed), half public and "
     "half private users, 500 test posts (the paper uses all ~11,000 training posts; days of CPU here, no GPU "
     "was lent to this work; this size is what 2 cores finish in one session); the paper merges the 20 groups "
-    "into 9 categories without listing them: our grouping is in fl/datasets.py."
+    "into 9 categories without listing them: our grouping is in fl/data/datasets.py."
 )
 
 # ---------------------------------------------------------------------------- Feyisetan & Kasiviswanathan 2021

@@ -1,4 +1,4 @@
-"""Shuffled figures of a sentence-level run, by every bound Sanitas has: ``python -m simulations.shuffle_table``.
+"""Shuffled figures of a sentence-level run, by every bound Sanitas has: ``sanitas shuffle-table``.
 
 For each sentence epsilon1 of a Purkayastha run (pure epsilon0 = pi epsilon1 per
 report) and n reports shuffled together, one row gives the central epsilon at
@@ -22,18 +22,14 @@ these are what-if figures, not a run's guarantee.
 
 from __future__ import annotations
 
-import argparse
 import math
-import os
-import sys
-import time
 from pathlib import Path
 from typing import Any
 
 import torch
 
 from fl.accounting import compose_shuffled, compose_shuffled_pld, mechanism_amplification, shuffle_bound
-from fl.accounting.variation_ratio import general_ldp, metric_ldp, purkayastha
+from fl.accounting.analysis.variation_ratio import general_ldp, metric_ldp, purkayastha
 from simulations.tables import write_table
 
 COLUMNS = (
@@ -120,35 +116,3 @@ def _r(x: float | None) -> float | None:
 def write(rows: list[dict[str, Any]], out: Path, name: str, command: str = "") -> tuple[Path, Path]:
     """``NAME.csv`` (every column) and ``NAME.md`` (the command, then the same table in Markdown)."""
     return write_table(rows, out, name, COLUMNS, command)
-
-
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("configs", nargs="+", help="run configs (TOML) whose M1 sets the median distance")
-    ap.add_argument("--epsilons", default="1,2,6,10", help="sentence epsilon1 values (Purkayastha)")
-    ap.add_argument("--n", type=int, default=67_349, help="reports shuffled together (SST-2 training set)")
-    ap.add_argument("--delta", type=float, default=1e-6)
-    ap.add_argument("--rounds", type=int, default=3, help="fresh-noise rounds composed")
-    ap.add_argument("--pool", type=int, default=2000, help="users of node 0 whose pairs give the median")
-    ap.add_argument("--out", default="docs/results/issue16")
-    ap.add_argument("--name", default="shuffle_sst2")
-    args = ap.parse_args(argv)
-    epsilons = [float(e) for e in args.epsilons.split(",")]
-    rows: list[dict[str, Any]] = []
-    for config in args.configs:
-        start = time.perf_counter()
-        d01, map_name, pairs = median_angle(config, args.pool)
-        rows += rows_for(config, epsilons, args.n, args.delta, args.rounds, d01, map_name)
-        took = time.perf_counter() - start
-        print(f"{config}: {map_name}, median angle {d01:.4f} rad over {pairs} pairs ({took:.1f}s)")
-    command = "python -m simulations.shuffle_table " + " ".join(argv if argv is not None else sys.argv[1:])
-    if os.environ.get("SANITAS_DATA_DIR"):
-        command = "SANITAS_DATA_DIR=../shared/data " + command
-    csv_path, md_path = write(rows, Path(args.out), args.name, command)
-    print(md_path.read_text())
-    print(f"wrote {csv_path} and {md_path}")
-    return 0
-
-
-if __name__ == "__main__":  # pragma: no cover
-    raise SystemExit(main())

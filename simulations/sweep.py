@@ -84,10 +84,9 @@ from pathlib import Path
 from typing import Any
 
 from fl import config as config_mod
-
-from . import aggregate as agg
-from .api import resolve_config
-from .overrides import load_with_overrides, override_key, split_override
+from simulations import aggregate as agg
+from simulations.api import resolve_config
+from simulations.overrides import load_with_overrides, override_key, split_override
 
 #: Metric columns of ``sweep.csv`` / ``sweep.jsonl``, after the grid keys.
 #: ``epsilon`` is the mechanism's own per-unit epsilon (per release, per word or per sentence in a

@@ -1,7 +1,7 @@
-"""How large a per-word epsilon keeps words: ``python -m simulations.word_survival CONFIG``.
+"""How large a per-word epsilon keeps words: ``sanitas word-survival CONFIG``.
 
 For each word mechanism and per-word epsilon, rewrites ``--docs`` test documents
-of CONFIG's dataset once (``fl.word_quality.rewrite_quality``: the driver's
+of CONFIG's dataset once (``fl.levels.word.quality.rewrite_quality``: the driver's
 diagnostic, noise independent of any run) and records N_w (the fraction of word
 tokens left unchanged), ROUGE-1 F1 and the per-word guarantee. No model is
 trained, so the grid can reach epsilons far past a reproduction's (where the
@@ -11,18 +11,14 @@ Writes ``word_survival.csv`` and ``word_survival.md`` into ``--out``.
 
 from __future__ import annotations
 
-import argparse
-import sys
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 from tqdm import tqdm
 
 from fl import config
-from fl.rewrite import word_mechanism
-from fl.word_quality import rewrite_quality
-from simulations.tables import write_table
+from fl.levels.word.quality import rewrite_quality
+from fl.levels.word.rewrite import word_mechanism
 
 MECHANISMS = ("trlaplace", "word_laplace", "word_gaussian")
 EPSILONS = (1.0, 10.0, 20.0, 50.0, 100.0, 200.0, 500.0)
@@ -67,36 +63,10 @@ def rows(
     return out
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m simulations.word_survival", description=__doc__.splitlines()[0])
-    ap.add_argument("config", help="a word-level run config (TOML), e.g. simulations/reproductions/huang2024_sst2.toml")
-    ap.add_argument("--out", type=Path, required=True, help="folder for word_survival.csv / .md")
-    ap.add_argument("--mechanisms", default=",".join(MECHANISMS))
-    ap.add_argument("--epsilons", default=",".join(f"{e:g}" for e in EPSILONS))
-    ap.add_argument("--docs", type=int, default=200, help="test documents rewritten per setting")
-    ap.add_argument("--seed", type=int, default=1)
-    args = ap.parse_args(argv)
-    base = config.load_toml(args.config)
-    table = rows(
-        base,
-        [m for m in args.mechanisms.split(",") if m],
-        [float(e) for e in args.epsilons.split(",") if e],
-        args.docs,
-        args.seed,
-    )
-    command = (
-        f"python -m simulations.word_survival {args.config} --out {args.out} --docs {args.docs} --seed {args.seed}"
-    )
-    notes = [
-        "",
-        "N_w: fraction of word tokens left unchanged by one rewrite (out-of-vocabulary words never count as "
-        "unchanged); word_delta: the per-word delta the mechanism attains (0 for pure Laplace). A diagnostic on "
-        "raw test text, not a release.",
-    ]
-    write_table(table, args.out, "word_survival", COLUMNS, command, notes=notes)
-    print(f"wrote {args.out / 'word_survival.csv'} and {args.out / 'word_survival.md'}")
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+#: Printed under the table.
+NOTES = (
+    "",
+    "N_w: fraction of word tokens left unchanged by one rewrite (out-of-vocabulary words never count as "
+    "unchanged); word_delta: the per-word delta the mechanism attains (0 for pure Laplace). A diagnostic on "
+    "raw test text, not a release.",
+)

@@ -31,10 +31,9 @@ from flwr.app import Array, ArrayRecord, ConfigRecord, Message, MetricRecord
 from flwr.serverapp import Grid
 from flwr.serverapp.strategy import Strategy
 
-from fl import faults
-from fl import messages as wire
-from fl.results import write_atomic
-from fl.timing import PHASES
+from fl import faults, wire
+from fl.reporting.results import write_atomic
+from fl.reporting.timing import PHASES
 
 log = logging.getLogger(__name__)
 

@@ -9,7 +9,7 @@ from collections.abc import Iterable
 from flwr.app import ConfigRecord, Message, MessageType, RecordDict
 from flwr.serverapp import Grid
 
-from fl import messages as wire
+from fl import wire
 
 
 def raise_on_errors(replies: Iterable[Message], stage: str) -> None:

@@ -2,7 +2,7 @@
 
 Two shapes are accepted, as in Flower:
 
-* a subclass of :class:`~strategies.release_training.ReleaseTraining`: built
+* a subclass of :class:`~strategies.local.release_training.ReleaseTraining`: built
   with the same arguments (``cfg``);
 * a wrapper (any ``flwr.serverapp.strategy.Strategy`` whose constructor takes a
   ``strategy`` argument, like Flower's ``DifferentialPrivacy*`` wrappers): built
@@ -18,7 +18,7 @@ from typing import Any
 
 from flwr.serverapp.strategy import Strategy
 
-from .release_training import ReleaseTraining
+from strategies.local.release_training import ReleaseTraining
 
 
 def import_object(spec: str) -> Any:

@@ -26,30 +26,29 @@ from flwr.serverapp import Grid, ServerApp
 from flwr.serverapp.strategy import Strategy
 
 from fl import config as config_mod
-from fl import datasets as data
-from fl import maps
 from fl.accounting.central import check_central_config
 from fl.accounting.scope import EVALUATION_NOT_COVERED, GUARANTEE_COVERS, scope_fields
 from fl.attacks.state import AttackState
 from fl.attacks.state import from_model as attack_from_model
-from fl.channels import channel_class, run_label
-from fl.encoder import best_device
-from fl.pipeline import build_model
-from fl.public_start import supervised_start, train_public_start
-from fl.results import RunWriter, run_folder
-from fl.timing import PHASES
-
-from .central import CentralDPAccounting, central_guarantee, make_central_strategy
-from .checkpoint import RoundCheckpoints, last_checkpoint, load_checkpoint, remap_nodes
-from .discovery import discover_nodes
-from .encoder_grid import EncoderGrid
-from .faults import FaultyGrid
-from .loading import make_strategy
-from .local_accounting import LEAKY_WARNING, LocalDPAccounting
-from .lost_nodes import LostNodeGrid
-from .release_training import ReleaseTraining
-from .timed_grid import TimedGrid
-from .user_central import UserLevelDPFedAvg, user_level_guarantee
+from fl.data import datasets as data
+from fl.encoding.encoder import best_device
+from fl.levels.channels import channel_class, run_label
+from fl.maps import input_map as maps
+from fl.maps.pipeline import build_model
+from fl.maps.public_start import supervised_start, train_public_start
+from fl.reporting.results import RunWriter, run_folder
+from fl.reporting.timing import PHASES
+from strategies.central_node import CentralDPAccounting, central_guarantee, make_central_strategy
+from strategies.central_user import UserLevelDPFedAvg, user_level_guarantee
+from strategies.checkpoint import RoundCheckpoints, last_checkpoint, load_checkpoint, remap_nodes
+from strategies.discovery import discover_nodes
+from strategies.grids.encoder import EncoderGrid
+from strategies.grids.faults import FaultyGrid
+from strategies.grids.lost_nodes import LostNodeGrid
+from strategies.grids.timed import TimedGrid
+from strategies.loading import make_strategy
+from strategies.local.accounting import LEAKY_WARNING, LocalDPAccounting
+from strategies.local.release_training import ReleaseTraining
 
 log = logging.getLogger(__name__)
 
@@ -152,8 +151,8 @@ def user_level_run(grid: Grid, cfg: Mapping[str, Any], writer: RunWriter, timeou
             f"map on {info['public_documents']} public documents (m' = {info['map_dim']}, scale "
             f"{info['map_scale']:g}), frozen"
         )
-    if cfg["central-train"] == "encoder":  # the encoder's top part trains next to the head (fl.encoder_training)
-        from fl.encoder_training import build_encoder_classifier, trainable_state
+    if cfg["central-train"] == "encoder":  # the encoder's top part trains next to the head (fl.training.encoder)
+        from fl.training.encoder import build_encoder_classifier, trainable_state
 
         model = build_encoder_classifier(cfg, model, matrix, best_device(cfg["device"]))
         encoder_part = sum(v.numel() for k, v in trainable_state(model).items() if k.startswith("top."))
@@ -332,7 +331,7 @@ def publish_encoder(cfg: Mapping[str, Any], grid: Grid) -> tuple[Mapping[str, An
     encoder's record for the summary and the statement."""
     if cfg["encoder-tuning"] == "none":
         return cfg, grid, {"name": cfg["encoder"], "tuning": "none"}
-    from fl.encoder_tuning import tune_public
+    from fl.encoding.public_tuning import tune_public
 
     tuned = tune_public(cfg, best_device(cfg["device"]))
     tuned_cfg = config_mod.resolve({**dict(cfg), "encoder": str(tuned.folder)})
@@ -351,7 +350,7 @@ def encoder_note(encoder: Mapping[str, Any]) -> str:
 
 
 def run_timings(grid: Grid) -> dict[str, Any]:
-    """The summary's ``timings``: seconds per phase of this process so far (``fl.timing``) and, on the
+    """The summary's ``timings``: seconds per phase of this process so far (``fl.reporting.timing``) and, on the
     local backend, the nodes' own seconds and what crossed the wire (``simulations.local_runtime``)."""
     timings: dict[str, Any] = {"phases": PHASES.snapshot()}
     stats = getattr(grid, "stats", None)

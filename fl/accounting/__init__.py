@@ -1,6 +1,15 @@
 """Privacy accounting: per-user ledgers of releases, composition, and shuffle amplification."""
 
-from .central import (
+from fl.accounting.analysis.composition import Composed, compose
+from fl.accounting.analysis.shuffle import ShuffleBound, compose_shuffled, shuffle_bound
+from fl.accounting.analysis.shuffle_pld import ShuffledRound, compose_shuffled_pld
+from fl.accounting.analysis.variation_ratio import (
+    Amplification,
+    VRParameters,
+    mechanism_amplification,
+    shuffle_amplification,
+)
+from fl.accounting.central import (
     UNIFORM_WEIGHT_KEY,
     central_epsilon,
     check_central_config,
@@ -8,11 +17,7 @@ from .central import (
     num_sampled_nodes,
     privacy_record,
 )
-from .composition import Composed, compose
-from .ledger import PrivacyLedger
-from .shuffle import ShuffleBound, compose_shuffled, shuffle_bound
-from .shuffle_pld import ShuffledRound, compose_shuffled_pld
-from .variation_ratio import Amplification, VRParameters, mechanism_amplification, shuffle_amplification
+from fl.accounting.ledger import PrivacyLedger
 
 __all__ = [
     "UNIFORM_WEIGHT_KEY",

@@ -55,7 +55,7 @@ from dp_accounting import dp_event
 from dp_accounting.pld import PLDAccountant
 from dp_accounting.rdp import RdpAccountant
 
-from .scope import scope_fields
+from fl.accounting.scope import scope_fields
 
 #: The MetricRecord key every central-mode node sets to 1.0 and FedAvg weights by:
 #: the noise calibration ``z * C / k`` assumes a uniform average of the k updates

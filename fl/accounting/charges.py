@@ -28,9 +28,8 @@ from typing import Any
 import numpy as np
 from dp_accounting.dp_event import DpEvent
 
+from fl.accounting.analysis.composition import mechanism_event
 from mechanisms.guarantee import Guarantee, compose_units
-
-from .composition import mechanism_event
 
 
 @dataclass(frozen=True)

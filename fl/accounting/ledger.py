@@ -27,9 +27,8 @@ from collections.abc import Iterable
 
 import numpy as np
 
+from fl.accounting.analysis.composition import compose_worst, mechanism_event
 from mechanisms.guarantee import Guarantee
-
-from .composition import compose_worst, mechanism_event
 
 CHANNELS = ("embedding", "label")
 

@@ -43,7 +43,7 @@ from dp_accounting import dp_event
 from dp_accounting.pld import privacy_loss_distribution
 from dp_accounting.rdp import RdpAccountant
 
-from .scope import scope_fields
+from fl.accounting.scope import scope_fields
 
 RELATION = dp_accounting.NeighboringRelation.ADD_OR_REMOVE_ONE
 # PLDAccountant's default grid; _round_pld must use the accountant's own settings.

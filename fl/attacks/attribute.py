@@ -17,7 +17,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 import torch
 
-from .common import Standardise
+from fl.attacks.common import Standardise
 
 KNOWLEDGE = (
     "the victims' releases; an auxiliary public set labelled with the attribute, released through the same "

@@ -29,7 +29,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 import torch
 
-from .common import Standardise
+from fl.attacks.common import Standardise
 
 KNOWLEDGE = (
     "white-box: the encoder, the public M1 and the local mechanism; public same-distribution text released "

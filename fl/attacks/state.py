@@ -17,8 +17,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from ..cache_files import atomic_write
-from ..pipeline import ServerModel
+from fl.encoding.cache_files import atomic_write
+from fl.maps.pipeline import ServerModel
 
 STATE_FILE = Path("attack") / "state.pt"
 VERSION = 1

@@ -30,7 +30,7 @@ def test_every_key_is_in_exactly_one_section() -> None:
 
 
 def test_quickstart_config_resolves() -> None:
-    cfg = config.resolve(config.load_toml(REPO / "simulations" / "quickstart.toml") | {"data-dir": ""})
+    cfg = config.resolve(config.load_toml(REPO / "simulations" / "experiments" / "quickstart.toml") | {"data-dir": ""})
     assert cfg["dataset"] == "sst2" and cfg["sentence-mechanism"] == "purkayastha"
 
 

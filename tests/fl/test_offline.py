@@ -31,10 +31,10 @@ def test_the_hub_libraries_run_offline_in_this_process() -> None:
 
 
 def test_subprocesses_of_the_integration_tests_run_offline(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The CLI subprocess of tests/integration/test_simulation.py (Ray runs; also used by test_central.py)
+    """The CLI subprocess of tests/support/simulation.py (Ray runs of the integration tests)
     gets an environment in which huggingface_hub starts offline (local-backend runs stay in this
     offline process)."""
-    from tests.integration import test_simulation
+    from tests.support import simulation
 
     seen: dict = {}
 
@@ -42,8 +42,8 @@ def test_subprocesses_of_the_integration_tests_run_offline(tmp_path: Path, monke
         seen.update(kwargs)
         return subprocess.CompletedProcess(args, 0, "", "")
 
-    monkeypatch.setattr(test_simulation.subprocess, "run", capture)
-    test_simulation._run(tmp_path, tmp_path, tmp_path, {"backend": '"ray"'})
+    monkeypatch.setattr(simulation.subprocess, "run", capture)
+    simulation.run_cli(tmp_path, tmp_path, tmp_path, {"backend": '"ray"'})
     monkeypatch.undo()
     env = seen["env"]
     assert all(env.get(name) == "1" for name in OFFLINE_VARIABLES)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from strategies.release_training import ReleaseTraining
+from strategies.local.release_training import ReleaseTraining
 
 
 class FailsInRoundOne(ReleaseTraining):

@@ -15,9 +15,9 @@ import numpy as np
 import pytest
 import torch
 
-from fl import datasets as data
 from fl.attacks.state import AttackState, from_model
-from fl.pipeline import build_model, train_epochs
+from fl.data import datasets as data
+from fl.maps.pipeline import build_model, train_epochs
 from simulations.api import resolve_config
 from simulations.attack import Pipeline
 from simulations.cli import main

@@ -118,7 +118,7 @@ def test_level_must_match_the_run() -> None:
 
 def test_the_audit_table_rows_are_valid_configs(tmp_path: Path) -> None:
     """simulations.audit_levels: every row's config resolves and matches its level; the table writes."""
-    from fl.channels import channel_class
+    from fl.levels.channels import channel_class
     from simulations.api import resolve_config
     from simulations.audit_levels import ROWS, write
 

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.integration.test_simulation import BASE, _run
 from tests.support.runs import MODES as SHARED_MODES
 from tests.support.runs import timeless
+from tests.support.simulation import BASE, run_cli
 
 MODES = {mode: {k: json.dumps(v) for k, v in extra.items()} for mode, extra in SHARED_MODES.items()}  # TOML values
 
@@ -27,7 +27,7 @@ def test_local_and_ray_backends_write_identical_rounds(
     for backend in ("local", "ray"):
         work = tmp_path / backend
         work.mkdir()
-        proc = _run(work, data_dir, cache_dir, {**MODES[mode], "backend": f'"{backend}"'})
+        proc = run_cli(work, data_dir, cache_dir, {**MODES[mode], "backend": f'"{backend}"'})
         assert proc.returncode == 0, proc.stderr[-3000:]
         assert f"({backend} backend)" in proc.stdout
         folders[backend] = work / "out" / "r"

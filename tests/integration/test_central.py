@@ -17,10 +17,10 @@ from pathlib import Path
 import pytest
 
 from fl import config as config_mod
-from fl import messages as wire
+from fl import wire
 from fl.accounting.central import central_epsilon
 from fl.accounting.user_level import user_level_epsilon
-from tests.integration.test_simulation import _run as run_cli
+from tests.support.simulation import run_cli
 
 CENTRAL = {  # on top of test_simulation's BASE (same users, nodes and rounds)
     "mode": '"central"',
@@ -91,7 +91,7 @@ def test_central_client_side_clipping_end_to_end(tmp_path: Path, data_dir: Path,
 
 def test_central_refuses_a_trained_map_before_writing(tmp_path: Path, data_dir: Path, cache_dir: Path) -> None:
     """map-in = public is a local-mode option: refused with one error line before Ray starts or anything is
-    written (custom strategies are refused the same way, see tests/fl/test_central_accounting.py)."""
+    written (custom strategies are refused the same way, see tests/fl/accounting/test_central.py)."""
     proc = _run(tmp_path, data_dir, cache_dir, {"map-in": '"public"', "public-fraction": "0.3"})
     assert proc.returncode == 2
     last = proc.stderr.strip().splitlines()[-1]
@@ -178,9 +178,9 @@ def test_a_node_replies_the_clipped_sum_of_its_sampled_users_only(data_dir: Path
     from flwr.app import ArrayRecord, ConfigRecord, Message, MessageType, RecordDict
 
     from clients.central_client import central_features, handle_user_train
-    from fl.pipeline import build_model
-    from fl.user_updates import poisson_sample
-    from tests.fl.test_user_updates import _loop_reference
+    from fl.maps.pipeline import build_model
+    from fl.training.user_updates import poisson_sample
+    from tests.support.user_updates import loop_reference
 
     cfg, c, context = _node(
         data_dir, cache_dir, {"central-clip": 0.05, "local-epochs": 2, "client-learning-rate": 0.5, "noise-seed": 11}
@@ -204,7 +204,7 @@ def test_a_node_replies_the_clipped_sum_of_its_sampled_users_only(data_dir: Path
     keep = torch.isin(doc_user, chosen)
     x = central_features(cfg, c, c.train_emb[keep])
     owner = torch.searchsorted(chosen, doc_user[keep])
-    ref, _ = _loop_reference(model, x, c.train_y[keep], owner, int(chosen.numel()), 2, 0.5, 0.05)
+    ref, _ = loop_reference(model, x, c.train_y[keep], owner, int(chosen.numel()), 2, 0.5, 0.05)
     for k, v in ref.items():
         torch.testing.assert_close(torch.from_numpy(got[k].numpy()), v, rtol=1e-4, atol=1e-6)
 
@@ -219,8 +219,8 @@ def test_a_worker_reuses_its_encoder_model_and_evaluates_each_request_own_weight
     from flwr.app import ArrayRecord, Message, MessageType, RecordDict
 
     from clients import central_client
-    from fl.encoder_training import build_encoder_classifier, lower_states, trainable_state
-    from fl.pipeline import ServerModel, confusion_matrix
+    from fl.maps.pipeline import ServerModel, confusion_matrix
+    from fl.training.encoder import build_encoder_classifier, lower_states, trainable_state
 
     encoder = {"central-unit": "user", "central-train": "encoder", "map-in": "identity", "tuning-layers": 1}
     cfg, c, context = _node(data_dir, cache_dir, {**encoder, "tuning-lora-rank": 2, "hidden-dim": 8})

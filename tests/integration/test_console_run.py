@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 from tests.conftest import REPO
-from tests.integration.test_simulation import BASE
+from tests.support.simulation import BASE
 
 
 def _cli(tmp_path: Path, data_dir: Path, cache_dir: Path, *extra: str, **keys: str) -> subprocess.CompletedProcess:

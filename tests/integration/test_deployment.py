@@ -13,11 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from tests.integration.test_simulation import run_in_process
 from tests.support import runs
 from tests.support.deployment import Deployment
 from tests.support.runs import MODES
 from tests.support.runs import SMALL_RUN as BASE
+from tests.support.simulation import run_in_process
 
 NODES = 2  # SMALL_RUN's simulation has 2 nodes
 
@@ -149,7 +149,7 @@ def test_a_supernode_killed_during_a_round_is_counted_charged_and_the_run_comple
 ) -> None:
     """SIGKILL one SuperNode (and its ClientApp process) while it serves round 1's training request:
     its reply never comes, the round counts the failure and charges the users it was asked to release
-    as if they had (``strategies.local_accounting``), and the run completes on the other node."""
+    as if they had (``strategies.local.accounting``), and the run completes on the other node."""
     env = {"SANITAS_DATA_DIR": str(data_dir), "SANITAS_CACHE_DIR": str(cache_dir)}
     # noise-seed -1, as a deployment should run: each node's secret comes from its OS.
     config = {**BASE, **MODES["local"], "node-timeout": 20.0, "noise-seed": -1}

@@ -19,8 +19,7 @@ import pytest
 
 from fl import config as config_mod
 from fl.accounting.user_level import user_level_epsilon
-from tests.integration.test_simulation import BASE, _rounds
-from tests.integration.test_simulation import _run as run_cli
+from tests.support.simulation import BASE, rounds_of, run_cli
 
 TRAIN, TEST = 60, 40  # test_simulation's BASE: 10 nodes of 6 users, 2 rounds, half the users per round
 
@@ -28,7 +27,7 @@ TRAIN, TEST = 60, 40  # test_simulation's BASE: 10 nodes of 6 users, 2 rounds, h
 def test_local_mode_at_20_percent_dropped_replies(tmp_path: Path, data_dir: Path, cache_dir: Path) -> None:
     proc = run_cli(tmp_path, data_dir, cache_dir, {"fault-rate": "0.2", "fault-kind": '"drop-reply"'})
     assert proc.returncode == 0, proc.stderr[-3000:]
-    rounds = _rounds(tmp_path / "out" / "r")
+    rounds = rounds_of(tmp_path / "out" / "r")
     assert [r["round"] for r in rounds] == [1, 2]
     dropped = sum(r["faults"][stage]["dropped"] for r in rounds for stage in ("train", "evaluate"))
     assert dropped > 0  # seed 42 at rate 0.2 drops some of the 2 x (10 + 7) replies
@@ -61,7 +60,7 @@ def test_central_user_level_at_20_percent_raising_nodes(tmp_path: Path, data_dir
     }
     proc = run_cli(tmp_path, data_dir, cache_dir, extra)
     assert proc.returncode == 0, proc.stderr[-3000:]
-    rounds = _rounds(tmp_path / "out" / "r")
+    rounds = rounds_of(tmp_path / "out" / "r")
     assert [r["round"] for r in rounds] == [1, 2]
     assert sum(r["faults"][s]["error"] for r in rounds for s in ("train", "evaluate")) > 0
     q = 20.0 / TRAIN

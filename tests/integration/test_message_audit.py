@@ -11,7 +11,7 @@ same.
 For each level of the local mode (sentence with an RR label channel, word, document with DeepCandidate
 and with truncation) and both units of the central mode, every reply is checked:
 
-1. every record and every key is declared in ``fl.messages.DECLARED_FIELDS`` for that message type and
+1. every record and every key is declared in ``fl.wire.DECLARED_FIELDS`` for that message type and
    scope (a field added without a declaration fails here);
 2. no raw content crosses: no row of any float array or float metric list is within ``TOL`` of a
    user's clean encoder embedding, of its clean mapped embedding n(M1 x), or (document level) of one
@@ -51,14 +51,14 @@ from flwr.serverapp import Grid
 
 from clients.node import node_cohort
 from fl import config as config_mod
-from fl import maps
-from fl import messages as wire
+from fl import wire
 from fl.accounting.central import UNIFORM_WEIGHT_KEY
 from fl.accounting.charges import Charge
 from fl.cohort import Cohort, population_sizes, word_counts
-from fl.partition import num_nodes
-from fl.user_updates import poisson_sample
-from tests.strategies.conftest import task_identity  # noqa: F401  (autouse: messages need a task identity)
+from fl.data.partition import num_nodes
+from fl.maps import input_map as maps
+from fl.training.user_updates import poisson_sample
+from tests.support.grids import task_identity  # noqa: F401  (autouse: messages need a task identity)
 from tests.support.node_files import write_node_files
 
 TOL = 1e-3  # a released row this close (L2) to a clean row counts as the clean row

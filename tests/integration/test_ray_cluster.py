@@ -29,7 +29,7 @@ import pytest
 from fl import config
 from simulations.api import backend_config
 from tests.conftest import REPO
-from tests.integration.test_simulation import _rounds, _run
+from tests.support.simulation import rounds_of, run_cli
 
 POLL_S = 0.25
 HEAD_START_POLLS = 360  # 90 s for `ray start --head` (counted polls: tests read no wall clock)
@@ -122,7 +122,7 @@ def ray_head(data_dir: Path, cache_dir: Path) -> Iterator[tuple[str, Path]]:
 
 def _figures(folder: Path) -> list[dict]:
     """Every figure of ``rounds.jsonl`` but the wall time (accuracy, train loss, the privacy ledger)."""
-    return [{k: v for k, v in r.items() if k != "seconds"} for r in _rounds(folder)]
+    return [{k: v for k, v in r.items() if k != "seconds"} for r in rounds_of(folder)]
 
 
 @pytest.mark.slow  # a second Ray cluster start (60 s): kept out of the 15-minute default run
@@ -137,8 +137,8 @@ def test_run_attached_to_a_ray_cluster_equals_a_local_run(
     # Both runs at once (the embedding cache is written atomically): most of a tiny run is
     # Ray and Flower waiting, so this halves the test's time.
     with ThreadPoolExecutor(2) as pool:
-        on_cluster = pool.submit(_run, attached, data_dir, cache_dir, {"ray-address": f'"{address}"'})
-        on_local = pool.submit(_run, local, data_dir, cache_dir, {})
+        on_cluster = pool.submit(run_cli, attached, data_dir, cache_dir, {"ray-address": f'"{address}"'})
+        on_local = pool.submit(run_cli, local, data_dir, cache_dir, {})
         for proc in (on_cluster.result(), on_local.result()):
             assert proc.returncode == 0, proc.stderr[-3000:]
     folder = attached / "out" / "r"

@@ -1,4 +1,4 @@
-"""The shuffled-figures table (``python -m simulations.shuffle_table``): each bound in its place."""
+"""The shuffled-figures table (``sanitas shuffle-table``): each bound in its place."""
 
 from __future__ import annotations
 
@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from fl.accounting import compose_shuffled_pld, shuffle_amplification
-from simulations.shuffle_table import main, median_angle, rows_for
+from simulations.cli import main
+from simulations.shuffle_table import median_angle, rows_for
 
 SMALL = {
     "dataset": "sst2",
@@ -47,9 +48,12 @@ def test_median_angle_and_files(tmp_path: Path) -> None:
     toml.write_text("\n".join(f"{k} = {v!r}".replace("'", '"') for k, v in SMALL.items()) + "\n")
     d01, map_name, pairs = median_angle(toml, pool=200)
     assert 0.3 < d01 < math.pi - 0.3 and map_name == "random M1, m' = 8" and pairs == 200 * 199 // 2
-    assert main([str(toml), "--epsilons", "1", "--n", "5000", "--pool", "200", "--out", str(tmp_path)]) == 0
+    assert (
+        main(["shuffle-table", str(toml), "--epsilons", "1", "--n", "5000", "--pool", "200", "--out", str(tmp_path)])
+        == 0
+    )
     with (tmp_path / "shuffle_sst2.csv").open() as fh:
         (row,) = list(csv.DictReader(fh))
     assert float(row["median_angle_d01"]) == pytest.approx(d01, abs=1e-4)
     first = (tmp_path / "shuffle_sst2.md").read_text().splitlines()[0]
-    assert first.startswith("Command: `") and "python -m simulations.shuffle_table " in first
+    assert first.startswith("Command: `") and "sanitas shuffle-table " in first

@@ -8,85 +8,21 @@ from __future__ import annotations
 
 import json
 import math
-import os
-import subprocess
-import sys
 import textwrap
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO
-
-BASE = {
-    "dataset": '"sst2"',
-    "train-size": "60",
-    "test-size": "40",
-    "users-per-node": "6",
-    "num-server-rounds": "2",
-    "fraction-train": "0.5",
-    "sentence-epsilon": "10.0",
-    "server-epochs": "3",
-    "noise-seed": "0",
-}
-
-
-def _run(
-    tmp_path: Path, data_dir: Path, cache_dir: Path, extra: dict[str, str], pythonpath: str = ""
-) -> subprocess.CompletedProcess:
-    """``sanitas run`` of BASE + ``extra`` as a user types it. On the local backend it runs in this
-    process (``simulations.cli.main`` with its own environment and streams: the imports are paid
-    once per test session); a Ray run, or one that needs ``pythonpath``, runs in a subprocess."""
-    cfg = tmp_path / "run.toml"
-    cfg.write_text("".join(f"{k} = {v}\n" for k, v in {**BASE, **extra}.items()))
-    argv = ["run", str(cfg), "--out", str(tmp_path / "out"), "--set", 'run-name="r"']
-    env = {"SANITAS_DATA_DIR": str(data_dir), "SANITAS_CACHE_DIR": str(cache_dir)}
-    if pythonpath or "ray" in extra.get("backend", ""):
-        full = {**os.environ, **env}
-        if pythonpath:
-            full["PYTHONPATH"] = os.pathsep.join(filter(None, [pythonpath, full.get("PYTHONPATH", "")]))
-        command = [sys.executable, "-m", "simulations.cli", *argv]
-        return subprocess.run(command, cwd=REPO, env=full, capture_output=True, text=True, timeout=900)
-    return run_in_process(argv, env)
-
-
-def run_in_process(argv: list[str], env: dict[str, str]) -> subprocess.CompletedProcess:
-    """``simulations.cli.main(argv)`` here, with ``env`` set and stdout/stderr captured, as a
-    CompletedProcess (the working directory is the repository's, as for the subprocess)."""
-    import contextlib
-    import io
-
-    from simulations import cli
-
-    out, err = io.StringIO(), io.StringIO()
-    saved = {k: os.environ.get(k) for k in env}
-    cwd = os.getcwd()
-    os.environ.update(env)
-    os.chdir(REPO)
-    try:
-        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-            code = cli.main(argv)
-    finally:
-        os.chdir(cwd)
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
-    return subprocess.CompletedProcess(["sanitas", *argv], code, out.getvalue(), err.getvalue())
-
-
-def _rounds(folder: Path) -> list[dict]:
-    return [json.loads(line) for line in (folder / "rounds.jsonl").read_text().splitlines()]
+from tests.support.simulation import rounds_of, run_cli
 
 
 def test_end_to_end_run_writes_a_complete_results_folder(tmp_path: Path, data_dir: Path, cache_dir: Path) -> None:
-    proc = _run(tmp_path, data_dir, cache_dir, {})
+    proc = run_cli(tmp_path, data_dir, cache_dir, {})
     assert proc.returncode == 0, proc.stderr[-3000:]
     folder = tmp_path / "out" / "r"
     for name in ("config.json", "rounds.jsonl", "rounds.csv", "summary.json", "accuracy_vs_round.png"):
         assert (folder / name).is_file(), name
-    rounds = _rounds(folder)
+    rounds = rounds_of(folder)
     assert [r["round"] for r in rounds] == [1, 2]
     # what sanitas attack reads: the final model and the documents whose releases trained it
     from fl.attacks.state import AttackState
@@ -175,12 +111,12 @@ def test_custom_strategy_outside_the_package_with_fresh_noise(tmp_path: Path, da
         "label-mechanism": '"rr"',
         "label-epsilon": "1.0",
     }
-    proc = _run(tmp_path, data_dir, cache_dir, extra, pythonpath=str(tmp_path))
+    proc = run_cli(tmp_path, data_dir, cache_dir, extra, pythonpath=str(tmp_path))
     assert proc.returncode == 0, proc.stderr[-3000:]
     folder = tmp_path / "out" / "r"
     summary = json.loads((folder / "summary.json").read_text())
     assert summary["strategy"] == "FirstHalfUsers"
-    rounds = _rounds(folder)
+    rounds = rounds_of(folder)
     assert [r["sampled_users"] for r in rounds] == [30, 30]
     assert [r["fresh_train_releases"] for r in rounds] == [30, 30]
     last = rounds[-1]["privacy"]
@@ -194,7 +130,7 @@ def test_custom_strategy_outside_the_package_with_fresh_noise(tmp_path: Path, da
 @pytest.mark.slow  # the wrapper is checked in process (tests/strategies); this is its Ray run
 def test_wrapper_strategy(tmp_path: Path, data_dir: Path, cache_dir: Path) -> None:
     (tmp_path / "my_strategies.py").write_text(CUSTOM)
-    proc = _run(
+    proc = run_cli(
         tmp_path,
         data_dir,
         cache_dir,
@@ -221,7 +157,7 @@ def test_wrapper_strategy(tmp_path: Path, data_dir: Path, cache_dir: Path) -> No
 def test_bad_input_fails_before_writing(
     tmp_path: Path, data_dir: Path, cache_dir: Path, extra: dict, message: str
 ) -> None:
-    proc = _run(tmp_path, data_dir, cache_dir, extra)
+    proc = run_cli(tmp_path, data_dir, cache_dir, extra)
     assert proc.returncode == 2
     assert message in proc.stderr and proc.stderr.count("\n") == 1
     assert not (tmp_path / "out").exists()
@@ -231,7 +167,7 @@ def test_existing_results_folder_is_refused_before_running(tmp_path: Path, data_
     folder = tmp_path / "out" / "r"
     folder.mkdir(parents=True)
     (folder / "summary.json").write_text("{}")
-    proc = _run(tmp_path, data_dir, cache_dir, {})
+    proc = run_cli(tmp_path, data_dir, cache_dir, {})
     assert proc.returncode == 2 and "already exists" in proc.stderr
     assert "Ray" not in proc.stderr and (folder / "summary.json").read_text() == "{}"
 
@@ -249,10 +185,10 @@ def test_public_map_with_rr_prior_labels_and_privemb(tmp_path: Path, data_dir: P
         "label-mechanism": '"rr_prior"',
         "label-epsilon": "2.0",
     }
-    proc = _run(tmp_path, data_dir, cache_dir, extra)
+    proc = run_cli(tmp_path, data_dir, cache_dir, extra)
     assert proc.returncode == 0, proc.stderr[-3000:]
     folder = tmp_path / "out" / "r"
-    rounds = _rounds(folder)
+    rounds = rounds_of(folder)
     assert rounds[0]["public_pretraining"]["public_documents"] > 0
     # M1 is frozen after pretraining: test releases are drawn once and re-sent.
     assert rounds[0]["fresh_test_releases"] == 40 and rounds[1]["fresh_test_releases"] == 0
@@ -271,10 +207,10 @@ def test_leaky_map_says_ldp_does_not_hold_everywhere(tmp_path: Path, data_dir: P
     """The leaky mode says LDP does not hold everywhere; with clean-evaluation = false the nodes
     score the sanitized releases only (no clean scores come back)."""
     extra = {"map-in": '"leaky"', "allow-unaccounted-leakage": "true", "clean-evaluation": "false"}
-    proc = _run(tmp_path, data_dir, cache_dir, extra)
+    proc = run_cli(tmp_path, data_dir, cache_dir, extra)
     assert proc.returncode == 0, proc.stderr[-3000:]
     folder = tmp_path / "out" / "r"
-    rounds = _rounds(folder)
+    rounds = rounds_of(folder)
     for r in rounds:
         assert r["ldp_guarantee_holds"] is False
         assert r["privacy"]["ldp_guarantee_holds"] is False and "NOT LOCAL DP" in r["privacy"]["reason"]
@@ -302,9 +238,9 @@ def test_budget_refusals_reach_the_server_as_normal_replies(tmp_path: Path, data
         "fraction-train": "1.0",
         "max-epsilon": "4.0",
     }
-    proc = _run(tmp_path, data_dir, cache_dir, extra)
+    proc = run_cli(tmp_path, data_dir, cache_dir, extra)
     assert proc.returncode == 0, proc.stderr[-3000:]
-    rounds = _rounds(tmp_path / "out" / "r")
+    rounds = rounds_of(tmp_path / "out" / "r")
     assert rounds[0]["refused_train_releases"] == 0 and rounds[0]["refused_test_releases"] == 0
     assert rounds[1]["refused_train_releases"] == 60 and rounds[1]["refused_test_releases"] == 40
     assert rounds[1]["fresh_train_releases"] == 0 and rounds[1]["train_releases_total"] == 60
@@ -333,11 +269,11 @@ def test_word_level_rewrite_with_budget_warning_and_quality(tmp_path: Path, data
         "label-epsilon": "2.0",
         "max-epsilon": "150.0",
     }
-    proc = _run(tmp_path, data_dir, cache_dir, extra)
+    proc = run_cli(tmp_path, data_dir, cache_dir, extra)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "WARNING: the word mechanism's delta per word is 0.0532" in proc.stderr
     folder = tmp_path / "out" / "r"
-    rounds = _rounds(folder)
+    rounds = rounds_of(folder)
     privacy = rounds[-1]["privacy"]
     word = privacy["word_level"]
     assert word["per_word"]["epsilon"] == 20.0 and word["per_word"]["delta"] == pytest.approx(0.0532, abs=1e-4)
@@ -387,10 +323,10 @@ def test_document_level_releases(tmp_path: Path, data_dir: Path, cache_dir: Path
     """Sentence-level DP of IMDB reviews: the server builds the public material (recoder, candidates and a
     tuned p, or the clipping box) from public reviews, nodes release one document each, the ledger charges
     the whole-document guarantee (eps k / 2 or eps k), and scores are broken down by k."""
-    proc = _run(tmp_path, data_dir, cache_dir, {**DOCUMENT_LEVEL, "document-mechanism": f'"{mechanism}"'})
+    proc = run_cli(tmp_path, data_dir, cache_dir, {**DOCUMENT_LEVEL, "document-mechanism": f'"{mechanism}"'})
     assert proc.returncode == 0, proc.stderr[-3000:]
     folder = tmp_path / "out" / "r"
-    rounds = _rounds(folder)
+    rounds = rounds_of(folder)
     level = rounds[-1]["privacy"]["document_level"]
     k_max = level["max_sentences_per_document"]
     assert level["mechanism"] == mechanism and level["per_sentence"]["epsilon"] == 10.0 and k_max >= 2

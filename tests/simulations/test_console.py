@@ -6,7 +6,7 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
-from fl import progress
+from fl.reporting import progress
 from simulations.console import privacy_text, run_console, summary_table
 
 

@@ -18,6 +18,7 @@ import math
 import numpy as np
 import pytest
 
+from simulations import cli
 from simulations import privemb_errors as pe
 
 DIM, N_SIDE, SEEDS = 128, 30, (1, 2, 3)
@@ -30,7 +31,7 @@ def quick_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[list[dict], obj
     argv = ["--out", str(out), "--quick", "--sources", "synthetic", "--synthetic-dim", str(DIM)]
     argv += ["--epsilons", f"{EPS_TINY:g},1,{EPS_HUGE:g}", "--betas", "0.5,0.9", "--n-side", str(N_SIDE)]
     argv += ["--seeds", ",".join(map(str, SEEDS))]
-    assert pe.main(argv) == 0
+    assert cli.main(["privemb-errors", *argv]) == 0
     return pe.read_csv(out / "errors.csv"), out
 
 

@@ -27,9 +27,9 @@ def run_with_node_files(cfg: Mapping[str, Any], node_configs: Sequence[Mapping[s
 def write_node_files(cfg: Mapping[str, Any], folder: Path, suffixes: Sequence[str]) -> list[Path]:
     """One file per node (``len(suffixes)`` nodes, ``.jsonl`` or ``.csv``): the ``text`` and ``label``
     (the class name) of the documents that node's partition of ``cfg``'s dataset holds."""
-    from fl import datasets as data
     from fl.cohort import user_partition
-    from fl.partition import cohort
+    from fl.data import datasets as data
+    from fl.data.partition import cohort
 
     ds = data.load(cfg)
     assert isinstance(ds, data.TextDataset)

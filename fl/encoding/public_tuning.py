@@ -1,0 +1,371 @@
+"""Public fine-tuning of the client encoder G (``encoder-tuning = "public"``), published by its hash.
+
+Before round 1 the server fine-tunes the sentence encoder with a classification head on the
+*public* split only, picks the epoch on a seeded public hold-out, and publishes the tuned
+encoder as a content-addressed artifact: a sentence-transformers folder under
+``<cache-dir>/encoders/<digest>`` whose name is the SHA-256 of its weights
+(:func:`weights_digest`). Every node loads the encoder the server names by that digest and
+checks the hash before using it (:func:`published_encoder`); the embedding cache is keyed by
+it (``fl.encoding.encoder.model_id``), so a sweep over epsilon fine-tunes and encodes once.
+
+What is trained (``tuning-part``): ``"all"`` weights, the ``"top"`` ``tuning-layers``
+transformer layers, or ``"lora"`` adapters (``peft``, rank ``tuning-lora-rank``) on the query
+and value projections of the top ``tuning-layers`` layers, merged into the weights before
+publishing. Only public documents reach the tuning (a private document changed leaves the
+digest unchanged; tests/fl/test_encoder_tuning.py), so the encoder is public like M1 and the
+local guarantee is unchanged; the run's statement names the encoder by its digest.
+
+A recipe (base encoder, the public split's texts and labels, the tuning keys, the seed) maps
+to the digest it produced (``<cache-dir>/encoders/recipes``): a second run with the same
+recipe loads the published encoder instead of tuning again.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+import logging
+import math
+import shutil
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from torch import nn
+
+from fl.config import SECTIONS, cache_dir
+from fl.encoding.cache_files import atomic_write
+from fl.encoding.encoder import MANIFEST, embedding_dim, load_encoder, model_id, resolve_model
+
+log = logging.getLogger(__name__)
+
+PARTS = ("all", "top", "lora")
+#: tuning-learning-rate = 0: the step size of each part (Adam), the usual values for a MiniLM/BERT
+#: encoder: small for all weights, larger for a few top layers, larger still for LoRA adapters.
+DEFAULT_LR = {"all": 3e-5, "top": 1e-4, "lora": 1e-3}
+HEAD_LR = 1e-3  # the classification head's step size (it starts from zero)
+LOGIT_SCALE = 20.0  # the head reads s * G(x) (G's output has unit norm): a cosine classifier's scale
+#: The keys the public tuning depends on (with the seed): the encoder section's ``tuning-*`` keys.
+TUNING_KEYS = tuple(k for k in SECTIONS["encoder"] if k.startswith("tuning-"))
+
+
+def part_learning_rate(cfg: Mapping[str, Any], part: str | None = None) -> float:
+    """``tuning-learning-rate``, or the default of ``part`` (default: ``tuning-part``) when it is 0."""
+    lr = float(cfg["tuning-learning-rate"])
+    return lr if lr > 0 else DEFAULT_LR[part or cfg["tuning-part"]]
+
+
+def weights_digest(model: nn.Module) -> str:
+    """SHA-256 (hex) of a model's state dict: every tensor's name, dtype, shape and bytes, by name."""
+    h = hashlib.sha256(b"sanitas-encoder-weights-v1\0")
+    for name, tensor in sorted(model.state_dict().items()):
+        t = tensor.detach().to("cpu").contiguous()
+        h.update(f"{name}|{t.dtype}|{tuple(t.shape)}\0".encode())
+        h.update(t.view(torch.uint8).numpy().tobytes() if t.numel() else b"")
+    return h.hexdigest()
+
+
+@dataclass(frozen=True)
+class TunedEncoder:
+    """A published encoder: its digest, its folder, and what was done to make it."""
+
+    digest: str
+    folder: Path
+    info: dict[str, Any] = field(default_factory=dict)
+
+    def record(self) -> dict[str, Any]:
+        """The run's statement of the encoder (summary.json)."""
+        return {"tuning": "public", "digest": self.digest, "folder": str(self.folder), **self.info}
+
+
+def transformer_layers(model: Any) -> nn.ModuleList:
+    """The transformer layers of a sentence-transformers BERT-like encoder (``encoder.layer``)."""
+    inner = model[0].auto_model
+    inner = getattr(inner, "base_model", inner)  # a peft model
+    inner = getattr(inner, "model", inner)
+    encoder = getattr(inner, "encoder", None)
+    layers = getattr(encoder, "layer", None)
+    if layers is None:
+        raise ValueError(
+            f"encoder tuning of parts needs a BERT-like encoder (encoder.layer), got {type(inner).__name__}"
+        )
+    return layers
+
+
+def top_layers(model: Any, layers: int) -> list[nn.Module]:
+    """The top ``layers`` transformer layers of ``model``; ``ValueError`` unless 1 <= layers <= its depth."""
+    stack = transformer_layers(model)
+    if not 1 <= layers <= len(stack):
+        raise ValueError(f"tuning-layers must lie in [1, {len(stack)}] for this encoder, got {layers}")
+    return list(stack)[len(stack) - layers :]
+
+
+def lora_config(rank: int, layers: list[int] | None = None) -> Any:
+    """LoRA adapters (peft) on the query and value projections of the layers numbered ``layers``
+    (``None``: of every layer of the module they are injected into)."""
+    from peft import LoraConfig
+
+    return LoraConfig(
+        r=int(rank),
+        lora_alpha=2 * int(rank),
+        lora_dropout=0.0,
+        target_modules=["query", "value"],
+        layers_to_transform=layers,
+    )
+
+
+def trainable_part(model: Any, part: str, layers: int, rank: int) -> list[nn.Parameter]:
+    """Make ``part`` of ``model`` trainable (everything else frozen) and return its parameters.
+
+    ``"lora"`` wraps the inner transformer with peft adapters (merge them with :func:`merge_adapters`)."""
+    if part not in PARTS:
+        raise ValueError(f"tuning-part must be one of {PARTS}, got {part!r}")
+    for p in model.parameters():
+        p.requires_grad_(part == "all")
+    if part == "all":
+        return [p for p in model.parameters()]
+    top = top_layers(model, layers)
+    if part == "top":
+        params = [p for layer in top for p in layer.parameters()]
+        for p in params:
+            p.requires_grad_(True)
+        return params
+    from peft import get_peft_model
+
+    depth = len(transformer_layers(model))
+    model[0].auto_model = get_peft_model(model[0].auto_model, lora_config(rank, list(range(depth - layers, depth))))
+    return [p for p in model.parameters() if p.requires_grad]
+
+
+def merge_adapters(model: Any) -> Any:
+    """Fold peft LoRA adapters into the weights (a plain encoder again); other models unchanged."""
+    inner = model[0].auto_model
+    if hasattr(inner, "merge_and_unload"):
+        model[0].auto_model = inner.merge_and_unload()
+    return model
+
+
+def _embed(model: Any, texts: Sequence[str], device: str) -> torch.Tensor:
+    features = model.preprocess(list(texts))
+    features = {k: v.to(device) if isinstance(v, torch.Tensor) else v for k, v in features.items()}
+    return model(features)["sentence_embedding"]
+
+
+@torch.no_grad()
+def _accuracy(
+    model: Any, head: nn.Linear, texts: Sequence[str], labels: torch.Tensor, batch: int, device: str
+) -> float:
+    model.eval()
+    right = 0
+    for start in range(0, len(texts), batch):
+        logits = head(LOGIT_SCALE * _embed(model, texts[start : start + batch], device))
+        right += int((logits.argmax(1).cpu() == labels[start : start + batch]).sum())
+    return right / max(1, len(texts))
+
+
+def fine_tune(
+    model: Any,
+    texts: Sequence[str],
+    labels: np.ndarray,
+    num_classes: int,
+    *,
+    part: str,
+    layers: int,
+    rank: int,
+    epochs: int,
+    lr: float,
+    batch_size: int,
+    holdout: float,
+    seed: int,
+    device: str = "cpu",
+    progress: bool = True,
+) -> tuple[Any, dict[str, Any]]:
+    """Fine-tune ``model`` (a sentence-transformers encoder, modified in place) with a linear head on
+    (``texts``, ``labels``), keeping the epoch with the best accuracy on a seeded ``holdout`` share.
+
+    Deterministic given its arguments on one machine (seeded head, dropout and batch order). Returns
+    the tuned encoder (adapters merged) and what was done: documents, per-epoch hold-out accuracy,
+    the epoch kept, seconds."""
+    from fl.reporting.progress import bar as progress_bar
+
+    started = time.time()
+    labels = np.asarray(labels, dtype=np.int64)
+    n = len(texts)
+    gen = torch.Generator().manual_seed(int(seed))
+    order = torch.randperm(n, generator=gen).numpy()
+    n_hold = min(n - 1, max(1, round(holdout * n))) if holdout > 0 else 0
+    hold, fit = order[:n_hold], order[n_hold:]
+    fit_texts, hold_texts = [texts[i] for i in fit], [texts[i] for i in hold]
+    fit_y, hold_y = torch.as_tensor(labels[fit]), torch.as_tensor(labels[hold])
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(int(seed))
+        params = trainable_part(model, part, layers, rank)
+        model.to(device)
+        head = nn.Linear(embedding_dim(model), num_classes).to(device)
+        nn.init.zeros_(head.weight)
+        nn.init.zeros_(head.bias)
+        optimizer = torch.optim.AdamW(
+            [{"params": params, "lr": lr}, {"params": list(head.parameters()), "lr": HEAD_LR}], weight_decay=0.0
+        )
+        history: list[dict[str, Any]] = []
+        best_state, best_acc, best_epoch = None, -1.0, 0
+        steps = math.ceil(len(fit) / batch_size)
+        for epoch in range(1, epochs + 1):
+            model.train()
+            perm = torch.randperm(len(fit), generator=gen)
+            epoch_started, total = time.time(), 0.0
+            desc = f"tuning the encoder ({part}), epoch {epoch}"
+            with progress_bar(total=steps, desc=desc, disable=not progress) as bar:
+                for start in range(0, len(fit), batch_size):
+                    idx = perm[start : start + batch_size]
+                    emb = _embed(model, [fit_texts[i] for i in idx.tolist()], device)
+                    loss = nn.functional.cross_entropy(head(LOGIT_SCALE * emb), fit_y[idx].to(device))
+                    optimizer.zero_grad(set_to_none=True)
+                    loss.backward()
+                    optimizer.step()
+                    total += float(loss.detach()) * len(idx)
+                    bar.update(1)
+            acc = _accuracy(model, head, hold_texts, hold_y, 128, device) if n_hold else float("nan")
+            history.append(
+                {
+                    "epoch": epoch,
+                    "loss": round(total / max(1, len(fit)), 5),
+                    "holdout_accuracy": round(acc, 5),
+                    "seconds": round(time.time() - epoch_started, 1),
+                }
+            )
+            log.info(
+                "encoder tuning epoch %d: loss %.4f, public hold-out accuracy %.4f", epoch, history[-1]["loss"], acc
+            )
+            if not n_hold or acc > best_acc:
+                best_acc, best_epoch = acc, epoch
+                best_state = copy.deepcopy({k: v for k, v in model.state_dict().items()}) if epochs > 1 else None
+        if best_state is not None and best_epoch != epochs:
+            model.load_state_dict(best_state)
+    model = merge_adapters(model).eval()
+    for p in model.parameters():
+        p.requires_grad_(False)
+    info = {
+        "part": part,
+        "layers": layers if part != "all" else None,
+        "lora_rank": rank if part == "lora" else None,
+        "trainable_parameters": int(sum(p.numel() for p in params)),
+        "learning_rate": lr,
+        "batch_size": batch_size,
+        "public_documents": n,
+        "fit_documents": len(fit),
+        "holdout_documents": n_hold,
+        "epochs": history,
+        "epoch_kept": best_epoch,
+        "seconds": round(time.time() - started, 1),
+    }
+    return model, info
+
+
+def _recipe(cfg: Mapping[str, Any], texts: Sequence[str], labels: np.ndarray) -> str:
+    """The digest of everything the tuning depends on: base encoder, public data, keys, seed, versions."""
+    h = hashlib.sha256(b"sanitas-tuning-recipe-v1\0")
+    h.update(model_id(cfg["encoder"]).encode() + b"\0")
+    h.update(json.dumps({k: cfg[k] for k in (*TUNING_KEYS, "seed")}, sort_keys=True).encode())
+    h.update(f"|torch {torch.__version__}|threads {torch.get_num_threads()}\0".encode())
+    for text, label in zip(texts, np.asarray(labels).tolist(), strict=True):
+        h.update(f"{int(label)}\0".encode() + text.encode("utf-8") + b"\0")
+    return h.hexdigest()
+
+
+def encoders_root(cfg: Mapping[str, Any]) -> Path:
+    """Where published encoders live: ``<cache-dir>/encoders``."""
+    return cache_dir(cfg) / "encoders"
+
+
+def publish(model: Any, root: Path, base: str, info: Mapping[str, Any]) -> TunedEncoder:
+    """Save ``model`` under ``root/<digest>`` (the digest of the weights as saved and read back)
+    with its manifest; a folder of that digest already there is kept (same weights)."""
+    root.mkdir(parents=True, exist_ok=True)
+    staging = root / f".staging-{time.time_ns()}"
+    model.save(str(staging))
+    from sentence_transformers import SentenceTransformer
+
+    digest = weights_digest(SentenceTransformer(str(staging), device="cpu"))
+    (staging / MANIFEST).write_text(json.dumps({"digest": digest, "base": base, "info": dict(info)}, indent=1))
+    folder = root / digest
+    if folder.is_dir():
+        shutil.rmtree(staging)
+    else:
+        staging.rename(folder)
+    return TunedEncoder(digest, folder, dict(info))
+
+
+@lru_cache(maxsize=8)
+def _verified(folder: str, digest: str, mtime_ns: int) -> str:
+    model = load_encoder(folder, "cpu")
+    found = weights_digest(model)
+    if found != digest:
+        raise ValueError(f"the published encoder {folder} has weights of digest {found[:16]}, not {digest[:16]}")
+    return folder
+
+
+def published_encoder(root: Path, digest: str) -> str:
+    """The folder of the published encoder ``digest`` under ``root``, its weights checked against the
+    digest (once per process). ``ValueError`` when it is missing or does not match."""
+    if not (len(digest) == 64 and all(c in "0123456789abcdef" for c in digest)):
+        raise ValueError(f"not an encoder digest: {digest!r}")
+    folder = root / digest
+    if not (folder / MANIFEST).is_file():
+        raise ValueError(f"the tuned encoder {digest[:16]} is not published under {root} (no {MANIFEST})")
+    return _verified(str(folder), digest, (folder / MANIFEST).stat().st_mtime_ns)
+
+
+def tune_public(cfg: Mapping[str, Any], device: str = "cpu", progress: bool = True) -> TunedEncoder:
+    """The run's public-tuned encoder: from the recipe cache, or tuned now on the public split and
+    published. Reads the public split only."""
+    from sentence_transformers import SentenceTransformer
+
+    from fl.data import datasets as data
+
+    ds = data.load(cfg)
+    public = getattr(ds, "public", None)
+    if public is None or len(public) == 0:
+        raise ValueError("encoder-tuning = 'public' tunes the encoder on the public split: set public-fraction > 0")
+    texts = [str(t) for t in public["text"][:]]
+    labels = np.asarray(public["label"][:], dtype=np.int64)
+    root = encoders_root(cfg)
+    recipe = _recipe(cfg, texts, labels)
+    recipe_file = root / "recipes" / f"{recipe}.json"
+    if recipe_file.is_file():
+        try:
+            known = json.loads(recipe_file.read_text())
+            published_encoder(root, known["digest"])
+            log.info("public-tuned encoder %s reused (same recipe)", known["digest"][:16])
+            return TunedEncoder(known["digest"], root / known["digest"], {**known["info"], "reused": True})
+        except (OSError, ValueError, KeyError) as err:
+            log.warning("recipe %s not reusable (%s): tuning again", recipe[:16], err)
+    base = SentenceTransformer(resolve_model(cfg["encoder"]), device=device)
+    model, info = fine_tune(
+        base,
+        texts,
+        labels,
+        int(ds.num_classes),
+        part=cfg["tuning-part"],
+        layers=int(cfg["tuning-layers"]),
+        rank=int(cfg["tuning-lora-rank"]),
+        epochs=int(cfg["tuning-epochs"]),
+        lr=part_learning_rate(cfg),
+        batch_size=int(cfg["tuning-batch-size"]),
+        holdout=float(cfg["tuning-holdout"]),
+        seed=int(cfg["seed"]),
+        device=device,
+        progress=progress,
+    )
+    info = {"base": cfg["encoder"], **info}
+    tuned = publish(model.to("cpu"), root, cfg["encoder"], info)
+    recipe_file.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write(recipe_file, lambda fh: fh.write(json.dumps({"digest": tuned.digest, "info": info}).encode()))
+    log.info("public-tuned encoder published as %s (%s)", tuned.digest[:16], tuned.folder)
+    return tuned

@@ -1,0 +1,77 @@
+"""A run's release channels: the embedding channel of its level, plus the label channel.
+
+:func:`make_channels` builds them once, for the level :func:`fl.config.level_of` decides;
+everything after that asks the channel, never the config's level keys.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from fl.config import level_of
+from fl.levels.base import Drawn, EmbeddingChannel, Received, ReleaseInputs, concat_extras
+from fl.levels.document.channel import DocumentChannel
+from fl.levels.document.setup import DocumentSetup
+from fl.levels.label.channel import LabelChannel
+from fl.levels.sentence.channel import SentenceChannel
+from fl.levels.word.channel import WordChannel
+
+#: Level name -> channel class; ``fl.config.level_of`` decides which level a config selects.
+LEVELS: dict[str, type[EmbeddingChannel]] = {
+    "sentence": SentenceChannel,
+    "word": WordChannel,
+    "document": DocumentChannel,
+}
+
+
+def channel_class(cfg: Mapping[str, Any]) -> type[EmbeddingChannel]:
+    """The class of the run's embedding channel (its class methods need no built channel)."""
+    return LEVELS[level_of(cfg)]
+
+
+@dataclass(frozen=True)
+class Channels:
+    """The run's embedding channel and label channel."""
+
+    embedding: EmbeddingChannel
+    label: LabelChannel
+
+
+def run_label(cfg: Mapping[str, Any]) -> str:
+    """The level's mechanism and epsilon, for run names and plot titles (no channel needs building)."""
+    return channel_class(cfg).run_label(cfg)
+
+
+def make_channels(
+    cfg: Mapping[str, Any], input_dim: int, setup: DocumentSetup | None = None, num_classes: int | None = None
+) -> Channels:
+    """Build the run's channels once (``setup``: the document level's public material; ``num_classes``: the
+    number of labels, which randomized response's charges carry for its dp-accounting event)."""
+    level = level_of(cfg)
+    if level == "document":
+        if setup is None:
+            raise ValueError("the document level needs the server's public setup")
+        embedding: EmbeddingChannel = DocumentChannel(cfg, input_dim, setup)
+    else:
+        embedding = LEVELS[level](cfg, input_dim)
+    return Channels(embedding, LabelChannel(cfg, num_classes))
+
+
+__all__ = [
+    "LEVELS",
+    "Channels",
+    "DocumentChannel",
+    "Drawn",
+    "EmbeddingChannel",
+    "LabelChannel",
+    "Received",
+    "ReleaseInputs",
+    "SentenceChannel",
+    "WordChannel",
+    "channel_class",
+    "concat_extras",
+    "make_channels",
+    "run_label",
+]

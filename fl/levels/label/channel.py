@@ -1,0 +1,76 @@
+"""The label channel: randomized response (Warner 1965), RR-with-prior (Ghazi et al. 2021) or
+labels in the clear (``none``). One label release is one use of the mechanism's guarantee."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+import torch
+
+from fl.accounting.analysis.composition import RR_MECHANISMS
+from fl.accounting.charges import Charge
+from fl.config import make_mechanism
+from fl.data import datasets as data
+from mechanisms.guarantee import Guarantee
+from mechanisms.rr_prior import LabelPrior
+
+
+class LabelChannel:
+    """Sanitize training labels; RR-with-prior takes its prior from public class frequencies or
+    from the server model applied to the *sanitized* embedding (post-processing), never from raw data.
+
+    Parameters
+    ----------
+    cfg : Mapping[str, Any]
+        Resolved run config (``label-*`` keys).
+    """
+
+    level = "label"
+
+    def __init__(self, cfg: Mapping[str, Any], num_classes: int | None = None) -> None:
+        self.cfg = cfg
+        self.mechanism = make_mechanism(cfg, "label")
+        # k-ary RR's charges name K, so the ledger composes RandomizedResponseDpEvent(K) (unknown: generic pair)
+        self.num_buckets = num_classes if self.mechanism.name in RR_MECHANISMS else None
+
+    @property
+    def guarantee(self) -> Guarantee:
+        return self.mechanism.guarantee
+
+    def charges(self, n: int) -> tuple[list[Charge], np.ndarray]:
+        """One charge, shared by every label release."""
+        charge = Charge(self.guarantee, mechanism=self.mechanism.name, num_buckets=self.num_buckets)
+        return [charge], np.zeros(n, dtype=np.int64)
+
+    def costs(self, n: int) -> np.ndarray:
+        return np.full(n, Charge(self.guarantee).cost, dtype=np.float64)
+
+    def prior(self, released: torch.Tensor, model: torch.nn.Module | None, num_classes: int) -> LabelPrior | None:
+        """RR-with-prior's prior for these released rows (``None`` for other mechanisms)."""
+        if self.cfg["label-mechanism"] != "rr_prior":
+            return None
+        if self.cfg["label-prior"] == "public":
+            public = data.load(self.cfg).public
+            counts = np.bincount(np.asarray(public["label"], dtype=np.int64), minlength=num_classes)
+            probs = torch.as_tensor(counts / counts.sum(), dtype=torch.float64).expand(released.shape[0], -1)
+            return LabelPrior(probs, source="public")
+        if model is None:
+            raise ValueError("label-prior = 'model' but the server sent no model")
+        with torch.no_grad():
+            probs = torch.softmax(model(released.to(torch.float32)).to(torch.float64), dim=1)
+        return LabelPrior(probs, source="sanitized")
+
+    def release(
+        self,
+        y: torch.Tensor,
+        released: torch.Tensor,
+        model: torch.nn.Module | None,
+        num_classes: int,
+        generator: torch.Generator,
+    ) -> np.ndarray:
+        """One sanitized label per row (int64)."""
+        prior = self.prior(released, model, num_classes)
+        extra = {"prior": prior} if prior is not None else {}
+        return self.mechanism.sanitize(y, num_classes, generator=generator, **extra).numpy()

@@ -1,0 +1,1 @@
+"""The sentence level: one sanitized embedding per document (Du et al. 2023)."""

@@ -1,0 +1,105 @@
+"""The downstream pipeline of Du et al. (2023) with the maps kept honest.
+
+Client side: the input map M1 (d -> m', ``fl.maps.input_map``, which also gives the
+dimensions m' and of a release) then normalisation; the sanitizer follows.
+Unless ``map-in = "leaky"``, M1 does not depend on private data, so the
+mechanism's guarantee holds for the pulled-back metric
+``d_M1(x, x') = d(n(M1 x), n(M1 x'))`` (docs/SPEC.md §3.3).
+
+Server side: M2 (m' -> d), tanh, and an MLP classifier, trained only on
+released (sanitized) data, which is post-processing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import numpy as np
+import torch
+from torch import nn
+
+
+class ServerModel(nn.Module):
+    """M2 (m' -> d) + tanh, then an MLP classifier (d -> hidden -> K)."""
+
+    def __init__(self, m_prime: int, d: int, hidden: int, num_classes: int) -> None:
+        super().__init__()
+        self.restore = nn.Linear(m_prime, d)  # M2
+        self.classifier = nn.Sequential(nn.Linear(d, hidden), nn.ReLU(), nn.Linear(hidden, num_classes))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.classifier(torch.tanh(self.restore(x)))
+
+
+def build_model(cfg: Mapping[str, Any], m_prime: int, d: int, num_classes: int) -> ServerModel:
+    """The server model with a seeded initialisation."""
+    torch.manual_seed(int(cfg["seed"]))
+    return ServerModel(m_prime, d, int(cfg["hidden-dim"]), num_classes)
+
+
+def train_epochs(
+    model: nn.Module,
+    optimizer: torch.optim.Optimizer,
+    x: torch.Tensor,
+    y: torch.Tensor,
+    epochs: int,
+    batch_size: int,
+    generator: torch.Generator,
+    progress: Any = None,
+    forward: Callable[[torch.Tensor], torch.Tensor] | None = None,
+) -> float:
+    """Minibatch cross-entropy training; returns the last epoch's mean loss.
+
+    ``x``/``y`` already live on the model's device; batches are index slices of a
+    permutation (no DataLoader, no Python work per example). ``forward`` maps a
+    batch of ``x`` to logits (default: ``model``); the optimizer may hold more
+    parameters than the model's (``fl.maps.input_map.train_public_map`` trains M1 too).
+    """
+    forward = forward or model
+    model.train()
+    loss_fn = nn.CrossEntropyLoss()
+    n = x.shape[0]
+    last = float("nan")
+    for _ in range(epochs):
+        order = torch.randperm(n, generator=generator).to(x.device)
+        total = 0.0
+        for start in range(0, n, batch_size):
+            idx = order[start : start + batch_size]
+            optimizer.zero_grad(set_to_none=True)
+            loss = loss_fn(forward(x[idx]), y[idx])
+            loss.backward()
+            optimizer.step()
+            total += float(loss.detach()) * idx.numel()
+        last = total / max(n, 1)
+        if progress is not None:
+            progress()
+    model.eval()
+    return last
+
+
+@torch.no_grad()
+def predict(model: nn.Module, x: torch.Tensor, batch_size: int = 8192) -> torch.Tensor:
+    """Argmax class of each row."""
+    model.eval()
+    out = [model(x[i : i + batch_size]).argmax(dim=1) for i in range(0, x.shape[0], batch_size)]
+    return torch.cat(out) if out else torch.zeros(0, dtype=torch.int64, device=x.device)
+
+
+def confusion_matrix(y_true: np.ndarray, y_pred: np.ndarray, num_classes: int) -> np.ndarray:
+    """Counts C[i, j] of true class i predicted as j."""
+    flat = np.asarray(y_true, dtype=np.int64) * num_classes + np.asarray(y_pred, dtype=np.int64)
+    return np.bincount(flat, minlength=num_classes * num_classes).reshape(num_classes, num_classes)
+
+
+def scores(confusion: np.ndarray) -> dict[str, float]:
+    """Accuracy and macro-F1 from a confusion matrix (F1 of an absent, unpredicted class is skipped)."""
+    total = confusion.sum()
+    tp = np.diag(confusion).astype(float)
+    support, predicted = confusion.sum(axis=1), confusion.sum(axis=0)
+    present = (support + predicted) > 0
+    f1 = np.where(present, 2 * tp / np.maximum(support + predicted, 1), 0.0)
+    return {
+        "accuracy": float(tp.sum() / total) if total else float("nan"),
+        "macro_f1": float(f1[present].mean()) if present.any() else float("nan"),
+    }

@@ -1,0 +1,40 @@
+"""``sanitas attack RESULTS_DIR``: membership, attribute and inversion attacks on finished runs (logic
+in :mod:`simulations.attack`)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any
+
+from simulations.cli.options import attack_names, existing_dir, nonnegative_int, positive_int
+
+NAME = "attack"
+
+
+def add_parser(sub: Any) -> None:
+    p = sub.add_parser(
+        NAME,
+        help="membership, attribute and inversion attacks on a results folder (one run, a sweep or a comparison)",
+        description="Rebuild targets from each run's config and attack/state.pt and run the attacks "
+        "(simulations.attack): attacks.json per run; for a folder of runs also attacks.csv and "
+        "attacks_vs_epsilon.png. Every result records the attacker knowledge it assumes.",
+    )
+    p.add_argument("results_dir", type=existing_dir, help="a run folder, or a sweep / comparison folder of runs")
+    p.add_argument(
+        "--attacks", type=attack_names, default="all", metavar="A1,A2,...", help="mia, lira, attribute, inversion (all)"
+    )
+    p.add_argument("--targets", type=positive_int, default=1000, help="members and non-members (and victims) per run")
+    p.add_argument("--shadows", type=positive_int, default=8, help="LiRA shadow models (default 8)")
+    p.add_argument("--seed", type=nonnegative_int, default=0, help="seed of the attacks (default 0)")
+
+
+def handle(args: argparse.Namespace) -> int:
+    from simulations.attack import attack_folder
+
+    if not args.attacks:
+        raise ValueError("--attacks names no attack (give mia, lira, attribute, inversion or all)")
+    rows = attack_folder(args.results_dir, args.attacks, seed=args.seed, targets=args.targets, shadows=args.shadows)
+    for row in rows:
+        print(json.dumps(row))
+    return 0

@@ -1,0 +1,95 @@
+"""``sanitas compare CONFIG --out DIR``: local DP vs central DP at the same per-user unit (logic in
+:mod:`simulations.compare`)."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from simulations.cli.options import (
+    add_attacks_option,
+    add_set_option,
+    add_timeout_option,
+    numbers,
+    out_dir,
+)
+
+NAME = "compare"
+
+
+def add_parser(sub: Any) -> None:
+    p = sub.add_parser(
+        NAME,
+        help="local DP vs central DP at the same per-user unit, on one epsilon axis (plot + CSV + JSON)",
+        description="Run local-DP runs (one per sentence epsilon), user-level central-DP runs (one per "
+        "target per-user epsilon, noise found by the accountant), optional node-level runs and a "
+        "non-private reference from one config, once per seed; write compare.csv, compare.json "
+        "and compare.png into OUT/NAME.",
+    )
+    p.add_argument("config", help="flat TOML file of run-config keys shared by every run")
+    p.add_argument("--epsilons", default="2,6,10", help="local sentence epsilons (checked by simulations.compare)")
+    p.add_argument(
+        "--central-trains",
+        default="head",
+        help="what the user-level central runs train: head, encoder, or both (head,encoder): one series each",
+    )
+    p.add_argument(
+        "--central-epsilons",
+        default="0.5,1,2,4,8",
+        help="target per-user epsilons of the user-level central runs",
+    )
+    p.add_argument(
+        "--seeds",
+        default="1,2,3",
+        help="seeds, comma-separated: every run once per seed, with seed AND noise-seed both set to it "
+        "(compare.csv: mean and sample sd over seeds, n)",
+    )
+    p.add_argument(
+        "--node-multipliers",
+        type=numbers(float, "number", allow_empty=True),
+        default="",
+        help="node-level central runs at these noise multipliers (optional)",
+    )
+    add_set_option(p, "override a config key in every run (repeatable)")
+    p.add_argument(
+        "--central-set",
+        dest="central_sets",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override a config key in the central runs only (e.g. users-per-node=200)",
+    )
+    p.add_argument("--out", type=out_dir, required=True, help="parent folder; the comparison writes OUT/NAME")
+    p.add_argument("--name", default=None, help="folder name (default: <config stem>-compare)")
+    p.add_argument(
+        "--collect",
+        action="store_true",
+        help="run nothing: tabulate and plot the runs of this plan already finished in OUT/NAME, "
+        "and list the ones missing (a partial comparison, or a peek while one runs)",
+    )
+    add_attacks_option(p)
+    add_timeout_option(p)
+
+
+def handle(args: argparse.Namespace) -> int:
+    from simulations.compare import compare
+
+    def split(text: str) -> list[str]:
+        return [v for v in text.split(",") if v.strip()]
+
+    return compare(
+        args.config,
+        split(args.epsilons),
+        split(args.central_epsilons),
+        split(args.seeds),
+        args.sets,
+        args.central_sets,
+        args.out,
+        name=args.name,
+        node_multipliers=split(args.node_multipliers),
+        central_trains=args.central_trains.split(","),
+        timeout=args.timeout,
+        collect=args.collect,
+        jobs=args.jobs,
+        attacks=args.attacks,
+    )

@@ -1,0 +1,193 @@
+"""What every ``sanitas`` subcommand shares: a parser whose errors are one line, option types that
+refuse a bad value while the arguments are parsed (before any work), and the common options."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, NoReturn
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """An ``ArgumentParser`` whose errors are one line on stderr, ``sanitas: error: ...``, naming the
+    subcommand and the option the user typed, with exit code 2 (argparse prints its usage first)."""
+
+    def error(self, message: str) -> NoReturn:
+        where = self.prog.removeprefix("sanitas").strip()
+        text = " ".join(message.split())
+        self.exit(2, f"sanitas: error: {where + ': ' if where else ''}{text}\n")
+
+
+def _refuse(problem: str, text: str) -> NoReturn:
+    raise argparse.ArgumentTypeError(f"{problem}, got {text!r}")
+
+
+def positive_int(text: str) -> int:
+    """A whole number >= 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        _refuse("must be a whole number >= 1", text)
+    if value < 1:
+        _refuse("must be a whole number >= 1", text)
+    return value
+
+
+def nonnegative_int(text: str) -> int:
+    """A whole number >= 0."""
+    try:
+        value = int(text)
+    except ValueError:
+        _refuse("must be a whole number >= 0", text)
+    if value < 0:
+        _refuse("must be a whole number >= 0", text)
+    return value
+
+
+def positive_float(text: str) -> float:
+    """A finite number > 0."""
+    try:
+        value = float(text)
+    except ValueError:
+        _refuse("must be a number > 0", text)
+    if not 0 < value < float("inf"):
+        _refuse("must be a finite number > 0", text)
+    return value
+
+
+def open_unit_interval(text: str) -> float:
+    """A number strictly between 0 and 1 (a probability such as 1 - confidence)."""
+    try:
+        value = float(text)
+    except ValueError:
+        _refuse("must be a number between 0 and 1", text)
+    if not 0 < value < 1:
+        _refuse("must lie strictly between 0 and 1", text)
+    return value
+
+
+def _first_file_on_the_way(path: Path) -> Path | None:
+    """The path itself or the nearest existing ancestor of it that is not a folder, if any."""
+    for candidate in (path, *path.parents):
+        if candidate.exists():
+            return None if candidate.is_dir() else candidate
+    return None
+
+
+def out_dir(text: str) -> str:
+    """A folder to write into: absent (it is created) or a folder, never a file or under one."""
+    blocker = _first_file_on_the_way(Path(text))
+    if blocker is not None:
+        which = "is a file" if blocker == Path(text) else f"lies under the file {str(blocker)!r}"
+        _refuse(f"must be a folder, and it {which}", text)
+    return text
+
+
+def out_file(text: str) -> str:
+    """A file to write: not a folder, in a folder that exists."""
+    path = Path(text)
+    if path.is_dir():
+        _refuse("must be a file name, and it is a folder", text)
+    if not path.parent.is_dir():
+        _refuse(f"must be in an existing folder, and {str(path.parent)!r} is not one", text)
+    return text
+
+
+def existing_dir(text: str) -> str:
+    """A folder that exists."""
+    if not Path(text).is_dir():
+        _refuse("must be an existing folder", text)
+    return text
+
+
+def numbers(kind: Callable[[str], Any], what: str, allow_empty: bool = False) -> Callable[[str], str]:
+    """A comma-separated list, each item parsed by ``kind`` (``int`` or ``float``); returns the text."""
+
+    def check(text: str) -> str:
+        items = [t.strip() for t in text.split(",") if t.strip()]
+        if not items and not allow_empty:
+            _refuse(f"must list at least one {what}", text)
+        for item in items:
+            try:
+                kind(item)
+            except ValueError:
+                _refuse(f"must be {what}s separated by commas ({item!r} is not one)", text)
+        return text
+
+    return check
+
+
+def choices_list(known: tuple[str, ...], what: str, everything: str | None = None) -> Callable[[str], list[str]]:
+    """A comma-separated list of names from ``known`` (``everything``, e.g. ``all``, stands for all)."""
+
+    def check(text: str) -> list[str]:
+        names = [t.strip() for t in text.split(",") if t.strip()]
+        if everything is not None and names == [everything]:
+            return list(known)
+        unknown = [n for n in names if n not in known]
+        if unknown:
+            also = f", or {everything}" if everything else ""
+            _refuse(f"unknown {what} {', '.join(map(repr, unknown))} (known: {', '.join(known)}{also})", text)
+        return names
+
+    return check
+
+
+def attack_names(text: str) -> list[str]:
+    """``--attacks``: names from ``simulations.attack.ATTACKS``, or ``all``; empty for none."""
+    from simulations.attack import ATTACKS
+
+    return choices_list(tuple(ATTACKS), "attack", everything="all")(text)
+
+
+def add_set_option(p: argparse.ArgumentParser, help_text: str) -> None:
+    """``--set KEY=VALUE`` (repeatable, collected in ``args.sets``): one spelling for every subcommand."""
+    p.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE", help=help_text)
+
+
+def add_timeout_option(p: argparse.ArgumentParser) -> None:
+    """``--timeout SECONDS`` and ``--jobs N`` of the subcommands that run many points (warm workers,
+    :mod:`simulations.warm`)."""
+    p.add_argument(
+        "--timeout", type=positive_float, default=None, help="seconds before a run is killed and marked failed"
+    )
+    p.add_argument(
+        "--jobs",
+        type=positive_int,
+        default=1,
+        help="points run at once, each in its own warm worker (default 1; more where cores allow)",
+    )
+
+
+def add_attacks_option(p: argparse.ArgumentParser) -> None:
+    """``--attacks mia,lira,...``: attack every finished run afterwards (``simulations.attack``)."""
+    p.add_argument(
+        "--attacks",
+        type=attack_names,
+        default=[],
+        metavar="A1,A2,...",
+        help="after the runs, attack each (mia, lira, attribute, inversion; 'all'): attacks.csv and "
+        "attacks_vs_epsilon.png next to the accuracy table",
+    )
+
+
+def command_line(args: argparse.Namespace) -> str:
+    """The command the user typed, as the tables record it (``sanitas SUBCOMMAND ...``)."""
+    return " ".join(["sanitas", *getattr(args, "argv", sys.argv[1:])])
+
+
+def setup_logging() -> None:
+    """INFO logs of Sanitas' own packages (Flower configures its own logger)."""
+    handler = logging.StreamHandler()
+    handler.setFormatter(logging.Formatter("%(levelname)s sanitas.%(name)s: %(message)s"))
+    for name in ("fl", "clients", "strategies", "simulations", "sanitas"):
+        logger = logging.getLogger(name)
+        logger.setLevel(logging.INFO)
+        for old in [h for h in logger.handlers if getattr(h, "sanitas_cli", False)]:
+            logger.removeHandler(old)  # a warm worker calls main() once per point
+        handler.sanitas_cli = True  # type: ignore[attr-defined]
+        logger.addHandler(handler)
+        logger.propagate = False

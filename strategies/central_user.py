@@ -1,0 +1,279 @@
+"""User-level central DP (``mode = "central"``, ``central-unit = "user"``): DP-FedAvg over users.
+
+Paper: McMahan et al. 2018, "Learning Differentially Private Recurrent Language
+Models" (https://arxiv.org/abs/1710.06963), Alg. 1 with the fixed-denominator
+estimator; accounting in ``fl.accounting.user_level``.
+
+One round:
+
+1. The server sends the global model and the Poisson sampling rate
+   ``q = min(1, central-cohort-size / N)`` to every node holding training users.
+2. Each node flips one coin per user (probability ``q``, from the node's secret,
+   the round and the user id), computes each sampled user's update from the
+   global model on that user's own documents, clips it to ``C`` and replies
+   with the sum over its sampled users (``clients.central_client``), vectorized
+   over users.
+3. The server adds N(0, z^2 C^2 I) to the sum over nodes, divides by the fixed
+   denominator ``q N`` and hands the result to the server optimizer as a
+   pseudo-gradient: a FedAvg step (``server-optimizer = "sgd"``, step size
+   ``server-learning-rate``) or FedAdam (``"adam"``, Reddi et al. 2021).
+4. Nodes holding test users score the new model (confusion counts,
+   diagnostics not covered by the guarantee).
+
+Every user is its own privacy unit whatever node it sits on: a node only
+batches the work, and the server sees one sum per node, never a user's update.
+The per-user guarantee is the Poisson-subsampled Gaussian composed over the
+rounds released.
+"""
+
+from __future__ import annotations
+
+import logging
+import secrets
+import time
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import numpy as np
+import torch
+from flwr.app import Array, ArrayRecord, ConfigRecord, Message, MessageType, MetricRecord, RecordDict
+from flwr.serverapp import Grid
+from flwr.serverapp.strategy import Strategy
+from torch import nn
+
+from fl import wire
+from fl.accounting.user_level import sampling_rate, user_privacy_record
+from fl.encoding.encoder import best_device
+from fl.encoding.public_tuning import part_learning_rate
+from fl.reporting.results import RunWriter
+from fl.training.encoder import trainable_state
+from fl.training.user_updates import hash_seed, noisy_mean
+from fl.wire import CohortInfo
+from strategies.evaluation import sum_confusions
+from strategies.grids.faults import check_not_all_failed, split_replies
+
+log = logging.getLogger(__name__)
+
+OPTIMIZERS = ("adam", "sgd")
+
+
+class UserLevelDPFedAvg(Strategy):
+    """DP-FedAvg with Poisson-sampled users, per-user clipping on the nodes and Gaussian noise on the
+    server; accounts every round per user and writes the round records.
+
+    Parameters
+    ----------
+    cfg : Mapping[str, Any]
+        Resolved run config (``central-*``, ``client-learning-rate``, ``server-optimizer``,
+        ``server-learning-rate``, ``noise-seed``, ``device``).
+    nodes : dict[int, CohortInfo]
+        Node id -> cohort description (``strategies.discovery.discover_nodes``).
+    model : ServerModel or EncoderClassifier
+        The global model (its initial weights are the start: seeded, or public-trained); with
+        ``central-train = "encoder"`` the encoder's top part and the head (``fl.training.encoder``).
+    map_matrix : torch.Tensor or None
+        M1 when the server provides it (``map-in = "public"``), sent with every request.
+    writer : RunWriter or None
+        Where round records go.
+    """
+
+    def __init__(
+        self,
+        cfg: Mapping[str, Any],
+        nodes: Mapping[int, CohortInfo],
+        model: nn.Module,
+        map_matrix: torch.Tensor | None = None,
+        writer: RunWriter | None = None,
+    ) -> None:
+        if cfg["server-optimizer"] not in OPTIMIZERS:
+            raise ValueError(f"server-optimizer must be one of {OPTIMIZERS}, got {cfg['server-optimizer']!r}")
+        self.cfg = dict(cfg)
+        self.nodes = dict(nodes)
+        first = next(iter(self.nodes.values()))
+        self.num_users = first.num_train_users
+        self.num_classes = first.num_classes
+        self.q = sampling_rate(float(cfg["central-cohort-size"]), self.num_users)
+        # Sorted by the users they hold, so the float sum over nodes has one order whatever Ray does.
+        self.train_nodes = sorted(
+            (n for n, v in self.nodes.items() if v.train_users_hi > v.train_users_lo),
+            key=lambda n: self.nodes[n].train_users_lo,
+        )
+        self.test_nodes = sorted(
+            (n for n, v in self.nodes.items() if v.holds_test_users), key=lambda n: self.nodes[n].test_users_lo
+        )
+        self.device = torch.device(best_device(cfg["device"]))
+        self.model = model.to(self.device)
+        lr = float(cfg["server-learning-rate"])
+        # The trainable parameters (central-train = "encoder": the encoder part and the head; the frozen
+        # encoder weights never move) in two groups: the encoder part at its own step size.
+        trainable = [(k, p) for k, p in self.model.named_parameters() if p.requires_grad]
+        head = [p for k, p in trainable if not k.startswith("top.")]
+        groups: list[dict[str, Any]] = [{"params": head, "lr": lr}]
+        encoder = [p for k, p in trainable if k.startswith("top.")]
+        if encoder:
+            groups.append({"params": encoder, "lr": part_learning_rate(cfg, cfg["central-tuning-part"])})
+        self.optimizer: torch.optim.Optimizer = (
+            torch.optim.Adam(groups, lr=lr) if cfg["server-optimizer"] == "adam" else torch.optim.SGD(groups, lr=lr)
+        )
+        self.map_matrix = map_matrix
+        self.writer = writer
+        self.records: list[dict[str, Any]] = []
+        self.released = 0
+        self.timing: dict[str, float] = {}
+        self._grid: Grid | None = None
+        self._faults: dict[str, dict[str, int]] = {}
+        self._started = 0.0
+        self._noise_secret = int(cfg["noise-seed"]) if cfg["noise-seed"] >= 0 else secrets.randbits(62)
+
+    # ------------------------------------------------------------------ requests
+    def _extras(self) -> dict[str, ArrayRecord]:
+        if self.map_matrix is None:
+            return {}
+        return {wire.MAP_IN: ArrayRecord({"matrix": Array(self.map_matrix.numpy())})}
+
+    def _arrays(self) -> ArrayRecord:
+        """The trainable parameters only (the head; and the encoder part the nodes do not hold)."""
+        return ArrayRecord(trainable_state(self.model))
+
+    def configure_train(
+        self, server_round: int, arrays: ArrayRecord, config: ConfigRecord, grid: Grid
+    ) -> Iterable[Message]:
+        self._started = time.time()
+        self.timing = {}
+        available = set(grid.get_node_ids())
+        missing = [n for n in self.train_nodes if n not in available]
+        if missing:
+            raise RuntimeError(f"{len(missing)} node(s) holding training users are not connected")
+        self._grid = grid
+        self._faults = {}
+        request = ConfigRecord({"server-round": server_round, "sampling-rate": self.q})
+        content = RecordDict({wire.MODEL: self._arrays(), wire.CONFIG: request, **self._extras()})
+        return [Message(content=content, dst_node_id=n, message_type=MessageType.TRAIN) for n in self.train_nodes]
+
+    def aggregate_train(
+        self, server_round: int, replies: Iterable[Message]
+    ) -> tuple[ArrayRecord | None, MetricRecord | None]:
+        """Noise the sum of the nodes' clipped sums, divide by ``q N``, take one server-optimizer step."""
+        replies = list(replies)
+        self.timing["train_round_trip"] = time.time() - self._started
+        started = time.time()
+        outcome = split_replies(self.train_nodes, replies, self._grid)
+        check_not_all_failed(outcome, "train", server_round, float(self.cfg["fault-rate"]))
+        self._faults["train"] = outcome.counts()
+        # A node whose sum is missing contributes nothing; the denominator stays q N (fixed), so the
+        # sensitivity of the noisy mean, hence the accounting, is unchanged (the users it sampled
+        # are charged by the accountant anyway: every user is, at rate q, every round).
+        by_node = {r.metadata.src_node_id: r for r in outcome.ok}
+        trainable = [(k, p) for k, p in self.model.named_parameters() if p.requires_grad]
+        names = [k for k, _ in trainable]
+        total = {k: torch.zeros(p.shape, dtype=torch.float64) for k, p in trainable}
+        for node in self.train_nodes:  # a fixed order: the same float sum whatever the arrival order
+            if node not in by_node:
+                continue
+            record = by_node[node].content[wire.UPDATE_SUM]
+            if sorted(record.keys()) != sorted(names):
+                raise RuntimeError(f"a node's update sum has arrays {sorted(record.keys())}, expected {names}")
+            for k in names:
+                total[k] += torch.from_numpy(np.asarray(record[k].numpy(), dtype=np.float64))
+        gen = torch.Generator().manual_seed(hash_seed(self._noise_secret, server_round, 0x5E1))
+        z, clip = float(self.cfg["central-noise-multiplier"]), float(self.cfg["central-clip"])
+        mean = noisy_mean(total, z, clip, self.q * self.num_users, gen)
+        self.optimizer.zero_grad(set_to_none=True)
+        for k, p in trainable:
+            p.grad = -mean[k].to(device=p.device, dtype=p.dtype)  # the mean update points downhill
+        self.optimizer.step()
+        self.released += 1
+        self.timing["server_step"] = time.time() - started
+        return self._arrays(), None
+
+    def configure_evaluate(
+        self, server_round: int, arrays: ArrayRecord, config: ConfigRecord, grid: Grid
+    ) -> Iterable[Message]:
+        self._eval_started = time.time()
+        request = ConfigRecord({"server-round": server_round})
+        content = RecordDict({wire.MODEL: self._arrays(), wire.CONFIG: request, **self._extras()})
+        return [Message(content=content, dst_node_id=n, message_type=MessageType.EVALUATE) for n in self.test_nodes]
+
+    def aggregate_evaluate(self, server_round: int, replies: Iterable[Message]) -> MetricRecord | None:
+        replies = list(replies)
+        self.timing["evaluate_round_trip"] = time.time() - self._eval_started
+        outcome = split_replies(self.test_nodes, replies, self._grid)
+        check_not_all_failed(outcome, "evaluate", server_round, float(self.cfg["fault-rate"]))
+        self._faults["evaluate"] = outcome.counts()
+        s, conf = sum_confusions(outcome.ok, self.num_classes)
+        started = time.time()
+        privacy = user_privacy_record(self.cfg, self.q, self.num_users, self.released)
+        self.timing["accounting"] = time.time() - started
+        record = {
+            "round": server_round,
+            "accuracy": s["accuracy"],
+            "macro_f1": s["macro_f1"],
+            # Central mode evaluates on noise-free test embeddings: the clean scores are the scores.
+            "clean_accuracy": s["accuracy"],
+            "clean_macro_f1": s["macro_f1"],
+            "test_users": int(conf.sum()),
+            "mode": "central",
+            "central_unit": "user",
+            "ldp_guarantee_holds": False,
+            "privacy": privacy,
+            "faults": dict(self._faults),
+            "timing": {k: round(v, 4) for k, v in self.timing.items()},
+            "seconds": round(time.time() - self._started, 3),
+        }
+        self.records.append(record)
+        if self.writer is not None:
+            self.writer.append_round(record)
+        log.info(
+            "round %d: accuracy %.4f, macro-F1 %.4f, per-user epsilon %.4g (delta %g, %s)",
+            server_round,
+            record["accuracy"],
+            record["macro_f1"],
+            privacy["epsilon"],
+            privacy["delta"],
+            privacy["accountant"],
+        )
+        return MetricRecord({"accuracy": record["accuracy"], "macro_f1": record["macro_f1"]})
+
+    def summary(self) -> None:
+        log.info(
+            "UserLevelDPFedAvg: %d users, q = %.4g (about %.0f per round), clip %g, noise multiplier %g, "
+            "server %s at lr %g, %d training nodes",
+            self.num_users,
+            self.q,
+            self.q * self.num_users,
+            self.cfg["central-clip"],
+            self.cfg["central-noise-multiplier"],
+            self.cfg["server-optimizer"],
+            self.cfg["server-learning-rate"],
+            len(self.train_nodes),
+        )
+
+
+def user_level_guarantee(cfg: Mapping[str, Any], strategy: UserLevelDPFedAvg, start: str) -> dict[str, Any]:
+    """What a user-level central run guarantees, in numbers and in words."""
+    p = user_privacy_record(cfg, strategy.q, strategy.num_users, strategy.released)
+    text = (
+        f"({p['epsilon']:.4g}, {p['delta']:g})-DP per user (add or remove one user's data) for the "
+        f"{strategy.released} released global models and everything computed from them. Each round every one "
+        f"of the {strategy.num_users} training users was included independently with probability "
+        f"q = {strategy.q:.4g}; each included user's model update (from their own documents only) was clipped "
+        f"to L2 norm {p['clipping_norm']:g} on their node; the server added Gaussian noise of std "
+        f"{p['noise_multiplier']:g} x {p['clipping_norm']:g} to the sum and divided by q N = "
+        f"{strategy.q * strategy.num_users:.6g}. Accounted with dp-accounting ({p['accountant'].upper()}: "
+        f"RDP {p['epsilon_rdp']:.4g}, PLD {p['epsilon_pld']:.4g}; the smaller is reported)."
+    )
+    notes = [
+        "Central DP: the nodes compute model updates from their users' raw embeddings; the server is trusted "
+        "to add the noise (it sees each node's sum of clipped updates). No local-DP guarantee holds.",
+        "The guarantee assumes the sampled set stays secret (each node draws its users' coins from its own "
+        "secret, or from noise-seed in a reproducible simulation) and the noise is drawn as specified (torch's "
+        "floating-point Gaussian, not a hardened sampler).",
+        f"Start: {start}.",
+        "Nodes reply with the sum of their sampled users' clipped updates only: no count of sampled users, no "
+        "per-user value, no training metric.",
+        "The evaluation confusion counts are diagnostics computed from raw test data, not covered by the guarantee.",
+    ]
+    if cfg["noise-seed"] >= 0:
+        notes.append("noise-seed is fixed for reproducibility; whoever knew it could remove the noise.")
+    central = {"notion": "(epsilon, delta)-DP, user level", **p, "text": text}
+    return {"central": central, "ldp_guarantee_holds": False, "notes": notes}

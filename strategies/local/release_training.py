@@ -1,0 +1,442 @@
+"""ReleaseTraining: the Sanitas server strategy (Flower Message API).
+
+Each round: sample users (seeded), ask the nodes holding them for their
+releases, add the releases to everything received so far, train the
+downstream pipeline (M2 + classifier) on the server's device for
+``server-epochs`` epochs, then have every node score the model on its test
+users.
+
+This class holds no privacy accounting: the ServerApp always wraps it (or a
+user's subclass or wrapper of it) in :class:`strategies.local.accounting.LocalDPAccounting`,
+which reads each release's charges into the per-user ledger and writes the
+round records, the way Flower's ``DifferentialPrivacy*FixedClipping`` wrap a
+strategy.
+
+The server never sees raw text, raw embeddings or the clients' noise: only
+released rows, their charges, and aggregate confusion counts from evaluation
+(simulation diagnostics, not covered by any DP guarantee).
+
+Customise by subclassing (override :meth:`sample_users` or :meth:`fit`) or by
+wrapping (a Flower ``Strategy`` whose constructor takes ``strategy``).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import secrets
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import numpy as np
+import torch
+from flwr.app import Array, ArrayRecord, ConfigRecord, Message, MessageType, MetricRecord, RecordDict
+from flwr.serverapp import Grid
+from flwr.serverapp.strategy import Strategy
+
+from fl import config as config_mod
+from fl import wire
+from fl.encoding.encoder import best_device
+from fl.levels.channels import Channels, channel_class, make_channels
+from fl.levels.document import setup as document_level
+from fl.levels.document.setup import DocumentSetup
+from fl.maps import input_map as maps
+from fl.maps.pipeline import build_model, scores, train_epochs
+from fl.maps.public_start import supervised_start, train_public_start
+from fl.reporting.progress import bar as progress_bar
+from strategies.discovery import discover_nodes, raise_on_errors
+
+log = logging.getLogger(__name__)
+
+
+class ReleaseTraining(Strategy):
+    """Train the downstream pipeline on local-DP releases.
+
+    Parameters
+    ----------
+    cfg : Mapping[str, Any]
+        Resolved run config (``fl.config.resolve``). Keys used here: ``seed``,
+        ``fraction-train``, ``server-epochs``, ``batch-size``, ``learning-rate``,
+        ``hidden-dim``, ``device``, ``map-in``, ``map-dim``, ``map-scale``,
+        ``map-seed``, ``public-epochs``, ``label-mechanism`` and ``label-prior`` (whether
+        nodes need the model), and the document level's keys for its public setup.
+    timeout : float
+        Seconds to wait for node replies in the discovery query.
+    """
+
+    def __init__(self, cfg: Mapping[str, Any], timeout: float = 3600.0) -> None:
+        self.cfg = dict(cfg)
+        self.timeout = timeout
+        self.device = torch.device(best_device(self.cfg["device"]))
+        # Filled by discovery (first round).
+        self.nodes: dict[int, wire.CohortInfo] = {}
+        self.info: wire.CohortInfo | None = None  # shapes shared by every node
+        self.channels: Channels | None = None
+        self.model: torch.nn.Module | None = None
+        self.optimizer: torch.optim.Optimizer | None = None
+        self.map_matrix: torch.Tensor | None = None  # M1 [d, m'] as the clients use it (None: identity)
+        self.document_setup: DocumentSetup | None = None
+        self.public_info: dict[str, Any] = {}
+        # secure-rng: the server's sampling and training shuffles come from the OS CSPRNG too.
+        self._secure_seed = secrets.randbits(63) if self.cfg["secure-rng"] else None
+        self._gen = torch.Generator().manual_seed(
+            self._secure_seed if self._secure_seed is not None else int(self.cfg["seed"])
+        )
+        self._map_param: torch.nn.Parameter | None = None  # leaky mode only
+        self._map_optimizer: torch.optim.Optimizer | None = None
+        self._setup_sent: set[int] = set()
+        # Every document's latest release (re-sent releases replace themselves): document row ->
+        # slot (-1: none yet), slots in first-seen order; _x / _y are views of the filled slots.
+        self._slot = np.zeros(0, dtype=np.int64)
+        self._x_buf = np.zeros((0, 0), dtype=np.float32)
+        self._y_buf = np.zeros(0, dtype=np.int64)
+        self._x = self._x_buf
+        self._y = self._y_buf
+        # What the last round did (read by the accounting wrapper for the round record).
+        self.train_info: dict[str, Any] = {}
+        self.evaluation: dict[str, Any] = {}
+
+    # ------------------------------------------------------------------ discovery
+    def discover(self, grid: Grid) -> None:
+        """Find the nodes, then build the model, M1 and the document level's public material."""
+        self.nodes = discover_nodes(grid, self.timeout, self.nodes)
+        self.info = info = next(iter(self.nodes.values()))
+        self.model = build_model(self.cfg, info.release_dim, info.encoder_dim, info.num_classes).to(self.device)
+        self.optimizer = torch.optim.Adam(self.model.parameters(), lr=self.cfg["learning-rate"], foreach=True)
+        self._x_buf = np.zeros((0, info.release_dim), dtype=np.float32)
+        self._x = self._x_buf[:0]
+        self.setup_map()
+        self.document_setup = channel_class(self.cfg).public_setup(self.cfg, self.device)
+        if self.document_setup is not None:
+            self.public_info = {**self.public_info, "document_setup": self.document_setup.info}
+            log.info(
+                "document level: %s set up from public documents (%s)",
+                self.cfg["document-mechanism"],
+                json.dumps({k: v for k, v in self.document_setup.info.items() if k != "recoder"}),
+            )
+        self.channels = make_channels(self.cfg, info.map_dim, self.document_setup, info.num_classes)
+        log.info(
+            "%d nodes hold %d training users and %d test users; releases are %d-dimensional",
+            len(self.nodes),
+            info.num_train_users,
+            info.num_test_users,
+            info.release_dim,
+        )
+
+    @property
+    def num_train_users(self) -> int:
+        assert self.info is not None, "known after discovery"
+        return self.info.num_train_users
+
+    @property
+    def num_test_users(self) -> int:
+        assert self.info is not None, "known after discovery"
+        return self.info.num_test_users
+
+    # ------------------------------------------------------------------ M1
+    @property
+    def leaky(self) -> bool:
+        """True when M1 is trained on clients' unsanitized gradients: no LDP guarantee holds."""
+        return self.cfg["map-in"] == "leaky"
+
+    def setup_map(self) -> None:
+        """Prepare M1: public seed (random), pretraining on the public split (public), the public
+        logistic-regression map (supervised), or a leaky start."""
+        assert self.info is not None
+        kind = self.cfg["map-in"]
+        if kind == "supervised":
+            self.map_matrix = self.supervised_public_map()
+            return
+        self.map_matrix = maps.input_map(kind, self.info.encoder_dim, self.info.map_dim, self.cfg["map-seed"])
+        if kind == "public":
+            self.map_matrix = self.pretrain_public_map()
+        elif kind == "leaky":
+            log.warning("map-in = 'leaky': clients send unsanitized M1 gradients; the run is NOT local DP")
+            assert self.map_matrix is not None
+            self._map_param = torch.nn.Parameter(self.map_matrix.to(self.device, torch.float32).clone())
+            self._map_optimizer = torch.optim.Adam([self._map_param], lr=self.cfg["learning-rate"])
+
+    def pretrain_public_map(self) -> torch.Tensor:
+        """Train M1, M2 and the classifier on the public split only; return the frozen M1.
+
+        The server model keeps its public training as the starting point for
+        training on releases.
+        """
+        assert self.model is not None and self.map_matrix is not None and self.info is not None
+        mech = config_mod.make_mechanism(self.cfg, "sentence", input_dim=self.info.map_dim)
+        matrix, info = train_public_start(self.cfg, self.model, self.map_matrix, mech, self.device, self._gen)
+        self.public_info = info
+        log.info(
+            "M1 trained on %d public documents (loss %.4f), frozen",
+            self.public_info["public_documents"],
+            self.public_info["public_loss"],
+        )
+        return matrix
+
+    def supervised_public_map(self) -> torch.Tensor:
+        """The affine M1 of ``map-in = "supervised"``, from the public split only (its scale chosen on
+        a public hold-out under the run's mechanism when ``map-scale = 0``)."""
+        assert self.info is not None
+        mech = config_mod.make_mechanism(self.cfg, "sentence", input_dim=self.info.map_dim)
+        matrix, info = supervised_start(
+            self.cfg, mech, self.info.num_classes, self.info.map_dim, self.device, self._gen
+        )
+        self.public_info = info
+        log.info(
+            "M1 = the public logistic regression's map on %d public documents (m' = %d, scale %g), frozen",
+            info["public_documents"],
+            info["map_dim"],
+            info["map_scale"],
+        )
+        return matrix
+
+    def _step_leaky_map(self, grad: np.ndarray) -> None:
+        """One Adam step on M1 from the clients' mean gradient (leaky mode: not private)."""
+        assert self._map_param is not None and self._map_optimizer is not None
+        self._map_optimizer.zero_grad(set_to_none=True)
+        self._map_param.grad = torch.as_tensor(grad, dtype=torch.float32, device=self.device)
+        self._map_optimizer.step()
+        self.map_matrix = self._map_param.detach().to("cpu", torch.float64)
+
+    # ------------------------------------------------------------------ what requests carry
+    def _map_record(self) -> dict[str, ArrayRecord]:
+        """M1 for the clients in the modes where the server provides it."""
+        if self.cfg["map-in"] not in maps.FROM_SERVER:
+            return {}
+        assert self.map_matrix is not None
+        return {wire.MAP_IN: ArrayRecord({"matrix": Array(self.map_matrix.numpy())})}
+
+    def _document_record(self, node_id: int) -> dict[str, ArrayRecord]:
+        """The document level's public material, sent to each node once."""
+        if self.document_setup is None or node_id in self._setup_sent:
+            return {}
+        self._setup_sent.add(node_id)
+        return {wire.DOCUMENT_SETUP: self.document_setup.to_record()}
+
+    def _model_record(self) -> dict[str, ArrayRecord]:
+        """The current server model, sent with training requests when clients need it."""
+        needs = self.leaky or (self.cfg["label-mechanism"] == "rr_prior" and self.cfg["label-prior"] == "model")
+        assert self.model is not None
+        return {wire.MODEL: ArrayRecord(self.model.state_dict())} if needs else {}
+
+    # ------------------------------------------------------------------ hooks
+    def sample_users(self, server_round: int) -> np.ndarray:
+        """Training users asked to release this round: a seeded sample without
+        replacement of ``ceil(fraction-train * num_users)`` users (seeded from the OS CSPRNG
+        with ``secure-rng``)."""
+        k = max(1, math.ceil(self.cfg["fraction-train"] * self.num_train_users))
+        base = self._secure_seed if self._secure_seed is not None else int(self.cfg["seed"])
+        rng = np.random.default_rng([base, server_round])
+        return np.sort(rng.choice(self.num_train_users, size=k, replace=False))
+
+    def fit(self, server_round: int, x: np.ndarray, y: np.ndarray) -> float:
+        """Train the server model on all releases received so far; returns the loss."""
+        assert self.model is not None and self.optimizer is not None
+        epochs = int(self.cfg["server-epochs"])
+        xt = torch.as_tensor(x, device=self.device)
+        yt = torch.as_tensor(y, device=self.device)
+        desc = f"round {server_round}: training on {len(y)} releases"
+        with progress_bar(total=epochs, desc=desc, leave=False) as bar:
+            return train_epochs(
+                self.model,
+                self.optimizer,
+                xt,
+                yt,
+                epochs,
+                int(self.cfg["batch-size"]),
+                self._gen,
+                progress=lambda: bar.update(1),
+            )
+
+    # ------------------------------------------------------------------ Flower Strategy API
+    def configure_train(
+        self, server_round: int, arrays: ArrayRecord, config: ConfigRecord, grid: Grid
+    ) -> Iterable[Message]:
+        if not self.nodes:
+            self.discover(grid)
+        users = self.sample_users(server_round)
+        messages = []
+        for node_id, info in self.nodes.items():
+            mine = users[(users >= info.train_users_lo) & (users < info.train_users_hi)]
+            if mine.size == 0:
+                continue
+            request = ConfigRecord({"server-round": server_round, "user-ids": mine.tolist()})
+            content = RecordDict(
+                {wire.CONFIG: request, **self._map_record(), **self._model_record(), **self._document_record(node_id)}
+            )
+            messages.append(Message(content=content, dst_node_id=node_id, message_type=MessageType.TRAIN))
+        self.train_info = {"sampled_users": int(users.size)}
+        return messages
+
+    def aggregate_train(
+        self, server_round: int, replies: Iterable[Message]
+    ) -> tuple[ArrayRecord | None, MetricRecord | None]:
+        replies = list(replies)
+        raise_on_errors(replies, "train")
+        # Replies arrive in any order and node ids are random per run: sorted by the users a node
+        # holds, the stored rows (hence the training batches) are the same in every run of a seed.
+        replies.sort(key=lambda r: self.nodes[r.metadata.src_node_id].train_users_lo)
+        assert self.channels is not None
+        fresh_total = refused = count = 0
+        grads: list[np.ndarray] = []
+        for reply in replies:
+            refused += int(reply.content[wire.METRICS].get("refused-releases", 0))
+            if wire.MAP_GRAD in reply.content:
+                grads.append(reply.content[wire.MAP_GRAD]["grad"].numpy())
+                count += int(reply.content[wire.MAP_GRAD]["count"].numpy()[0])
+            rel = wire.Release.from_content(reply.content)
+            assert rel.doc_ids is not None and rel.labels is not None, "a training release carries documents"
+            self._store(rel.doc_ids, self.channels.embedding.from_record(rel.rows_record()).emb, rel.labels)
+            fresh_total += int(rel.fresh.sum())
+        if self.leaky and grads:
+            self._step_leaky_map(np.sum(grads, axis=0) / max(count, 1))
+        # With every release refused (budgets spent) there may be nothing to train on yet.
+        loss = self.fit(server_round, self._x, self._y) if len(self._y) else float("nan")
+        self.train_info.update(
+            {
+                "train_releases_total": int(len(self._y)),
+                "fresh_train_releases": fresh_total,
+                "refused_train_releases": refused,
+                "train_loss": loss,
+            }
+        )
+        assert self.model is not None
+        return ArrayRecord(self.model.state_dict()), MetricRecord(
+            {"num-releases": int(len(self._y)), "train-loss": float(loss)}
+        )
+
+    def _store(self, doc_ids: np.ndarray, emb: np.ndarray, labels: np.ndarray) -> None:
+        """Keep the latest release of each document (re-sent releases replace themselves).
+
+        A new document gets the next slot, in the order the replies list them; the buffers grow
+        geometrically, so storing N releases costs O(N) whatever the number of replies.
+        """
+        doc_ids = np.asarray(doc_ids, dtype=np.int64)
+        if doc_ids.size == 0:
+            return
+        if doc_ids.min() < 0:
+            raise ValueError("document ids must be >= 0")
+        top = int(doc_ids.max()) + 1
+        if top > self._slot.size:
+            grown = np.full(max(top, 2 * self._slot.size), -1, dtype=np.int64)
+            grown[: self._slot.size] = self._slot
+            self._slot = grown
+        slots = self._slot[doc_ids]
+        if (slots < 0).any():
+            unseen, first = np.unique(doc_ids[slots < 0], return_index=True)
+            unseen = unseen[np.argsort(first)]  # first-seen order
+            count = self._y.size
+            self._reserve(count + unseen.size)
+            self._slot[unseen] = np.arange(count, count + unseen.size)
+            self._x, self._y = self._x_buf[: count + unseen.size], self._y_buf[: count + unseen.size]
+            slots = self._slot[doc_ids]
+        self._x[slots] = emb
+        self._y[slots] = labels
+
+    def _reserve(self, rows: int) -> None:
+        """Room for ``rows`` stored releases (at least doubling, so growth is amortised O(1) per row)."""
+        if rows <= self._y_buf.size:
+            return
+        size = max(rows, 2 * self._y_buf.size)
+        x_buf = np.zeros((size, self._x_buf.shape[1]), dtype=np.float32)
+        y_buf = np.zeros(size, dtype=np.int64)
+        x_buf[: self._y.size] = self._x
+        y_buf[: self._y.size] = self._y
+        self._x_buf, self._y_buf = x_buf, y_buf
+
+    def configure_evaluate(
+        self, server_round: int, arrays: ArrayRecord, config: ConfigRecord, grid: Grid
+    ) -> Iterable[Message]:
+        request = ConfigRecord({"server-round": server_round})
+        return [
+            Message(
+                content=RecordDict(
+                    {wire.MODEL: arrays, wire.CONFIG: request, **self._map_record(), **self._document_record(node_id)}
+                ),
+                dst_node_id=node_id,
+                message_type=MessageType.EVALUATE,
+            )
+            for node_id, info in self.nodes.items()
+            if info.holds_test_users
+        ]
+
+    def aggregate_evaluate(self, server_round: int, replies: Iterable[Message]) -> MetricRecord | None:
+        """Sum the nodes' confusion counts; the scores go to ``self.evaluation`` and the MetricRecord."""
+        replies = list(replies)
+        raise_on_errors(replies, "evaluate")
+        assert self.info is not None
+        k = self.info.num_classes
+        conf = np.zeros((k, k), dtype=np.int64)
+        clean = np.zeros((k, k), dtype=np.int64)
+        by_k: dict[str, Any] = {}
+        fresh_total = refused = 0
+        for reply in replies:
+            metrics = reply.content[wire.METRICS]
+            refused += int(metrics.get("refused-releases", 0))
+            fresh_total += int(metrics.get("fresh-releases", 0))
+            conf += np.asarray(metrics["confusion"], dtype=np.int64).reshape(k, k)
+            if "clean-confusion" in metrics:  # absent when releases are not in M1's output space
+                clean += np.asarray(metrics["clean-confusion"], dtype=np.int64).reshape(k, k)
+            for name in ("confusion-by-k", "clean-confusion-by-k"):
+                if name in metrics:
+                    counts = np.asarray(metrics[name], dtype=np.int64).reshape(-1, k, k)
+                    by_k[name] = by_k.get(name, 0) + counts
+        sanitized, clean_scores = scores(conf), scores(clean)
+        self.evaluation = {
+            "accuracy": sanitized["accuracy"],
+            "macro_f1": sanitized["macro_f1"],
+            "clean_accuracy": clean_scores["accuracy"],
+            "clean_macro_f1": clean_scores["macro_f1"],
+            "test_users": int(conf.sum()),
+            "random_guess_f1": random_guess(conf),
+            "fresh_test_releases": fresh_total,
+            "refused_test_releases": refused,
+        }
+        if "confusion-by-k" in by_k:
+            self.evaluation["by_sentences"] = by_sentences(by_k["confusion-by-k"], by_k.get("clean-confusion-by-k"))
+        return MetricRecord(
+            {
+                "accuracy": sanitized["accuracy"],
+                "macro_f1": sanitized["macro_f1"],
+                "clean_accuracy": clean_scores["accuracy"],
+            }
+        )
+
+    def summary(self) -> None:
+        log.info(
+            "ReleaseTraining: fraction-train %.3f, %d server epochs per round, batch %d, lr %g, device %s",
+            self.cfg["fraction-train"],
+            self.cfg["server-epochs"],
+            self.cfg["batch-size"],
+            self.cfg["learning-rate"],
+            self.device,
+        )
+
+
+def random_guess(confusion: np.ndarray) -> float | None:
+    """sum_i q_i^2 over the test label frequencies q: the score of guessing labels at random with
+    those frequencies (the paper's random-guess line)."""
+    total = confusion.sum()
+    return float(((confusion.sum(axis=1) / total) ** 2).sum()) if total else None
+
+
+def by_sentences(conf: np.ndarray, clean: np.ndarray | None) -> list[dict[str, Any]]:
+    """Scores per bucket of the number of sentences k (empty buckets left out)."""
+    out = []
+    for b in range(conf.shape[0]):
+        if conf[b].sum() == 0:
+            continue
+        s = scores(conf[b])
+        row = {
+            "k": document_level.bucket_label(b),
+            "k_min": document_level.K_EDGES[b],
+            "documents": int(conf[b].sum()),
+            "accuracy": s["accuracy"],
+            "macro_f1": s["macro_f1"],
+            "random_guess_f1": random_guess(conf[b]),
+        }
+        if clean is not None:
+            row["clean_macro_f1"] = scores(clean[b])["macro_f1"]
+        out.append(row)
+    return out
