@@ -1,100 +1,17 @@
 """Empirical privacy audit of a mechanism on one pair of neighbouring inputs
-(docs/SPEC.md §11.1 item 8; Jagielski et al. 2020, Nasr et al. 2021 "adversary
+(docs/SPEC.md §11.1 item 8, §15.6; Jagielski et al. 2020, Nasr et al. 2021 "adversary
 instantiation": a threshold distinguisher with Clopper-Pearson bounds).
 
-What it computes
-----------------
-Draw N releases of M(x) and N of M(x') (fixed seeds, batched), reduce each
-release to a real statistic T, and for every threshold t of a grid fixed in
-advance consider the events O = {T > t} ("upper" tail) and O = {T <= t}
-("lower" tail), with either input as the "positive" one. If M satisfies
-(eps, delta)-LDP for the pair, then for every such event
+:func:`audit_mechanism` picks a worst-case-style pair and a statistic from the mechanism's
+``level`` (sentence, label, word, document); :func:`audit_pair` turns N releases of each input
+into ``epsilon_lb``, a Clopper-Pearson lower bound (Bonferroni over thresholds chosen on an
+independent pilot sample) on the epsilon the pair needs.
 
-    P[M(pos) in O] <= e^eps P[M(neg) in O] + delta,   i.e.
-    eps >= log((TPR - delta) / FPR),
-
-with TPR = P[M(pos) in O] and FPR = P[M(neg) in O]. Replacing TPR by a
-Clopper-Pearson lower bound and FPR by an upper bound gives
-
-    epsilon_lb = max over (t, tail, positive) of log((TPR_lo - delta) / FPR_hi),
-
-skipping candidates whose numerator is <= 0 (and 0 when none is left: eps >= 0
-always).
-
-What it guarantees (and what it does not)
------------------------------------------
-* Statistical validity: the threshold grid and the projection direction come
-  from a *pilot* sample drawn before, and independently of, the evaluation
-  sample. Per threshold four one-sided Clopper-Pearson bounds are used (a lower
-  and an upper bound for P[T > t] under x and under x'; the lower tail uses their
-  complements, which are the same statements). Each is taken at level
-  alpha / (4 * #thresholds) (Bonferroni), so all hold at once with probability
-  >= 1 - alpha whatever the dependence between thresholds. Hence: **if the
-  mechanism really is (eps, delta)-LDP on this pair, P[epsilon_lb > eps] <= alpha**
-  over the evaluation sample, for every pilot outcome. "Independent" is meant in
-  the pseudo-random sense of ``torch.Generator``; with a fixed seed the result
-  is deterministic.
-* It is a *sanity lower bound, not a proof of privacy*. ``epsilon_lb <= claimed``
-  says only that this statistic, on this pair, with N samples, found no
-  violation. Other pairs, other events or a bug visible only in rare outputs can
-  still break the guarantee. ``epsilon_lb > claimed`` is strong evidence that the
-  implementation does not meet its guarantee (false alarm rate <= alpha).
-* Power is limited: with N samples per input no event of probability below
-  ~ log(4 T / alpha) / N under the negative input can be certified, so
-  epsilon_lb never exceeds about log(N / log(4 T / alpha)) (~ 11 at N = 1e6),
-  and it stays well below a claimed eps when the loss only reaches eps on rare
-  outputs (high dimension, additive noise spread over many coordinates).
-
-The pair and the statistic
---------------------------
-:func:`audit_mechanism` picks the pair and the statistic from the mechanism's
-``level``:
-
-* ``"sentence"``: x and x' = -x (unit vectors, or radius ``clip`` for the
-  clipped additive mechanisms), x = (1, ..., 1) * r / sqrt(m). On the sphere
-  x' = -x attains the diameter (angular pi, Euclidean 2), the tight pair of
-  Purkayastha and planar Laplace (docs/SPEC.md §0.2). For the clipped Laplace
-  the L1 distance ||x - x'||_1 = 2 C sqrt(m) equals the L1 diameter of the clip
-  ball that calibrates its noise; for the Gaussian any antipodal pair attains
-  the L2 diameter 2C. When the mechanism exposes a public projection ``phi``
-  (PrivEmb) x is its top right singular vector, the direction it stretches most.
-  T is the projection of the release onto a = mean(pilot M(x)) - mean(pilot M(x')),
-  so the output may have any dimension.
-* ``"label"``: labels 0 and 1 out of K (default 2); T = 1{output == 0}. A
-  mechanism whose ``sanitize`` takes a ``prior`` (RR-with-prior) can be audited
-  under a public prior: ``prior`` is a probability vector over the K labels,
-  passed to every release as ``LabelPrior(prior repeated per row, "public")``.
-  Without one it runs with its default (uniform prior: plain K-ary RR). With a
-  non-uniform prior, put the pair inside the prior's top-k* set: there the
-  log-ratio is eps exactly (the tight pair); a label outside the set is output
-  uniformly over the set and reveals less.
-
-* ``"word"``: two word ids w, w' of the mechanism's public space (default
-  :func:`word_pair`: the farthest pair among the most frequent words in the
-  geometry the noise is calibrated to). The release audited is the noisy
-  vector ``perturb(w)`` (the nearest-word decoding is post-processing) and T is
-  the likelihood-ratio statistic of :func:`word_statistic`, fixed before any
-  sample (only the threshold grid comes from the pilot). Metric claims
-  (cmp: Euclidean, mahalanobis: d_Sigma_lambda) are eps * d(w, w'); TrLaplace's
-  attained delta is the delta subtracted, reported in ``AuditResult.delta``,
-  and its support leaks are isolated by two extra thresholds.
-* ``"document"``: two documents of k sentences that differ in one (default
-  :func:`document_pair`). DeepCandidate releases a candidate index whose exact
-  law ``log_probs`` is public: T = log P_x(i) - log P_x'(i), thresholds between
-  its distinct values, no pilot. Truncation: T = the exact log-likelihood
-  ratio of the release (``log_density``).
-* ``claim=``: audit against another guarantee than ``mech.guarantee``; the
-  power checks build the mechanism at 3x its epsilon and audit it against the
-  1x claim. With 50-dimensional word vectors the loss of an additive mechanism
-  reaches its bound only on rare outputs: see ``tests/mechanisms/test_audit_levels.py``
-  for which multiples are detectable at which N (word_laplace: 3x is not at
-  N <= 4e5 on GloVe; 5x is).
-
-The claimed epsilon for the pair is eps * d(x, x') for metric guarantees
-(``"angular"``: arccos of the cosine, ``"euclidean"``: ||x - x'||_2; other
-metrics fall back to the pure eps * diameter of :meth:`Guarantee.as_ldp`,
-which bounds eps * d), and the guarantee's epsilon otherwise; delta is the
-guarantee's delta.
+Guarantee: if the mechanism really is (eps, delta)-LDP on the pair, P[epsilon_lb > eps] <= alpha.
+It is a sanity lower bound, not a proof of privacy: ``epsilon_lb <= claimed`` says only that this
+statistic, on this pair, with N samples, found no violation, and its power is limited (it stays
+well below a claimed eps when the loss reaches eps only on rare outputs). The derivation, the
+pairs and statistics per level, and the claimed epsilon of a pair: docs/SPEC.md §15.6.
 """
 
 from __future__ import annotations
@@ -154,7 +71,7 @@ def clopper_pearson(k: Any, n: Any, alpha: float = DEFAULT_ALPHA) -> tuple[np.nd
 # --------------------------------------------------------------------------- result
 @dataclass(frozen=True)
 class AuditResult:
-    """Outcome of one audit (see the module docstring for what it guarantees).
+    """Outcome of one audit (the module docstring and docs/SPEC.md §15.6 say what it guarantees).
 
     Attributes
     ----------
@@ -519,7 +436,7 @@ def claimed_epsilon(guarantee: Guarantee, x: torch.Tensor | None = None, x_prime
 
 
 def default_pair(mech: Mechanism, dim: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """Worst-case-style sentence pair (x, -x) of shape [dim], float64 (see module docstring).
+    """Worst-case-style sentence pair (x, -x) of shape [dim], float64 (docs/SPEC.md §15.6).
 
     PrivEmb-like mechanisms (a public ``phi`` [k, dim]; it is drawn by a warm-up
     call if needed) get x = the top right singular vector of phi; mechanisms with
@@ -915,6 +832,8 @@ def audit_mechanism(
     num_sentences : int
         Document level: k, the length of the default pair's documents.
 
+    Notes
+    -----
     Word level: ``pair`` is two word ids (default :func:`word_pair`); the release
     audited is the noisy vector (``perturb``), the decoding to a word being
     post-processing; the statistic is :func:`word_statistic`. Only a mechanism

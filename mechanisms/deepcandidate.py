@@ -214,6 +214,8 @@ class DeepCandidate(DocumentMechanism):
         Memory knob: at most this many (documents x projections x m) counts are
         held at once. The results do not depend on it.
 
+    Notes
+    -----
     ``sanitize`` returns candidate indices; ``candidates[idx]`` is the release.
     """
 

@@ -1,46 +1,17 @@
-"""Central-DP accounting for DP-FedAvg over nodes (``mode = "central"``).
+"""Central-DP accounting for DP-FedAvg over nodes (``mode = "central"``, ``central-unit = "node"``).
 
-Each round the server samples exactly ``k`` of the ``N`` nodes uniformly
-without replacement; every sampled node trains locally and sends a model
-update, which is clipped to L2 norm ``C`` (on the server or on the node); the
-server averages the ``k`` clipped updates with *equal* weights and adds
-Gaussian noise of standard deviation ``z * C / k`` to the average (Flower's
-``DifferentialPrivacy*FixedClipping`` wrappers, McMahan et al. 2018), i.e.
-noise ``N(0, (z C)^2)`` on the sum.
+Each round the server samples exactly ``k`` of the ``N`` nodes without replacement, clips each
+sampled node's update to L2 norm ``C``, averages the ``k`` clipped updates with equal weights and
+adds Gaussian noise of standard deviation ``z * C / k`` (Flower's ``DifferentialPrivacy*FixedClipping``
+wrappers, McMahan et al. 2018). Accountants (dp-accounting 0.6): ``rdp`` (sampling without
+replacement, replace-one) and ``pld`` (full batch, no amplification); the reported epsilon is the
+smaller and ``accountant`` says which.
 
-Privacy unit and neighbouring relation
---------------------------------------
-Every user belongs to exactly one node, so changing one user's data changes at
-most one node's update; changing a whole node's data does the same. Both are
-*replace-one* neighbours at the node level (the number of nodes ``N`` is
-public and fixed), and the clipped sum moves by at most ``2C`` (``u -> u'``
-with ``|u|, |u'| <= C``). The guarantee below therefore holds for one user and
-for one whole node. The sampling is over nodes: ``q = k / N``.
-
-Accountants (dp-accounting 0.6)
--------------------------------
-* ``rdp``: ``RdpAccountant(REPLACE_ONE)`` on
-  ``SelfComposedDpEvent(SampledWithoutReplacementDpEvent(N, k,
-  GaussianDpEvent(z / 2)), rounds)`` (Wang, Balle & Kasiviswanathan 2019,
-  Thm. 27). dp-accounting's without-replacement bound takes the noise
-  multiplier relative to the *replace-one* sensitivity of the sum (its
-  ``q = 1`` value is ``alpha / (2 sigma^2)``), which is ``2C``: hence
-  ``z / 2``. This amplifies by sampling.
-* ``pld``: ``PLDAccountant(REPLACE_ONE)`` on ``rounds`` full-batch
-  ``GaussianDpEvent(z)`` (dp-accounting's PLD doubles the sensitivity itself
-  under ``REPLACE_ONE``). dp-accounting's PLD does not support sampling
-  without replacement, so this bound ignores the sampling (no amplification);
-  it is still valid, since subsampling never hurts, and it is tighter than
-  RDP when ``q`` is large and there are few rounds.
-
-The reported epsilon is the smaller of the two (both are valid upper bounds
-for the same mechanism) and ``accountant`` says which one it came from.
-
-Not covered: the training metrics a node returns (not used for anything the
-run reports) and the evaluation confusion counts of the *test* users
-(simulation diagnostics, as in local mode). The guarantee also assumes the
-set of sampled nodes stays secret and the noise is drawn as specified (the
-simulation uses numpy's floating-point Gaussian, not a hardened sampler).
+Guarantee: the figure holds for one user and for one whole node (replace-one neighbours at the
+node level; the clipped sum moves by at most 2C). Not covered: the training metrics a node
+returns and the test users' evaluation confusion counts; it assumes the set of sampled nodes stays
+secret and the noise is drawn as specified. The neighbouring relation and the noise multipliers
+given to each accountant: docs/SPEC.md §15.5.
 """
 
 from __future__ import annotations

@@ -1,47 +1,16 @@
 """High-dimensional truncated Laplace, "TrLaplace" (Huang et al., EMNLP 2024, §4-5;
-docs/SPEC.md §7.4-7.6, [reconstructed] from the author's code and the proof outline).
+docs/SPEC.md §7.4-7.7, [reconstructed] from the author's code and the proof outline).
 
-Per word w: x = phi(w) clipped to the L2 ball of radius C (docs/SPEC.md §7.1),
-y = x + z with i.i.d. coordinates of density B e^(-|t|/lambda) on [-A, A], where,
-for the parameter dimension d' (below),
+Per word: the vector clipped to the L2 ball of radius C, i.i.d. truncated Laplace noise per
+coordinate with the parameters of the dimension d' (dummy dimensions computed, not hard-coded:
+d' = n when 4 epsilon^2 < n, else ceil(4 epsilon^2) + 100), drawn by exact inverse CDF (no
+rejection), then the exact Euclidean nearest clipped vocabulary word. Epsilon is limited to 1e6.
 
-    lambda = 2 C sqrt(d') / epsilon,   A = -lambda log1p(-2 epsilon / sqrt(d')),
-    B = 1 / (2 lambda (1 - e^(-A/lambda))) = 1 / (8C),
-
-then the exact Euclidean nearest clipped vocabulary word of y. The parameters
-need epsilon < sqrt(d')/2. **Dummy dimensions** (docs/SPEC.md §7.4): for larger
-epsilon the paper pads x with zeros to d' > 4 epsilon^2 dimensions and drops the
-dummy coordinates after adding noise, i.e. samples the n real coordinates with
-the d'-parameters. The code hard-codes d' = 500 at epsilon = 10 and 1700 at
-epsilon = 20 (d = 300). Here d' is computed: d' = n when 4 epsilon^2 < n, else
-ceil(4 epsilon^2) + 100, the paper's margin, which gives its 500 and 1700.
-
-The sampler is exact inverse-CDF, t = -lambda log1p(U expm1(-A/lambda)) with a
-random sign, so it needs no rejection (the code's rejection sampler fails for
-epsilon below about 0.0026 at d = 300, docs/SPEC.md §7.4).
-
-**Guarantee: (epsilon, delta)-LDP per word, delta from :func:`trlaplace_delta`**
-(docs/SPEC.md §7.5). For x, x' in the clip ball with v = x - x', the privacy
-loss on the common support is at most ||v||_1 / lambda <= 2C sqrt(n) / lambda
-= epsilon sqrt(n/d') <= epsilon, so delta(epsilon) is exactly the worst chance
-that y leaves the support of x':
-delta = sup_v 1 - prod_i (1 - q(v_i)), q(v) = B lambda e^(-A/lambda) expm1(|v|/lambda).
-With g(s) = -log(1 - q(sqrt(s))) this is max sum_i g(s_i) subject to
-sum_i s_i <= 4C^2; g is increasing and concave on [0, 4C^2] (its concavity
-condition t/lambda + t q'(t)/(1 - q(t)) < 1 holds for every |t| <= 2C and every
-epsilon < sqrt(d')/2; :func:`trlaplace_delta` checks it), so by Jensen the
-supremum spreads v evenly, |v_i| = 2C/sqrt(n): the worst case found in
-docs/SPEC.md §7.5 is the exact supremum over the ball. The value does not
-depend on C. It is large: 0.979 at epsilon = 1, d = 300 (docs/SPEC.md §7.5),
-0.727 at epsilon = 1 on GloVe 50d.
-With dummy dimensions the same release is also (epsilon sqrt(n/d'), delta)-LDP
-(:attr:`TrLaplace.loss_bound`); the guarantee states the requested epsilon.
-
-Past epsilon = sqrt(n)/2 the rule makes lambda = 2C sqrt(d')/epsilon tend to 4C:
-the noise never falls below about Lap(4C) per coordinate (larger than the clip
-ball itself) and the finite loss epsilon sqrt(n/d') stays below sqrt(n)/2, so a
-larger epsilon only lowers delta. Epsilon is limited to 1e6 (float64 precision
-of d' - 4 epsilon^2).
+**Guarantee: (epsilon, delta)-LDP per word, delta from :func:`trlaplace_delta`**, the exact
+supremum over the clip ball (it does not depend on C, and it is large: 0.979 at epsilon = 1,
+d = 300; 0.727 at epsilon = 1 on GloVe 50d). With dummy dimensions the same release is also
+(epsilon sqrt(n/d'), delta)-LDP (:attr:`TrLaplace.loss_bound`); the guarantee states the
+requested epsilon. The parameters, the sampler and the proof of the supremum: docs/SPEC.md §7.7.
 """
 
 from __future__ import annotations

@@ -4,9 +4,10 @@ The ``sanitas`` command line, one module per subcommand (``add_parser`` and ``ha
 ``sanitas run CONFIG.toml`` runs one simulation; ``sweep``, ``compare`` and ``reproduce`` run many;
 ``audit`` and ``attack`` check what a run prints; ``report-documents``, ``audit-levels``,
 ``composition-table``, ``shuffle-table``, ``word-survival`` and ``privemb-errors`` write the tables and
-plots the documentation cites. A bad argument is refused while the arguments are parsed, before any
-work, with one line naming the option (:mod:`simulations.cli.options`); a bad config or data file
-with one line naming the key or file; both exit 2.
+plots the documentation cites; ``config-reference`` regenerates the configuration reference. A bad
+argument is refused while the arguments are parsed, before any work, with one line naming the option
+(:mod:`simulations.cli.options`); a bad config or data file with one line naming the key or file; both
+exit 2.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from simulations.cli import (
     audit_levels,
     compare,
     composition_table,
+    config_reference,
     privemb_errors,
     report_documents,
     reproduce,
@@ -48,6 +50,7 @@ SUBCOMMANDS: tuple[ModuleType, ...] = (
     shuffle_table,
     word_survival,
     privemb_errors,
+    config_reference,
 )
 
 

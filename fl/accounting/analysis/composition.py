@@ -1,77 +1,18 @@
-"""Composition of r releases of one user (docs/SPEC.md §0.3).
+"""Composition of r releases of one user (docs/SPEC.md §0.3, §15.1).
 
-* Basic: (sum eps, sum delta). Exact for the worst case of pure releases when no
-  delta is allowed.
-* Advanced (Dwork, Rothblum & Vadhan 2010) for r identical (eps, delta)
-  releases: eps sqrt(2 r ln(1/delta')) + r eps (e^eps - 1), with r delta + delta'.
-* PLD through ``dp-accounting``: every (eps, delta)-DP mechanism is dominated by
-  the "(eps, delta) privacy-parameters" pair (Kairouz, Oh & Viswanath 2015), and
-  ``privacy_loss_distribution.from_privacy_parameters`` builds its privacy loss
-  distribution; composing it r times is the optimal composition of r
-  (eps, delta) mechanisms, computed numerically with pessimistic rounding.
+* Basic: (sum eps, sum delta), always reported (``epsilon_basic`` at ``delta_basic``).
+* Advanced (Dwork, Rothblum & Vadhan 2010) for r identical (eps, delta) releases.
+* PLD through ``dp-accounting``: the generic "(eps, delta) privacy-parameters" pair, or a
+  mechanism's own dp-accounting event (``mechanism_event``: Laplace, Gaussian, randomized
+  response) where its privacy loss is known exactly.
 
 Metric guarantees enter through their pure-LDP equivalent (``Guarantee.as_ldp``).
 
-Mechanism-specific PLD (issue 16 item 4)
-----------------------------------------
-The (eps, delta) pair dominates every (eps, delta) mechanism, so it is loose for
-a mechanism whose privacy loss is known exactly. A part may carry a
-dp-accounting event (``mechanism_event``: from the guarantee's fields and the
-mechanism's name) that describes one release exactly, and PLD then composes the
-event's own privacy loss distribution (the one dp-accounting's ``PLDAccountant``
-builds for it) instead of the generic pair:
-
-* ``LaplaceDpEvent(1 / eps)`` for ``laplace`` and ``word_laplace`` (pure eps):
-  x + i.i.d. Lap(b) per coordinate with b = (L1 diameter) / eps, i.e. noise
-  multiplier b / sensitivity = 1 / eps in dp-accounting's coordinate-wise
-  Laplace with ||v||_1 <= sensitivity;
-* ``GaussianDpEvent(sigma / Delta2)`` for ``gaussian`` and ``word_gaussian``
-  ((eps, delta)): x + N(0, sigma^2 I) with sigma the analytic Gaussian
-  calibration for the L2 diameter Delta2, a function of (eps, delta) times
-  Delta2, so the noise multiplier is ``analytic_gaussian_sigma(eps, delta, 1)``;
-* ``RandomizedResponseDpEvent(K / (e^eps + K - 1), K)`` for ``rr`` on K labels
-  (pure eps): keep with probability e^eps / (e^eps + K - 1) = 1 - p + p / K.
-
-Neighbours: local DP protects any two inputs (replace-one). For Laplace and
-Gaussian the worst pair is noise vs noise shifted by the full diameter, which is
-dp-accounting's add-or-remove pair with sensitivity = diameter (its
-``REPLACE_ONE`` Gaussian would shift by twice a norm bound, another convention);
-randomized response is composed under ``NeighboringRelation.REPLACE_ONE``. The
-PLDs are built with ``privacy_loss_distribution.from_*`` directly (what
-``PLDAccountant`` does per event) because one accountant accepts Laplace only
-under add-or-remove and randomized response only under replace-one, and a user's
-releases mix them. Parts without an event (metric mechanisms, TrLaplace,
-RR-with-prior, an unnamed mechanism) keep the generic pair; note that for a
-pure eps guarantee the generic pair *is* binary randomized response, exact for
-``rr`` on 2 labels.
-
-Every figure names its accountant: ``accountant`` for ``epsilon_best_approx``
-("basic", "advanced" or the PLD accountant) and ``epsilon_pld_accountant``
-("pld-mechanism-specific (LaplaceDpEvent)", "pld-generic (eps, delta) pair", or
-both joined by " + " for a mix).
-
-What a reported figure guarantees (issue 15 item 6)
----------------------------------------------------
-Basic composition is always reported (``epsilon_basic``, at ``delta_basic``).
-Every other composed figure (``epsilon_advanced``, ``epsilon_pld``) is stated at
-``delta_approx >= delta_basic``, so it is only worth a number when it is
-**finite and strictly below** ``epsilon_basic``: otherwise basic composition,
-already reported, gives a smaller-or-equal epsilon at a smaller-or-equal delta
-and is the tight statement. Such a figure is reported as ``None`` and its
-``*_note`` field says why (not applicable: not below basic composition, not
-finite; or not computed, and why); a reported number always comes with
-``*_note = None``. Hence a reported figure is never above ``epsilon_basic`` and
-never astronomically large, and ``epsilon_best_approx`` (the smallest of basic
-and the reported figures) is never above ``epsilon_basic``.
-
-For advanced composition the rule has a closed form (``advanced_threshold``):
-with L = ln(1/delta'), eps sqrt(2 r L) + r eps (e^eps - 1) < r eps holds iff
-r > 2 L and eps < ln(2 - sqrt(2 L / r)) (< ln 2). A single release, or a few
-releases, or any release above ln 2 = 0.693, never gains from it (a single
-release at pure 31.4 would "compose" to 1.4e15). PLD is the optimal composition,
-so mathematically it never exceeds basic; its pessimistic discretisation can
-still put it a hair above (a single release at 9 gives 9.0045), and then it is
-not reported either.
+Guarantee: every figure is an upper bound for replace-one neighbours and names its accountant.
+A figure other than basic composition is stated at ``delta_approx >= delta_basic`` and is
+reported only when finite and strictly below ``epsilon_basic`` (otherwise ``None``, with the
+reason in its ``*_note``), so ``epsilon_best_approx`` is never above ``epsilon_basic``.
+The rules, the dp-accounting events and the neighbouring relations: docs/SPEC.md §15.1.
 """
 
 from __future__ import annotations
@@ -126,7 +67,7 @@ def mechanism_event(
     no such event, when the guarantee's notion is not the mechanism's own (a
     metric or composed guarantee), when epsilon is not finite and positive, and
     for ``rr`` without its number of labels ``num_buckets``. Laplace and Gaussian
-    events are in units of the replace-one shift (the diameter; module docstring).
+    events are in units of the replace-one shift (the diameter; docs/SPEC.md §15.1).
     """
     eps = float(guarantee.epsilon)
     if mechanism is None or not (0.0 < eps <= MAX_EXP_EPSILON) or guarantee.is_vacuous:
@@ -168,7 +109,7 @@ class Composed:
 
     ``epsilon_advanced`` and ``epsilon_pld`` are either finite numbers strictly
     below ``epsilon_basic`` (and their ``*_note`` is ``None``) or ``None`` with
-    the reason in their ``*_note`` (module docstring).
+    the reason in their ``*_note`` (docs/SPEC.md §15.1).
     """
 
     releases: int
@@ -250,7 +191,7 @@ def _judge(name: str, value: float | None, epsilon_basic: float, note: str | Non
 def event_pld(
     event: dp_event.DpEvent, count: int, interval: float
 ) -> privacy_loss_distribution.PrivacyLossDistribution:
-    """The PLD of ``count`` releases described by ``event`` (pessimistic rounding; module docstring)."""
+    """The PLD of ``count`` releases described by ``event`` (pessimistic rounding; docs/SPEC.md §15.1)."""
     if isinstance(event, dp_event.LaplaceDpEvent):
         one = privacy_loss_distribution.from_laplace_mechanism(
             event.noise_multiplier, sensitivity=1.0, value_discretization_interval=interval
@@ -401,7 +342,7 @@ def compose_worst(kinds: list[tuple], counts: np.ndarray, target_delta: float) -
     Written by hand: dp-accounting composes one event sequence, not a
     population's worst case.
 
-    Reporting rule (module docstring), applied to the population's figures:
+    Reporting rule (docs/SPEC.md §15.1), applied to the population's figures:
     ``epsilon_advanced`` (max over users) and ``epsilon_pld`` (max over the
     users composed) are reported only when finite and strictly below
     ``epsilon_basic`` (the max over users of basic composition); otherwise

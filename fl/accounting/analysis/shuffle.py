@@ -1,94 +1,22 @@
-"""Privacy amplification by shuffling for pure epsilon0-LDP reports.
+"""Privacy amplification by shuffling for pure epsilon0-LDP reports (Feldman, McMillan & Talwar).
 
-The tighter figure that Sanitas reports (``fl.accounting.shuffle_amplification``)
-is the smaller of this bound and the variation-ratio bound of Wang et al.
-(VLDB 2024), in ``fl.accounting.analysis.variation_ratio``, which reuses the evaluator
-below with another clone probability.
+Reference: V. Feldman, A. McMillan and K. Talwar, "Hiding among the clones: a simple and nearly
+optimal analysis of privacy amplification by shuffling", FOCS 2021 (arXiv:2012.12803), and the
+authors' script ``computeamplification.py`` in ``apple/ml-shuffling-amplification``. The tighter
+figure Sanitas reports (``fl.accounting.shuffle_amplification``) is the smaller of this bound and
+the variation-ratio bound (``fl.accounting.analysis.variation_ratio``), which reuses the evaluator
+here with another clone probability.
 
-Reference: V. Feldman, A. McMillan and K. Talwar, "Hiding among the clones: a
-simple and nearly optimal analysis of privacy amplification by shuffling",
-FOCS 2021 (arXiv:2012.12803), and the authors' script ``computeamplification.py``
-in ``apple/ml-shuffling-amplification``.
+Guarantee: every epsilon returned (numerical or closed form) is an upper bound such that the
+shuffled output is (epsilon, delta)-DP with respect to changing one user's input, for any pure
+epsilon0-LDP local randomizer, assuming a trusted shuffler and n reports from distinct users, for
+ONE shuffle (one round). Composition over rounds is the caller's job: ``fl.accounting.analysis.shuffle_pld``
+(what a run reports) or ``compose_shuffled`` here (basic or advanced, the looser reference).
+Nothing here holds for an untrusted shuffler, several reports per user, or an approximate
+(epsilon0, delta0)-LDP randomizer.
 
-What is guaranteed
-------------------
-Every epsilon returned here (numerical or closed form) is an upper bound such
-that the shuffled output is **(epsilon, delta)-DP with respect to changing one
-user's input, for any pure epsilon0-LDP local randomizer, assuming a trusted
-shuffler and that the n reports are from distinct users** (one report per
-user per shuffle). The bound is for ONE shuffle (one round). Composition over
-rounds is the caller's job (``compose_shuffled`` offers basic and advanced
-composition of per-round guarantees). Nothing here holds if the shuffler is not
-trusted, if one user contributes several of the n reports, or if the local
-randomizer is only approximately (epsilon0, delta0)-LDP.
-
-The clones reduction (what the numerical bound computes)
---------------------------------------------------------
-With p = e^{-epsilon0}, alpha = e^{epsilon0} / (e^{epsilon0} + 1),
-
-    C ~ Bin(n - 1, p),  A ~ Bin(C, 1/2),  Delta ~ Bern(alpha),
-    P = (A + Delta,     C - A + 1 - Delta),
-    Q = (A + 1 - Delta, C - A + Delta),
-
-the shuffled outputs on two neighbouring data sets are one and the same
-(randomized) post-processing of P and of Q respectively, for every
-epsilon0-DP local randomizer and every epsilon0 > 0 and n >= 1 (each of the
-other n - 1 users is, with probability e^{-epsilon0}, a "clone" of the differing
-user; this is the pair of distributions the authors' script evaluates in its
-``onestep``/``deltacomp``). Proof sketch, for the record: write the differing
-user's two output laws as R0 = alpha Q0 + (1-alpha) Q1, R1 = (1-alpha) Q0 +
-alpha Q1 (Q0, Q1 >= 0 exactly because R0 >= e^{-eps0} R1 and vice versa); then
-Q0 + Q1 = R0 + R1 <= 2 e^{eps0} R(x_i), so every other user's law is
-R(x_i) = e^{-eps0} (Q0 + Q1)/2 + (1 - e^{-eps0}) LO_i. Given the counts of
-Q0- and Q1-draws, the rest of the shuffled multiset (a uniformly random set of
-non-clones drawing from their LO_i) has the same law under both data sets.
-Hence the shuffled mechanism is (eps, delta(eps))-DP with
-delta(eps) = D_{e^eps}(P || Q) (the hockey-stick divergence; P and Q are
-mirror images of each other, so D(P||Q) = D(Q||P)).
-
-Because the total C + 1 is visible in both coordinates, a pair is (c, x) with x
-the first coordinate, and
-
-    delta(eps) = sum_c Pr[C = c] * d_c(eps),
-    d_c(eps)   = max_k [ P(x >= k | c) - e^eps Q(x >= k | c) ]
-               = max_k [ coefA * b_c(k-1) - (e^eps - 1) * S_c(k) ],
-
-with b_c the Bin(c, 1/2) pmf, S_c(k) = Pr[Bin(c, 1/2) >= k] and
-coefA = alpha - e^eps (1 - alpha). The likelihood ratio P/Q given c increases
-in x, so the maximising k is the first integer above
-t_c = (c + 1)(e^{eps + epsilon0} - 1) / ((e^eps + 1)(e^{epsilon0} - 1)).
-
-Two facts make the sum cheap *and* keep it an upper bound:
-
-* d_c is non-increasing in c: (c, x) -> (c + 1, x + Bern(1/2)) maps P_c to
-  P_{c+1} and Q_c to Q_{c+1}, and the hockey-stick divergence cannot grow under
-  post-processing. So grouping the c's into blocks [c_j, c_{j+1}) and charging
-  each block its exact binomial mass times d_{c_j} (the value at its left end)
-  over-estimates delta. The blocks cover all of 0..n-1: the lower tail
-  [0, lo) is charged d_0 (the randomized-response value, <= 1) and the upper
-  tail is folded into the last block. Nothing is dropped.
-* Blocks are single c's for small c and grow geometrically (relative width
-  ``rel_block``, 1e-4 by default) for large c, so one evaluation costs a few
-  thousand binomial cdf calls at most, whatever n is. With ``exact=True`` every
-  c in 0..n-1 is its own block and the sum is the exact divergence (used by
-  the tests against brute-force enumeration).
-
-Finally the smallest eps with delta(eps) <= delta is found by root finding on
-the monotone function delta(eps), and the answer is moved to the safe side and
-re-checked (delta(eps_returned) <= target is verified, with a small slack for
-floating-point error added to delta(eps)).
-
-Closed form (their Theorem 3.1): if epsilon0 <= log(n / (16 log(2/delta))),
-eps <= log(1 + (e^eps0 - 1)/(e^eps0 + 1) * (8 sqrt(e^eps0 log(4/delta)) / sqrt(n)
-+ 8 e^eps0 / n)). The script checks the stricter condition with log(4/delta);
-we use the stricter one (it implies the paper's), so the closed form is only
-used where both agree it is valid.
-
-Composition over rounds: ``fl.accounting.analysis.shuffle_pld`` builds the pessimistic
-privacy-loss distribution of the clones pair (variation-ratio clone
-probability) and composes rounds with dp-accounting; that is what a run
-reports. ``compose_shuffled`` below (basic or advanced composition of the
-rounds' (epsilon, delta) figures) is kept as the looser reference it replaced.
+The clones reduction, why the blocked sum stays an upper bound, the root finding and the closed
+form (their Theorem 3.1): docs/SPEC.md §15.2.
 """
 
 from __future__ import annotations
@@ -113,7 +41,7 @@ __all__ = [
 # Tail of C below its Bernstein range, as a fraction of the target delta: that
 # mass is charged d_0 <= 1, so it costs at most this relative share of delta.
 _TAIL_FRACTION = 1e-4
-# Relative width of the blocks of c for large c (see module docstring).
+# Relative width of the blocks of c for large c (docs/SPEC.md §15.2).
 _REL_BLOCK = 1e-4
 # Floating-point safety: delta(eps) is inflated by this multiple of the
 # magnitudes that were subtracted (boost's binomial cdf/pmf are accurate to a

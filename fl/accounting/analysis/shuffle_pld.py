@@ -1,48 +1,16 @@
 """Composition of shuffled rounds by the privacy-loss distribution of the shuffled pair.
 
-One shuffled round of n pure-LDP reports is dominated by an explicit discrete
-pair (P, Q) (the clones pair of Feldman-McMillan-Talwar, with the variation-ratio
-clone probability of Wang et al. 2024; see ``fl.accounting.analysis.variation_ratio``):
-the shuffled outputs on two neighbouring data sets are one post-processing of
-P and of Q. A post-processing cannot raise any hockey-stick divergence
-H_a(. || .) (a >= 0), so (P, Q) is a *dominating pair* of the round in the sense
-of Zhu, Dong & Wang (AISTATS 2022), and the composition of dominating pairs
-dominates the (adaptive) composition of the rounds (their Theorem 10). Its
-privacy-loss distribution (PLD) is built here, pessimistically rounded, and
-handed to dp-accounting, whose FFT composition does the rest. This is tighter
-than composing the rounds' (epsilon, delta) figures (``compose_shuffled``: basic
-or advanced composition), which forgets the shape of each round's privacy
-profile.
+One shuffled round of n pure-LDP reports is dominated by an explicit discrete pair (P, Q) (the
+clones pair of Feldman-McMillan-Talwar with the variation-ratio clone probability); its PLD is
+built here, pessimistically rounded, and handed to dp-accounting, whose FFT composition does the
+rest (Zhu, Dong & Wang, AISTATS 2022, Theorem 10). This is tighter than composing the rounds'
+(epsilon, delta) figures (``compose_shuffled``).
 
-The pair (written by hand: dp-accounting has no shuffled mechanism)
--------------------------------------------------------------------
-Victim: (1, 0) w.p. w = p/(p + 1) under P, w.p. 1 - w under Q (else (0, 1)).
-Others: C ~ Bin(n - 1, rho) clones, A ~ Bin(C, 1/2) of them on the first
-coordinate; rho = 2/(e^eps0 + 1) for a general pure eps0-LDP randomizer
-(variation ratio) and p = e^eps0. Given C = c the first coordinate x takes
-0..c+1 and, with b_c the Bin(c, 1/2) pmf,
-
-    P(x | c) = w b_c(x - 1) + (1 - w) b_c(x),   Q(x | c) = (1 - w) b_c(x - 1) + w b_c(x),
-    log P/Q  = log[(w x + (1 - w)(c + 1 - x)) / ((1 - w) x + w (c + 1 - x))]
-
-(b_c(x - 1)/b_c(x) = x/(c + 1 - x)). P and Q are mirror images (x <-> c + 1 - x),
-so the PLD of P against Q equals that of Q against P: one symmetric PLD.
-
-What is pessimistic (so every figure is an upper bound)
---------------------------------------------------------
-* c is taken on the block grid of ``shuffle._ShuffleProfile`` (exact block
-  masses of C, the lower tail charged at c = 0): each block is charged the pair
-  at its left end, which dominates every later c ((c, x) -> (c + 1, x +
-  Bern(1/2)) maps the pair at c to the pair at c + 1).
-* For each c only the x within a Hoeffding window carrying all but
-  ``tail_mass`` of Bin(c, 1/2) are kept; the rest of P's mass (and any
-  floating-point shortfall of the total) goes to the infinite privacy loss.
-* Each privacy loss is rounded UP to the grid of ``value_discretization_interval``.
-
-Guarantee: ``compose_shuffled_pld`` returns epsilon such that the composition
-of the given rounds (each one shuffle by a trusted shuffler of n reports from
-n distinct users, pure epsilon0-LDP randomizers, substitution of one user's
-input, the same user possibly reporting in every round) is (epsilon, delta)-DP.
+Guarantee: ``compose_shuffled_pld`` returns epsilon such that the composition of the given
+rounds (each one shuffle by a trusted shuffler of n reports from n distinct users, pure
+epsilon0-LDP randomizers, substitution of one user's input, the same user possibly reporting in
+every round) is (epsilon, delta)-DP. The pair and what is rounded pessimistically:
+docs/SPEC.md §15.4.
 """
 
 from __future__ import annotations
@@ -92,7 +60,7 @@ def _block_grid(epsilon0: float, n: int) -> tuple[np.ndarray, np.ndarray]:
 def shuffled_round_pld(
     epsilon0: float, n: int, value_discretization_interval: float = DISCRETIZATION
 ) -> pld_lib.PrivacyLossDistribution:
-    """Pessimistic PLD of the shuffled pair of one round (see the module docstring).
+    """Pessimistic PLD of the shuffled pair of one round (docs/SPEC.md §15.4).
 
     ``n == 1`` gives binary randomized response at epsilon0 (no other users).
     """

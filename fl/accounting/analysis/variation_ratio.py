@@ -1,124 +1,21 @@
 """Shuffle amplification by the variation-ratio bound, beside Feldman-McMillan-Talwar.
 
-Reference: S. Wang, Y. Peng, J. Li, Y. Yang, Y. Chen et al., "Privacy
-Amplification via Shuffling: Unified, Simplified, and Tightened", PVLDB 17
-(2024) (arXiv:2304.05007); the decomposition is their Lemma 4.4 (proof in
-App. A), the bound their Theorem 4.7/4.8, the closed-form divergence their
-App. E eq. (9) / App. H eq. (13) / Prop. I.1, the monotonicity in beta their
-Lemma 4.6 (App. D). The authors' code (``wangsw/PrivacyAmplification``,
-``amplificationUB``) was used only to cross-check values in the tests; it is
-not a valid upper bound as is (``ceil`` rounding at large e^eps drops an atom,
-``1 - cdf`` cancellation, ``g = 1 - alpha (1 + p)`` computed in floats,
-heuristic truncation, NaN read as "private"), and none of that is copied.
+Reference: S. Wang, Y. Peng, J. Li, Y. Yang, Y. Chen et al., "Privacy Amplification via
+Shuffling: Unified, Simplified, and Tightened", PVLDB 17 (2024) (arXiv:2304.05007), Lemma 4.4 and
+Theorems 4.7/4.8. The authors' code (``wangsw/PrivacyAmplification``) was used only to
+cross-check values in the tests; it is not a valid upper bound as is, and none of it is copied.
 
-What is guaranteed
-------------------
-Same scope as ``fl.accounting.analysis.shuffle`` (Feldman-McMillan-Talwar, "FMT"): ONE
-shuffle by a trusted shuffler of n reports from n distinct users, each report
-from a pure local randomizer; (epsilon, delta)-DP of the shuffled multiset with
-respect to changing one user's input (substitution). Composition over rounds is
-the caller's job.
+Guarantee: the same scope as ``fl.accounting.analysis.shuffle``: ONE shuffle by a trusted
+shuffler of n reports from n distinct users, each from a pure local randomizer; (epsilon,
+delta)-DP of the shuffled multiset for changing one user's input (substitution). Composition
+over rounds is the caller's job. Where g > 0 (k-RR with k >= 3, the metric mechanisms) the
+paper's merged pair is not an upper bound and is not used; the residual-revealed pair or the
+g = 0 form is. ``VRParameters`` has a constructor per mechanism (``general_ldp``, ``binary_rr``,
+``k_rr``, ``metric_ldp``, ``purkayastha``, ``planar_laplace``); RR-with-prior has no
+amplification (q = inf).
 
-The (p, beta, q) variation-ratio parameters
--------------------------------------------
-A randomizer R has them when, for all inputs x0, x1 of the victim, every other
-user's input x and every output y,
-
-* p-ratio: R(x0)[y] <= p R(x1)[y] (both ways);
-* beta-variation: TV(R(x0), R(x1)) <= beta;
-* q-ratio: R(x)[y] >= R(x0)[y] / q (every other user's law covers the victim's).
-
-With alpha = beta / (p - 1), r = alpha p / q and g = 1 - alpha (1 + p) >= 0
-(i.e. beta <= (p - 1)/(p + 1)), Lemma 4.4 writes
-
-    R(x0) = p alpha Q0 + alpha Q1 + g Q*,   R(x1) = alpha Q0 + p alpha Q1 + g Q*,
-    R(x)  = r Q0 + r Q1 + (1 - 2 r) Q_x      (every other user),
-
-with Q0 = (R(x0) - R(x1))^+ / ((p-1) alpha), Q1 symmetrically (both are
-distributions because the TV is exactly (p - 1) alpha; for a pair with a
-smaller TV the paper appeals to its Lemma 4.6, monotonicity in beta).
-Counting, among the n - 1 other users, the C ~ Bin(n - 1, 2 r) that draw a
-clone Q0 or Q1 (A ~ Bin(C, 1/2) of them Q0), the shuffled output
-on the two data sets is one post-processing of
-
-    P = (A + D1, C - A + D2),   Q = (A + D2, C - A + D1),
-    (D1, D2) = (1, 0) w.p. p alpha, (0, 1) w.p. alpha, (0, 0) w.p. g,
-
-and the paper bounds delta(eps) by D_{e^eps}(P || Q) (P and Q are mirror images).
-Sanitas uses this pair only where g = 0 (next section); see the section after
-it for g > 0.
-
-General pure eps0-LDP randomizer (and binary RR)
-------------------------------------------------
-p = q = e^eps0 and beta = tanh(eps0 / 2) (the TV of two laws with ratio <=
-e^eps0 is at most (e^eps0 - 1)/(e^eps0 + 1)), hence alpha = r = 1/(e^eps0 + 1)
-and g = 0 EXACTLY (we never compute 1 - alpha (1 + p) in floats here). Then
-(D1, D2) is (1, 0) w.p. e^eps0/(e^eps0 + 1) and (0, 1) otherwise: this is the
-clones pair of FMT with the clone probability e^{-eps0} replaced by 2 r =
-2/(e^eps0 + 1), about twice as many clones. The conditional pair given C = c
-does not depend on the clone probability, so FMT's evaluator
-(``shuffle._ShuffleProfile``: blocks of c charged their left-end value, exact
-block masses, the lower tail charged d_0, thresholds k0 - 1, k0, k0 + 1, sf
-rather than 1 - cdf, float slack, safe-side root) is reused with that one
-probability changed. The same holds whenever g = 0 (the general metric form).
-For pairs whose TV is below tanh(eps0 / 2) this rests on the paper's Lemma
-4.6; Sanitas does not re-prove it, but the tests check the g = 0 bound against
-the exact divergence of shuffled k-RR histograms (k = 2..6, others on x0, x1
-or a third value), which it covers every time.
-
-Mechanisms with g > 0 (k-RR with k >= 3, the metric mechanisms): residual revealed
-----------------------------------------------------------------------------------
-The paper's pair above merges the victim's residual draw (D = (0, 0), law Q*)
-with the other users' residuals. That is a post-processing only when Q* equals
-the other users' residual laws Q_x: the post-processor sees n - a - b residual
-draws and cannot tell whether one of them is the victim's. It is not so in
-general, and the merged pair is then NOT an upper bound: exact enumeration of
-shuffled k-RR (tests/fl/test_variation_ratio.py) exceeds its divergence, e.g.
-k = 4, eps0 = 2, n = 8, the others holding a third value (by 1.2e-2 at eps =
-1.2), and k = 3, eps0 = 2, n = 5, the others holding x0 (by 4e-2 at eps = 1.6).
-(It is exact, and tight, for k = 3 with the others on the third value, where
-Q* = Q_x.) So Sanitas does not use it. What the labelling argument does give
-(each report labelled by its component; the residual users' set is uniform
-given C under both data sets) is the pair with the victim's residual flag
-revealed: the flagged part has the same law under both data sets, hence
-
-    delta(eps) = (1 - g) D_{e^eps}(P_inf || Q_inf),
-
-P_inf/Q_inf being the g = 0 pair above (victim (1, 0) w.p. p/(p + 1)) with
-clone probability 2 r, evaluated by ``shuffle._ShuffleProfile``; 1 - g =
-beta / tanh(log p / 2). Raising beta to tanh(log p / 2) (g = 0, Lemma 4.6) is
-also valid (the g = 0 form is checked against exact enumeration of shuffled
-k-RR, whose TV is below (p - 1)/(p + 1) for k >= 3). The revealed figure holds
-for a pair whose TV is exactly beta; it is not known to be monotone in beta,
-so ``mechanism_amplification`` uses it only for randomizers whose pairs all
-have the same TV (``uniform_tv``: k-RR), taking the smaller of it and the g = 0
-form; for the metric mechanisms (TV depends on the pair) it uses the g = 0
-form at the same p and q and says so. In the cases checked the g = 0 form
-wins anyway (a smaller beta also means fewer clones, 2 r = 2 beta p / ((p - 1)
-q)): under this valid reduction the mechanism-specific beta does not tighten
-the figure.
-
-Mechanism parameters (``VRParameters`` constructors below)
------------------------------------------------------------
-* ``general_ldp(eps0)``, ``binary_rr(eps)``: p = q = e^eps, beta = tanh(eps/2), g = 0.
-* ``k_rr(eps, k)``: p = q = e^eps, beta = (e^eps - 1)/(e^eps + k - 1),
-  g = (k - 2)/(e^eps + k - 1) (closed form; residual revealed, see above).
-* ``metric_ldp(eps, d01, dmax)``: an eps * d metric-LDP mechanism, neighbours
-  at distance <= d01: p = e^{eps d01}, q = e^{eps dmax}, beta = tanh(eps d01 / 2),
-  g = 0. The figure then covers only the replacement of a user's input by one
-  within distance d01 (the worst case is d01 = dmax).
-* ``purkayastha(eps, m)``: density ∝ exp(-eps angle(mu, y)) on S^{m-1},
-  p = q = e^{pi eps}; beta = the TV of the antipodal pair (the farthest pair),
-  beta = ∫_0^{pi/2} cos^{m-2}u sinh(eps u) du / ∫_0^{pi/2} cos^{m-2}u cosh(eps u) du
-  (m = 2: tanh(pi eps / 4)).
-* ``planar_laplace(eps, m)``: x + Z, density of Z ∝ exp(-eps ||z||) on R^m,
-  inputs on the unit sphere: p = q = e^{2 eps}, beta = Pr(|Z_1| < 1) =
-  E_{R ~ Gamma(m, 1/eps)} I_{min(1, 1/R^2)}(1/2, (m-1)/2); at distance d01 the
-  metric form with beta = Pr(|Z_1| < d01/2). Re-normalising the output is
-  post-processing and keeps these parameters valid.
-* ``rr_with_prior(eps)``: NOT applicable: each example has its own top-k* label
-  set, so another user's randomizer can put zero mass where the victim's has
-  mass (q = inf, r = 0): neither VR nor FMT proves any amplification.
+The (p, beta, q) parameters, the reduction to the clones pair, the residual-revealed pair and
+each mechanism's parameters: docs/SPEC.md §15.3.
 """
 
 from __future__ import annotations
@@ -178,7 +75,7 @@ class VRParameters:
     FMT bound is evaluated there). applicable = False (with ``reason``) when
     the (p, beta, q) property fails, e.g. RR-with-prior. uniform_tv: every pair
     of distinct inputs has TV exactly beta (k-RR); only then is a g > 0 figure
-    used by ``mechanism_amplification`` (see the module docstring).
+    used by ``mechanism_amplification`` (docs/SPEC.md §15.3).
     """
 
     name: str
@@ -260,7 +157,7 @@ def k_rr(epsilon: float, k: int) -> VRParameters:
     """k-ary randomized response: beta = (e^eps - 1)/(e^eps + k - 1), g = (k - 2)/(e^eps + k - 1).
 
     Closed forms (no float cancellation in g). With g > 0 the residual-revealed
-    bound applies (module docstring), which the general form (g = 0) beats in
+    bound applies (docs/SPEC.md §15.3), which the general form (g = 0) beats in
     the cases checked.
     """
     eps = _check_epsilon0(epsilon)
@@ -442,7 +339,7 @@ class _RevealedProfile:
 
     P_inf/Q_inf is FMT's clones pair at eps0 = log p with clone probability 2 r
     (``shuffle._ShuffleProfile``); the g-part (victim drew its residual Q*) has
-    the same law under both data sets and adds nothing. See the module docstring.
+    the same law under both data sets and adds nothing. See docs/SPEC.md §15.3.
     """
 
     def __init__(self, params: VRParameters, n: int, tail_mass: float, *, exact: bool = False) -> None:

@@ -46,6 +46,7 @@ ROWS: list[tuple[list[str], tuple[str, ...]]] = [
     (["word-survival", "c.toml", "--out", "{dir}", "--docs", "0"], ("word-survival: argument --docs", "got '0'")),
     (["privemb-errors", "--out", "{dir}", "--sources", "web"], ("privemb-errors: argument --sources", "'web'")),
     (["privemb-errors", "--out", "{dir}", "--epsilons", "1,x"], ("privemb-errors: argument --epsilons", "'x'")),
+    (["config-reference", "--repo", "{dir}/nope"], ("config-reference: argument --repo", "existing folder")),
     (["sweep", "c.toml"], ("sweep: the following arguments are required: --out",)),
     (["telepathy"], ("argument command: invalid choice: 'telepathy'",)),
 ]

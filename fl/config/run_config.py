@@ -1,10 +1,8 @@
-"""Run configuration: the keys, their defaults, parsing and validation.
+"""A resolved run config: coercion, validation, the typed sections, and what is derived from a config.
 
-The same flat, kebab-case keys are Flower run-config keys
-(``[tool.flwr.app.config]`` in ``pyproject.toml``, overridden with
-``flwr run . --run-config 'key=value'``) and the keys of a ``sanitas run``
-TOML file. ``DEFAULTS`` is the single source; a test checks that
-``pyproject.toml`` lists exactly these keys and values.
+:func:`resolve` turns flat kebab-case keys (a ``sanitas run`` TOML file, Flower's run config) into a
+frozen :class:`RunConfig` of typed sections (``cfg.release.sentence_epsilon``), refusing the first bad
+key with a one-line :class:`ConfigError`. The keys themselves are declared in :mod:`fl.config.keys`.
 """
 
 from __future__ import annotations
@@ -14,265 +12,34 @@ import os
 import re
 import tomllib
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, make_dataclass
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-DEFAULTS: dict[str, Any] = {
-    # --- data -----------------------------------------------------------------
-    "dataset": "sst2",  # registry name, "synthetic" (scale work only), or a .csv/.jsonl/.json/.parquet path
-    "data-dir": "",  # folder with <dataset>/<split>.jsonl.gz; "" = $SANITAS_DATA_DIR, else the hub
-    "test-file": "",  # user data: optional separate test file
-    "text-column": "text",  # user data: text column(s), comma-separated columns are joined
-    "label-column": "label",  # user data: label column
-    "test-fraction": 0.2,  # seeded test split when a dataset has a single split
-    "train-size": 0,  # seeded subsample of training documents (0 = all)
-    "test-size": 0,  # seeded subsample of test documents (0 = all)
-    "public-fraction": 0.0,  # seeded fraction of training documents marked public
-    "empty-documents": "error",  # "error" or "drop" (dropped documents are counted)
-    "synthetic-dim": 384,  # dataset = "synthetic": embedding dimension d (no encoder)
-    "synthetic-test-users": 2000,  # dataset = "synthetic": test users (one document each)
-    # --- users and nodes --------------------------------------------------------
-    "num-users": 0,  # training users (0 = one user per training document)
-    "partitioner": "iid",  # "iid" or "dirichlet" (label skew), via flwr-datasets
-    "dirichlet-alpha": 0.5,
-    "users-per-node": 1000,  # cohort size of a simulated node (sanitas run)
-    "seed": 42,  # data shuffling, splits, partitioning, user sampling, model init
-    # --- encoder ----------------------------------------------------------------
-    "encoder": "all-MiniLM-L6-v2",  # sentence-transformers name or path
-    "encode-batch-size": 64,
-    "doc-embedding": "whole",  # "whole" (one input sequence) or "sentence-mean"
-    "cache-dir": "",  # "" = $SANITAS_CACHE_DIR or ~/.cache/sanitas
-    "encoder-tuning": "none",  # "none" (the encoder as published) or "public": fine-tuned by the server on the
-    # public split only before round 1, published by its weights' digest (fl.encoding.public_tuning)
-    "tuning-part": "all",  # what the public tuning trains: "all" weights, the "top" tuning-layers layers, or "lora"
-    "tuning-layers": 2,  # transformer layers trained ("top") or given LoRA adapters ("lora"), counted from the top
-    "tuning-lora-rank": 8,  # rank of the LoRA adapters (query and value projections)
-    "tuning-epochs": 1,  # encoder-tuning = "public": at most this many epochs (the best on the public hold-out is kept)
-    "tuning-learning-rate": 0.0,  # Adam step size of the encoder part (0 = the part's default: all 3e-5, top 1e-4,
-    # lora 1e-3); central-train = "encoder": the server optimizer's step size for the encoder part
-    "tuning-batch-size": 32,  # encoder-tuning = "public": documents per step
-    "tuning-holdout": 0.1,  # encoder-tuning = "public": share of the public split held out to pick the epoch
-    # --- client-side release ----------------------------------------------------
-    "map-in": "random",  # input map M1: "random" (public seed), "identity", "public" (trained on
-    # the public split, then frozen), "supervised" (affine: the public split's logistic-regression
-    # logits and a constant, fl.maps.input_map.supervised_map) or "leaky" (trained through the noise: NOT local DP)
-    "map-dim": 16,  # m', output dimension of M1 (ignored by "identity"; "supervised": >= number of classes)
-    "map-scale": 0.0,  # map-in = "supervised": the constant coordinate (0 = chosen on a public hold-out)
-    "map-seed": 0,  # public seed of the random projection (and of M1's initialisation)
-    "public-epochs": 10,  # map-in = "public": epochs of server-side training on the public split
-    "allow-unaccounted-leakage": False,  # must be true for map-in = "leaky"
-    "word-mechanism": "none",  # word-level rewrite before encoding ("cmp", "trlaplace", ...; needs
-    # sentence-mechanism = "none": the embedding of the rewritten text is released without further noise)
-    "word-epsilon": 10.0,  # per word
-    "word-options": "",  # e.g. 'space = "glove", vocab_size = 100000, clip = 5.0'
-    "word-quality-docs": 500,  # test documents rewritten by the driver for N_w / ROUGE-1 / BLEU (0 = skip)
-    "word-support-words": 10,  # frequent words whose S_w is measured over 1000 draws each (0 = skip)
-    "document-mechanism": "none",  # sentence-level DP of whole documents: "deepcandidate" or "truncation"
-    # (needs sentence-mechanism = "none", map-in = "identity", a public split for the recoder/box)
-    "document-epsilon": 10.0,  # per sentence (SentDP); a whole document of k sentences costs more
-    "document-options": "",
-    "num-projections": 0,  # deepcandidate: p directions; 0 = tuned on public validation docs over 10..100
-    "num-candidates": 5000,  # deepcandidate: public candidate documents (at most)
-    "candidate-min-sentences": 8,  # deepcandidate: candidates have at least this many sentences
-    "recoder-epochs": 20,  # deepcandidate: at most this many epochs of recoder training (best on validation)
-    "recoder-clusters": 50,  # deepcandidate: k-means clusters the recoder learns to preserve
-    "short-documents": "drop",  # document level: documents with < 2 sentences are "drop"ped (counted) or an "error"
-    "sentence-mechanism": "purkayastha",
-    "sentence-epsilon": 10.0,
-    "sentence-options": "",  # extra mechanism parameters, TOML inline-table body: 'out_dim = 64, variant = "paper"'
-    "label-mechanism": "none",
-    "label-epsilon": 1.0,
-    "label-options": "",
-    "label-prior": "model",  # rr_prior: "model" (server model on the sanitized embedding) or "public"
-    "fresh-noise-per-round": False,  # True: re-draw every round (and pay again)
-    "noise-seed": -1,  # -1: secret per-node seed from the OS; >= 0: reproducible simulation
-    "secure-rng": False,  # deployment: every generator seeded from the OS CSPRNG (secrets); refuses noise-seed
-    "max-epsilon": 0.0,  # per-user lifetime budget (pure-LDP epsilon, embedding + label); 0 = none
-    "accounting-delta": 1e-6,  # delta of the approximate-DP figures (PLD/advanced composition, shuffling)
-    "clean-evaluation": True,  # also score the model on unsanitized test embeddings (a diagnostic from raw
-    # data, like every evaluation count not covered by a DP guarantee); false = sanitized evaluation only
-    # --- central DP mode ----------------------------------------------------------
-    "mode": "local",  # "local": local-DP releases; "central": DP-FedAvg on raw embeddings
-    "central-noise-multiplier": 1.0,  # Gaussian noise std / clipping norm (Flower DP wrappers)
-    "central-clip": 1.0,  # clipping norm of a client update
-    "central-clipping": "server",  # "server" or "client" side fixed clipping
-    "central-delta": 1e-5,  # delta of the central (epsilon, delta) account
-    "local-epochs": 1,  # central mode: epochs (node unit) or per-user SGD steps (user unit) per round
-    "central-unit": "user",  # "user": user-level DP-FedAvg (Poisson-sampled users, per-user clipping);
-    # "node": DP-FedAvg over whole nodes (a node's update clipped and noised as one client)
-    "central-cohort-size": 1000.0,  # user unit: expected users per round q * N (q = min(1, this / N))
-    "client-learning-rate": 1.0,  # user unit: plain-SGD step size of each user's local steps
-    "server-optimizer": "adam",  # user unit: "adam" (FedAdam) or "sgd" (FedAvg step) on the noisy mean
-    "server-learning-rate": 0.01,  # user unit: step size of the server optimizer
-    "central-train": "head",  # user unit: "head" (M2 + classifier on the frozen encoder's embeddings) or "encoder"
-    # (the encoder's central-tuning-part trains too, from each sampled user's own documents, clipped with the head)
-    "central-tuning-part": "lora",  # central-train = "encoder": "lora" adapters or the "top" tuning-layers layers
-    # --- server -----------------------------------------------------------------
-    "strategy": "",  # "" = sanitas ReleaseTraining, or "package.module:Class"
-    "num-server-rounds": 3,
-    "fraction-train": 1.0,  # fraction of training users sampled each round
-    "server-epochs": 10,  # epochs over all releases received so far, per round
-    "batch-size": 128,
-    "learning-rate": 0.001,
-    "hidden-dim": 256,
-    "device": "auto",  # "auto", "cpu", "cuda", "cuda:1", ...
-    "node-timeout": 3600.0,  # seconds the server waits for a round's replies; later replies count as lost
-    # --- simulation (sanitas run) ---------------------------------------------------
-    "backend": "auto",  # "local" = in this process; "ray" = Flower's Ray backend; "auto" = ray when ray-address is set
-    "node-cpus": 1.0,  # CPUs Ray reserves for each simulated node (fractions allowed)
-    "node-gpus": -1.0,  # GPUs per simulated node; -1 = auto: 0.25 when the run uses CUDA, else 0
-    "ray-address": "",  # "" = start a local Ray instance; "auto" or "host:port" = attach to a running cluster
-    "fault-rate": 0.0,  # fault injection: fraction of the sampled nodes that fail each round (seeded by seed)
-    "fault-kind": "raise",  # how an injected fault fails: "raise", "timeout" (sleeps past node-timeout), "drop-reply"
-    # --- output -----------------------------------------------------------------
-    "out-dir": "results",  # a new folder <out-dir>/<run-name> per run
-    "run-name": "",  # "" = <dataset>-<mechanism>-<timestamp>
-    "reference-accuracy": 0.0,  # a measured non-private accuracy drawn on the run's plot (0 = none)
-}
-
-CHOICES: dict[str, tuple[str, ...]] = {
-    "empty-documents": ("error", "drop"),
-    "partitioner": ("iid", "dirichlet"),
-    "doc-embedding": ("whole", "sentence-mean"),
-    "encoder-tuning": ("none", "public"),
-    "tuning-part": ("all", "top", "lora"),
-    "central-tuning-part": ("top", "lora"),
-    "central-train": ("head", "encoder"),
-    "map-in": ("random", "identity", "public", "supervised", "leaky"),
-    "label-prior": ("model", "public"),
-    "mode": ("local", "central"),
-    "central-clipping": ("server", "client"),
-    "central-unit": ("user", "node"),
-    "server-optimizer": ("adam", "sgd"),
-    "short-documents": ("drop", "error"),
-    "fault-kind": ("raise", "timeout", "drop-reply"),
-    "backend": ("auto", "local", "ray"),
-}
+from fl.config.keys import (
+    CHOICES,
+    DEFAULTS,
+    SECTION_CLASSES,
+    SECTIONS,
+    CentralConfig,
+    DataConfig,
+    EncoderConfig,
+    OutputConfig,
+    ReleaseConfig,
+    ServerConfig,
+    SimulationConfig,
+    UsersConfig,
+)
 
 
 class ConfigError(ValueError):
     """A run configuration that cannot run; the message names the key."""
 
 
-#: Every key in exactly one section (a test checks it). ``mode`` selects the central-DP section.
-SECTIONS: dict[str, tuple[str, ...]] = {
-    "data": (
-        "dataset",
-        "data-dir",
-        "test-file",
-        "text-column",
-        "label-column",
-        "test-fraction",
-        "train-size",
-        "test-size",
-        "public-fraction",
-        "empty-documents",
-        "short-documents",
-        "synthetic-dim",
-        "synthetic-test-users",
-    ),
-    "users": ("num-users", "partitioner", "dirichlet-alpha", "users-per-node", "seed"),
-    "encoder": (
-        "encoder",
-        "encode-batch-size",
-        "doc-embedding",
-        "cache-dir",
-        "encoder-tuning",
-        "tuning-part",
-        "tuning-layers",
-        "tuning-lora-rank",
-        "tuning-epochs",
-        "tuning-learning-rate",
-        "tuning-batch-size",
-        "tuning-holdout",
-    ),
-    "release": (
-        "map-in",
-        "map-dim",
-        "map-scale",
-        "map-seed",
-        "public-epochs",
-        "allow-unaccounted-leakage",
-        "word-mechanism",
-        "word-epsilon",
-        "word-options",
-        "word-quality-docs",
-        "word-support-words",
-        "document-mechanism",
-        "document-epsilon",
-        "document-options",
-        "num-projections",
-        "num-candidates",
-        "candidate-min-sentences",
-        "recoder-epochs",
-        "recoder-clusters",
-        "sentence-mechanism",
-        "sentence-epsilon",
-        "sentence-options",
-        "label-mechanism",
-        "label-epsilon",
-        "label-options",
-        "label-prior",
-        "fresh-noise-per-round",
-        "noise-seed",
-        "secure-rng",
-        "max-epsilon",
-        "accounting-delta",
-        "clean-evaluation",
-    ),
-    "central": (
-        "mode",
-        "central-noise-multiplier",
-        "central-clip",
-        "central-clipping",
-        "central-delta",
-        "local-epochs",
-        "central-unit",
-        "central-cohort-size",
-        "client-learning-rate",
-        "server-optimizer",
-        "server-learning-rate",
-        "central-train",
-        "central-tuning-part",
-    ),
-    "server": (
-        "strategy",
-        "num-server-rounds",
-        "fraction-train",
-        "server-epochs",
-        "batch-size",
-        "learning-rate",
-        "hidden-dim",
-        "device",
-        "node-timeout",
-    ),
-    "simulation": ("backend", "node-cpus", "node-gpus", "ray-address", "fault-rate", "fault-kind"),
-    "output": ("out-dir", "run-name", "reference-accuracy"),
-}
-
-
 def _attribute(key: str) -> str:
     return key.replace("-", "_")
 
 
-def _section_class(name: str, keys: tuple[str, ...]) -> type:
-    """A frozen dataclass of one section: snake_case fields typed by their defaults."""
-    fields = [(_attribute(k), type(DEFAULTS[k])) for k in keys]
-    cls = make_dataclass(f"{name.capitalize()}Config", fields, frozen=True)
-    cls.__doc__ = f"The ``{name}`` section of a run config: keys {', '.join(keys)}."
-    cls.__module__ = __name__  # picklable (Ray ships resolved configs to its workers)
-    return cls
-
-
-DataConfig = _section_class("data", SECTIONS["data"])
-UsersConfig = _section_class("users", SECTIONS["users"])
-EncoderConfig = _section_class("encoder", SECTIONS["encoder"])
-ReleaseConfig = _section_class("release", SECTIONS["release"])
-CentralConfig = _section_class("central", SECTIONS["central"])
-ServerConfig = _section_class("server", SECTIONS["server"])
-SimulationConfig = _section_class("simulation", SECTIONS["simulation"])
-OutputConfig = _section_class("output", SECTIONS["output"])
 _SECTION_OF = {key: section for section, keys in SECTIONS.items() for key in keys}
 
 
@@ -286,20 +53,21 @@ class RunConfig(Mapping[str, Any]):
     can key a cache.
     """
 
-    data: Any
-    users: Any
-    encoder: Any
-    release: Any
-    central: Any
-    server: Any
-    simulation: Any
-    output: Any
+    data: DataConfig
+    users: UsersConfig
+    encoder: EncoderConfig
+    release: ReleaseConfig
+    central: CentralConfig
+    server: ServerConfig
+    simulation: SimulationConfig
+    output: OutputConfig
 
     @classmethod
     def from_flat(cls, flat: Mapping[str, Any]) -> RunConfig:
+        """The sections of a flat mapping holding every key (already coerced and validated)."""
         sections = {
-            name: globals()[f"{name.capitalize()}Config"](**{_attribute(k): flat[k] for k in keys})
-            for name, keys in SECTIONS.items()
+            name: section(**{_attribute(k): flat[k] for k in SECTIONS[name]})
+            for name, section in SECTION_CLASSES.items()
         }
         return cls(**sections)
 
