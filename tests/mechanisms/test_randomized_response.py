@@ -19,8 +19,7 @@ from scipy import stats
 
 import mechanisms
 from mechanisms.randomized_response import RandomizedResponse, keep_probability
-
-from ._label_law import check_law, check_ratio, release_counts
+from tests.support.label_law import check_law, check_ratio, release_counts
 
 N = 100_000
 P_MIN = 1e-4

@@ -20,8 +20,7 @@ import mechanisms
 from mechanisms import LabelPrior, RRWithPrior
 from mechanisms.randomized_response import keep_probability
 from mechanisms.rr_prior import top_k_sets
-
-from ._label_law import check_law, check_ratio, release_counts
+from tests.support.label_law import check_law, check_ratio, release_counts
 
 N = 100_000
 

@@ -10,8 +10,7 @@ from scipy import stats
 
 import mechanisms
 from mechanisms.clipped_additive import analytic_gaussian_sigma
-
-from .conftest import make_space
+from tests.support.word_spaces import make_space
 
 P_MIN = 1e-4
 

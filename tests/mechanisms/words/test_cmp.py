@@ -16,8 +16,7 @@ from scipy import stats
 
 import mechanisms
 from mechanisms.words import WordSpace
-
-from .conftest import make_space
+from tests.support.word_spaces import make_space
 
 N = 20_000
 P_MIN = 1e-4

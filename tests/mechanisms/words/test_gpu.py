@@ -9,8 +9,7 @@ from scipy import stats
 
 import mechanisms
 from mechanisms.words.nearest import NearestWords, brute_force_nearest
-
-from .conftest import make_space
+from tests.support.word_spaces import make_space
 
 
 @pytest.mark.gpu

@@ -19,8 +19,7 @@ from mechanisms.noise import gamma_radius_noise
 from mechanisms.words import WordSpace
 from mechanisms.words.mahalanobis import vocabulary_covariance
 from mechanisms.words.nearest import diameter
-
-from .conftest import make_space
+from tests.support.word_spaces import make_space
 
 N = 20_000
 P_MIN = 1e-4

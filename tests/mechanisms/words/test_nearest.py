@@ -6,8 +6,7 @@ import pytest
 import torch
 
 from mechanisms.words.nearest import NearestWords, brute_force_nearest, diameter
-
-from .conftest import make_space
+from tests.support.word_spaces import make_space
 
 
 def _queries(vectors: torch.Tensor, n: int, seed: int) -> torch.Tensor:

@@ -17,8 +17,7 @@ from scipy import stats
 import mechanisms
 from mechanisms.words import WordSpace, trlaplace_delta, trlaplace_param_dim, trlaplace_variance
 from mechanisms.words.trlaplace import trlaplace_cdf, trlaplace_params, trlaplace_support_leak
-
-from .conftest import make_space
+from tests.support.word_spaces import make_space
 
 P_MIN = 1e-4
 

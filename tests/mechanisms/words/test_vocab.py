@@ -7,8 +7,7 @@ import torch
 
 from mechanisms.words import UNK_TOKEN, WordSpace, load_glove, load_space
 from mechanisms.words.nearest import diameter
-
-from .conftest import make_space
+from tests.support.word_spaces import make_space
 
 
 def test_unk_is_the_mean_and_does_not_enlarge_the_diameter() -> None:

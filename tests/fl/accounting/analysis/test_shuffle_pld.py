@@ -15,8 +15,7 @@ import pytest
 from fl.accounting.analysis.shuffle import compose_shuffled
 from fl.accounting.analysis.shuffle_pld import ShuffledRound, compose_shuffled_pld, shuffled_round_pld
 from fl.accounting.analysis.variation_ratio import general_ldp, shuffle_amplification, vr_delta
-
-from .test_variation_ratio import brute_vr_pair
+from tests.support.shuffle_pairs import brute_vr_pair
 
 N_SST2 = 67_349
 DELTA = 1e-6
