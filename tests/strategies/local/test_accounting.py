@@ -120,7 +120,7 @@ def test_the_accounting_is_always_outermost() -> None:
     wrapper) in LocalDPAccounting; the innermost strategy must be a ReleaseTraining."""
     from strategies.server_app import local_run
 
-    run = local_run(None, ledger_cfg(strategy="tests.strategies.test_local_accounting:Halves"), None)  # type: ignore[arg-type]
+    run = local_run(None, ledger_cfg(strategy="tests.strategies.local.test_accounting:Halves"), None)  # type: ignore[arg-type]
     assert isinstance(run.strategy, LocalDPAccounting) and isinstance(run.strategy.strategy, Halves)
     with pytest.raises(TypeError, match="innermost strategy must be a ReleaseTraining"):
         LocalDPAccounting(NotReleaseTraining(), ledger_cfg())

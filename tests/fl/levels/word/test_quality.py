@@ -49,10 +49,11 @@ def test_rewrite_quality_tracks_epsilon(
 
 
 def test_word_survival_table_finds_where_words_survive(data_dir: Path, tmp_path: Path) -> None:
-    """simulations.word_survival: Laplace on the clipped 50-d GloVe ball keeps no word at epsilon 1 and most
+    """sanitas word-survival: Laplace on the clipped 50-d GloVe ball keeps no word at epsilon 1 and most
     words at 500; TrLaplace keeps none even at 500 (its per-coordinate noise support is at least [-4C, 4C],
     docs/SPEC.md §7.4), with the attained per-word delta in the table."""
-    from simulations.word_survival import main, rows
+    from simulations.cli import main
+    from simulations.word_survival import rows
 
     base = {"data-dir": str(data_dir), "cache-dir": str(tmp_path), "dataset": "sst2", "sentence-mechanism": "none"}
     base["word-options"] = "vocab_size = 10000"
@@ -70,7 +71,18 @@ def test_word_survival_table_finds_where_words_survive(data_dir: Path, tmp_path:
     )
     assert (
         main(
-            [str(toml), "--out", str(tmp_path / "o"), "--docs", "3", "--mechanisms", "word_gaussian", "--epsilons", "5"]
+            [
+                "word-survival",
+                str(toml),
+                "--out",
+                str(tmp_path / "o"),
+                "--docs",
+                "3",
+                "--mechanisms",
+                "word_gaussian",
+                "--epsilons",
+                "5",
+            ]
         )
         == 0
     )
