@@ -351,7 +351,7 @@ def floor_local(cfg: dict[str, Any]) -> dict[str, Any]:
     rc = config_mod.resolve(cfg)
     ds = datasets.load(rc)
     assert isinstance(ds, datasets.SyntheticDataset)
-    m_prime = maps.map_dim(rc, ds.dim)
+    m_prime = maps.map_dim(rc.release, ds.dim)
     matrix = maps.input_map(rc["map-in"], ds.dim, m_prime, rc["map-seed"])
     channels = make_channels(rc, m_prime)
     mechanism = channels.embedding.mechanism
@@ -430,7 +430,7 @@ def floor_central(cfg: dict[str, Any]) -> dict[str, Any]:
     rc = config_mod.resolve(cfg)
     ds = datasets.load(rc)
     assert isinstance(ds, datasets.SyntheticDataset)
-    m_prime = maps.map_dim(rc, ds.dim)
+    m_prime = maps.map_dim(rc.release, ds.dim)
     matrix = maps.input_map(rc["map-in"], ds.dim, m_prime, rc["map-seed"])  # None for identity
     nodes = num_nodes(max(ds.num_train, ds.num_test), int(rc["users-per-node"]))  # as simulations.launch
     model = build_model(rc, m_prime, ds.dim, ds.num_classes)  # the strategy's seeded start
@@ -483,7 +483,7 @@ def floor_central(cfg: dict[str, Any]) -> dict[str, Any]:
     optimizer.step()
     phases["server_step"] = time.perf_counter() - t0
     t0 = time.perf_counter()
-    privacy = user_privacy_record(rc, q, ds.num_train, 1)
+    privacy = user_privacy_record(rc.central, q, ds.num_train, 1)
     phases["accounting"] = time.perf_counter() - t0
     k = ds.num_classes
     confusion = np.zeros((k, k), dtype=np.int64)

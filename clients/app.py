@@ -26,13 +26,14 @@ from clients.central_client import (
 from clients.faults import with_faults
 from clients.ldp_client import handle_evaluate, handle_train
 from clients.node import handle_query, resolve_once, with_published_encoder
+from fl.config import RunConfig
 
 
 def make_client_app(overrides: Mapping[str, Any] | None = None) -> ClientApp:
     """The ClientApp; ``overrides`` (from ``sanitas run``) take precedence over the run config."""
     app = ClientApp()
 
-    def resolved(context: Context, msg: Message) -> Mapping[str, Any]:
+    def resolved(context: Context, msg: Message) -> RunConfig:
         return with_published_encoder(resolve_once(context.run_config, overrides), msg)
 
     @app.query()
@@ -42,15 +43,15 @@ def make_client_app(overrides: Mapping[str, Any] | None = None) -> ClientApp:
     @app.train(mods=[central_clipping_mod])  # fixedclipping_mod when the server sends a clipping norm
     def train(msg: Message, context: Context) -> Message:
         cfg = resolved(context, msg)
-        if cfg["mode"] == "central":
-            handler = handle_user_train if cfg["central-unit"] == "user" else handle_central_train
+        if cfg.central.mode == "central":
+            handler = handle_user_train if cfg.central.central_unit == "user" else handle_central_train
             return with_faults(handler, "train")(msg, context, cfg)
         return with_faults(handle_train, "train")(msg, context, cfg)
 
     @app.evaluate()
     def evaluate(msg: Message, context: Context) -> Message:
         cfg = resolved(context, msg)
-        handler = handle_central_evaluate if cfg["mode"] == "central" else handle_evaluate
+        handler = handle_central_evaluate if cfg.central.mode == "central" else handle_evaluate
         return with_faults(handler, "evaluate")(msg, context, cfg)
 
     return app

@@ -41,11 +41,13 @@ from flwr.app import Array, ArrayRecord, Context, Message, MessageType, MetricRe
 from flwr.clientapp.mod import fixedclipping_mod
 from flwr.clientapp.typing import ClientAppCallable
 from flwr.supercore.differential_privacy import KEY_CLIPPING_NORM
+from torch import nn
 
 from clients.node import node_cohort, noise_secret
 from fl import wire
 from fl.accounting.central import UNIFORM_WEIGHT_KEY, check_central_config
 from fl.cohort import Cohort
+from fl.config import ReleaseConfig, RunConfig, ServerConfig
 from fl.encoding.encoder import best_device
 from fl.maps import input_map as maps
 from fl.maps.pipeline import ServerModel, confusion_matrix, predict, train_epochs
@@ -60,7 +62,7 @@ from fl.training.encoder import (
 from fl.training.user_updates import clipped_update_sum, pad_by_user, poisson_sample
 
 
-def _cohort(context: Context, cfg: Mapping[str, Any]) -> Cohort:
+def _cohort(context: Context, cfg: RunConfig) -> Cohort:
     return node_cohort(context, cfg)  # the same node -> cohort mapping as local mode
 
 
@@ -69,47 +71,46 @@ def _map(kind: str, d: int, m_prime: int, seed: int) -> torch.Tensor | None:
     return maps.input_map(kind, d, m_prime, seed)
 
 
-def input_matrix(msg: Message, cfg: Mapping[str, Any], c: Cohort) -> torch.Tensor | None:
+def input_matrix(msg: Message, release: ReleaseConfig, c: Cohort) -> torch.Tensor | None:
     """M1: from the public seed (``random``), none (``identity``), or the server's public-trained
     matrix carried by the message (``public``)."""
-    if cfg["map-in"] in maps.FROM_SERVER:
+    if release.map_in in maps.FROM_SERVER:
         if wire.MAP_IN not in msg.content:
-            raise ValueError(f"map-in = {cfg['map-in']!r}: the message carries no M1")
-        return torch.as_tensor(msg.content[wire.MAP_IN]["matrix"].numpy())
-    return _map(cfg["map-in"], c.encoder_dim, c.map_dim, cfg["map-seed"])
+            raise ValueError(f"map-in = {release.map_in!r}: the message carries no M1")
+        return torch.as_tensor(wire.array_record(msg.content, wire.MAP_IN)["matrix"].numpy())
+    return _map(release.map_in, c.encoder_dim, c.map_dim, release.map_seed)
 
 
-def central_features(
-    cfg: Mapping[str, Any], c: Cohort, emb: torch.Tensor, matrix: torch.Tensor | None = None
-) -> torch.Tensor:
+def central_features(cfg: RunConfig, c: Cohort, emb: torch.Tensor, matrix: torch.Tensor | None = None) -> torch.Tensor:
     """n(M1 x) of raw embeddings, float32 (M1 from the public seed, none, or ``matrix``)."""
     check_central_config(cfg)
-    if matrix is None and cfg["map-in"] not in maps.FROM_SERVER:
-        matrix = _map(cfg["map-in"], c.encoder_dim, c.map_dim, cfg["map-seed"])
+    if matrix is None and cfg.release.map_in not in maps.FROM_SERVER:
+        matrix = _map(cfg.release.map_in, c.encoder_dim, c.map_dim, cfg.release.map_seed)
     return maps.apply_input_map(emb, matrix).to(torch.float32)
 
 
-def global_model(msg: Message, cfg: Mapping[str, Any], c: Cohort) -> ServerModel:
+def global_model(msg: Message, server: ServerConfig, c: Cohort) -> ServerModel:
     """The server's current model (input dimension m' = M1's output: no sanitizer in between)."""
     if "arrays" not in msg.content:
         raise ValueError("the central-mode message carries no model arrays")
-    model = ServerModel(c.map_dim, c.encoder_dim, int(cfg["hidden-dim"]), c.num_classes)
-    model.load_state_dict(msg.content["arrays"].to_torch_state_dict())
+    model = ServerModel(c.map_dim, c.encoder_dim, int(server.hidden_dim), c.num_classes)
+    model.load_state_dict(wire.array_record(msg.content, "arrays").to_torch_state_dict())
     return model
 
 
-def handle_central_train(msg: Message, context: Context, cfg: Mapping[str, Any]) -> Message:
+def handle_central_train(msg: Message, context: Context, cfg: RunConfig) -> Message:
     """Local training from the global weights on the node's raw embeddings; reply with the new weights."""
     c = _cohort(context, cfg)
-    model = global_model(msg, cfg, c)
+    model = global_model(msg, cfg.server, c)
     x = central_features(cfg, c, c.train_emb)
     y = c.train_y
-    server_round = int(msg.content["config"].get("server-round", 0)) if "config" in msg.content else 0
+    request: Mapping[str, object] = wire.config_record(msg.content, "config") if "config" in msg.content else {}
+    server_round = wire.read_int(request, "server-round", 0)
     # Batch order only (public seed): the privacy comes from the server's clipping and noise.
-    gen = torch.Generator().manual_seed(int(cfg["seed"]) * 1_000_003 + c.partition_id * 1009 + server_round)
-    optimizer = torch.optim.Adam(model.parameters(), lr=cfg["learning-rate"])
+    gen = torch.Generator().manual_seed(int(cfg.users.seed) * 1_000_003 + c.partition_id * 1009 + server_round)
+    optimizer = torch.optim.Adam(model.parameters(), lr=cfg.server.learning_rate)
     if x.shape[0]:
-        train_epochs(model, optimizer, x, y, int(cfg["local-epochs"]), int(cfg["batch-size"]), gen)
+        train_epochs(model, optimizer, x, y, int(cfg.central.local_epochs), int(cfg.server.batch_size), gen)
     content = RecordDict(
         {
             "arrays": ArrayRecord(model.state_dict()),
@@ -119,10 +120,10 @@ def handle_central_train(msg: Message, context: Context, cfg: Mapping[str, Any])
     return Message(content=content, reply_to=msg)
 
 
-def sampled_users(context: Context, cfg: Mapping[str, Any], c: Cohort, server_round: int, q: float) -> torch.Tensor:
+def sampled_users(context: Context, cfg: RunConfig, c: Cohort, server_round: int, q: float) -> torch.Tensor:
     """The node's training users in this round's Poisson sample (sorted global ids)."""
     users = torch.arange(c.train_users.start, c.train_users.stop, dtype=torch.int64)
-    secret = int(noise_secret(context, cfg)["secret"])  # noise-seed, or the node's OS secret
+    secret = wire.read_int(noise_secret(context, cfg.release), "secret")  # noise-seed, or the node's OS secret
     return users[poisson_sample(secret, server_round, users, c.num_train_users, q)]
 
 
@@ -132,15 +133,15 @@ def sampled_users(context: Context, cfg: Mapping[str, Any], c: Cohort, server_ro
 _encoder_models: dict[tuple[Any, ...], EncoderClassifier] = {}
 
 
-def global_encoder_model(msg: Message, cfg: Mapping[str, Any], c: Cohort, device: str) -> EncoderClassifier:
+def global_encoder_model(msg: Message, cfg: RunConfig, c: Cohort, device: str) -> EncoderClassifier:
     """``central-train = "encoder"``: the run's encoder's top layers (adapters or the layers themselves)
     and the head, their trainable parameters set from the request, M1 from the request or the seed."""
     if "arrays" not in msg.content:
         raise ValueError("the central-mode message carries no model arrays")
-    matrix = input_matrix(msg, cfg, c)
+    matrix = input_matrix(msg, cfg.release, c)
     key = (
         *(cfg[k] for k in ("encoder", "tuning-layers", "central-tuning-part", "tuning-lora-rank", "seed")),
-        cfg["hidden-dim"],
+        cfg.server.hidden_dim,
         c.map_dim,
         c.encoder_dim,
         c.num_classes,
@@ -148,31 +149,39 @@ def global_encoder_model(msg: Message, cfg: Mapping[str, Any], c: Cohort, device
         None if matrix is None else (tuple(matrix.shape), hashlib.sha256(matrix.numpy().tobytes()).hexdigest()),
     )
     if key not in _encoder_models:
-        head = ServerModel(c.map_dim, c.encoder_dim, int(cfg["hidden-dim"]), c.num_classes)
+        head = ServerModel(c.map_dim, c.encoder_dim, int(cfg.server.hidden_dim), c.num_classes)
         _encoder_models.clear()  # one run per process at a time
         _encoder_models[key] = build_encoder_classifier(cfg, head, matrix, device)
-    return load_trainable(_encoder_models[key], msg.content["arrays"].to_torch_state_dict())
+    return load_trainable(_encoder_models[key], wire.array_record(msg.content, "arrays").to_torch_state_dict())
 
 
-def handle_user_train(msg: Message, context: Context, cfg: Mapping[str, Any]) -> Message:
+def handle_user_train(msg: Message, context: Context, cfg: RunConfig) -> Message:
     """User-level DP-FedAvg on a node: reply with the sum of the sampled users' clipped updates."""
     c = _cohort(context, cfg)
-    device = torch.device(best_device(cfg["device"]))
-    encoder = cfg["central-train"] == "encoder"
-    model = global_encoder_model(msg, cfg, c, str(device)) if encoder else global_model(msg, cfg, c)
-    request = msg.content[wire.CONFIG]
-    chosen = sampled_users(context, cfg, c, int(request["server-round"]), float(request["sampling-rate"]))
+    device = torch.device(best_device(cfg.server.device))
+    encoder_model = global_encoder_model(msg, cfg, c, str(device)) if cfg.central.central_train == "encoder" else None
+    model: nn.Module = encoder_model if encoder_model is not None else global_model(msg, cfg.server, c)
+    request = wire.config_record(msg.content, wire.CONFIG)
+    server_round, q = wire.read_int(request, "server-round"), wire.read_float(request, "sampling-rate")
+    chosen = sampled_users(context, cfg, c, server_round, q)
     doc_user = torch.from_numpy(c.train_doc_user)
     keep = torch.isin(doc_user, chosen)
     owner = torch.searchsorted(chosen, doc_user[keep]).to(device)
-    steps, lr, clip = int(cfg["local-epochs"]), float(cfg["client-learning-rate"]), float(cfg["central-clip"])
-    if chosen.numel() and encoder:  # the frozen lower layers once, the per-user updates through the top and head
+    steps, lr, clip = (
+        int(cfg.central.local_epochs),
+        float(cfg.central.client_learning_rate),
+        float(cfg.central.central_clip),
+    )
+    # central-train = "encoder": the frozen lower layers once, the per-user updates through the top and head.
+    if chosen.numel() and encoder_model is not None:
         texts = [c.train_text[i] for i in torch.nonzero(keep).reshape(-1).tolist()]
         h, tokens = lower_states(cfg, texts, str(device))
         y = c.train_y[keep].to(device)
-        total = clipped_encoder_sum(model, h, tokens, y, owner, int(chosen.numel()), steps=steps, lr=lr, clip=clip)
+        total = clipped_encoder_sum(
+            encoder_model, h, tokens, y, owner, int(chosen.numel()), steps=steps, lr=lr, clip=clip
+        )
     elif chosen.numel():
-        x = central_features(cfg, c, c.train_emb[keep], input_matrix(msg, cfg, c)).to(device)
+        x = central_features(cfg, c, c.train_emb[keep], input_matrix(msg, cfg.release, c)).to(device)
         xs, ys, mask = pad_by_user(x, c.train_y[keep].to(device), owner, int(chosen.numel()))
         total, _ = clipped_update_sum(model.to(device), xs, ys, mask, steps=steps, lr=lr, clip=clip)
     else:  # nobody sampled here: the sum is zero (the reply looks the same)
@@ -181,17 +190,17 @@ def handle_user_train(msg: Message, context: Context, cfg: Mapping[str, Any]) ->
     return Message(content=RecordDict({wire.UPDATE_SUM: arrays}), reply_to=msg)
 
 
-def handle_central_evaluate(msg: Message, context: Context, cfg: Mapping[str, Any]) -> Message:
+def handle_central_evaluate(msg: Message, context: Context, cfg: RunConfig) -> Message:
     """Score the global model on the node's test users' raw embeddings; return confusion counts."""
     c = _cohort(context, cfg)
     truth = c.test_y.numpy()
-    if cfg["central-train"] == "encoder":
-        device = best_device(cfg["device"])
-        model = global_encoder_model(msg, cfg, c, device)
-        pred = encoder_predictions(cfg, model, c.test_text, device).numpy()
+    if cfg.central.central_train == "encoder":
+        device = best_device(cfg.server.device)
+        encoder_model = global_encoder_model(msg, cfg, c, device)
+        pred = encoder_predictions(cfg, encoder_model, c.test_text, device).numpy()
     else:
-        model = global_model(msg, cfg, c).eval()
-        matrix = input_matrix(msg, cfg, c)
+        model = global_model(msg, cfg.server, c).eval()
+        matrix = input_matrix(msg, cfg.release, c)
         pred = predict(model, central_features(cfg, c, c.test_emb, matrix)).numpy()
     metrics = MetricRecord(
         {

@@ -40,6 +40,7 @@ from fl import wire
 from fl.accounting.charges import Charge
 from fl.accounting.charges import costs as charge_costs
 from fl.cohort import Cohort
+from fl.config import RunConfig
 from fl.data.sentences import split_sentences
 from fl.levels.base import EmbeddingChannel
 from fl.levels.channels import Channels, ReleaseInputs, channel_class, make_channels
@@ -50,9 +51,7 @@ from fl.maps import input_map as maps
 from fl.maps.pipeline import ServerModel, confusion_matrix, predict
 
 
-def _rewrite(
-    context: Context, cfg: Mapping[str, Any], purpose: str, c: Cohort, fresh: bool
-) -> rewrite_mod.RewrittenSplit:
+def _rewrite(context: Context, cfg: RunConfig, purpose: str, c: Cohort, fresh: bool) -> rewrite_mod.RewrittenSplit:
     """The word-level rewrite in force for this split: draw 0, or a new draw per call with fresh noise.
 
     A row is released from one draw at most once (the release cache and the
@@ -60,10 +59,10 @@ def _rewrite(
     uses independent noise.
     """
     key = f"sanitas.word.{purpose}"
-    done = int(context.state[key]["draws"]) if key in context.state else 0
+    done = wire.read_int(wire.config_record(context.state, key), "draws") if key in context.state else 0
     draw = done if fresh else 0
     context.state[key] = ConfigRecord({"draws": draw + 1 if fresh else 1})
-    secret = int(noise_secret(context, cfg)["secret"])
+    secret = wire.read_int(noise_secret(context, cfg.release), "secret")
     texts = c.train_text if purpose == "train" else c.test_text
     seed = derived_seed(secret, c.partition_id, f"word-{purpose}", draw)
     return rewrite_mod.rewritten_split(cfg, texts, purpose, (c.partition_id, c.num_partitions), draw, seed)
@@ -76,7 +75,7 @@ def node_map(msg: Message, map_in: str, map_seed: int, c: Cohort) -> torch.Tenso
         return _local_map(map_in, c.encoder_dim, c.map_dim, map_seed)
     if wire.MAP_IN not in msg.content:
         raise ValueError(f"map-in = {map_in!r} but the server sent no input map")
-    matrix = torch.as_tensor(msg.content[wire.MAP_IN]["matrix"].numpy(), dtype=torch.float64)
+    matrix = torch.as_tensor(wire.array_record(msg.content, wire.MAP_IN)["matrix"].numpy(), dtype=torch.float64)
     maps.check_map_shape(matrix, c.encoder_dim, c.map_dim)  # linear [d, m'] or affine [d + 1, m']
     return matrix
 
@@ -90,14 +89,14 @@ def _server_model(msg: Message, hidden_dim: int, c: Cohort) -> ServerModel | Non
     if wire.MODEL not in msg.content:
         return None
     model = ServerModel(c.release_dim, c.encoder_dim, int(hidden_dim), c.num_classes)
-    model.load_state_dict(msg.content[wire.MODEL].to_torch_state_dict())
+    model.load_state_dict(wire.array_record(msg.content, wire.MODEL).to_torch_state_dict())
     return model.eval()
 
 
-_CHANNELS: dict[tuple[Any, int, str | None], Channels] = {}
+_CHANNELS: dict[tuple[Any, int, int, str | None], Channels] = {}
 
 
-def node_channels(cfg: Mapping[str, Any], c: Cohort, setup: DocumentSetup | None) -> Channels:
+def node_channels(cfg: RunConfig, c: Cohort, setup: DocumentSetup | None) -> Channels:
     """The run's channels, built once per process (and per document setup)."""
     key = (
         cfg if isinstance(cfg, config_mod.RunConfig) else id(cfg),
@@ -177,11 +176,10 @@ def within_budget(context: Context, budget: float, purpose: str, users: np.ndarr
     if budget <= 0 or users.size == 0:
         return np.ones(users.size, dtype=bool)
     key = f"sanitas.spent.{purpose}"
-    spent = (
-        dict(zip(*(context.state[key][k].numpy().tolist() for k in ("user", "eps")), strict=True))
-        if key in context.state
-        else {}
-    )
+    spent: dict[int, float] = {}
+    if key in context.state:
+        record = wire.array_record(context.state, key)
+        spent = dict(zip(record["user"].numpy().tolist(), record["eps"].numpy().tolist(), strict=True))
     allowed = np.zeros(users.size, dtype=bool)
     for i, (u, cost) in enumerate(zip(users.tolist(), costs.tolist(), strict=True)):  # not a hot path
         if spent.get(u, 0.0) + cost <= budget * (1 + 1e-12):
@@ -198,7 +196,7 @@ def within_budget(context: Context, budget: float, purpose: str, users: np.ndarr
 
 def release(
     context: Context,
-    cfg: Mapping[str, Any],
+    cfg: RunConfig,
     purpose: str,
     c: Cohort,
     rows: np.ndarray,
@@ -224,8 +222,8 @@ def release(
         y, row_user = None, np.arange(c.test_users.start, c.test_users.stop, dtype=np.int64)
     n, out_dim = row_user.size, c.release_dim
     version = maps.map_version(matrix) + (f"|{setup_version}" if setup_version else "")
-    if key in context.state and context.state[key + ".map"]["version"] == version:
-        rec = context.state[key]
+    if key in context.state and wire.config_record(context.state, key + ".map")["version"] == version:
+        rec = wire.array_record(context.state, key)
         emb_cache, lab_cache, done = rec["emb"].numpy(), rec["lab"].numpy(), rec["done"].numpy().astype(bool)
         cand_cache = rec["cand"].numpy()
     else:
@@ -233,9 +231,9 @@ def release(
         lab_cache = np.full(n, -1, dtype=np.int64)
         cand_cache = np.full(n, -1, dtype=np.int64)
         done = np.zeros(n, dtype=bool)
-    fresh_noise = bool(cfg["fresh-noise-per-round"])
+    fresh_noise = bool(cfg.release.fresh_noise_per_round)
     want = rows if fresh_noise else rows[~done[rows]]
-    budget = float(cfg["max-epsilon"])
+    budget = float(cfg.release.max_epsilon)
     if budget > 0:  # the per-row costs are only read by a budget
         extras = channels.embedding.extras(c, purpose, want)
         costs = charge_costs(*charges_by_extras(channels.embedding, want.size, extras))
@@ -253,7 +251,7 @@ def release(
             purpose,
             matrix,
             model,
-            leaky=cfg["map-in"] == "leaky",
+            leaky=cfg.release.map_in == "leaky",
             rewrite=lambda: _rewrite(context, cfg, purpose, c, fresh_noise),
         )
         drawn = channels.embedding.release(inputs, need, gen)
@@ -289,7 +287,7 @@ def release(
 SETUP_KEY = "sanitas.document-setup"
 
 
-def node_document_setup(msg: Message, context: Context, cfg: Mapping[str, Any]) -> DocumentSetup | None:
+def node_document_setup(msg: Message, context: Context, cfg: RunConfig) -> DocumentSetup | None:
     """The document level's public material: sent by the server once, then kept in the node's state."""
     if not channel_class(cfg).needs_public_setup:
         return None
@@ -297,16 +295,16 @@ def node_document_setup(msg: Message, context: Context, cfg: Mapping[str, Any]) 
         context.state[SETUP_KEY] = msg.content[wire.DOCUMENT_SETUP]
     if SETUP_KEY not in context.state:
         raise ValueError("document-mechanism is set but the server sent no document setup to this node")
-    return DocumentSetup.from_record(context.state[SETUP_KEY], cfg)
+    return DocumentSetup.from_record(wire.array_record(context.state, SETUP_KEY), cfg.release)
 
 
-def handle_train(msg: Message, context: Context, cfg: Mapping[str, Any]) -> Message:
+def handle_train(msg: Message, context: Context, cfg: RunConfig) -> Message:
     """Release sanitized embeddings and labels of the requested users."""
     c = node_cohort(context, cfg)
     requested = np.asarray(msg.content[wire.CONFIG]["user-ids"], dtype=np.int64)
     rows = np.flatnonzero(np.isin(c.train_doc_user, requested))
-    matrix = node_map(msg, cfg["map-in"], cfg["map-seed"], c)
-    model = _server_model(msg, cfg["hidden-dim"], c)
+    matrix = node_map(msg, cfg.release.map_in, cfg.release.map_seed, c)
+    model = _server_model(msg, cfg.server.hidden_dim, c)
     setup = node_document_setup(msg, context, cfg)
     channels = node_channels(cfg, c, setup)
     rel = release(context, cfg, "train", c, rows, channels, matrix, model, setup.version() if setup else "")
@@ -329,14 +327,14 @@ def handle_train(msg: Message, context: Context, cfg: Mapping[str, Any]) -> Mess
     return Message(content=content, reply_to=msg)
 
 
-def handle_evaluate(msg: Message, context: Context, cfg: Mapping[str, Any]) -> Message:
+def handle_evaluate(msg: Message, context: Context, cfg: RunConfig) -> Message:
     """Score the model on sanitized (released) and, unless ``clean-evaluation`` is false, clean test
     embeddings; return aggregate counts only (computed from true labels: not covered by any guarantee)."""
     c = node_cohort(context, cfg)
     k = c.num_classes
     rows = np.arange(c.test_emb.shape[0])
-    matrix = node_map(msg, cfg["map-in"], cfg["map-seed"], c)
-    model = _server_model(msg, cfg["hidden-dim"], c)
+    matrix = node_map(msg, cfg.release.map_in, cfg.release.map_seed, c)
+    model = _server_model(msg, cfg.server.hidden_dim, c)
     if model is None:
         raise ValueError("the evaluate message carries no model")
     setup = node_document_setup(msg, context, cfg)
@@ -344,14 +342,14 @@ def handle_evaluate(msg: Message, context: Context, cfg: Mapping[str, Any]) -> M
     rel = release(context, cfg, "test", c, rows, channels, matrix, setup_version=setup.version() if setup else "")
     truth = c.test_y.numpy()[rel.rows]
     sanitized = predict(model, torch.as_tensor(rel.emb, dtype=torch.float32)).numpy()
-    metrics = {
+    metrics: dict[str, int | float | list[int] | list[float]] = {
         "num-examples": int(rel.rows.size),
         "fresh-releases": int(rel.fresh.sum()),
         "refused-releases": rel.refused,
         "confusion": confusion_matrix(truth, sanitized, k).reshape(-1).tolist(),
     }
     sizes = channels.embedding.breakdown(rel.extras)  # scores by sentences per document (document level)
-    if sizes is None and cfg["doc-embedding"] == "sentence-mean":
+    if sizes is None and cfg.encoder.doc_embedding == "sentence-mean":
         # A document task run without a document mechanism (non-private, word level): the same
         # breakdown, from each test document's own sentence count, so that the lines of Meehan et
         # al.'s Figure 4 compare per k. Evaluation only, aggregate counts (not covered, as above).
@@ -360,7 +358,7 @@ def handle_evaluate(msg: Message, context: Context, cfg: Mapping[str, Any]) -> M
         metrics["confusion-by-k"] = document_level.confusion_by_k(truth, sanitized, sizes, k).reshape(-1).tolist()
     # Diagnostic from raw embeddings (off with clean-evaluation = false): the model on noise-free rows.
     rows_clean = (
-        channels.embedding.clean(ReleaseInputs(c, "test", matrix), rel.rows) if cfg["clean-evaluation"] else None
+        channels.embedding.clean(ReleaseInputs(c, "test", matrix), rel.rows) if cfg.release.clean_evaluation else None
     )
     if rows_clean is not None:
         clean = predict(model, rows_clean).numpy()

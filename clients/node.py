@@ -23,6 +23,7 @@ from flwr.app import ConfigRecord, Context, Message, RecordDict
 from fl import config as config_mod
 from fl import wire
 from fl.cohort import Cohort, build_cohort, build_local_cohort
+from fl.config import ReleaseConfig, RunConfig
 
 NOISE_KEY = "sanitas.noise"
 
@@ -51,7 +52,7 @@ def node_partition(context: Context) -> tuple[int, int]:
     return pid, num
 
 
-def node_cohort(context: Context, cfg: Mapping[str, Any]) -> Cohort:
+def node_cohort(context: Context, cfg: RunConfig) -> Cohort:
     """This node's cohort (built once per process and config, ``fl.cohort``).
 
     A problem with the node's own data names the node and its file: the server shows it as the
@@ -61,7 +62,7 @@ def node_cohort(context: Context, cfg: Mapping[str, Any]) -> Cohort:
     if not path:
         return build_cohort(cfg, pid, num)
     users = context.state.config_records.get(USERS_STATE)
-    offset, total = (int(users["train-offset"]), int(users["num-train-users"])) if users else (0, 0)
+    offset, total = (wire.read_int(users, "train-offset"), wire.read_int(users, "num-train-users")) if users else (0, 0)
     try:
         return build_local_cohort(cfg, str(path), pid, num, offset, total)
     except (ValueError, FileNotFoundError, KeyError) as err:
@@ -69,30 +70,30 @@ def node_cohort(context: Context, cfg: Mapping[str, Any]) -> Cohort:
 
 
 @lru_cache(maxsize=8)
-def _resolved(items: tuple[tuple[str, Any], ...]) -> dict[str, Any]:
+def _resolved(items: tuple[tuple[str, Any], ...]) -> config_mod.RunConfig:
     return config_mod.resolve(dict(items))
 
 
-def resolve_once(run_config: Mapping[str, Any], overrides: Mapping[str, Any] | None = None) -> dict[str, Any]:
+def resolve_once(run_config: Mapping[str, Any], overrides: Mapping[str, Any] | None = None) -> config_mod.RunConfig:
     """The resolved run config, validated once per process and (run config, overrides) pair.
 
     Every message of a run carries the same run config; validating it per
-    message cost time on every node. The returned dict is shared: do not modify it.
+    message cost time on every node. The returned config is shared (and read-only).
     """
     merged = {**dict(run_config), **dict(overrides or {})}
     return _resolved(tuple(sorted(merged.items())))
 
 
 @lru_cache(maxsize=8)
-def _with_encoder(items: tuple[tuple[str, Any], ...], folder: str) -> dict[str, Any]:
+def _with_encoder(items: tuple[tuple[str, Any], ...], folder: str) -> config_mod.RunConfig:
     return config_mod.resolve({**dict(items), "encoder": folder})
 
 
-def with_published_encoder(cfg: Mapping[str, Any], msg: Message) -> Mapping[str, Any]:
+def with_published_encoder(cfg: RunConfig, msg: Message) -> RunConfig:
     """The config to serve ``msg`` with: with ``encoder-tuning = "public"``, the encoder the request
     names by digest (``fl.wire.ENCODER``), loaded from the published folder and checked against
     the digest (``fl.encoding.public_tuning.published_encoder``); otherwise ``cfg`` itself."""
-    if cfg["encoder-tuning"] == "none":
+    if cfg.encoder.encoder_tuning == "none":
         return cfg
     if wire.ENCODER not in msg.content:
         raise ValueError("encoder-tuning = 'public' but the request names no published encoder")
@@ -121,20 +122,23 @@ def cohort_info(c: Cohort) -> wire.CohortInfo:
     )
 
 
-def handle_query(msg: Message, context: Context, cfg: Mapping[str, Any]) -> Message:
+def handle_query(msg: Message, context: Context, cfg: RunConfig) -> Message:
     """Report the users this node holds and the shapes the server model needs; a ``USERS`` record
     in the query (data-path nodes) assigns this node's global user ids first."""
     if wire.USERS in msg.content:
-        assigned = msg.content[wire.USERS]
+        assigned = wire.config_record(msg.content, wire.USERS)
         context.state[USERS_STATE] = ConfigRecord(
-            {"train-offset": int(assigned["train-offset"]), "num-train-users": int(assigned["num-train-users"])}
+            {
+                "train-offset": wire.read_int(assigned, "train-offset"),
+                "num-train-users": wire.read_int(assigned, "num-train-users"),
+            }
         )
     info = cohort_info(node_cohort(context, cfg))
     return Message(content=RecordDict({wire.COHORT: info.to_record()}), reply_to=msg)
 
 
 # ------------------------------------------------------------------------------------- noise
-def noise_secret(context: Context, cfg: Mapping[str, Any]) -> ConfigRecord:
+def noise_secret(context: Context, release: ReleaseConfig) -> ConfigRecord:
     """This node's noise state: its secret (from the OS, or ``noise-seed``) and draw counter.
 
     With ``noise-seed = -1`` the secret comes from the OS and never leaves the
@@ -143,8 +147,8 @@ def noise_secret(context: Context, cfg: Mapping[str, Any]) -> ConfigRecord:
     """
     state = context.state
     if NOISE_KEY in state:
-        return state[NOISE_KEY]
-    secret = cfg["noise-seed"] if cfg["noise-seed"] >= 0 else secrets.randbits(62)
+        return wire.config_record(state, NOISE_KEY)
+    secret = release.noise_seed if release.noise_seed >= 0 else secrets.randbits(62)
     noise = ConfigRecord({"secret": int(secret), "draws": 0})
     state[NOISE_KEY] = noise
     return noise
@@ -156,10 +160,10 @@ def derived_seed(secret: int, partition_id: int, purpose: str, draw: int) -> int
     return int.from_bytes(hashlib.sha256(material).digest()[:8], "little") >> 1
 
 
-def next_generator(context: Context, cfg: Mapping[str, Any], purpose: str, partition_id: int) -> torch.Generator:
+def next_generator(context: Context, cfg: RunConfig, purpose: str, partition_id: int) -> torch.Generator:
     """A fresh generator for the next draw of this node."""
-    noise = noise_secret(context, cfg)
-    draw = int(noise["draws"])
+    noise = noise_secret(context, cfg.release)
+    draw = wire.read_int(noise, "draws")
     noise["draws"] = draw + 1
     context.state[NOISE_KEY] = noise
-    return torch.Generator().manual_seed(derived_seed(int(noise["secret"]), partition_id, purpose, draw))
+    return torch.Generator().manual_seed(derived_seed(wire.read_int(noise, "secret"), partition_id, purpose, draw))

@@ -19,11 +19,11 @@ from __future__ import annotations
 import pickle
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
 from flwr.app import ConfigRecord, Context, Message
 
 from fl import wire
+from fl.config import OutputConfig, RunConfig
 from fl.reporting.results import write_atomic
 
 RESUMED_FROM = "resumed-from"  # strategies.checkpoint.RESUMED_FROM (clients may not import strategies)
@@ -36,16 +36,16 @@ SYNC_EACH_SNAPSHOT = True
 STAGES = ("train", "evaluate")
 
 
-def node_dir(cfg: Mapping[str, Any], partition_id: int) -> Path | None:
+def node_dir(output: OutputConfig, partition_id: int) -> Path | None:
     """Where this node keeps its snapshots; None when the run has no fixed folder name."""
-    if not cfg["run-name"]:
+    if not output.run_name:
         return None
-    return Path(cfg["out-dir"]).expanduser().resolve() / cfg["run-name"] / "nodes" / f"node-{partition_id}"
+    return Path(output.out_dir).expanduser().resolve() / output.run_name / "nodes" / f"node-{partition_id}"
 
 
 def _round_of(msg: Message) -> int:
-    request = msg.content[wire.CONFIG] if wire.CONFIG in msg.content else {}
-    return int(request.get("server-round", 0))
+    request: Mapping[str, object] = wire.config_record(msg.content, wire.CONFIG) if wire.CONFIG in msg.content else {}
+    return wire.read_int(request, "server-round", 0)
 
 
 def _snapshots(folder: Path) -> list[tuple[int, int, Path]]:
@@ -58,13 +58,13 @@ def _snapshots(folder: Path) -> list[tuple[int, int, Path]]:
     return sorted(out)
 
 
-def restore(msg: Message, context: Context, cfg: Mapping[str, Any], partition_id: int) -> None:
+def restore(msg: Message, context: Context, cfg: RunConfig, partition_id: int) -> None:
     """In a resumed run, load this node's state as of the end of round ``resumed-from`` (once)."""
-    request = msg.content[wire.CONFIG] if wire.CONFIG in msg.content else {}
-    resumed_from = int(request.get(RESUMED_FROM, 0))
+    request: Mapping[str, object] = wire.config_record(msg.content, wire.CONFIG) if wire.CONFIG in msg.content else {}
+    resumed_from = wire.read_int(request, RESUMED_FROM, 0)
     if resumed_from <= 0 or RESTORED_KEY in context.state:
         return
-    folder = node_dir(cfg, partition_id)
+    folder = node_dir(cfg.output, partition_id)
     saved = [s for s in _snapshots(folder) if s[0] <= resumed_from] if folder and folder.is_dir() else []
     if saved:
         # The node's own file, written by save() below (not input from anyone else).
@@ -74,9 +74,9 @@ def restore(msg: Message, context: Context, cfg: Mapping[str, Any], partition_id
     context.state[RESTORED_KEY] = ConfigRecord({"from-round": resumed_from})
 
 
-def save(msg: Message, context: Context, cfg: Mapping[str, Any], partition_id: int, stage: str) -> None:
+def save(msg: Message, context: Context, cfg: RunConfig, partition_id: int, stage: str) -> None:
     """Snapshot ``context.state`` after answering ``msg`` and prune what a resume can no longer need."""
-    folder = node_dir(cfg, partition_id)
+    folder = node_dir(cfg.output, partition_id)
     server_round = _round_of(msg)
     if folder is None or server_round <= 0:
         return

@@ -7,7 +7,7 @@ comes from the server. Cached per process, so a Ray worker that serves a node in
 builds it once.
 
 With ``dataset = "synthetic"`` (scale and speed measurements only) a node
-generates its users' vectors itself (``fl.data.datasets.SyntheticDataset``): no data
+generates its users' vectors itself (``fl.data.synthetic.SyntheticDataset``): no data
 file, no partition, no encoder, and memory in O(users of the node).
 """
 
@@ -22,9 +22,10 @@ from typing import Any
 import numpy as np
 import torch
 
-from fl.config import level_of
+from fl.config import RunConfig, as_run_config, level_of
 from fl.data import datasets as data
 from fl.data.partition import UserPartition, cohort
+from fl.data.user_files import read_node_file
 from fl.encoding.documents import SentenceDocs, embed_sentences
 from fl.encoding.encoder import best_device, embed_texts, encoder_dimension
 from fl.maps.input_map import map_dim, release_dim
@@ -64,6 +65,8 @@ class Cohort:
 def _partition(key: tuple[tuple[str, Any], ...]) -> UserPartition:
     cfg = dict(key)
     ds = data.load(cfg)
+    if not isinstance(ds, data.TextDataset):
+        raise ValueError("dataset = 'synthetic' has no documents to partition")
     return UserPartition(ds.train, cfg["num-users"], cfg["partitioner"], cfg["dirichlet-alpha"], cfg["seed"])
 
 
@@ -85,8 +88,7 @@ def population_sizes(cfg: Mapping[str, Any]) -> tuple[int, int]:
 
 def build_cohort(cfg: Mapping[str, Any], partition_id: int, num_partitions: int, progress: bool = True) -> Cohort:
     """Embed the documents of node ``partition_id``'s users (train and test)."""
-    key = tuple(sorted(cfg.items()))
-    return _build_cached(key, partition_id, num_partitions, progress)
+    return _build_cached(as_run_config(cfg), partition_id, num_partitions, progress)
 
 
 def build_local_cohort(
@@ -99,15 +101,15 @@ def build_local_cohort(
     progress: bool = True,
 ) -> Cohort:
     """The cohort of a node whose training documents are its own file (node config ``data-path``,
-    ``fl.data.datasets.read_node_file``): file row i is user ``train_offset + i`` of ``num_train_users``
+    ``fl.data.user_files.read_node_file``): file row i is user ``train_offset + i`` of ``num_train_users``
     (ids the server assigns once it knows every node's count; 0 and 0 before). The node's test
     users are its block of the run's test split, as for every node.
     """
     file = Path(path).expanduser()
     info = file.stat() if file.is_file() else None
     stamp = (info.st_size, info.st_mtime_ns) if info is not None else (0, 0)  # a changed file is read again
-    key = tuple(sorted(cfg.items()))
-    return _build_cached(key, partition_id, num_partitions, progress, (path, stamp, train_offset, num_train_users))
+    node_file = (path, stamp, train_offset, num_train_users)
+    return _build_cached(as_run_config(cfg), partition_id, num_partitions, progress, node_file)
 
 
 def clear_cohorts() -> None:
@@ -119,13 +121,12 @@ def clear_cohorts() -> None:
 # does not rebuild cohorts every round; a cohort holds n_docs x d float32.
 @lru_cache(maxsize=4096)
 def _build_cached(
-    key: tuple[tuple[str, Any], ...],
+    cfg: RunConfig,
     partition_id: int,
     num_partitions: int,
     progress: bool,
     node_file: tuple[str, tuple[int, int], int, int] | None = None,
 ) -> Cohort:
-    cfg = dict(key)
     if data.is_synthetic(cfg):
         if node_file is not None:
             raise ValueError('dataset = "synthetic" generates every user: a node cannot also read a data-path')
@@ -143,7 +144,7 @@ def _build_cached(
         doc_rows = np.concatenate(user_rows) if user_rows else np.zeros(0, dtype=np.int64)
     else:
         path, _, offset, total = node_file
-        train_split = data.read_node_file(cfg, path, ds.label_names)
+        train_split = read_node_file(cfg, path, ds.label_names)
         train_users = range(offset, offset + len(train_split))
         doc_rows = np.arange(len(train_split), dtype=np.int64)
         doc_user = np.asarray(train_users, dtype=np.int64)
@@ -172,6 +173,8 @@ def _build_cached(
     test_emb, test_y, test_text = embed(ds.test, np.arange(test_users.start, test_users.stop))
     if node_file is not None:  # the server knows a node's document by its user's global id, not by its file row
         doc_rows = doc_user.copy()
+    docs = sentence_docs if document_level else [None, None]  # (train, test)
+    words = (word_counts(train_text), word_counts(test_text)) if level_of(cfg) == "word" else (None, None)
     return Cohort(
         partition_id,
         num_partitions,
@@ -187,17 +190,19 @@ def _build_cached(
         test_y,
         ds.num_classes,
         d,
-        map_dim(cfg, d),
+        map_dim(cfg.release, d),
         release_dim(cfg, d),
         train_text,
         test_text,
-        *(sentence_docs if document_level else (None, None)),
-        *((word_counts(train_text), word_counts(test_text)) if level_of(cfg) == "word" else (None, None)),
+        train_docs=docs[0],
+        test_docs=docs[1],
+        train_words=words[0],
+        test_words=words[1],
         node_local=node_file is not None,
     )
 
 
-def _synthetic_cohort(cfg: Mapping[str, Any], partition_id: int, num_partitions: int) -> Cohort:
+def _synthetic_cohort(cfg: RunConfig, partition_id: int, num_partitions: int) -> Cohort:
     """A node's block of synthetic users, generated from (seed, user id) alone (sentence level only)."""
     ds = data.load(cfg)
     assert isinstance(ds, data.SyntheticDataset)
@@ -223,7 +228,7 @@ def _synthetic_cohort(cfg: Mapping[str, Any], partition_id: int, num_partitions:
         torch.from_numpy(test_y),
         ds.num_classes,
         ds.dim,
-        map_dim(cfg, ds.dim),
+        map_dim(cfg.release, ds.dim),
         release_dim(cfg, ds.dim),
         [],  # no text
         [],

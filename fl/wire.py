@@ -14,8 +14,9 @@ aggregate, ...) and why it may cross; :func:`undeclared_fields` lists what a rep
 from __future__ import annotations
 
 import json
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 from dataclasses import MISSING, asdict, dataclass, fields
+from typing import Any
 
 import numpy as np
 from flwr.app import Array, ArrayRecord, ConfigRecord, MetricRecord, RecordDict
@@ -38,6 +39,82 @@ MAP_GRAD = "map-in-grad"  # leaky mode only: ArrayRecord {"grad", "count"}, an u
 
 #: Privacy channels of a release, as named on the wire and in the ledger.
 CHANNELS = ("embedding", "label")
+
+
+# Typed reads ----------------------------------------------------------------------------------
+# A RecordDict's value is any record type, and a record's value any of its value types: these read one
+# entry as the type the schema declares, and raise a TypeError naming the key when it is something else
+# (a malformed or foreign message). ``record`` may be any mapping (a record, Flower's node config, {}).
+def _wrong(key: str, expected: str, value: object) -> TypeError:
+    return TypeError(f"record key {key!r}: expected {expected}, got {type(value).__name__} {value!r:.80}")
+
+
+def array_record(content: RecordDict, key: str) -> ArrayRecord:
+    """``content[key]``, an ``ArrayRecord`` (``KeyError`` when absent, ``TypeError`` when another record type)."""
+    record = content[key]
+    if not isinstance(record, ArrayRecord):
+        raise _wrong(key, "an ArrayRecord", record)
+    return record
+
+
+def config_record(content: RecordDict, key: str) -> ConfigRecord:
+    """``content[key]``, a ``ConfigRecord`` (``KeyError`` when absent, ``TypeError`` when another record type)."""
+    record = content[key]
+    if not isinstance(record, ConfigRecord):
+        raise _wrong(key, "a ConfigRecord", record)
+    return record
+
+
+def metric_record(content: RecordDict, key: str) -> MetricRecord:
+    """``content[key]``, a ``MetricRecord`` (``KeyError`` when absent, ``TypeError`` when another record type)."""
+    record = content[key]
+    if not isinstance(record, MetricRecord):
+        raise _wrong(key, "a MetricRecord", record)
+    return record
+
+
+def _value(record: Mapping[str, object], key: str, default: object) -> object:
+    return record[key] if default is None else record.get(key, default)
+
+
+def read_int(record: Mapping[str, object], key: str, default: int | None = None) -> int:
+    """``int(record[key])`` of a number (``default`` when absent, if given; else ``KeyError``)."""
+    value = _value(record, key, default)
+    if not isinstance(value, int | float):
+        raise _wrong(key, "a number", value)
+    return int(value)
+
+
+def read_float(record: Mapping[str, object], key: str, default: float | None = None) -> float:
+    """``float(record[key])`` of a number (``default`` when absent, if given; else ``KeyError``)."""
+    value = _value(record, key, default)
+    if not isinstance(value, int | float):
+        raise _wrong(key, "a number", value)
+    return float(value)
+
+
+def read_str(record: Mapping[str, object], key: str, default: str | None = None) -> str:
+    """``record[key]``, a string (``default`` when absent, if given; else ``KeyError``)."""
+    value = _value(record, key, default)
+    if not isinstance(value, str):
+        raise _wrong(key, "a string", value)
+    return value
+
+
+def read_list(record: Mapping[str, object], key: str) -> list[Any]:
+    """``record[key]``, a list (of a record's scalar type: ints, floats, strings, ...)."""
+    value = record[key]
+    if not isinstance(value, list):
+        raise _wrong(key, "a list", value)
+    return value
+
+
+def read_array(record: Mapping[str, object], key: str) -> Array:
+    """``record[key]``, an ``Array``."""
+    value = record[key]
+    if not isinstance(value, Array):
+        raise _wrong(key, "an Array", value)
+    return value
 
 
 @dataclass(frozen=True)
@@ -66,11 +143,17 @@ class CohortInfo:
 
     @classmethod
     def from_record(cls, record: MetricRecord) -> CohortInfo:
-        values = {f.name: record.get(f.name.replace("_", "-"), f.default) for f in fields(cls)}
-        missing = [k for k, v in values.items() if v is MISSING]
+        values: dict[str, int] = {}
+        missing: list[str] = []
+        for f in fields(cls):
+            key = f.name.replace("_", "-")
+            if key in record:
+                values[f.name] = read_int(record, key)
+            elif f.default is MISSING:
+                missing.append(f.name)
         if missing:
             raise KeyError(f"cohort record lacks {', '.join(missing)}")
-        return cls(**{k: int(v) for k, v in values.items()})
+        return cls(**values)  # absent optional keys take the field's default
 
     @property
     def num_local_users(self) -> int:
@@ -119,9 +202,10 @@ class Release:
 
     @classmethod
     def from_content(cls, content: RecordDict) -> Release:
-        record = content[RELEASE]
+        record = array_record(content, RELEASE)
         known = {"user-ids", "fresh", "doc-ids", "labels", *(f"{c}-charge" for c in CHANNELS)}
-        charges = {c: [Charge.from_dict(d) for d in json.loads(str(v))] for c, v in content[CHARGES].items()}
+        table = config_record(content, CHARGES)
+        charges = {c: [Charge.from_dict(d) for d in json.loads(str(v))] for c, v in table.items()}
         return cls(
             user_ids=record["user-ids"].numpy(),
             fresh=record["fresh"].numpy().astype(bool),

@@ -459,12 +459,16 @@ def default_pair(mech: Mechanism, dim: int) -> tuple[torch.Tensor, torch.Tensor]
     return x, -x
 
 
+def _no_sanitize(*args: object, **kwargs: object) -> torch.Tensor:
+    raise TypeError("this mechanism has no sanitize(): audit it at its own level")
+
+
 def _public_projection(mech: Mechanism, dim: int) -> torch.Tensor | None:
     try:
         phi = getattr(mech, "phi", None)
     except RuntimeError:  # drawn lazily at the first call: draw it now (public, seed-determined)
-        mech.sanitize(
-            torch.ones(1, dim, dtype=torch.float64) / math.sqrt(dim),  # type: ignore[attr-defined]
+        mech.sanitize(  # type: ignore[attr-defined]  # sentence mechanisms that project (PrivEmb) have phi
+            torch.ones(1, dim, dtype=torch.float64) / math.sqrt(dim),
             generator=torch.Generator().manual_seed(0),
         )
         phi = getattr(mech, "phi", None)
@@ -847,7 +851,9 @@ def audit_mechanism(
     """
     guarantee = mech.guarantee if claim is None else claim
     delta = float(guarantee.delta)
-    sanitize = getattr(mech, "sanitize", None)
+    # Label and sentence mechanisms release through ``sanitize``; word and document mechanisms are
+    # audited through their own entry points below and never call it.
+    sanitize: Callable[..., torch.Tensor] = getattr(mech, "sanitize", _no_sanitize)
     if prior is not None and mech.level != "label":
         raise ValueError("a label prior only applies to label mechanisms")
     if mech.level == "label":

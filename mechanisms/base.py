@@ -208,6 +208,7 @@ class WordMechanism(Mechanism):
     """
 
     level: ClassVar[str] = "word"
+    epsilon: float  # the per-word epsilon, set by each mechanism's constructor
 
     @property
     @abstractmethod

@@ -150,6 +150,7 @@ def depth_utilities(
         lo, hi = below.amin(dim=0), below.amax(dim=0)  # (aminmax stalls on small inputs under CPU load)
         below_min = lo if below_min is None else torch.minimum(below_min, lo)
         below_max = hi if below_max is None else torch.maximum(below_max, hi)
+    assert below_min is not None and below_max is not None  # p >= 1 projections: the loop ran at least once
     below_min, below_max = below_min.T.contiguous(), below_max.T.contiguous()
     k = lengths.to(device=device, dtype=torch.int64)[:, None]
     # max_j |2h - k| = max_j |k - 2 below| = max(k - 2 min_j below, 2 max_j below - k), exact in integers.

@@ -14,6 +14,7 @@ of the formula.
 from __future__ import annotations
 
 import math
+from typing import overload
 
 import torch
 
@@ -21,7 +22,11 @@ from .base import LabelMechanism, check_epsilon, check_labels, sample_device
 from .guarantee import Guarantee
 
 
-def keep_probability(epsilon: float, num_classes: int) -> float:
+@overload
+def keep_probability(epsilon: float, num_classes: int) -> float: ...
+@overload
+def keep_probability(epsilon: float, num_classes: torch.Tensor) -> torch.Tensor: ...
+def keep_probability(epsilon: float, num_classes: int | torch.Tensor) -> float | torch.Tensor:
     """``e^eps / (e^eps + K - 1)``, written so that it does not overflow for eps >= 710."""
     return 1.0 / (1.0 + (num_classes - 1) * math.exp(-epsilon))
 

@@ -8,7 +8,7 @@
                              out="results")
     result.summary["final"]["accuracy"], [r["accuracy"] for r in result.rounds], result.folder
 
-``config`` is a flat TOML run config (a path) or a mapping of run-config keys (``fl/config.py``);
+``config`` is a flat TOML run config (a path) or a mapping of run-config keys (docs/configuration.md);
 keyword arguments override keys, underscores standing for the hyphens of the kebab-case keys
 (``sentence_epsilon=6.0`` sets ``sentence-epsilon``); ``out`` is the results parent folder
 (``out-dir``). The run is the same as ``sanitas run`` (which calls this function): the config and

@@ -121,7 +121,7 @@ class Pipeline:
             y[:0],
             num_classes,
             d,
-            maps.map_dim(self.cfg, d),
+            maps.map_dim(self.cfg.release, d),
             maps.release_dim(self.cfg, d),
             list(texts),
             [],

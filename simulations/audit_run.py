@@ -279,7 +279,7 @@ def audit_run(
 
         setup = channel_class(cfg).public_setup(cfg, "cpu")
         docs: SentenceDocs = real.train_docs
-        mech = setup.mechanism(cfg)
+        mech = setup.mechanism(cfg.release)
         if setup.recoder is None:  # truncation sees the sentence rows as they are: the box's tight pair
             from mechanisms.audit import document_pair
 

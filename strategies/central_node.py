@@ -39,8 +39,10 @@ from flwr.serverapp.strategy import (
     Strategy,
 )
 
+from fl import wire
 from fl.accounting.central import UNIFORM_WEIGHT_KEY, check_central_config, num_sampled_nodes, privacy_record
 from fl.accounting.scope import EVALUATION_NOT_COVERED, GUARANTEE_COVERS
+from fl.config import RunConfig, as_run_config
 from fl.reporting.results import RunWriter
 from fl.wire import CohortInfo
 from strategies.evaluation import sum_confusions
@@ -182,7 +184,7 @@ class CentralDPAccounting(Strategy):
         writer: RunWriter | None = None,
     ) -> None:
         self.strategy = strategy
-        self.cfg = dict(cfg)
+        self.cfg = as_run_config(cfg)
         self.num_sampled = int(num_sampled)
         self.num_nodes = int(num_nodes)
         self.writer = writer
@@ -192,6 +194,16 @@ class CentralDPAccounting(Strategy):
         self._grid: Grid | None = None
         self._sent: list[int] = []
         self._faults: dict[str, dict[str, int]] = {}
+
+    @property
+    def fedavg(self) -> CentralFedAvg:
+        """The :class:`CentralFedAvg` inside Flower's DP wrapper (the wrapper's ``strategy``)."""
+        inner = getattr(self.strategy, "strategy", None)
+        if not isinstance(inner, CentralFedAvg):
+            raise TypeError(
+                f"CentralDPAccounting expects a DP wrapper around CentralFedAvg, not {type(inner).__name__}"
+            )
+        return inner
 
     def configure_train(
         self, server_round: int, arrays: ArrayRecord, config: ConfigRecord, grid: Grid
@@ -214,7 +226,7 @@ class CentralDPAccounting(Strategy):
         self, server_round: int, replies: Iterable[Message]
     ) -> tuple[ArrayRecord | None, MetricRecord | None]:
         outcome = split_replies(self._sent, replies, self._grid)
-        check_not_all_failed(outcome, "train", server_round, float(self.cfg["fault-rate"]))
+        check_not_all_failed(outcome, "train", server_round, float(self.cfg.simulation.fault_rate))
         self._faults["train"] = outcome.counts()
         # Missing or failed nodes are left out; CentralFedAvg divides by num_sampled all the same
         # (a missing node's update counts as zero), so the noise calibration and the accounting hold.
@@ -243,25 +255,25 @@ class CentralDPAccounting(Strategy):
         return self.strategy.configure_evaluate(server_round, arrays, config, grid)
 
     def aggregate_evaluate(self, server_round: int, replies: Iterable[Message]) -> MetricRecord | None:
-        sent = [n for n, v in self.strategy.strategy.nodes.items() if v.holds_test_users]
+        sent = [n for n, v in self.fedavg.nodes.items() if v.holds_test_users]
         outcome = split_replies(sent, replies, self._grid)
-        check_not_all_failed(outcome, "evaluate", server_round, float(self.cfg["fault-rate"]))
+        check_not_all_failed(outcome, "evaluate", server_round, float(self.cfg.simulation.fault_rate))
         self._faults["evaluate"] = outcome.counts()
         metrics = self.strategy.aggregate_evaluate(server_round, outcome.ok)
         assert metrics is not None
-        record = {
+        record: dict[str, Any] = {
             "round": server_round,
-            "accuracy": float(metrics["accuracy"]),
-            "macro_f1": float(metrics["macro_f1"]),
+            "accuracy": wire.read_float(metrics, "accuracy"),
+            "macro_f1": wire.read_float(metrics, "macro_f1"),
             # Central mode evaluates on noise-free test embeddings: the clean scores are the scores.
-            "clean_accuracy": float(metrics["accuracy"]),
-            "clean_macro_f1": float(metrics["macro_f1"]),
-            "test_users": int(metrics["test_users"]),
+            "clean_accuracy": wire.read_float(metrics, "accuracy"),
+            "clean_macro_f1": wire.read_float(metrics, "macro_f1"),
+            "test_users": wire.read_int(metrics, "test_users"),
             "mode": "central",
             "sampled_nodes": self.num_sampled,
             "faults": dict(self._faults),
             "ldp_guarantee_holds": False,
-            "privacy": privacy_record(self.cfg, self.num_sampled, self.num_nodes, self.released),
+            "privacy": privacy_record(self.cfg.central, self.num_sampled, self.num_nodes, self.released),
             "seconds": round(time.time() - self._round_started, 3),
         }
         self.records.append(record)
@@ -281,41 +293,41 @@ class CentralDPAccounting(Strategy):
     def summary(self) -> None:
         log.info(
             "CentralDPAccounting: noise multiplier %g, clipping norm %g (%s side), %d of %d nodes, delta %g",
-            self.cfg["central-noise-multiplier"],
-            self.cfg["central-clip"],
-            self.cfg["central-clipping"],
+            self.cfg.central.central_noise_multiplier,
+            self.cfg.central.central_clip,
+            self.cfg.central.central_clipping,
             self.num_sampled,
             self.num_nodes,
-            self.cfg["central-delta"],
+            self.cfg.central.central_delta,
         )
         self.strategy.summary()
 
 
 def make_central_strategy(
-    cfg: Mapping[str, Any], nodes: Mapping[int, CohortInfo], writer: RunWriter | None = None
+    cfg: RunConfig, nodes: Mapping[int, CohortInfo], writer: RunWriter | None = None
 ) -> CentralDPAccounting:
     """The wrapped strategy for a resolved config and the discovered nodes."""
     check_central_config(cfg)
     first = next(iter(nodes.values()))
-    k = num_sampled_nodes(cfg["fraction-train"], len(nodes))
-    fedavg = CentralFedAvg(nodes, k, first.num_classes, secure_rng=bool(cfg["secure-rng"]))
+    k = num_sampled_nodes(cfg.server.fraction_train, len(nodes))
+    fedavg = CentralFedAvg(nodes, k, first.num_classes, secure_rng=bool(cfg.release.secure_rng))
     wrapper = (
         DifferentialPrivacyServerSideFixedClipping
-        if cfg["central-clipping"] == "server"
+        if cfg.central.central_clipping == "server"
         else DifferentialPrivacyClientSideFixedClipping
     )
     dp = wrapper(
         fedavg,
-        noise_multiplier=float(cfg["central-noise-multiplier"]),
-        clipping_norm=float(cfg["central-clip"]),
+        noise_multiplier=float(cfg.central.central_noise_multiplier),
+        clipping_norm=float(cfg.central.central_clip),
         num_sampled_clients=k,
     )
     return CentralDPAccounting(dp, cfg, k, len(nodes), writer)
 
 
-def central_guarantee(cfg: Mapping[str, Any], strategy: CentralDPAccounting) -> dict[str, Any]:
+def central_guarantee(cfg: RunConfig, strategy: CentralDPAccounting) -> dict[str, Any]:
     """What a central run guarantees, in numbers and in words."""
-    p = privacy_record(cfg, strategy.num_sampled, strategy.num_nodes, strategy.released)
+    p = privacy_record(cfg.central, strategy.num_sampled, strategy.num_nodes, strategy.released)
     how = (
         "RDP with amplification by sampling nodes without replacement"
         if p["accountant"] == "rdp"
@@ -331,7 +343,7 @@ def central_guarantee(cfg: Mapping[str, Any], strategy: CentralDPAccounting) -> 
         f"unweighted average; accounted with {how}."
     )
     notes = [CENTRAL_NOTE]
-    if cfg["central-clipping"] == "server":
+    if cfg.central.central_clipping == "server":
         notes.append("Server-side clipping: the server receives the nodes' unclipped updates.")
     notes += [
         "The guarantee assumes the set of sampled nodes is not published and the noise is drawn as specified "

@@ -43,6 +43,7 @@ from torch import nn
 
 from fl import wire
 from fl.accounting.user_level import sampling_rate, user_privacy_record
+from fl.config import RunConfig, as_run_config
 from fl.encoding.encoder import best_device
 from fl.encoding.public_tuning import part_learning_rate
 from fl.reporting.results import RunWriter
@@ -85,14 +86,15 @@ class UserLevelDPFedAvg(Strategy):
         map_matrix: torch.Tensor | None = None,
         writer: RunWriter | None = None,
     ) -> None:
-        if cfg["server-optimizer"] not in OPTIMIZERS:
-            raise ValueError(f"server-optimizer must be one of {OPTIMIZERS}, got {cfg['server-optimizer']!r}")
-        self.cfg = dict(cfg)
+        self.cfg = as_run_config(cfg)
+        cfg = self.cfg
+        if cfg.central.server_optimizer not in OPTIMIZERS:
+            raise ValueError(f"server-optimizer must be one of {OPTIMIZERS}, got {cfg.central.server_optimizer!r}")
         self.nodes = dict(nodes)
         first = next(iter(self.nodes.values()))
         self.num_users = first.num_train_users
         self.num_classes = first.num_classes
-        self.q = sampling_rate(float(cfg["central-cohort-size"]), self.num_users)
+        self.q = sampling_rate(float(cfg.central.central_cohort_size), self.num_users)
         # Sorted by the users they hold, so the float sum over nodes has one order whatever Ray does.
         self.train_nodes = sorted(
             (n for n, v in self.nodes.items() if v.train_users_hi > v.train_users_lo),
@@ -101,9 +103,9 @@ class UserLevelDPFedAvg(Strategy):
         self.test_nodes = sorted(
             (n for n, v in self.nodes.items() if v.holds_test_users), key=lambda n: self.nodes[n].test_users_lo
         )
-        self.device = torch.device(best_device(cfg["device"]))
+        self.device = torch.device(best_device(cfg.server.device))
         self.model = model.to(self.device)
-        lr = float(cfg["server-learning-rate"])
+        lr = float(cfg.central.server_learning_rate)
         # The trainable parameters (central-train = "encoder": the encoder part and the head; the frozen
         # encoder weights never move) in two groups: the encoder part at its own step size.
         trainable = [(k, p) for k, p in self.model.named_parameters() if p.requires_grad]
@@ -111,9 +113,11 @@ class UserLevelDPFedAvg(Strategy):
         groups: list[dict[str, Any]] = [{"params": head, "lr": lr}]
         encoder = [p for k, p in trainable if k.startswith("top.")]
         if encoder:
-            groups.append({"params": encoder, "lr": part_learning_rate(cfg, cfg["central-tuning-part"])})
+            groups.append({"params": encoder, "lr": part_learning_rate(cfg.encoder, cfg.central.central_tuning_part)})
         self.optimizer: torch.optim.Optimizer = (
-            torch.optim.Adam(groups, lr=lr) if cfg["server-optimizer"] == "adam" else torch.optim.SGD(groups, lr=lr)
+            torch.optim.Adam(groups, lr=lr)
+            if cfg.central.server_optimizer == "adam"
+            else torch.optim.SGD(groups, lr=lr)
         )
         self.map_matrix = map_matrix
         self.writer = writer
@@ -123,7 +127,7 @@ class UserLevelDPFedAvg(Strategy):
         self._grid: Grid | None = None
         self._faults: dict[str, dict[str, int]] = {}
         self._started = 0.0
-        self._noise_secret = int(cfg["noise-seed"]) if cfg["noise-seed"] >= 0 else secrets.randbits(62)
+        self._noise_secret = int(cfg.release.noise_seed) if cfg.release.noise_seed >= 0 else secrets.randbits(62)
 
     # ------------------------------------------------------------------ requests
     def _extras(self) -> dict[str, ArrayRecord]:
@@ -158,7 +162,7 @@ class UserLevelDPFedAvg(Strategy):
         self.timing["train_round_trip"] = time.time() - self._started
         started = time.time()
         outcome = split_replies(self.train_nodes, replies, self._grid)
-        check_not_all_failed(outcome, "train", server_round, float(self.cfg["fault-rate"]))
+        check_not_all_failed(outcome, "train", server_round, float(self.cfg.simulation.fault_rate))
         self._faults["train"] = outcome.counts()
         # A node whose sum is missing contributes nothing; the denominator stays q N (fixed), so the
         # sensitivity of the noisy mean, hence the accounting, is unchanged (the users it sampled
@@ -170,13 +174,13 @@ class UserLevelDPFedAvg(Strategy):
         for node in self.train_nodes:  # a fixed order: the same float sum whatever the arrival order
             if node not in by_node:
                 continue
-            record = by_node[node].content[wire.UPDATE_SUM]
+            record = wire.array_record(by_node[node].content, wire.UPDATE_SUM)
             if sorted(record.keys()) != sorted(names):
                 raise RuntimeError(f"a node's update sum has arrays {sorted(record.keys())}, expected {names}")
             for k in names:
                 total[k] += torch.from_numpy(np.asarray(record[k].numpy(), dtype=np.float64))
         gen = torch.Generator().manual_seed(hash_seed(self._noise_secret, server_round, 0x5E1))
-        z, clip = float(self.cfg["central-noise-multiplier"]), float(self.cfg["central-clip"])
+        z, clip = float(self.cfg.central.central_noise_multiplier), float(self.cfg.central.central_clip)
         mean = noisy_mean(total, z, clip, self.q * self.num_users, gen)
         self.optimizer.zero_grad(set_to_none=True)
         for k, p in trainable:
@@ -198,13 +202,13 @@ class UserLevelDPFedAvg(Strategy):
         replies = list(replies)
         self.timing["evaluate_round_trip"] = time.time() - self._eval_started
         outcome = split_replies(self.test_nodes, replies, self._grid)
-        check_not_all_failed(outcome, "evaluate", server_round, float(self.cfg["fault-rate"]))
+        check_not_all_failed(outcome, "evaluate", server_round, float(self.cfg.simulation.fault_rate))
         self._faults["evaluate"] = outcome.counts()
         s, conf = sum_confusions(outcome.ok, self.num_classes)
         started = time.time()
-        privacy = user_privacy_record(self.cfg, self.q, self.num_users, self.released)
+        privacy = user_privacy_record(self.cfg.central, self.q, self.num_users, self.released)
         self.timing["accounting"] = time.time() - started
-        record = {
+        record: dict[str, Any] = {
             "round": server_round,
             "accuracy": s["accuracy"],
             "macro_f1": s["macro_f1"],
@@ -241,17 +245,17 @@ class UserLevelDPFedAvg(Strategy):
             self.num_users,
             self.q,
             self.q * self.num_users,
-            self.cfg["central-clip"],
-            self.cfg["central-noise-multiplier"],
-            self.cfg["server-optimizer"],
-            self.cfg["server-learning-rate"],
+            self.cfg.central.central_clip,
+            self.cfg.central.central_noise_multiplier,
+            self.cfg.central.server_optimizer,
+            self.cfg.central.server_learning_rate,
             len(self.train_nodes),
         )
 
 
-def user_level_guarantee(cfg: Mapping[str, Any], strategy: UserLevelDPFedAvg, start: str) -> dict[str, Any]:
+def user_level_guarantee(cfg: RunConfig, strategy: UserLevelDPFedAvg, start: str) -> dict[str, Any]:
     """What a user-level central run guarantees, in numbers and in words."""
-    p = user_privacy_record(cfg, strategy.q, strategy.num_users, strategy.released)
+    p = user_privacy_record(cfg.central, strategy.q, strategy.num_users, strategy.released)
     text = (
         f"({p['epsilon']:.4g}, {p['delta']:g})-DP per user (add or remove one user's data) for the "
         f"{strategy.released} released global models and everything computed from them. Each round every one "
@@ -273,7 +277,7 @@ def user_level_guarantee(cfg: Mapping[str, Any], strategy: UserLevelDPFedAvg, st
         "per-user value, no training metric.",
         "The evaluation confusion counts are diagnostics computed from raw test data, not covered by the guarantee.",
     ]
-    if cfg["noise-seed"] >= 0:
+    if cfg.release.noise_seed >= 0:
         notes.append("noise-seed is fixed for reproducibility; whoever knew it could remove the noise.")
     central = {"notion": "(epsilon, delta)-DP, user level", **p, "text": text}
     return {"central": central, "ldp_guarantee_holds": False, "notes": notes}

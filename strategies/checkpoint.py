@@ -198,7 +198,7 @@ class RoundCheckpoints(Strategy):
         if self.resumed_from:
             for m in messages:
                 if wire.CONFIG in m.content:
-                    m.content[wire.CONFIG][RESUMED_FROM] = self.resumed_from
+                    wire.config_record(m.content, wire.CONFIG)[RESUMED_FROM] = self.resumed_from
                 else:
                     m.content[wire.CONFIG] = ConfigRecord({RESUMED_FROM: self.resumed_from})
         return messages

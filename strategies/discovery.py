@@ -20,8 +20,10 @@ def raise_on_errors(replies: Iterable[Message], stage: str) -> None:
         raise RuntimeError(f"{len(errors)} node(s) failed during {stage}: {errors[0]}")
 
 
-def error_reason(reason: str) -> str:
+def error_reason(reason: str | None) -> str:
     """A node's error as ``Type: message`` (Flower wraps a ClientApp's exception as ``<class 'T'>:<'m'>``)."""
+    if reason is None:  # Flower's Error.reason is optional
+        return "no reason given"
     wrapped = re.fullmatch(r"<class '(?:[\w.]*\.)?(\w+)'>:<'(.*)'>", reason, flags=re.DOTALL)
     return f"{wrapped.group(1)}: {wrapped.group(2)}" if wrapped else reason
 
@@ -57,7 +59,9 @@ def discover_nodes(
         replies = list(grid.send_and_receive(queries, timeout=timeout)) if queries else []
         raise_on_errors(replies, "query")
         for reply in replies:
-            nodes[reply.metadata.src_node_id] = wire.CohortInfo.from_record(reply.content[wire.COHORT])
+            nodes[reply.metadata.src_node_id] = wire.CohortInfo.from_record(
+                wire.metric_record(reply.content, wire.COHORT)
+            )
         if any(v.node_local and v.num_train_users == 0 for v in nodes.values()) and every_partition(nodes):
             nodes.update(assign_users(grid, nodes, timeout))
         if covers_everyone(nodes):
@@ -111,7 +115,9 @@ def assign_users(grid: Grid, nodes: dict[int, wire.CohortInfo], timeout: float) 
     ]
     replies = list(grid.send_and_receive(queries, timeout=timeout))
     raise_on_errors(replies, "query")
-    assigned = {r.metadata.src_node_id: wire.CohortInfo.from_record(r.content[wire.COHORT]) for r in replies}
+    assigned = {
+        r.metadata.src_node_id: wire.CohortInfo.from_record(wire.metric_record(r.content, wire.COHORT)) for r in replies
+    }
     missing = sorted(set(order) - set(assigned))
     if missing:
         raise RuntimeError(f"nodes {missing} did not answer the assignment of their user ids")

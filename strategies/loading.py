@@ -13,11 +13,12 @@ from __future__ import annotations
 
 import importlib
 import inspect
-from collections.abc import Mapping
+from collections.abc import Callable
 from typing import Any
 
 from flwr.serverapp.strategy import Strategy
 
+from fl.config import RunConfig
 from strategies.local.release_training import ReleaseTraining
 
 
@@ -36,20 +37,21 @@ def import_object(spec: str) -> Any:
         raise ValueError(f"module {module_name!r} has no attribute {attr!r}") from None
 
 
-def make_strategy(cfg: Mapping[str, Any]) -> Strategy:
+def make_strategy(cfg: RunConfig) -> Strategy:
     """The configured strategy (``ReleaseTraining`` when ``strategy`` is empty).
 
     The ServerApp puts ``LocalDPAccounting`` around whatever this returns, so
     no configured strategy can skip the accounting.
     """
-    spec = cfg["strategy"]
+    spec = cfg.server.strategy
     if not spec:
         return ReleaseTraining(cfg)
     cls = import_object(spec)
     if inspect.isclass(cls) and issubclass(cls, ReleaseTraining):
         return cls(cfg)
     if inspect.isclass(cls) and issubclass(cls, Strategy) and "strategy" in inspect.signature(cls).parameters:
-        return cls(strategy=ReleaseTraining(cfg))
+        wrapper: Callable[..., Strategy] = cls  # a Strategy subclass whose constructor takes `strategy` (checked)
+        return wrapper(strategy=ReleaseTraining(cfg))
     raise ValueError(
         f"strategy {spec!r} must subclass strategies.ReleaseTraining or be a Flower Strategy "
         "wrapper taking a `strategy` argument"

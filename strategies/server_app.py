@@ -30,11 +30,12 @@ from fl.accounting.central import check_central_config
 from fl.accounting.scope import EVALUATION_NOT_COVERED, GUARANTEE_COVERS, scope_fields
 from fl.attacks.state import AttackState
 from fl.attacks.state import from_model as attack_from_model
+from fl.config import RunConfig
 from fl.data import datasets as data
 from fl.encoding.encoder import best_device
 from fl.levels.channels import channel_class, run_label
 from fl.maps import input_map as maps
-from fl.maps.pipeline import build_model
+from fl.maps.pipeline import ServerModel, build_model
 from fl.maps.public_start import supervised_start, train_public_start
 from fl.reporting.results import RunWriter, run_folder
 from fl.reporting.timing import PHASES
@@ -59,7 +60,7 @@ SECURE_RNG_NOTE = (
 )
 
 
-def guarantee_statement(cfg: Mapping[str, Any], accounting: LocalDPAccounting) -> dict[str, Any]:
+def guarantee_statement(cfg: RunConfig, accounting: LocalDPAccounting) -> dict[str, Any]:
     """What the run's releases guarantee, in numbers and in words (from the run's channels)."""
     core = accounting.core
     assert core.channels is not None and core.info is not None
@@ -73,10 +74,10 @@ def guarantee_statement(cfg: Mapping[str, Any], accounting: LocalDPAccounting) -
         "public": "M1 trained on the public split only, then frozen",
         "supervised": "the affine map computed from the public split only, then frozen",
     }
-    if cfg["map-in"] in pulled_back:
-        offset = " + b" if cfg["map-in"] == "supervised" else ""
+    if cfg.release.map_in in pulled_back:
+        offset = " + b" if cfg.release.map_in == "supervised" else ""
         statement["sentence"]["text"] += (
-            f" (metric pulled back through {pulled_back[cfg['map-in']]}: d(n(M1 x{offset}), n(M1 x'{offset})))"
+            f" (metric pulled back through {pulled_back[cfg.release.map_in]}: d(n(M1 x{offset}), n(M1 x'{offset})))"
         )
     statement.update(channels.embedding.statement())
     statement["sentence"]["text"] = channels.embedding.sentence_text(statement["sentence"]["text"])
@@ -93,9 +94,9 @@ def guarantee_statement(cfg: Mapping[str, Any], accounting: LocalDPAccounting) -
         notes.append("Labels are released in the clear: the (embedding, label) pair has no finite epsilon.")
     if accounting.level_warning:
         notes.append(f"WARNING: {accounting.level_warning}")
-    if cfg["noise-seed"] >= 0:
+    if cfg.release.noise_seed >= 0:
         notes.append("noise-seed is fixed for reproducibility; a server that knew it could remove the noise.")
-    if cfg["secure-rng"]:
+    if cfg.release.secure_rng:
         notes.append(SECURE_RNG_NOTE)
     statement["notes"] = notes
     return statement
@@ -115,52 +116,53 @@ class ModeRun:
         return self.strategy.records
 
 
-def local_run(grid: Grid, cfg: Mapping[str, Any], writer: RunWriter) -> ModeRun:
+def local_run(grid: Grid, cfg: RunConfig, writer: RunWriter) -> ModeRun:
     """The configured strategy (``ReleaseTraining``, a subclass, or a wrapper) inside the accounting."""
     strategy: Strategy = make_strategy(cfg)
     return ModeRun(LocalDPAccounting(strategy, cfg, writer), ArrayRecord())
 
 
-def user_level_run(grid: Grid, cfg: Mapping[str, Any], writer: RunWriter, timeout: float) -> ModeRun:
+def user_level_run(grid: Grid, cfg: RunConfig, writer: RunWriter, timeout: float) -> ModeRun:
     """User-level DP-FedAvg from a seeded start, or from a model trained on the public split."""
-    import mechanisms
+    from mechanisms.identity import NoPrivacy
 
     nodes = discover_nodes(grid, timeout)
     first = next(iter(nodes.values()))
     model = build_model(cfg, first.map_dim, first.encoder_dim, first.num_classes)
     matrix = None
-    start = f"seeded random initialisation (seed {cfg['seed']}), M1 = {cfg['map-in']}"
-    if cfg["map-in"] == "public":
-        device = torch.device(best_device(cfg["device"]))
-        no_noise = mechanisms.mechanism_class("none")(level="sentence")  # central mode: no local sanitizer
-        start_map = maps.input_map("public", first.encoder_dim, first.map_dim, cfg["map-seed"])
+    start = f"seeded random initialisation (seed {cfg.users.seed}), M1 = {cfg.release.map_in}"
+    if cfg.release.map_in == "public":
+        device = torch.device(best_device(cfg.server.device))
+        no_noise = NoPrivacy(level="sentence")  # central mode: no local sanitizer (the "none" mechanism)
+        start_map = maps.input_map("public", first.encoder_dim, first.map_dim, cfg.release.map_seed)
         assert start_map is not None
-        gen = torch.Generator().manual_seed(int(cfg["seed"]))
+        gen = torch.Generator().manual_seed(int(cfg.users.seed))
         matrix, info = train_public_start(cfg, model.to(device), start_map, no_noise, device, gen)
         start = (
             f"M1, M2 and the classifier trained on {info['public_documents']} public documents "
             f"({info['public_epochs']} epochs, clean embeddings), M1 then frozen"
         )
-    elif cfg["map-in"] == "supervised":
-        device = torch.device(best_device(cfg["device"]))
-        no_noise = mechanisms.mechanism_class("none")(level="sentence")  # central mode: no local sanitizer
-        gen = torch.Generator().manual_seed(int(cfg["seed"]))
+    elif cfg.release.map_in == "supervised":
+        device = torch.device(best_device(cfg.server.device))
+        no_noise = NoPrivacy(level="sentence")  # central mode: no local sanitizer (the "none" mechanism)
+        gen = torch.Generator().manual_seed(int(cfg.users.seed))
         matrix, info = supervised_start(cfg, no_noise, first.num_classes, first.map_dim, device, gen)
         start = (
-            f"seeded random initialisation (seed {cfg['seed']}); M1 = the public logistic regression's affine "
+            f"seeded random initialisation (seed {cfg.users.seed}); M1 = the public logistic regression's affine "
             f"map on {info['public_documents']} public documents (m' = {info['map_dim']}, scale "
             f"{info['map_scale']:g}), frozen"
         )
-    if cfg["central-train"] == "encoder":  # the encoder's top part trains next to the head (fl.training.encoder)
+    trained: torch.nn.Module = model  # the head, or (central-train = "encoder") the encoder's top part and the head
+    if cfg.central.central_train == "encoder":  # the encoder's top part trains next to the head (fl.training.encoder)
         from fl.training.encoder import build_encoder_classifier, trainable_state
 
-        model = build_encoder_classifier(cfg, model, matrix, best_device(cfg["device"]))
-        encoder_part = sum(v.numel() for k, v in trainable_state(model).items() if k.startswith("top."))
+        trained = build_encoder_classifier(cfg, model, matrix, best_device(cfg.server.device))
+        encoder_part = sum(v.numel() for k, v in trainable_state(trained).items() if k.startswith("top."))
         start += (
-            f"; the encoder's top {cfg['tuning-layers']} layers ({cfg['central-tuning-part']}: {encoder_part} "
-            "trainable parameters) train with the head under the same per-user clipping and noise"
+            f"; the encoder's top {cfg.encoder.tuning_layers} layers ({cfg.central.central_tuning_part}: "
+            f"{encoder_part} trainable parameters) train with the head under the same per-user clipping and noise"
         )
-    strategy = UserLevelDPFedAvg(cfg, nodes, model, matrix, writer)
+    strategy = UserLevelDPFedAvg(cfg, nodes, trained, matrix, writer)
     log.info(
         "%d nodes hold %d training users and %d test users; about %.0f users sampled per round; start: %s",
         len(nodes),
@@ -172,11 +174,11 @@ def user_level_run(grid: Grid, cfg: Mapping[str, Any], writer: RunWriter, timeou
     return ModeRun(strategy, strategy._arrays(), start)
 
 
-def central_run(grid: Grid, cfg: Mapping[str, Any], writer: RunWriter, timeout: float) -> ModeRun:
+def central_run(grid: Grid, cfg: RunConfig, writer: RunWriter, timeout: float) -> ModeRun:
     """User-level DP-FedAvg (``central-unit = "user"``), or node-level DP-FedAvg inside Flower's
     fixed-clipping wrapper inside the central accounting (``"node"``)."""
     check_central_config(cfg)
-    if cfg["central-unit"] == "user":
+    if cfg.central.central_unit == "user":
         return user_level_run(grid, cfg, writer, timeout)
     nodes = discover_nodes(grid, timeout)
     first = next(iter(nodes.values()))
@@ -192,7 +194,7 @@ def central_run(grid: Grid, cfg: Mapping[str, Any], writer: RunWriter, timeout: 
     return ModeRun(strategy, ArrayRecord(model.state_dict()), "seeded random initialisation", first)
 
 
-def _summary(cfg: Mapping[str, Any], run: ModeRun, writer: RunWriter) -> tuple[dict[str, Any], str, str]:
+def _summary(cfg: RunConfig, run: ModeRun, writer: RunWriter) -> tuple[dict[str, Any], str, str]:
     """The mode's summary fields, plot title and test label."""
     records = run.records
     last = records[-1] if records else {}
@@ -217,9 +219,9 @@ def _summary(cfg: Mapping[str, Any], run: ModeRun, writer: RunWriter) -> tuple[d
             "users": {"train": u.num_users, "test": next(iter(u.nodes.values())).num_test_users, "nodes": len(u.nodes)},
         }
         title = (
-            f"{cfg['dataset']} | user-level central DP z={cfg['central-noise-multiplier']:g} "
-            f"C={cfg['central-clip']:g} | ~{u.q * u.num_users:.0f} users/round | "
-            f"eps={p.get('epsilon', float('nan')):.3g}, delta={cfg['central-delta']:g}"
+            f"{cfg.data.dataset} | user-level central DP z={cfg.central.central_noise_multiplier:g} "
+            f"C={cfg.central.central_clip:g} | ~{u.q * u.num_users:.0f} users/round | "
+            f"eps={p.get('epsilon', float('nan')):.3g}, delta={cfg.central.central_delta:g}"
         )
         return fields, title, "raw test"
     if isinstance(run.strategy, CentralDPAccounting):
@@ -228,7 +230,7 @@ def _summary(cfg: Mapping[str, Any], run: ModeRun, writer: RunWriter) -> tuple[d
             "mode": "central",
             "central_unit": "node",
             "start": run.start,
-            "strategy": f"{type(s.strategy).__name__}({type(s.strategy.strategy).__name__})",
+            "strategy": f"{type(s.strategy).__name__}({type(s.fedavg).__name__})",
             "rounds": len(records),
             "final": {k: last.get(k) for k in ("accuracy", "macro_f1", "clean_accuracy", "clean_macro_f1")},
             "best_accuracy": best,
@@ -237,13 +239,13 @@ def _summary(cfg: Mapping[str, Any], run: ModeRun, writer: RunWriter) -> tuple[d
             **scope_fields("central"),
             "guarantee": central_guarantee(cfg, s),
         }
-        first = next(iter(s.strategy.strategy.nodes.values()))
+        first = next(iter(s.fedavg.nodes.values()))
         fields["users"] = {"train": first.num_train_users, "test": first.num_test_users, "nodes": s.num_nodes}
         p = last.get("privacy") or {}
         title = (
-            f"{cfg['dataset']} | central DP z={cfg['central-noise-multiplier']:g} C={cfg['central-clip']:g} "
-            f"({cfg['central-clipping']}) | {s.num_sampled}/{s.num_nodes} nodes | "
-            f"eps={p.get('epsilon', float('nan')):.3g}, delta={cfg['central-delta']:g}"
+            f"{cfg.data.dataset} | central DP z={cfg.central.central_noise_multiplier:g} "
+            f"C={cfg.central.central_clip:g} ({cfg.central.central_clipping}) | {s.num_sampled}/{s.num_nodes} nodes | "
+            f"eps={p.get('epsilon', float('nan')):.3g}, delta={cfg.central.central_delta:g}"
         )
         return fields, title, "raw test"
     acc = run.strategy
@@ -266,13 +268,13 @@ def _summary(cfg: Mapping[str, Any], run: ModeRun, writer: RunWriter) -> tuple[d
     assert core.info is not None
     leak = " | NOT LDP (leaky M1)" if core.leaky else ""
     title = (
-        f"{cfg['dataset']} | {run_label(cfg)} | M1={cfg['map-in']} m'={core.info.map_dim} | "
-        f"label={cfg['label-mechanism']}{leak}"
+        f"{cfg.data.dataset} | {run_label(cfg)} | M1={cfg.release.map_in} m'={core.info.map_dim} | "
+        f"label={cfg.release.label_mechanism}{leak}"
     )
     return fields, title, "sanitized test"
 
 
-def attack_state(cfg: Mapping[str, Any], run: ModeRun, final: ArrayRecord) -> AttackState | None:
+def attack_state(cfg: RunConfig, run: ModeRun, final: ArrayRecord) -> AttackState | None:
     """What ``sanitas attack`` needs from the server (``fl.attacks.state``), or ``None`` when the run's
     strategy is not one whose model and inputs Sanitas knows (a user's own strategy)."""
     strategy = run.strategy
@@ -290,10 +292,11 @@ def attack_state(cfg: Mapping[str, Any], run: ModeRun, final: ArrayRecord) -> At
         log.info("no attack state: dataset = 'synthetic' has no documents to attack")
         return None
     if isinstance(strategy, UserLevelDPFedAvg):
-        if cfg["central-train"] == "encoder":
+        if cfg.central.central_train == "encoder":
             log.info("no attack state: the attacks read a head on fixed embeddings, this run trained the encoder too")
             return None
         users = np.arange(strategy.num_users, dtype=np.int64)
+        assert isinstance(strategy.model, ServerModel)  # central-train = "head": the model is the head itself
         return attack_from_model(strategy.model, strategy.map_matrix, _user_documents(cfg, users), everyone)
     info = run.info
     if info is None:  # a checkpoint from before the shape was kept
@@ -301,9 +304,9 @@ def attack_state(cfg: Mapping[str, Any], run: ModeRun, final: ArrayRecord) -> At
         return None
     model = build_model(cfg, info.map_dim, info.encoder_dim, info.num_classes)
     model.load_state_dict(final.to_torch_state_dict())
-    if cfg["map-in"] in maps.FROM_SERVER:
+    if cfg.release.map_in in maps.FROM_SERVER:
         return None
-    matrix = maps.input_map(cfg["map-in"], info.encoder_dim, info.map_dim, cfg["map-seed"])
+    matrix = maps.input_map(cfg.release.map_in, info.encoder_dim, info.map_dim, cfg.release.map_seed)
     users = np.arange(info.num_train_users, dtype=np.int64)
     return attack_from_model(model, matrix, _user_documents(cfg, users), everyone)
 
@@ -316,7 +319,7 @@ def holds_own_files(run: ModeRun) -> bool:
     return any(getattr(v, "node_local", 0) for v in infos)
 
 
-def _user_documents(cfg: Mapping[str, Any], users: np.ndarray) -> np.ndarray:
+def _user_documents(cfg: RunConfig, users: np.ndarray) -> np.ndarray:
     """The training-split rows of these users' documents."""
     from fl.cohort import user_partition
 
@@ -324,18 +327,18 @@ def _user_documents(cfg: Mapping[str, Any], users: np.ndarray) -> np.ndarray:
     return np.concatenate(rows).astype(np.int64) if rows else np.zeros(0, dtype=np.int64)
 
 
-def publish_encoder(cfg: Mapping[str, Any], grid: Grid) -> tuple[Mapping[str, Any], Grid, dict[str, Any]]:
+def publish_encoder(cfg: RunConfig, grid: Grid) -> tuple[RunConfig, Grid, dict[str, Any]]:
     """The encoder of the run: as configured, or (``encoder-tuning = "public"``) fine-tuned on the
     public split and published by its digest, which every request then names (:class:`EncoderGrid`).
     Returns the config the server uses (``encoder`` = the published folder), the grid, and the
     encoder's record for the summary and the statement."""
-    if cfg["encoder-tuning"] == "none":
-        return cfg, grid, {"name": cfg["encoder"], "tuning": "none"}
+    if cfg.encoder.encoder_tuning == "none":
+        return cfg, grid, {"name": cfg.encoder.encoder, "tuning": "none"}
     from fl.encoding.public_tuning import tune_public
 
-    tuned = tune_public(cfg, best_device(cfg["device"]))
+    tuned = tune_public(cfg, best_device(cfg.server.device))
     tuned_cfg = config_mod.resolve({**dict(cfg), "encoder": str(tuned.folder)})
-    return tuned_cfg, EncoderGrid(grid, tuned.digest), {"name": cfg["encoder"], **tuned.record()}
+    return tuned_cfg, EncoderGrid(grid, tuned.digest).as_grid(), {"name": cfg.encoder.encoder, **tuned.record()}
 
 
 def encoder_note(encoder: Mapping[str, Any]) -> str:
@@ -359,7 +362,7 @@ def run_timings(grid: Grid) -> dict[str, Any]:
     return timings
 
 
-def run_server(grid: Grid, cfg: Mapping[str, Any], timeout: float = 3600.0, resume: bool = False) -> dict[str, Any]:
+def run_server(grid: Grid, cfg: RunConfig, timeout: float = 3600.0, resume: bool = False) -> dict[str, Any]:
     """Run one federated job (either mode) with a resolved config; returns the summary dict.
 
     ``timeout`` bounds node discovery; each round waits ``node-timeout`` seconds for its replies.
@@ -370,9 +373,9 @@ def run_server(grid: Grid, cfg: Mapping[str, Any], timeout: float = 3600.0, resu
     """
     started = time.time()
     PHASES.end("backend start")  # from the launcher's call into the backend to here: its start-up
-    grid = TimedGrid(LostNodeGrid(grid))
-    if cfg["fault-rate"] > 0:
-        grid = FaultyGrid(grid, cfg)  # drops the scheduled replies when fault-kind = "drop-reply"
+    grid = TimedGrid(LostNodeGrid(grid)).as_grid()
+    if cfg.simulation.fault_rate > 0:
+        grid = FaultyGrid(grid, cfg).as_grid()  # drops the scheduled replies when fault-kind = "drop-reply"
     source = data.check_source(cfg)
     folder = run_folder(cfg)
     configured = dict(cfg)
@@ -381,18 +384,26 @@ def run_server(grid: Grid, cfg: Mapping[str, Any], timeout: float = 3600.0, resu
     if resume:
         writer = RunWriter.reopen(folder, last_checkpoint(folder))
         done, strategy, arrays, extra = load_checkpoint(folder, writer)
+        if not isinstance(strategy, LocalDPAccounting | CentralDPAccounting | UserLevelDPFedAvg):
+            raise TypeError(
+                f"the checkpoint in {folder} holds a {type(strategy).__name__}, not a Sanitas mode's strategy"
+            )
         run = ModeRun(strategy, arrays, extra.get("start", ""), extra.get("info"))
         remap_nodes(strategy, discover_nodes(grid, timeout))  # node ids are new in a new simulation
         diagnostics = extra.get("diagnostics")
         log.info("resuming %s after round %d", folder, done)
     else:
         done = 0
-        writer = RunWriter(folder, int(cfg["num-server-rounds"]))
+        writer = RunWriter(folder, int(cfg.server.num_server_rounds))
         writer.write_json("config.json", {"config": configured, "data_source": source})
         log.info("results go to %s", writer.folder)
         diagnostics = None
         with PHASES.measure("server setup"), failed_status(writer):  # central mode: discovery, public start
-            run = central_run(grid, cfg, writer, timeout) if cfg["mode"] == "central" else local_run(grid, cfg, writer)
+            run = (
+                central_run(grid, cfg, writer, timeout)
+                if cfg.central.mode == "central"
+                else local_run(grid, cfg, writer)
+            )
             diagnostics = channel_class(cfg).diagnostics(cfg)  # e.g. the word-level rewrite's quality
             if diagnostics is not None:
                 name, data_ = diagnostics
@@ -404,8 +415,8 @@ def run_server(grid: Grid, cfg: Mapping[str, Any], timeout: float = 3600.0, resu
         checkpoints.start(
             grid=grid,
             initial_arrays=run.initial_arrays,
-            num_rounds=int(cfg["num-server-rounds"]),
-            timeout=float(cfg["node-timeout"]),  # per round: a reply later than this is lost
+            num_rounds=int(cfg.server.num_server_rounds),
+            timeout=float(cfg.server.node_timeout),  # per round: a reply later than this is lost
         )
         with PHASES.measure("writing results"):
             state = attack_state(cfg, run, checkpoints.arrays)
@@ -418,7 +429,7 @@ def run_server(grid: Grid, cfg: Mapping[str, Any], timeout: float = 3600.0, resu
         fields["guarantee"]["notes"].append(encoder_note(encoder))
         summary = {
             "results_folder": str(writer.folder),
-            "dataset": cfg["dataset"],
+            "dataset": cfg.data.dataset,
             **fields,
             "encoder": encoder,
             **({diagnostics[0]: diagnostics[1]} if diagnostics is not None else {}),
@@ -428,7 +439,7 @@ def run_server(grid: Grid, cfg: Mapping[str, Any], timeout: float = 3600.0, resu
         }
         with PHASES.measure("writing results"):
             writer.write_json("summary.json", summary)
-            writer.plot(title, test_label=test_label, reference=cfg["reference-accuracy"] or None)
+            writer.plot(title, test_label=test_label, reference=cfg.output.reference_accuracy or None)
     writer.finish()
     log.info("done in %.1fs: %s", summary["wall_seconds"], writer.folder)
     return summary

@@ -10,7 +10,9 @@ tests/fl/test_offline.py checks both.
 
 from __future__ import annotations
 
+import logging
 import os
+from collections.abc import Iterator
 
 OFFLINE_VARIABLES = ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE", "TRANSFORMERS_OFFLINE")
 for _name in OFFLINE_VARIABLES:
@@ -44,3 +46,21 @@ def data_dir() -> Path:
 @pytest.fixture(scope="session")
 def cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("sanitas-cache")
+
+
+#: Sanitas' loggers: ``sanitas`` commands run in this process (tests calling ``simulations.cli.main``)
+#: configure them (their own handler, no propagation); every test gets them back as they were, so that
+#: ``caplog`` sees the records of the tests after it.
+SANITAS_LOGGERS = ("fl", "clients", "strategies", "simulations", "sanitas")
+
+
+@pytest.fixture(autouse=True)
+def restore_sanitas_loggers() -> Iterator[None]:
+    saved = {name: (logging.getLogger(name).handlers[:], logging.getLogger(name).level) for name in SANITAS_LOGGERS}
+    propagate = {name: logging.getLogger(name).propagate for name in SANITAS_LOGGERS}
+    yield
+    for name, (handlers, level) in saved.items():
+        logger = logging.getLogger(name)
+        logger.handlers[:] = handlers
+        logger.setLevel(level)
+        logger.propagate = propagate[name]

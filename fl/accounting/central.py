@@ -27,6 +27,7 @@ from dp_accounting.pld import PLDAccountant
 from dp_accounting.rdp import RdpAccountant
 
 from fl.accounting.scope import scope_fields
+from fl.config import CentralConfig
 
 #: The MetricRecord key every central-mode node sets to 1.0 and FedAvg weights by:
 #: the noise calibration ``z * C / k`` assumes a uniform average of the k updates
@@ -189,18 +190,18 @@ def noise_for_epsilon(
     return hi
 
 
-def privacy_record(cfg: Mapping[str, Any], num_sampled: int, num_nodes: int, rounds: int) -> dict[str, Any]:
+def privacy_record(central: CentralConfig, num_sampled: int, num_nodes: int, rounds: int) -> dict[str, Any]:
     """The ``privacy`` block of a central-mode round record."""
-    acc = central_epsilon(cfg["central-noise-multiplier"], num_sampled, num_nodes, rounds, cfg["central-delta"])
+    acc = central_epsilon(central.central_noise_multiplier, num_sampled, num_nodes, rounds, central.central_delta)
     return {
         "mode": "central",
         **scope_fields("central"),
         "epsilon": acc["epsilon"],
         "delta": acc["delta"],
         "accountant": acc["accountant"],
-        "noise_multiplier": float(cfg["central-noise-multiplier"]),
-        "clipping_norm": float(cfg["central-clip"]),
-        "clipping": cfg["central-clipping"],
+        "noise_multiplier": float(central.central_noise_multiplier),
+        "clipping_norm": float(central.central_clip),
+        "clipping": central.central_clipping,
         "sampled_nodes": int(num_sampled),
         "nodes": int(num_nodes),
         "rounds_accounted": int(rounds),

@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Mapping
 from functools import lru_cache
 from typing import Any
 
@@ -44,6 +43,7 @@ from dp_accounting.pld import privacy_loss_distribution
 from dp_accounting.rdp import RdpAccountant
 
 from fl.accounting.scope import scope_fields
+from fl.config import CentralConfig
 
 RELATION = dp_accounting.NeighboringRelation.ADD_OR_REMOVE_ONE
 # PLDAccountant's default grid; _round_pld must use the accountant's own settings.
@@ -184,17 +184,20 @@ def sampling_rate(cohort_size: float, num_users: int) -> float:
     return min(1.0, float(cohort_size) / num_users)
 
 
-def user_privacy_record(cfg: Mapping[str, Any], sampling_rate_: float, num_users: int, rounds: int) -> dict[str, Any]:
+def user_privacy_record(central: CentralConfig, sampling_rate_: float, num_users: int, rounds: int) -> dict[str, Any]:
     """The ``privacy`` block of a user-level central round record (the figure is per user)."""
     acc = user_level_epsilon(
-        float(cfg["central-noise-multiplier"]), float(sampling_rate_), int(rounds), float(cfg["central-delta"])
+        float(central.central_noise_multiplier),
+        float(sampling_rate_),
+        int(rounds),
+        float(central.central_delta),
     )
     return {
         "mode": "central",
         "central_unit": "user",
         **scope_fields("central"),
         **acc,
-        "clipping_norm": float(cfg["central-clip"]),
+        "clipping_norm": float(central.central_clip),
         "clipping": "client (each user's update, on its node)",
         "expected_users_per_round": float(sampling_rate_) * num_users,
         "users": int(num_users),

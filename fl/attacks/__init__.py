@@ -1,4 +1,4 @@
-"""Attacks that measure what an adversary still learns from a run (issue 17).
+"""Attacks that measure what an adversary still learns from a run.
 
 Pure functions on arrays and models, one module per attack family:
 

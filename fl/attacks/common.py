@@ -8,6 +8,9 @@ import torch
 class Standardise(torch.nn.Module):
     """x -> (x - mean) / std with the statistics of the attacker's training set (kept as buffers)."""
 
+    mean: torch.Tensor  # buffers (register_buffer below): declared for the type checker
+    std: torch.Tensor
+
     def __init__(self, mean: torch.Tensor, std: torch.Tensor) -> None:
         super().__init__()
         self.register_buffer("mean", mean)

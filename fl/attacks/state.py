@@ -13,9 +13,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import cast
 
 import numpy as np
 import torch
+from torch import nn
 
 from fl.encoding.cache_files import atomic_write
 from fl.maps.pipeline import ServerModel
@@ -77,8 +79,9 @@ def from_model(model: ServerModel, matrix: torch.Tensor | None, members: np.ndar
         {k: v.detach().cpu().clone() for k, v in model.state_dict().items()},
         int(model.restore.in_features),
         int(model.restore.out_features),
-        int(model.classifier[0].out_features),
-        int(model.classifier[-1].out_features),
+        # ServerModel.classifier is Sequential(Linear, ReLU, Linear); indexing a Sequential is typed Module.
+        int(cast(nn.Linear, model.classifier[0]).out_features),
+        int(cast(nn.Linear, model.classifier[-1]).out_features),
         matrix,
         np.asarray(members, dtype=np.int64),
         members_are,

@@ -131,6 +131,12 @@ def resolve(overrides: Mapping[str, Any] | None = None) -> RunConfig:
 LEVELS = ("sentence", "word", "document")
 
 
+def as_run_config(cfg: Mapping[str, Any]) -> RunConfig:
+    """``cfg`` itself when it is a resolved :class:`RunConfig`, else the mapping resolved (and validated):
+    what a public constructor that accepts any mapping of run-config keys stores."""
+    return cfg if isinstance(cfg, RunConfig) else resolve(cfg)
+
+
 def level_of(cfg: Mapping[str, Any]) -> str:
     """The level a run releases at, decided here and nowhere else: ``"word"`` or ``"document"`` when
     that level's mechanism is set, else ``"sentence"`` (:func:`validate` refuses two levels at once).
@@ -435,7 +441,9 @@ def make_mechanism(cfg: Mapping[str, Any], channel: str, input_dim: int | None =
     cls = mechanisms.mechanism_class(name)
     options = mechanism_options(cfg[f"{channel}-options"], f"{channel}-options")
     if name == "none":
-        return cls(level=channel, **options)
+        from mechanisms.identity import NoPrivacy  # the registry's "none": the channel's level, no noise
+
+        return NoPrivacy(level=channel, **options)
     if input_dim is not None and "input_dim" in inspect.signature(cls).parameters:
         options.setdefault("input_dim", int(input_dim))
     return mechanisms.create(name, epsilon=cfg[f"{channel}-epsilon"], **options)

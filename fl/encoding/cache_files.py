@@ -38,7 +38,7 @@ log = logging.getLogger(__name__)
 CHECKSUM_KEY = "sha256"  # name of the checksum inside a sealed entry
 
 
-def atomic_write(path: Path, write: Callable[[BinaryIO], None]) -> None:
+def atomic_write(path: Path, write: Callable[[BinaryIO], object]) -> None:
     """Create or replace ``path`` atomically with what ``write`` writes to a binary file object.
 
     Guarantees: a reader never sees a partial file at ``path``; concurrent writers each

@@ -8,14 +8,13 @@ no Python loop over sentences. Sentences come from the deterministic splitter
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 import torch
 
-from fl.config import cache_dir
+from fl.config import RunConfig, cache_dir
 from fl.data.sentences import split_sentences
 from fl.encoding.encoder import best_device, encode
 
@@ -82,14 +81,19 @@ class SentenceDocs:
         )
 
 
-def embed_sentences(texts: Sequence[str], cfg: Mapping[str, Any], progress: bool = True) -> SentenceDocs:
+def embed_sentences(texts: Sequence[str], cfg: RunConfig, progress: bool = True) -> SentenceDocs:
     """Split each text into sentences and embed them with the configured frozen encoder (cached)."""
     pieces = [split_sentences(t) for t in texts]
     k = np.array([len(p) for p in pieces], dtype=np.int64)
     flat = [s for p in pieces for s in p]
     if flat:
         emb = encode(
-            flat, cfg["encoder"], cache_dir(cfg), best_device(cfg["device"]), cfg["encode-batch-size"], progress
+            flat,
+            cfg.encoder.encoder,
+            cache_dir(cfg),
+            best_device(cfg.server.device),
+            cfg.encoder.encode_batch_size,
+            progress,
         )
         table = torch.as_tensor(np.asarray(emb), dtype=torch.float32)
     else:

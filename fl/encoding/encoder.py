@@ -19,15 +19,14 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import torch
 
-from fl.config import ENCODER_DIMS, cache_dir
+from fl.config import ENCODER_DIMS, RunConfig, cache_dir
 from fl.data.sentences import split_sentences
 from fl.encoding.cache_files import atomic_write, discarded
 from fl.reporting.progress import quiet as quiet_progress
@@ -455,18 +454,18 @@ def embed_documents(
 
 
 def embed_texts(
-    texts: Sequence[str], cfg: Mapping[str, Any], device: str, progress: bool = True, store: bool = True
+    texts: Sequence[str], cfg: RunConfig, device: str, progress: bool = True, store: bool = True
 ) -> np.ndarray:
     """Document embeddings ``[len(texts), d]`` as the run config says (``doc-embedding``, ``encoder``,
     its cache folder, ``encode-batch-size``), through the shared cache (``store`` as in
     :func:`embed_documents`)."""
     return embed_documents(
         texts,
-        cfg["doc-embedding"],
-        cfg["encoder"],
+        cfg.encoder.doc_embedding,
+        cfg.encoder.encoder,
         cache_dir(cfg),
         device,
-        cfg["encode-batch-size"],
+        cfg.encoder.encode_batch_size,
         progress,
         store,
     )

@@ -12,7 +12,7 @@ What is trained (``tuning-part``): ``"all"`` weights, the ``"top"`` ``tuning-lay
 transformer layers, or ``"lora"`` adapters (``peft``, rank ``tuning-lora-rank``) on the query
 and value projections of the top ``tuning-layers`` layers, merged into the weights before
 publishing. Only public documents reach the tuning (a private document changed leaves the
-digest unchanged; tests/fl/test_encoder_tuning.py), so the encoder is public like M1 and the
+digest unchanged; tests/fl/encoding/test_public_tuning.py), so the encoder is public like M1 and the
 local guarantee is unchanged; the run's statement names the encoder by its digest.
 
 A recipe (base encoder, the public split's texts and labels, the tuning keys, the seed) maps
@@ -39,7 +39,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from fl.config import SECTIONS, cache_dir
+from fl.config import SECTIONS, EncoderConfig, RunConfig, cache_dir
 from fl.encoding.cache_files import atomic_write
 from fl.encoding.encoder import MANIFEST, embedding_dim, load_encoder, model_id, resolve_model
 
@@ -55,10 +55,10 @@ LOGIT_SCALE = 20.0  # the head reads s * G(x) (G's output has unit norm): a cosi
 TUNING_KEYS = tuple(k for k in SECTIONS["encoder"] if k.startswith("tuning-"))
 
 
-def part_learning_rate(cfg: Mapping[str, Any], part: str | None = None) -> float:
+def part_learning_rate(encoder: EncoderConfig, part: str | None = None) -> float:
     """``tuning-learning-rate``, or the default of ``part`` (default: ``tuning-part``) when it is 0."""
-    lr = float(cfg["tuning-learning-rate"])
-    return lr if lr > 0 else DEFAULT_LR[part or cfg["tuning-part"]]
+    lr = float(encoder.tuning_learning_rate)
+    return lr if lr > 0 else DEFAULT_LR[part or encoder.tuning_part]
 
 
 def weights_digest(model: nn.Module) -> str:
@@ -268,10 +268,10 @@ def fine_tune(
     return model, info
 
 
-def _recipe(cfg: Mapping[str, Any], texts: Sequence[str], labels: np.ndarray) -> str:
+def _recipe(cfg: RunConfig, texts: Sequence[str], labels: np.ndarray) -> str:
     """The digest of everything the tuning depends on: base encoder, public data, keys, seed, versions."""
     h = hashlib.sha256(b"sanitas-tuning-recipe-v1\0")
-    h.update(model_id(cfg["encoder"]).encode() + b"\0")
+    h.update(model_id(cfg.encoder.encoder).encode() + b"\0")
     h.update(json.dumps({k: cfg[k] for k in (*TUNING_KEYS, "seed")}, sort_keys=True).encode())
     h.update(f"|torch {torch.__version__}|threads {torch.get_num_threads()}\0".encode())
     for text, label in zip(texts, np.asarray(labels).tolist(), strict=True):
@@ -279,7 +279,7 @@ def _recipe(cfg: Mapping[str, Any], texts: Sequence[str], labels: np.ndarray) ->
     return h.hexdigest()
 
 
-def encoders_root(cfg: Mapping[str, Any]) -> Path:
+def encoders_root(cfg: RunConfig) -> Path:
     """Where published encoders live: ``<cache-dir>/encoders``."""
     return cache_dir(cfg) / "encoders"
 
@@ -322,7 +322,7 @@ def published_encoder(root: Path, digest: str) -> str:
     return _verified(str(folder), digest, (folder / MANIFEST).stat().st_mtime_ns)
 
 
-def tune_public(cfg: Mapping[str, Any], device: str = "cpu", progress: bool = True) -> TunedEncoder:
+def tune_public(cfg: RunConfig, device: str = "cpu", progress: bool = True) -> TunedEncoder:
     """The run's public-tuned encoder: from the recipe cache, or tuned now on the public split and
     published. Reads the public split only."""
     from sentence_transformers import SentenceTransformer
@@ -346,25 +346,25 @@ def tune_public(cfg: Mapping[str, Any], device: str = "cpu", progress: bool = Tr
             return TunedEncoder(known["digest"], root / known["digest"], {**known["info"], "reused": True})
         except (OSError, ValueError, KeyError) as err:
             log.warning("recipe %s not reusable (%s): tuning again", recipe[:16], err)
-    base = SentenceTransformer(resolve_model(cfg["encoder"]), device=device)
+    base = SentenceTransformer(resolve_model(cfg.encoder.encoder), device=device)
     model, info = fine_tune(
         base,
         texts,
         labels,
         int(ds.num_classes),
-        part=cfg["tuning-part"],
-        layers=int(cfg["tuning-layers"]),
-        rank=int(cfg["tuning-lora-rank"]),
-        epochs=int(cfg["tuning-epochs"]),
-        lr=part_learning_rate(cfg),
-        batch_size=int(cfg["tuning-batch-size"]),
-        holdout=float(cfg["tuning-holdout"]),
-        seed=int(cfg["seed"]),
+        part=cfg.encoder.tuning_part,
+        layers=int(cfg.encoder.tuning_layers),
+        rank=int(cfg.encoder.tuning_lora_rank),
+        epochs=int(cfg.encoder.tuning_epochs),
+        lr=part_learning_rate(cfg.encoder),
+        batch_size=int(cfg.encoder.tuning_batch_size),
+        holdout=float(cfg.encoder.tuning_holdout),
+        seed=int(cfg.users.seed),
         device=device,
         progress=progress,
     )
-    info = {"base": cfg["encoder"], **info}
-    tuned = publish(model.to("cpu"), root, cfg["encoder"], info)
+    info = {"base": cfg.encoder.encoder, **info}
+    tuned = publish(model.to("cpu"), root, cfg.encoder.encoder, info)
     recipe_file.parent.mkdir(parents=True, exist_ok=True)
     atomic_write(recipe_file, lambda fh: fh.write(json.dumps({"digest": tuned.digest, "info": info}).encode()))
     log.info("public-tuned encoder published as %s (%s)", tuned.digest[:16], tuned.folder)

@@ -20,7 +20,7 @@ A new level is one module with a subclass and one entry in ``LEVELS``.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -30,7 +30,7 @@ from flwr.app import Array, ArrayRecord
 
 from fl.accounting.charges import Charge, costs, index_charges
 from fl.cohort import Cohort
-from fl.config import make_mechanism
+from fl.config import RunConfig, make_mechanism
 from fl.maps import input_map as maps
 from mechanisms.guarantee import Guarantee
 
@@ -88,7 +88,7 @@ class EmbeddingChannel(ABC):
     unit_suffix: ClassVar[str] = ""  # "-per-word": what the epsilon in a run name is per
     needs_public_setup: ClassVar[bool] = False  # the server builds public material and sends it to nodes
 
-    def __init__(self, cfg: Mapping[str, Any], input_dim: int) -> None:
+    def __init__(self, cfg: RunConfig, input_dim: int) -> None:
         self.cfg = cfg
         self.input_dim = int(input_dim)
 
@@ -135,17 +135,17 @@ class EmbeddingChannel(ABC):
 
     # ------------------------------------------------------------- the server's side
     @classmethod
-    def public_setup(cls, cfg: Mapping[str, Any], device: Any) -> Any:
+    def public_setup(cls, cfg: RunConfig, device: Any) -> Any:
         """Public material the server builds before the first round (``None``: none needed)."""
         return None
 
     @classmethod
-    def early_warning(cls, cfg: Mapping[str, Any], num_users: int) -> str | None:
+    def early_warning(cls, cfg: RunConfig, num_users: int) -> str | None:
         """A loud warning about this level's guarantee for ``num_users`` users, before anything runs."""
         return None
 
     @classmethod
-    def diagnostics(cls, cfg: Mapping[str, Any]) -> tuple[str, dict[str, Any]] | None:
+    def diagnostics(cls, cfg: RunConfig) -> tuple[str, dict[str, Any]] | None:
         """``(name, data)`` of a diagnostic the driver computes once per run (``<name>.json``)."""
         return None
 
@@ -177,7 +177,7 @@ class EmbeddingChannel(ABC):
         return None
 
     @classmethod
-    def run_label(cls, cfg: Mapping[str, Any]) -> str:
+    def run_label(cls, cfg: RunConfig) -> str:
         """Mechanism and epsilon for run names and plot titles (``purkayastha-eps10``,
         ``cmp-eps10-per-word``); needs only the config."""
         name = str(cfg[cls.mechanism_key])
@@ -200,7 +200,7 @@ class MappedChannel(EmbeddingChannel):
     also carries dLoss/dM1. The sentence and word levels are such channels (the word level's sentence
     mechanism is ``none``: its noise is in the rewrite)."""
 
-    def __init__(self, cfg: Mapping[str, Any], input_dim: int) -> None:
+    def __init__(self, cfg: RunConfig, input_dim: int) -> None:
         super().__init__(cfg, input_dim)
         self.mechanism = make_mechanism(cfg, "sentence", input_dim=input_dim)
 
@@ -229,7 +229,7 @@ def described(g: Guarantee) -> dict[str, Any]:
     return {**g.to_dict(), "pure_ldp": _finite(g.as_ldp()[0]), "text": g.describe()}
 
 
-def concat_extras(parts: list[Mapping[str, np.ndarray]]) -> dict[str, np.ndarray]:
+def concat_extras(parts: Sequence[Mapping[str, np.ndarray]]) -> dict[str, np.ndarray]:
     """Per-key concatenation of extras (the rows seen so far)."""
     keys = {k for p in parts for k in p}
     return {k: np.concatenate([np.asarray(p[k]) for p in parts if k in p]) for k in keys}

@@ -6,11 +6,9 @@ everything after that asks the channel, never the config's level keys.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
-from fl.config import level_of
+from fl.config import RunConfig, level_of
 from fl.levels.base import Drawn, EmbeddingChannel, Received, ReleaseInputs, concat_extras
 from fl.levels.document.channel import DocumentChannel
 from fl.levels.document.setup import DocumentSetup
@@ -26,7 +24,7 @@ LEVELS: dict[str, type[EmbeddingChannel]] = {
 }
 
 
-def channel_class(cfg: Mapping[str, Any]) -> type[EmbeddingChannel]:
+def channel_class(cfg: RunConfig) -> type[EmbeddingChannel]:
     """The class of the run's embedding channel (its class methods need no built channel)."""
     return LEVELS[level_of(cfg)]
 
@@ -39,13 +37,13 @@ class Channels:
     label: LabelChannel
 
 
-def run_label(cfg: Mapping[str, Any]) -> str:
+def run_label(cfg: RunConfig) -> str:
     """The level's mechanism and epsilon, for run names and plot titles (no channel needs building)."""
     return channel_class(cfg).run_label(cfg)
 
 
 def make_channels(
-    cfg: Mapping[str, Any], input_dim: int, setup: DocumentSetup | None = None, num_classes: int | None = None
+    cfg: RunConfig, input_dim: int, setup: DocumentSetup | None = None, num_classes: int | None = None
 ) -> Channels:
     """Build the run's channels once (``setup``: the document level's public material; ``num_classes``: the
     number of labels, which randomized response's charges carry for its dp-accounting event)."""

@@ -36,16 +36,20 @@ from __future__ import annotations
 
 import hashlib
 import math
-from collections.abc import Callable, Mapping
-from typing import Any
+from collections.abc import Callable
 
 import numpy as np
 import torch
 from torch import nn
 
 from fl import config as config_mod
+from fl.config import ReleaseConfig, RunConfig
 from fl.maps.pipeline import train_epochs
 from mechanisms.base import SentenceMechanism, normalize_rows
+from mechanisms.identity import NoPrivacy
+
+#: What trains M1 through its noise: a sentence mechanism, or ``"none"`` (``NoPrivacy``) standing in for one.
+SentenceRelease = SentenceMechanism | NoPrivacy
 
 MODES: tuple[str, ...] = ("identity", "random", "public", "supervised", "leaky")
 FROM_SERVER: tuple[str, ...] = ("public", "supervised", "leaky")  # modes where the clients receive M1
@@ -54,14 +58,14 @@ FROM_SERVER: tuple[str, ...] = ("public", "supervised", "leaky")  # modes where 
 SCALE_CANDIDATES: tuple[float, ...] = (0.03125, 0.0625, 0.125, 0.25, 0.5, 1.0, 2.0)
 
 
-def map_dim(cfg: Mapping[str, Any], d: int) -> int:
+def map_dim(release: ReleaseConfig, d: int) -> int:
     """m', the dimension of M1's output (the mechanism's input)."""
-    return d if cfg["map-in"] == "identity" else int(cfg["map-dim"])
+    return d if release.map_in == "identity" else int(release.map_dim)
 
 
-def release_dim(cfg: Mapping[str, Any], d: int) -> int:
+def release_dim(cfg: RunConfig, d: int) -> int:
     """Columns of a released vector: the sentence mechanism's output on m' = map_dim inputs."""
-    m_prime = map_dim(cfg, d)
+    m_prime = map_dim(cfg.release, d)
     return int(config_mod.make_mechanism(cfg, "sentence", input_dim=m_prime).output_dim(m_prime))
 
 
@@ -196,7 +200,7 @@ def supervised_map(
     return torch.as_tensor(out, dtype=torch.float64)
 
 
-def straight_through(mech: SentenceMechanism, h: torch.Tensor, generator: torch.Generator | None) -> torch.Tensor:
+def straight_through(mech: SentenceRelease, h: torch.Tensor, generator: torch.Generator | None) -> torch.Tensor:
     """The sanitized value of ``h`` in the forward pass, the gradient of the
     noise-free output ``mech.clean(h)`` in the backward pass.
 
@@ -220,7 +224,7 @@ def train_public_map(
     model: nn.Module,
     emb: torch.Tensor,
     labels: torch.Tensor,
-    mech: SentenceMechanism,
+    mech: SentenceRelease,
     epochs: int,
     batch_size: int,
     lr: float,
@@ -249,7 +253,7 @@ def leaky_map_gradient(
     model: nn.Module,
     emb: torch.Tensor,
     labels: torch.Tensor,
-    mech: SentenceMechanism,
+    mech: SentenceRelease,
     generator: torch.Generator | None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """The Sentence-LDP code's client step (docs/SPEC.md §3.1): (released rows, summed dLoss/dM1).

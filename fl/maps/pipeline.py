@@ -12,12 +12,14 @@ released (sanitized) data, which is post-processing.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 import torch
 from torch import nn
+
+from fl.config import RunConfig
 
 
 class ServerModel(nn.Module):
@@ -32,10 +34,10 @@ class ServerModel(nn.Module):
         return self.classifier(torch.tanh(self.restore(x)))
 
 
-def build_model(cfg: Mapping[str, Any], m_prime: int, d: int, num_classes: int) -> ServerModel:
+def build_model(cfg: RunConfig, m_prime: int, d: int, num_classes: int) -> ServerModel:
     """The server model with a seeded initialisation."""
-    torch.manual_seed(int(cfg["seed"]))
-    return ServerModel(m_prime, d, int(cfg["hidden-dim"]), num_classes)
+    torch.manual_seed(int(cfg.users.seed))
+    return ServerModel(m_prime, d, int(cfg.server.hidden_dim), num_classes)
 
 
 def train_epochs(

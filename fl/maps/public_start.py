@@ -18,27 +18,26 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
 import torch
 
+from fl.config import RunConfig
 from fl.data import datasets as data
 from fl.encoding.encoder import embed_texts
 from fl.maps import input_map as maps
 from fl.maps.pipeline import build_model, predict, train_epochs
 from fl.reporting.progress import bar as progress_bar
-from mechanisms.base import SentenceMechanism
 
 log = logging.getLogger(__name__)
 
 
-def public_embeddings(cfg: Mapping[str, Any], device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
+def public_embeddings(cfg: RunConfig, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
     """The public split's document embeddings (float32) and labels, on ``device``."""
     public = data.load(cfg).public
     if public is None or len(public) == 0:
-        raise ValueError(f"map-in = {cfg['map-in']!r} builds M1 from the public split: set public-fraction > 0")
+        raise ValueError(f"map-in = {cfg.release.map_in!r} builds M1 from the public split: set public-fraction > 0")
     emb = embed_texts(public["text"][:], cfg, str(device))
     x = torch.as_tensor(np.asarray(emb), dtype=torch.float32, device=device)
     y = torch.as_tensor(np.asarray(public["label"][:], dtype=np.int64), device=device)
@@ -46,10 +45,10 @@ def public_embeddings(cfg: Mapping[str, Any], device: torch.device) -> tuple[tor
 
 
 def train_public_start(
-    cfg: Mapping[str, Any],
+    cfg: RunConfig,
     model: torch.nn.Module,
     start_map: torch.Tensor,
-    mech: SentenceMechanism,
+    mech: maps.SentenceRelease,
     device: torch.device,
     generator: torch.Generator,
 ) -> tuple[torch.Tensor, dict[str, Any]]:
@@ -57,7 +56,7 @@ def train_public_start(
     epochs of Adam at ``learning-rate`` (``model`` is trained in place); returns the frozen M1
     (float64, CPU) and what was done (documents, epochs, last loss)."""
     x, y = public_embeddings(cfg, device)
-    epochs = int(cfg["public-epochs"])
+    epochs = int(cfg.release.public_epochs)
     with progress_bar(total=epochs, desc=f"training M1 on {len(y)} public documents", leave=False) as bar:
         matrix, loss = maps.train_public_map(
             start_map,
@@ -66,8 +65,8 @@ def train_public_start(
             y,
             mech,
             epochs,
-            int(cfg["batch-size"]),
-            cfg["learning-rate"],
+            int(cfg.server.batch_size),
+            cfg.server.learning_rate,
             generator,
             progress=lambda: bar.update(1),
         )
@@ -81,11 +80,11 @@ VALIDATION_DRAWS = 4
 
 
 def public_validation_accuracy(
-    cfg: Mapping[str, Any],
+    cfg: RunConfig,
     matrix: torch.Tensor,
     fit: tuple[torch.Tensor, torch.Tensor],
     held_out: tuple[torch.Tensor, torch.Tensor],
-    mech: SentenceMechanism,
+    mech: maps.SentenceRelease,
     num_classes: int,
     generator: torch.Generator,
     draws: int = VALIDATION_DRAWS,
@@ -104,18 +103,20 @@ def public_validation_accuracy(
     zf, zv = released(xf), released(xv)
     with torch.random.fork_rng(devices=[]):  # build_model seeds the global generator: leave it as it was
         model = build_model(cfg, zf.shape[1], xf.shape[1], num_classes).to(device)
-    optimizer = torch.optim.Adam(model.parameters(), lr=cfg["learning-rate"], foreach=True)
-    train_epochs(model, optimizer, zf, yf.repeat(draws), int(cfg["server-epochs"]), int(cfg["batch-size"]), generator)
+    optimizer = torch.optim.Adam(model.parameters(), lr=cfg.server.learning_rate, foreach=True)
+    train_epochs(
+        model, optimizer, zf, yf.repeat(draws), int(cfg.server.server_epochs), int(cfg.server.batch_size), generator
+    )
     return float((predict(model, zv) == yv.repeat(draws)).double().mean())
 
 
 def choose_map_scale(
-    cfg: Mapping[str, Any],
+    cfg: RunConfig,
     x: torch.Tensor,
     y: torch.Tensor,
     num_classes: int,
     m_prime: int,
-    mech: SentenceMechanism,
+    mech: maps.SentenceRelease,
     generator: torch.Generator,
     candidates: tuple[float, ...] = maps.SCALE_CANDIDATES,
 ) -> tuple[float, dict[str, Any]]:
@@ -151,12 +152,12 @@ _SCALE_IRRELEVANT = frozenset(
 
 
 def cached_map_scale(
-    cfg: Mapping[str, Any],
+    cfg: RunConfig,
     x: torch.Tensor,
     y: torch.Tensor,
     num_classes: int,
     m_prime: int,
-    mech: SentenceMechanism,
+    mech: maps.SentenceRelease,
     generator: torch.Generator,
 ) -> tuple[float, dict[str, Any]]:
     """:func:`choose_map_scale`, computed once per input: the choice is a deterministic function of
@@ -199,8 +200,8 @@ def cached_map_scale(
 
 
 def supervised_start(
-    cfg: Mapping[str, Any],
-    mech: SentenceMechanism,
+    cfg: RunConfig,
+    mech: maps.SentenceRelease,
     num_classes: int,
     m_prime: int,
     device: torch.device,
@@ -210,7 +211,7 @@ def supervised_start(
     with ``map-scale`` (0: chosen by :func:`choose_map_scale` under ``mech``); returns the frozen
     affine M1 ([d + 1, m'] float64, CPU) and what was done."""
     x, y = public_embeddings(cfg, device)
-    scale = float(cfg["map-scale"])
+    scale = float(cfg.release.map_scale)
     info: dict[str, Any] = {"public_documents": int(len(y)), "map": "supervised", "map_dim": int(m_prime)}
     if scale == 0:
         scale, chosen = cached_map_scale(cfg, x, y, num_classes, m_prime, mech, generator)

@@ -31,6 +31,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from fl.config import RunConfig
+
 
 def _jsonable(value: Any) -> Any:
     """Replace non-finite floats by None so every file is strict JSON."""
@@ -43,18 +45,18 @@ def _jsonable(value: Any) -> Any:
     return value
 
 
-def run_folder(cfg: Mapping[str, Any]) -> Path:
+def run_folder(cfg: RunConfig) -> Path:
     """``<out-dir>/<run-name>``; the default name is dataset-mechanism-eps-timestamp (central mode:
     dataset-central-z<noise>-timestamp)."""
-    name = cfg["run-name"]
+    name = cfg.output.run_name
     if not name and cfg.get("mode") == "central":
-        z = cfg["central-noise-multiplier"]
-        name = f"{Path(cfg['dataset']).stem}-central-z{z:g}-{time.strftime('%Y%m%d-%H%M%S')}"
+        z = cfg.central.central_noise_multiplier
+        name = f"{Path(cfg.data.dataset).stem}-central-z{z:g}-{time.strftime('%Y%m%d-%H%M%S')}"
     elif not name:
         from fl.levels.channels import run_label  # the level's mechanism and epsilon
 
-        name = f"{Path(cfg['dataset']).stem}-{run_label(cfg)}-{time.strftime('%Y%m%d-%H%M%S')}"
-    return Path(cfg["out-dir"]).expanduser().resolve() / name
+        name = f"{Path(cfg.data.dataset).stem}-{run_label(cfg)}-{time.strftime('%Y%m%d-%H%M%S')}"
+    return Path(cfg.output.out_dir).expanduser().resolve() / name
 
 
 STATUS = "status.json"
@@ -158,10 +160,10 @@ class RunWriter:
     def append_round(self, record: Mapping[str, Any]) -> None:
         """Append one round record to ``rounds.jsonl`` (synced to disk), rewrite ``rounds.csv``
         and count the round in ``status.json``."""
-        record = _jsonable(dict(record))
-        self.rounds.append(record)
+        row = _jsonable(dict(record))
+        self.rounds.append(row)
         with (self.folder / "rounds.jsonl").open("a") as fh:
-            fh.write(json.dumps(record, allow_nan=False) + "\n")
+            fh.write(json.dumps(row, allow_nan=False) + "\n")
             fh.flush()
             os.fsync(fh.fileno())
         self._write_csv()

@@ -20,11 +20,12 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, TypeVar, cast
 
 import torch
 from torch import nn
 
+from fl.config import RunConfig
 from fl.encoding.encoder import load_encoder
 from fl.encoding.public_tuning import lora_config, top_layers, transformer_layers
 from fl.maps.pipeline import ServerModel
@@ -37,11 +38,12 @@ def _extended_mask(mask: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
 
 def _eager(layer: nn.Module) -> nn.Module:
     """A layer whose attention is plain matmul-softmax (vmap-friendly); the same function as SDPA."""
-    layer_config = getattr(getattr(getattr(layer, "attention", None), "self", None), "config", None)
-    if layer_config is not None:
+    attention = getattr(getattr(layer, "attention", None), "self", None)
+    layer_config = getattr(attention, "config", None)
+    if attention is not None and layer_config is not None:
         layer_config = copy.copy(layer_config)
         layer_config._attn_implementation = "eager"
-        layer.attention.self.config = layer_config
+        attention.config = layer_config
     return layer
 
 
@@ -50,6 +52,8 @@ class EncoderClassifier(nn.Module):
 
     Input: the frozen lower layers' hidden states ``h`` [n, T, H] and the token mask [n, T];
     output: logits [n, K]. ``matrix`` is M1 ([d, m'], or affine [d + 1, m']) or ``None``."""
+
+    matrix: torch.Tensor | None  # a buffer (register_buffer below): declared for the type checker
 
     def __init__(self, top: Sequence[nn.Module], head: ServerModel, matrix: torch.Tensor | None) -> None:
         super().__init__()
@@ -79,26 +83,27 @@ class EncoderClassifier(nn.Module):
 
 
 def build_encoder_classifier(
-    cfg: Mapping[str, Any], head: ServerModel, matrix: torch.Tensor | None, device: str = "cpu"
+    cfg: RunConfig, head: ServerModel, matrix: torch.Tensor | None, device: str = "cpu"
 ) -> EncoderClassifier:
-    """The trainable model of ``central-train = "encoder"`` from the run's encoder (``cfg["encoder"]``:
+    """The trainable model of ``central-train = "encoder"`` from the run's encoder (``cfg.encoder.encoder``:
     the published public-tuned folder or the base encoder): copies of its top ``tuning-layers``
     layers (LoRA adapters added for ``central-tuning-part = "lora"``, the adapters' start seeded by ``seed``:
     LoRA's B starts at zero, so the start is the encoder itself), ``head`` and M1."""
-    encoder = load_encoder(cfg["encoder"], device)
-    top = nn.ModuleList([copy.deepcopy(layer) for layer in top_layers(encoder, int(cfg["tuning-layers"]))])
+    encoder = load_encoder(cfg.encoder.encoder, device)
+    top = nn.ModuleList([copy.deepcopy(layer) for layer in top_layers(encoder, int(cfg.encoder.tuning_layers))])
     for p in top.parameters():
-        p.requires_grad_(cfg["central-tuning-part"] == "top")
-    if cfg["central-tuning-part"] == "lora":
+        p.requires_grad_(cfg.central.central_tuning_part == "top")
+    if cfg.central.central_tuning_part == "lora":
         from peft import inject_adapter_in_model
 
         with torch.random.fork_rng(devices=[]):
-            torch.manual_seed(int(cfg["seed"]))
-            top = inject_adapter_in_model(lora_config(int(cfg["tuning-lora-rank"])), top)  # every copied layer
+            torch.manual_seed(int(cfg.users.seed))
+            # peft injects the adapters in place and returns the model it was given (typed as a plain Module).
+            top = cast(nn.ModuleList, inject_adapter_in_model(lora_config(int(cfg.encoder.tuning_lora_rank)), top))
         for name, p in top.named_parameters():
             p.requires_grad_("lora_" in name)
-    elif cfg["central-tuning-part"] != "top":
-        raise ValueError(f"central-tuning-part must be 'top' or 'lora', got {cfg['central-tuning-part']!r}")
+    elif cfg.central.central_tuning_part != "top":
+        raise ValueError(f"central-tuning-part must be 'top' or 'lora', got {cfg.central.central_tuning_part!r}")
     return EncoderClassifier(list(top), head, matrix).to(device).eval()
 
 
@@ -107,7 +112,10 @@ def trainable_state(model: nn.Module) -> dict[str, torch.Tensor]:
     return {k: v.detach().cpu() for k, v in model.named_parameters() if v.requires_grad}
 
 
-def load_trainable(model: nn.Module, arrays: Mapping[str, torch.Tensor]) -> nn.Module:
+ModuleT = TypeVar("ModuleT", bound=nn.Module)
+
+
+def load_trainable(model: ModuleT, arrays: Mapping[str, torch.Tensor]) -> ModuleT:
     """Set ``model``'s trainable parameters from ``arrays``; ``ValueError`` unless the names match exactly."""
     params = {k: p for k, p in model.named_parameters() if p.requires_grad}
     if set(arrays) != set(params):
@@ -121,23 +129,24 @@ def load_trainable(model: nn.Module, arrays: Mapping[str, torch.Tensor]) -> nn.M
     return model
 
 
-def _lower_stack(cfg: Mapping[str, Any], device: str) -> tuple[nn.Module, list[nn.Module]]:
-    """The encoder's BERT module and its frozen lower layers (all but the top ``tuning-layers``)."""
-    encoder = load_encoder(cfg["encoder"], device)
+def _lower_stack(cfg: RunConfig, device: str) -> tuple[Any, list[nn.Module]]:
+    """The encoder's BERT module (a transformers model: ``embeddings``, ``config``) and its frozen lower
+    layers (all but the top ``tuning-layers``)."""
+    encoder = load_encoder(cfg.encoder.encoder, device)
     stack = transformer_layers(encoder)
-    return encoder[0].auto_model, list(stack)[: len(stack) - len(top_layers(encoder, int(cfg["tuning-layers"])))]
+    return encoder[0].auto_model, list(stack)[: len(stack) - len(top_layers(encoder, int(cfg.encoder.tuning_layers)))]
 
 
 @torch.no_grad()
 def lower_batches(
-    cfg: Mapping[str, Any], texts: Sequence[str], device: str = "cpu", batch_size: int = 256
+    cfg: RunConfig, texts: Sequence[str], device: str = "cpu", batch_size: int = 256
 ) -> list[tuple[torch.Tensor, torch.Tensor, torch.Tensor]]:
     """The frozen lower layers' output for ``texts`` as batches ``(rows, h, mask)``: ``rows`` the
     batch's indices into ``texts`` (in order of token count, so a batch holds similar lengths),
     ``h`` [b, t, H] and ``mask`` [b, t] trimmed to the batch's longest text (truncated at the
     encoder's max_seq_length). Every text is in exactly one batch."""
     bert, lower = _lower_stack(cfg, device)
-    features = load_encoder(cfg["encoder"], device).preprocess(list(texts)) if texts else None
+    features = load_encoder(cfg.encoder.encoder, device).preprocess(list(texts)) if texts else None
     if features is None:
         return []
     ids, mask = features["input_ids"].to(device), features["attention_mask"].to(device)
@@ -158,7 +167,7 @@ def lower_batches(
 
 
 def lower_states(
-    cfg: Mapping[str, Any], texts: Sequence[str], device: str = "cpu", batch_size: int = 256
+    cfg: RunConfig, texts: Sequence[str], device: str = "cpu", batch_size: int = 256
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """The frozen lower layers' hidden states [n, T, H] and token masks [n, T] of ``texts`` (padded to
     the longest; truncated at the encoder's max_seq_length): the input of :class:`EncoderClassifier`."""
@@ -188,9 +197,9 @@ def _nbytes(batches: Sequence[tuple[torch.Tensor, torch.Tensor, torch.Tensor]]) 
 
 
 def _eval_batches(
-    cfg: Mapping[str, Any], texts: Sequence[str], device: str
+    cfg: RunConfig, texts: Sequence[str], device: str
 ) -> list[tuple[torch.Tensor, torch.Tensor, torch.Tensor]]:
-    key = (cfg["encoder"], int(cfg["tuning-layers"]), device, len(texts), hash(tuple(texts)))
+    key = (cfg.encoder.encoder, int(cfg.encoder.tuning_layers), device, len(texts), hash(tuple(texts)))
     if key in _eval_cache:
         return _eval_cache[key]
     batches = lower_batches(cfg, texts, device)
@@ -203,9 +212,7 @@ def _eval_batches(
 
 
 @torch.no_grad()
-def encoder_predictions(
-    cfg: Mapping[str, Any], model: EncoderClassifier, texts: Sequence[str], device: str
-) -> torch.Tensor:
+def encoder_predictions(cfg: RunConfig, model: EncoderClassifier, texts: Sequence[str], device: str) -> torch.Tensor:
     """``model``'s predicted classes for ``texts`` (CPU int64, in the order of ``texts``): the lower
     layers' states come from a per-process cache (:data:`EVAL_CACHE_BYTES`), so from the second round
     on only the top layers and the head run, on length-sorted batches."""

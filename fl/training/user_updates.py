@@ -77,7 +77,7 @@ def clipped_update_sum(
     buffers = {**frozen, **{k: v.detach() for k, v in model.named_buffers()}}
     dtype = inputs[0].dtype if inputs[0].is_floating_point() else torch.float32
 
-    def loss(p: Mapping[str, torch.Tensor], xu: tuple[torch.Tensor, ...], yu: torch.Tensor, mu: torch.Tensor):
+    def loss(p: dict[str, torch.Tensor], xu: tuple[torch.Tensor, ...], yu: torch.Tensor, mu: torch.Tensor):
         logits = functional_call(model, (p, buffers), xu)
         per_doc = nn.functional.cross_entropy(logits, yu, reduction="none")
         return (per_doc * mu).sum() / mu.sum().clamp_min(1)
@@ -94,7 +94,8 @@ def clipped_update_sum(
     for start in range(0, y.shape[0], max(1, int(chunk))):
         part = slice(start, start + max(1, int(chunk)))
         updates = vmap(user_update)(tuple(t[part] for t in inputs), y[part], mask[part])  # each [U_chunk, *shape]
-        norms = torch.sqrt(sum(u.reshape(u.shape[0], -1).square().sum(dim=1) for u in updates.values()))
+        squares = [u.reshape(u.shape[0], -1).square().sum(dim=1) for u in updates.values()]
+        norms = torch.sqrt(sum(squares[1:], squares[0]))  # the same sum as sum(squares): 0 + s == s exactly
         scale = torch.clamp(clip / norms.clamp_min(1e-12), max=1.0)
         for k, u in updates.items():
             total[k] += torch.tensordot(scale, u, dims=1)  # sum over users of the clipped updates

@@ -36,6 +36,7 @@ pairs of a full scan.
 from __future__ import annotations
 
 import math
+from typing import Any, cast
 
 import torch
 
@@ -51,7 +52,8 @@ def _float32_unit_roundoff(device: torch.device) -> float:
     precision = torch.get_float32_matmul_precision()
     if precision == "medium":
         return _UNIT_ROUNDOFF["bf16"]
-    backend = torch.backends.cuda.matmul if device.type == "cuda" else torch.backends.mkldnn.matmul
+    # torch.backends.mkldnn.matmul exists at runtime but not in torch's type stubs.
+    backend = torch.backends.cuda.matmul if device.type == "cuda" else cast(Any, torch.backends.mkldnn).matmul
     setting = str(getattr(backend, "fp32_precision", "none"))
     if setting in _UNIT_ROUNDOFF and setting != "ieee":
         return _UNIT_ROUNDOFF[setting]

@@ -10,13 +10,14 @@ released without arriving (``strategies.local.accounting``).
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 from flwr.app import Message
 
 from fl import faults, wire
+from fl.config import RunConfig
 from strategies.grids.wrapper import GridWrapper
 
 log = logging.getLogger(__name__)
@@ -33,10 +34,10 @@ class FaultyGrid(GridWrapper):
     Every other call is the wrapped grid's.
     """
 
-    def __init__(self, grid: Any, cfg: Mapping[str, Any]) -> None:
+    def __init__(self, grid: Any, cfg: RunConfig) -> None:
         super().__init__(grid)
-        self.seed = int(cfg["seed"])
-        self.rate = float(cfg["fault-rate"]) if cfg["fault-kind"] == "drop-reply" else 0.0
+        self.seed = int(cfg.users.seed)
+        self.rate = float(cfg.simulation.fault_rate) if cfg.simulation.fault_kind == "drop-reply" else 0.0
         self.keys: dict[int, str] = {}
         self.dropped: set[int] = set()  # nodes whose reply the last send_and_receive dropped
 
@@ -68,7 +69,7 @@ def _server_round(msg: Message) -> int:
     """The ``server-round`` a request carries (Sanitas' and Flower's strategies both put it in "config")."""
     for record in (msg.content.config_records.get(wire.CONFIG), *msg.content.config_records.values()):
         if record is not None and "server-round" in record:
-            return int(record["server-round"])
+            return wire.read_int(record, "server-round")
     return 0
 
 
@@ -102,7 +103,7 @@ def split_replies(sent: Iterable[int], replies: Iterable[Message], grid: Any = N
     if errors:
         outcome.first_error = str(errors[0].error.reason)
     answered = {r.metadata.src_node_id for r in replies}
-    dropped = getattr(grid, "dropped", set())
+    dropped: set[int] = getattr(grid, "dropped", set())
     for node in sent:
         if node not in answered:
             outcome.failed["dropped" if node in dropped else "timeout"].append(node)

@@ -3,7 +3,9 @@ each holds a Flower grid and changes one call; every other call is the wrapped g
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
+
+from flwr.serverapp import Grid
 
 
 class GridWrapper:
@@ -14,3 +16,10 @@ class GridWrapper:
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._grid, name)
+
+    def as_grid(self) -> Grid:
+        """This wrapper, typed as the Flower ``Grid`` it stands in for where a ``Grid`` is expected.
+
+        A wrapper is a grid by duck typing, not by class: every call it does not define goes to the
+        wrapped grid (``__getattr__``), so it does not subclass Flower's abstract ``Grid``."""
+        return cast(Grid, self)

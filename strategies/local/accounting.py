@@ -33,6 +33,7 @@ from fl import wire
 from fl.accounting import PrivacyLedger, ShuffledRound, compose_shuffled_pld, shuffle_amplification
 from fl.accounting.charges import Charge
 from fl.accounting.scope import scope_fields
+from fl.config import as_run_config
 from fl.levels.channels import concat_extras
 from fl.reporting.results import RunWriter
 from mechanisms.guarantee import Guarantee
@@ -78,7 +79,7 @@ class LocalDPAccounting(Strategy):
             raise TypeError("the innermost strategy must be a ReleaseTraining")
         self.strategy = strategy
         self.core: ReleaseTraining = core
-        self.cfg = dict(cfg)
+        self.cfg = as_run_config(cfg)
         self.writer = writer
         self.records: list[dict[str, Any]] = []
         self.ledger: PrivacyLedger | None = None  # sized at the first round (after discovery)
@@ -106,7 +107,7 @@ class LocalDPAccounting(Strategy):
     def _open_ledger(self) -> None:
         core = self.core
         sizes = {"train": core.num_train_users, "test": core.num_test_users}
-        self.ledger = PrivacyLedger(sizes, target_delta=self.cfg["accounting-delta"])
+        self.ledger = PrivacyLedger(sizes, target_delta=self.cfg.release.accounting_delta)
         self._charged = {p: np.zeros(n, dtype=bool) for p, n in sizes.items()}
         self._known = {p: np.full(n, -1, dtype=np.int64) for p, n in sizes.items()}
         self._pending = {p: np.zeros(n, dtype=np.int64) for p, n in sizes.items()}
@@ -139,7 +140,9 @@ class LocalDPAccounting(Strategy):
         replies = outcome.ok
         for reply in replies:
             rel = wire.Release.from_content(reply.content)
-            self.refused_total["train"] += int(reply.content[wire.METRICS].get("refused-releases", 0))
+            self.refused_total["train"] += wire.read_int(
+                wire.metric_record(reply.content, wire.METRICS), "refused-releases", 0
+            )
             report = self._charge("train", rel)
             label = rel.charges["label"][0].guarantee if rel.charges.get("label") else None
             self._round_reports.append((report, label, int(rel.fresh.sum())))
@@ -163,7 +166,9 @@ class LocalDPAccounting(Strategy):
         replies = outcome.ok
         for reply in replies:
             rel = wire.Release.from_content(reply.content)
-            self.refused_total["test"] += int(reply.content[wire.METRICS].get("refused-releases", 0))
+            self.refused_total["test"] += wire.read_int(
+                wire.metric_record(reply.content, wire.METRICS), "refused-releases", 0
+            )
             self._round_reports.append((self._charge("test", rel), None, int(rel.fresh.sum())))
         metrics = self.strategy.aggregate_evaluate(server_round, replies)
         self._write_record(server_round)
@@ -200,7 +205,7 @@ class LocalDPAccounting(Strategy):
         stage = "train" if population == "train" else "evaluate"
         requested = self._requested[population]
         outcome = split_replies(requested, replies, self._grid)
-        check_not_all_failed(outcome, stage, server_round, float(self.cfg["fault-rate"]))
+        check_not_all_failed(outcome, stage, server_round, float(self.cfg.simulation.fault_rate))
         self._faults[stage] = outcome.counts()
         for node in outcome.lost_nodes:
             self._charge_lost(population, requested[node])
@@ -239,7 +244,7 @@ class LocalDPAccounting(Strategy):
         """
         assert self.ledger is not None and self.core.channels is not None
         channels = self.core.channels
-        if not self.cfg["fresh-noise-per-round"]:
+        if not self.cfg.release.fresh_noise_per_round:
             users = users[~self._charged[population][users]]
         if users.size == 0:
             return
@@ -354,7 +359,7 @@ class LocalDPAccounting(Strategy):
             }
         # the tighter valid bound for a generic pure eps0-LDP report: variation ratio (Wang et al. 2024)
         # or Feldman-McMillan-Talwar; shuffle_method says which ("variation_ratio", "fmt_numerical", ...)
-        bound = shuffle_amplification(eps0, n, float(self.cfg["accounting-delta"]))
+        bound = shuffle_amplification(eps0, n, float(self.cfg.release.accounting_delta))
         return {
             f"epsilon_shuffled{name}": bound.epsilon,
             f"delta_shuffled{name}": bound.delta,
@@ -383,7 +388,7 @@ class LocalDPAccounting(Strategy):
                 f"{key_d}_total": max(r[key_d] for r in done),
                 key_how: "max over rounds (each user released at most once)",
             }
-        delta = float(self.cfg["accounting-delta"])
+        delta = float(self.cfg.release.accounting_delta)
         rounds = [ShuffledRound(r[f"shuffle_epsilon0{name}"], r["shuffled_reports"]) for r in done]
         return {
             f"{key_e}_total": compose_shuffled_pld(rounds, delta),

@@ -37,12 +37,13 @@ from flwr.serverapp.strategy import Strategy
 
 from fl import config as config_mod
 from fl import wire
+from fl.config import as_run_config
 from fl.encoding.encoder import best_device
 from fl.levels.channels import Channels, channel_class, make_channels
 from fl.levels.document import setup as document_level
 from fl.levels.document.setup import DocumentSetup
 from fl.maps import input_map as maps
-from fl.maps.pipeline import build_model, scores, train_epochs
+from fl.maps.pipeline import ServerModel, build_model, scores, train_epochs
 from fl.maps.public_start import supervised_start, train_public_start
 from fl.reporting.progress import bar as progress_bar
 from strategies.discovery import discover_nodes, raise_on_errors
@@ -66,22 +67,22 @@ class ReleaseTraining(Strategy):
     """
 
     def __init__(self, cfg: Mapping[str, Any], timeout: float = 3600.0) -> None:
-        self.cfg = dict(cfg)
+        self.cfg = as_run_config(cfg)
         self.timeout = timeout
-        self.device = torch.device(best_device(self.cfg["device"]))
+        self.device = torch.device(best_device(self.cfg.server.device))
         # Filled by discovery (first round).
         self.nodes: dict[int, wire.CohortInfo] = {}
         self.info: wire.CohortInfo | None = None  # shapes shared by every node
         self.channels: Channels | None = None
-        self.model: torch.nn.Module | None = None
+        self.model: ServerModel | None = None
         self.optimizer: torch.optim.Optimizer | None = None
         self.map_matrix: torch.Tensor | None = None  # M1 [d, m'] as the clients use it (None: identity)
         self.document_setup: DocumentSetup | None = None
         self.public_info: dict[str, Any] = {}
         # secure-rng: the server's sampling and training shuffles come from the OS CSPRNG too.
-        self._secure_seed = secrets.randbits(63) if self.cfg["secure-rng"] else None
+        self._secure_seed = secrets.randbits(63) if self.cfg.release.secure_rng else None
         self._gen = torch.Generator().manual_seed(
-            self._secure_seed if self._secure_seed is not None else int(self.cfg["seed"])
+            self._secure_seed if self._secure_seed is not None else int(self.cfg.users.seed)
         )
         self._map_param: torch.nn.Parameter | None = None  # leaky mode only
         self._map_optimizer: torch.optim.Optimizer | None = None
@@ -103,7 +104,7 @@ class ReleaseTraining(Strategy):
         self.nodes = discover_nodes(grid, self.timeout, self.nodes)
         self.info = info = next(iter(self.nodes.values()))
         self.model = build_model(self.cfg, info.release_dim, info.encoder_dim, info.num_classes).to(self.device)
-        self.optimizer = torch.optim.Adam(self.model.parameters(), lr=self.cfg["learning-rate"], foreach=True)
+        self.optimizer = torch.optim.Adam(self.model.parameters(), lr=self.cfg.server.learning_rate, foreach=True)
         self._x_buf = np.zeros((0, info.release_dim), dtype=np.float32)
         self._x = self._x_buf[:0]
         self.setup_map()
@@ -112,7 +113,7 @@ class ReleaseTraining(Strategy):
             self.public_info = {**self.public_info, "document_setup": self.document_setup.info}
             log.info(
                 "document level: %s set up from public documents (%s)",
-                self.cfg["document-mechanism"],
+                self.cfg.release.document_mechanism,
                 json.dumps({k: v for k, v in self.document_setup.info.items() if k != "recoder"}),
             )
         self.channels = make_channels(self.cfg, info.map_dim, self.document_setup, info.num_classes)
@@ -138,24 +139,24 @@ class ReleaseTraining(Strategy):
     @property
     def leaky(self) -> bool:
         """True when M1 is trained on clients' unsanitized gradients: no LDP guarantee holds."""
-        return self.cfg["map-in"] == "leaky"
+        return self.cfg.release.map_in == "leaky"
 
     def setup_map(self) -> None:
         """Prepare M1: public seed (random), pretraining on the public split (public), the public
         logistic-regression map (supervised), or a leaky start."""
         assert self.info is not None
-        kind = self.cfg["map-in"]
+        kind = self.cfg.release.map_in
         if kind == "supervised":
             self.map_matrix = self.supervised_public_map()
             return
-        self.map_matrix = maps.input_map(kind, self.info.encoder_dim, self.info.map_dim, self.cfg["map-seed"])
+        self.map_matrix = maps.input_map(kind, self.info.encoder_dim, self.info.map_dim, self.cfg.release.map_seed)
         if kind == "public":
             self.map_matrix = self.pretrain_public_map()
         elif kind == "leaky":
             log.warning("map-in = 'leaky': clients send unsanitized M1 gradients; the run is NOT local DP")
             assert self.map_matrix is not None
             self._map_param = torch.nn.Parameter(self.map_matrix.to(self.device, torch.float32).clone())
-            self._map_optimizer = torch.optim.Adam([self._map_param], lr=self.cfg["learning-rate"])
+            self._map_optimizer = torch.optim.Adam([self._map_param], lr=self.cfg.server.learning_rate)
 
     def pretrain_public_map(self) -> torch.Tensor:
         """Train M1, M2 and the classifier on the public split only; return the frozen M1.
@@ -202,7 +203,7 @@ class ReleaseTraining(Strategy):
     # ------------------------------------------------------------------ what requests carry
     def _map_record(self) -> dict[str, ArrayRecord]:
         """M1 for the clients in the modes where the server provides it."""
-        if self.cfg["map-in"] not in maps.FROM_SERVER:
+        if self.cfg.release.map_in not in maps.FROM_SERVER:
             return {}
         assert self.map_matrix is not None
         return {wire.MAP_IN: ArrayRecord({"matrix": Array(self.map_matrix.numpy())})}
@@ -216,7 +217,9 @@ class ReleaseTraining(Strategy):
 
     def _model_record(self) -> dict[str, ArrayRecord]:
         """The current server model, sent with training requests when clients need it."""
-        needs = self.leaky or (self.cfg["label-mechanism"] == "rr_prior" and self.cfg["label-prior"] == "model")
+        needs = self.leaky or (
+            self.cfg.release.label_mechanism == "rr_prior" and self.cfg.release.label_prior == "model"
+        )
         assert self.model is not None
         return {wire.MODEL: ArrayRecord(self.model.state_dict())} if needs else {}
 
@@ -225,15 +228,15 @@ class ReleaseTraining(Strategy):
         """Training users asked to release this round: a seeded sample without
         replacement of ``ceil(fraction-train * num_users)`` users (seeded from the OS CSPRNG
         with ``secure-rng``)."""
-        k = max(1, math.ceil(self.cfg["fraction-train"] * self.num_train_users))
-        base = self._secure_seed if self._secure_seed is not None else int(self.cfg["seed"])
+        k = max(1, math.ceil(self.cfg.server.fraction_train * self.num_train_users))
+        base = self._secure_seed if self._secure_seed is not None else int(self.cfg.users.seed)
         rng = np.random.default_rng([base, server_round])
         return np.sort(rng.choice(self.num_train_users, size=k, replace=False))
 
     def fit(self, server_round: int, x: np.ndarray, y: np.ndarray) -> float:
         """Train the server model on all releases received so far; returns the loss."""
         assert self.model is not None and self.optimizer is not None
-        epochs = int(self.cfg["server-epochs"])
+        epochs = int(self.cfg.server.server_epochs)
         xt = torch.as_tensor(x, device=self.device)
         yt = torch.as_tensor(y, device=self.device)
         desc = f"round {server_round}: training on {len(y)} releases"
@@ -244,7 +247,7 @@ class ReleaseTraining(Strategy):
                 xt,
                 yt,
                 epochs,
-                int(self.cfg["batch-size"]),
+                int(self.cfg.server.batch_size),
                 self._gen,
                 progress=lambda: bar.update(1),
             )
@@ -281,10 +284,11 @@ class ReleaseTraining(Strategy):
         fresh_total = refused = count = 0
         grads: list[np.ndarray] = []
         for reply in replies:
-            refused += int(reply.content[wire.METRICS].get("refused-releases", 0))
+            refused += wire.read_int(wire.metric_record(reply.content, wire.METRICS), "refused-releases", 0)
             if wire.MAP_GRAD in reply.content:
-                grads.append(reply.content[wire.MAP_GRAD]["grad"].numpy())
-                count += int(reply.content[wire.MAP_GRAD]["count"].numpy()[0])
+                leak = wire.array_record(reply.content, wire.MAP_GRAD)
+                grads.append(leak["grad"].numpy())
+                count += int(leak["count"].numpy()[0])
             rel = wire.Release.from_content(reply.content)
             assert rel.doc_ids is not None and rel.labels is not None, "a training release carries documents"
             self._store(rel.doc_ids, self.channels.embedding.from_record(rel.rows_record()).emb, rel.labels)
@@ -372,9 +376,9 @@ class ReleaseTraining(Strategy):
         by_k: dict[str, Any] = {}
         fresh_total = refused = 0
         for reply in replies:
-            metrics = reply.content[wire.METRICS]
-            refused += int(metrics.get("refused-releases", 0))
-            fresh_total += int(metrics.get("fresh-releases", 0))
+            metrics = wire.metric_record(reply.content, wire.METRICS)
+            refused += wire.read_int(metrics, "refused-releases", 0)
+            fresh_total += wire.read_int(metrics, "fresh-releases", 0)
             conf += np.asarray(metrics["confusion"], dtype=np.int64).reshape(k, k)
             if "clean-confusion" in metrics:  # absent when releases are not in M1's output space
                 clean += np.asarray(metrics["clean-confusion"], dtype=np.int64).reshape(k, k)
@@ -406,10 +410,10 @@ class ReleaseTraining(Strategy):
     def summary(self) -> None:
         log.info(
             "ReleaseTraining: fraction-train %.3f, %d server epochs per round, batch %d, lr %g, device %s",
-            self.cfg["fraction-train"],
-            self.cfg["server-epochs"],
-            self.cfg["batch-size"],
-            self.cfg["learning-rate"],
+            self.cfg.server.fraction_train,
+            self.cfg.server.server_epochs,
+            self.cfg.server.batch_size,
+            self.cfg.server.learning_rate,
             self.device,
         )
 

@@ -40,7 +40,7 @@ def _nodes() -> dict[int, wire.CohortInfo]:
     return nodes
 
 
-def _cfg(**extra: object) -> dict:
+def _cfg(**extra: object) -> config_mod.RunConfig:
     base = {
         "mode": "central",
         "map-in": "random",
@@ -54,7 +54,7 @@ def _cfg(**extra: object) -> dict:
         "device": "cpu",
         "hidden-dim": H,
     }
-    return dict(config_mod.resolve({**base, **extra}))
+    return config_mod.resolve({**base, **extra})
 
 
 def _model() -> ServerModel:

@@ -18,8 +18,10 @@ The rules, the dp-accounting events and the neighbouring relations: docs/SPEC.md
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, replace
 from functools import lru_cache
+from typing import Any
 
 import numpy as np
 from dp_accounting import NeighboringRelation, dp_event
@@ -99,7 +101,7 @@ def pld_accountant(events: list[dp_event.DpEvent | None]) -> str:
     return specific if all(e is not None for e in events) else f"{specific} + {ACCOUNTANT_PLD_GENERIC}"
 
 
-def _parts4(parts: list[Part]) -> list[tuple[float, float, int, dp_event.DpEvent | None]]:
+def _parts4(parts: Sequence[Part]) -> list[tuple[float, float, int, dp_event.DpEvent | None]]:
     return [(float(p[0]), float(p[1]), int(p[2]), p[3] if len(p) > 3 else None) for p in parts]
 
 
@@ -130,7 +132,7 @@ class Composed:
         return asdict(self)
 
 
-def basic(parts: list[Part]) -> tuple[float, float]:
+def basic(parts: Sequence[Part]) -> tuple[float, float]:
     """Sum of ``count * eps`` and ``count * delta`` over (eps, delta, count[, event]) parts."""
     return sum(p[0] * p[2] for p in parts), sum(p[1] * p[2] for p in parts)
 
@@ -236,7 +238,7 @@ def _pld_epsilon(
     return float(pld.get_epsilon_for_delta(target_delta))
 
 
-def pld(parts: list[Part], delta: float) -> float:
+def pld(parts: Sequence[Part], delta: float) -> float:
     """Epsilon at total ``delta`` of the composed parts, by PLD (the raw figure).
 
     A part with an event is composed by its mechanism-specific PLD, one without
@@ -249,13 +251,13 @@ def pld(parts: list[Part], delta: float) -> float:
     return _pld_epsilon(tuple(full), float(delta), interval)
 
 
-def _compose_raw(parts: list[Part], target_delta: float, delta_approx: float | None) -> Composed:
+def _compose_raw(raw_parts: Sequence[Part], target_delta: float, delta_approx: float | None) -> Composed:
     """``compose`` before the reporting rule: advanced and PLD figures as computed (maybe >= basic, inf).
 
     Notes are set only for figures that were not computed; the advanced note,
     when set on a computed figure, is the ``advanced_threshold`` explanation.
     """
-    parts = _parts4(parts)
+    parts = _parts4(raw_parts)
     r = sum(p[2] for p in parts)
     eps_b, delta_b = basic(parts)
     if delta_approx is None:
@@ -287,9 +289,21 @@ def _compose_raw(parts: list[Part], target_delta: float, delta_approx: float | N
     # Basic composition's (eps_b, delta_b) also holds at the larger delta_approx.
     candidates = {k: v for k, v in (("basic", eps_b), ("advanced", adv), ("pld", pld_eps)) if v is not None}
     method, best = min(candidates.items(), key=lambda kv: kv[1])
-    names = {"accountant": pld_name if method == "pld" else method, "epsilon_pld_accountant": pld_name}
+    accountant = pld_name if method == "pld" and pld_name is not None else method
     return Composed(
-        r, eps_b, delta_b, target_delta, adv, pld_eps, best, delta_approx, method, adv_note, pld_note, **names
+        r,
+        eps_b,
+        delta_b,
+        target_delta,
+        adv,
+        pld_eps,
+        best,
+        delta_approx,
+        method,
+        adv_note,
+        pld_note,
+        accountant,
+        pld_name,
     )
 
 
@@ -369,9 +383,10 @@ def compose_worst(kinds: list[tuple], counts: np.ndarray, target_delta: float) -
         eps_b = np.where(profiles > 0, profiles * eps, 0.0).sum(axis=1)
     delta_b = profiles @ deltas
     delta_common = float(delta_b.max()) + target_delta
-    out = {
+    epsilon_basic = float(eps_b.max())
+    out: dict[str, Any] = {
         "releases": int(profiles.sum(axis=1).max()),
-        "epsilon_basic": float(eps_b.max()),
+        "epsilon_basic": epsilon_basic,
         "delta_basic": float(delta_b.max()),
         "target_delta": target_delta,
         "over": "every user",
@@ -422,11 +437,11 @@ def compose_worst(kinds: list[tuple], counts: np.ndarray, target_delta: float) -
         if len(profiles) == 1:
             j = int(np.flatnonzero(profiles[0])[0])
             adv_why = _advanced_why(int(profiles[0, j]), delta_common - float(delta_b[0]))
-        epsilon_adv, adv_note = _judge("advanced", adv_max, out["epsilon_basic"], adv_why)
+        epsilon_adv, adv_note = _judge("advanced", adv_max, epsilon_basic, adv_why)
     else:
         epsilon_adv, adv_note = None, NOTE_MIXED
     if pld_note is None:
-        epsilon_pld, pld_note = _judge("PLD", pld_max, out["epsilon_basic"], None)
+        epsilon_pld, pld_note = _judge("PLD", pld_max, epsilon_basic, None)
     else:
         epsilon_pld = None
     return {

@@ -24,6 +24,7 @@ from __future__ import annotations
 import math
 import numbers
 from dataclasses import asdict, dataclass
+from typing import Protocol
 
 import numpy as np
 from scipy import optimize, stats
@@ -234,7 +235,15 @@ def shuffle_delta(epsilon: float, epsilon0: float, n: int, *, exact: bool = Fals
     return _ShuffleProfile(epsilon0, n, tail_mass, exact=exact).delta(float(epsilon))
 
 
-def _smallest_epsilon(profile: _ShuffleProfile, delta: float) -> float:
+class _Profile(Protocol):
+    """What the root finder needs of a pair's profile: delta(eps), with delta(epsilon0) = 0."""
+
+    epsilon0: float
+
+    def delta(self, eps: float, *, with_slack: bool = True) -> float: ...
+
+
+def _smallest_epsilon(profile: _Profile, delta: float) -> float:
     """Smallest eps (up to a tiny step, always on the safe side) with delta(eps) <= delta."""
     e0 = profile.epsilon0
     if profile.delta(0.0) <= delta:

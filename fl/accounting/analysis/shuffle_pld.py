@@ -84,8 +84,8 @@ def shuffled_round_pld(
     # chunks of blocks so that the (c, x) cells of one chunk fit in memory
     group = np.cumsum(counts) // _CHUNK
     for g in np.unique(group):
-        sel = np.flatnonzero(group == g)
-        sel = slice(int(sel[0]), int(sel[-1]) + 1)
+        members = np.flatnonzero(group == g)
+        sel = slice(int(members[0]), int(members[-1]) + 1)
         c = np.repeat(starts[sel], counts[sel]).astype(np.float64)
         offsets = np.arange(counts[sel].sum()) - np.repeat(np.cumsum(counts[sel]) - counts[sel], counts[sel])
         x = np.repeat(x_lo[sel], counts[sel]).astype(np.float64) + offsets

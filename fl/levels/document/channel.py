@@ -20,6 +20,7 @@ from flwr.app import Array, ArrayRecord
 
 from fl.accounting.charges import Charge
 from fl.cohort import Cohort
+from fl.config import RunConfig
 from fl.levels.base import Drawn, EmbeddingChannel, Received, ReleaseInputs, described
 from fl.levels.document.setup import DocumentSetup
 from mechanisms.guarantee import Guarantee
@@ -35,10 +36,10 @@ class DocumentChannel(EmbeddingChannel):
     needs_public_setup = True
     extra_keys = ("num-sentences",)
 
-    def __init__(self, cfg: Mapping[str, Any], input_dim: int, setup: DocumentSetup) -> None:
+    def __init__(self, cfg: RunConfig, input_dim: int, setup: DocumentSetup) -> None:
         super().__init__(cfg, input_dim)
         self.setup = setup
-        self.mechanism = setup.mechanism(cfg)
+        self.mechanism = setup.mechanism(cfg.release)
         self._by_k: dict[int, Charge] = {}
 
     @property
@@ -76,7 +77,7 @@ class DocumentChannel(EmbeddingChannel):
         return extras["num-sentences"]
 
     @classmethod
-    def public_setup(cls, cfg: Mapping[str, Any], device: Any) -> DocumentSetup:
+    def public_setup(cls, cfg: RunConfig, device: Any) -> DocumentSetup:
         """Recoder, candidates and projections (DeepCandidate) or the box (truncation), from public
         documents only."""
         from fl.levels.document.setup import build_setup

@@ -212,7 +212,12 @@ def _validate(
 
 
 def select_candidates(
-    public: SentenceDocs, recoded: torch.Tensor, min_sentences: int, m: int, seed: int, exclude: Sequence[int] = ()
+    public: SentenceDocs,
+    recoded: torch.Tensor,
+    min_sentences: int,
+    m: int,
+    seed: int,
+    exclude: Sequence[int] | np.ndarray = (),
 ) -> tuple[np.ndarray, torch.Tensor]:
     """Up to ``m`` public documents with >= ``min_sentences`` sentences (seeded choice, ``exclude``
     left out) and their embeddings mean_j H(G(s_ij)) (float32 [m', d])."""

@@ -23,7 +23,6 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -33,7 +32,7 @@ import torch
 from flwr.app import Array, ArrayRecord
 
 import mechanisms
-from fl.config import cache_dir, mechanism_options
+from fl.config import ReleaseConfig, RunConfig, cache_dir, mechanism_options
 from fl.config import data_dir as config_data_dir
 from fl.data import datasets as data
 from fl.encoding.cache_files import atomic_write, discarded, seal, unseal
@@ -87,7 +86,7 @@ class DocumentSetup:
         return ArrayRecord(arrays)
 
     @classmethod
-    def from_record(cls, record: ArrayRecord, cfg: Mapping[str, Any]) -> DocumentSetup:
+    def from_record(cls, record: ArrayRecord, release: ReleaseConfig) -> DocumentSetup:
         meta = record["meta"].numpy()
         tensors = {k: torch.as_tensor(v.numpy()) for k, v in record.items() if k != "meta"}
         recoder = None
@@ -97,8 +96,8 @@ class DocumentSetup:
             recoder.load_state_dict(state)
             recoder.eval()
         return cls(
-            cfg["document-mechanism"],
-            float(cfg["document-epsilon"]),
+            release.document_mechanism,
+            float(release.document_epsilon),
             recoder,
             tensors.get("candidates"),
             int(meta[0]),
@@ -124,9 +123,9 @@ class DocumentSetup:
             self._version = h.hexdigest()[:16]
         return self._version
 
-    def mechanism(self, cfg: Mapping[str, Any]) -> DocumentMechanism:
+    def mechanism(self, release: ReleaseConfig) -> DocumentMechanism:
         """The document mechanism this setup defines (cached per process by version)."""
-        return _mechanism(self.version(), self, cfg["document-options"])
+        return _mechanism(self.version(), self, release.document_options)
 
     def recode(self, docs: SentenceDocs) -> torch.Tensor:
         """The sentence rows the mechanism sees: H(G(s)) for deepcandidate, G(s) for truncation."""
@@ -140,10 +139,10 @@ class DocumentSetup:
         return docs.means(self.recode(docs))
 
     def release(
-        self, cfg: Mapping[str, Any], docs: SentenceDocs, generator: torch.Generator
+        self, cfg: RunConfig, docs: SentenceDocs, generator: torch.Generator
     ) -> tuple[torch.Tensor, torch.Tensor | None]:
         """One release per document: (embedding [n, d] float32, candidate ids or ``None``)."""
-        mech = self.mechanism(cfg)
+        mech = self.mechanism(cfg.release)
         blocks = docs.docs(emb=self.recode(docs))
         out = mech.sanitize(blocks, generator=generator)
         if self.kind == "deepcandidate":
@@ -161,7 +160,7 @@ def _mechanism(version: str, setup: DocumentSetup, options_text: str) -> Documen
         options = mechanism_options(options_text, "document-options")
         if setup.kind == "deepcandidate":
             assert setup.candidates is not None
-            _MECHANISMS[key] = mechanisms.create(
+            mech = mechanisms.create(
                 "deepcandidate",
                 epsilon=setup.epsilon,
                 candidates=setup.candidates.to(torch.float64),
@@ -171,17 +170,20 @@ def _mechanism(version: str, setup: DocumentSetup, options_text: str) -> Documen
             )
         else:
             assert setup.lo is not None and setup.hi is not None
-            _MECHANISMS[key] = mechanisms.create(
+            mech = mechanisms.create(
                 "truncation",
                 epsilon=setup.epsilon,
                 lo=setup.lo.to(torch.float64),
                 hi=setup.hi.to(torch.float64),
                 **options,
             )
+        if not isinstance(mech, DocumentMechanism):  # the registry returns a Mechanism; both are document ones
+            raise TypeError(f"{setup.kind} is not a document mechanism: {type(mech).__name__}")
+        _MECHANISMS[key] = mech
     return _MECHANISMS[key]
 
 
-def build_setup(cfg: Mapping[str, Any], device: str | torch.device = "cpu", progress: bool = True) -> DocumentSetup:
+def build_setup(cfg: RunConfig, device: str | torch.device = "cpu", progress: bool = True) -> DocumentSetup:
     """Build the public material from the public split (server side). Public data only."""
     ds = data.load(cfg)
     if ds.public is None or len(ds.public) == 0:
@@ -190,26 +192,26 @@ def build_setup(cfg: Mapping[str, Any], device: str | torch.device = "cpu", prog
     labels = torch.as_tensor(np.asarray(ds.public["label"][:], dtype=np.int64))
     usable = np.flatnonzero(public.num_sentences >= 2)  # as for private documents
     public, labels = public.select(usable), labels[usable]
-    kind, eps, seed = cfg["document-mechanism"], float(cfg["document-epsilon"]), int(cfg["seed"])
+    kind, eps, seed = cfg.release.document_mechanism, float(cfg.release.document_epsilon), int(cfg.users.seed)
     if kind == "truncation":
         from mechanisms.truncation import median_box
 
         lo, hi = median_box(public.means().to(torch.float64))
-        info = {"public_documents": len(public), "box_mean_width": float((hi - lo).mean())}
+        info: dict[str, Any] = {"public_documents": len(public), "box_mean_width": float((hi - lo).mean())}
         return DocumentSetup(kind, eps, lo=lo.to(torch.float32), hi=hi.to(torch.float32), info=info)
     if kind != "deepcandidate":
         raise ValueError(f"unknown document mechanism {kind!r}")
     recoder, classifier, val, chosen, candidates, recoder_info = _public_recoder(
         cfg, public, labels, ds.num_classes, device, progress
     )
-    info: dict[str, Any] = {"recoder": recoder_info, "candidates": int(len(chosen))}
-    num_projections = int(cfg["num-projections"])
+    info = {"recoder": recoder_info, "candidates": int(len(chosen))}
+    num_projections = int(cfg.release.num_projections)
     if num_projections == 0:  # tune p on the public validation documents (no privacy cost)
         val_docs = public.select(val)
         blocks = val_docs.docs(emb=recode(recoder, val_docs.emb))
 
         def make(p: int) -> DocumentMechanism:
-            return DocumentSetup(kind, eps, recoder, candidates, p, seed).mechanism(cfg)
+            return DocumentSetup(kind, eps, recoder, candidates, p, seed).mechanism(cfg.release)
 
         num_projections, scores = tune_projections(
             make, candidates, classifier, blocks, labels[val].numpy(), ds.num_classes, PROJECTION_GRID, seed
@@ -223,7 +225,7 @@ def build_setup(cfg: Mapping[str, Any], device: str | torch.device = "cpu", prog
 
 
 def _public_recoder(
-    cfg: Mapping[str, Any],
+    cfg: RunConfig,
     public: SentenceDocs,
     labels: torch.Tensor,
     num_classes: int,
@@ -245,7 +247,7 @@ def _public_recoder(
         {"v": 1, **{k: cfg[k] for k in keys}, "data": str(config_data_dir(cfg))}, sort_keys=True, default=str
     )
     path = cache_dir(cfg) / "document-setup" / f"{hashlib.sha256(material.encode()).hexdigest()[:32]}.pt"
-    d, seed = public.dim, int(cfg["seed"])
+    d, seed = public.dim, int(cfg.users.seed)
     if path.is_file():
         cached = _read_setup(path, d, num_classes)
         if cached is not None:
@@ -255,8 +257,8 @@ def _public_recoder(
         public,
         labels,
         num_classes,
-        clusters=int(cfg["recoder-clusters"]),
-        epochs=int(cfg["recoder-epochs"]),
+        clusters=int(cfg.release.recoder_clusters),
+        epochs=int(cfg.release.recoder_epochs),
         seed=seed,
         device=device,
         progress=progress,
@@ -265,7 +267,7 @@ def _public_recoder(
     recoded = recode(recoder, public.emb)
     val = np.asarray(training.info.pop("validation_rows"), dtype=np.int64)
     chosen, candidates = select_candidates(
-        public, recoded, int(cfg["candidate-min-sentences"]), int(cfg["num-candidates"]), seed, exclude=val
+        public, recoded, int(cfg.release.candidate_min_sentences), int(cfg.release.num_candidates), seed, exclude=val
     )
     entry = seal(
         {

@@ -3,15 +3,12 @@ labels in the clear (``none``). One label release is one use of the mechanism's 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
-
 import numpy as np
 import torch
 
 from fl.accounting.analysis.composition import RR_MECHANISMS
 from fl.accounting.charges import Charge
-from fl.config import make_mechanism
+from fl.config import RunConfig, make_mechanism
 from fl.data import datasets as data
 from mechanisms.guarantee import Guarantee
 from mechanisms.rr_prior import LabelPrior
@@ -29,7 +26,7 @@ class LabelChannel:
 
     level = "label"
 
-    def __init__(self, cfg: Mapping[str, Any], num_classes: int | None = None) -> None:
+    def __init__(self, cfg: RunConfig, num_classes: int | None = None) -> None:
         self.cfg = cfg
         self.mechanism = make_mechanism(cfg, "label")
         # k-ary RR's charges name K, so the ledger composes RandomizedResponseDpEvent(K) (unknown: generic pair)
@@ -49,10 +46,12 @@ class LabelChannel:
 
     def prior(self, released: torch.Tensor, model: torch.nn.Module | None, num_classes: int) -> LabelPrior | None:
         """RR-with-prior's prior for these released rows (``None`` for other mechanisms)."""
-        if self.cfg["label-mechanism"] != "rr_prior":
+        if self.cfg.release.label_mechanism != "rr_prior":
             return None
-        if self.cfg["label-prior"] == "public":
+        if self.cfg.release.label_prior == "public":
             public = data.load(self.cfg).public
+            if public is None:
+                raise ValueError("label-prior = 'public' needs public documents (public-fraction > 0)")
             counts = np.bincount(np.asarray(public["label"], dtype=np.int64), minlength=num_classes)
             probs = torch.as_tensor(counts / counts.sum(), dtype=torch.float64).expand(released.shape[0], -1)
             return LabelPrior(probs, source="public")

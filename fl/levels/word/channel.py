@@ -18,6 +18,7 @@ import torch
 
 from fl.accounting.charges import Charge
 from fl.cohort import Cohort
+from fl.config import RunConfig
 from fl.levels.base import MappedChannel, ReleaseInputs, described
 from fl.levels.word import rewrite as rewrite_mod
 from mechanisms.guarantee import Guarantee
@@ -32,7 +33,7 @@ class WordChannel(MappedChannel):
     unit_suffix = "-per-word"
     extra_keys = ("num-words",)
 
-    def __init__(self, cfg: Mapping[str, Any], input_dim: int) -> None:
+    def __init__(self, cfg: RunConfig, input_dim: int) -> None:
         super().__init__(cfg, input_dim)  # the sentence mechanism is "none" (config check)
         self.word_mechanism = rewrite_mod.word_mechanism(cfg)
 
@@ -66,14 +67,14 @@ class WordChannel(MappedChannel):
         )
 
     @classmethod
-    def early_warning(cls, cfg: Mapping[str, Any], num_users: int) -> str | None:
+    def early_warning(cls, cfg: RunConfig, num_users: int) -> str | None:
         return rewrite_mod.delta_warning(rewrite_mod.word_mechanism(cfg).guarantee, num_users)
 
     @classmethod
-    def diagnostics(cls, cfg: Mapping[str, Any]) -> tuple[str, dict[str, Any]] | None:
+    def diagnostics(cls, cfg: RunConfig) -> tuple[str, dict[str, Any]] | None:
         """N_w, S_w, ROUGE-1 and BLEU of the rewrite on sampled test documents (reads raw text: a
         diagnostic, not a release)."""
-        if cfg["word-quality-docs"] <= 0:
+        if cfg.release.word_quality_docs <= 0:
             return None
         from fl.levels.word.quality import rewrite_quality
 

@@ -20,12 +20,12 @@ from __future__ import annotations
 import hashlib
 import time
 from collections import Counter
-from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
 import torch
 
+from fl.config import RunConfig, UsersConfig
 from fl.data import datasets as data
 from fl.levels.word.rewrite import word_mechanism
 from mechanisms.words import unchanged_fraction, word_statistics
@@ -33,8 +33,8 @@ from mechanisms.words import unchanged_fraction, word_statistics
 SUPPORT_DRAWS = 1000
 
 
-def _seed(cfg: Mapping[str, Any], purpose: str) -> int:
-    return int.from_bytes(hashlib.sha256(f"{cfg['seed']}|{purpose}".encode()).digest()[:8], "little") >> 1
+def _seed(users: UsersConfig, purpose: str) -> int:
+    return int.from_bytes(hashlib.sha256(f"{users.seed}|{purpose}".encode()).digest()[:8], "little") >> 1
 
 
 def text_similarity(originals: list[str], rewrites: list[str]) -> dict[str, float]:
@@ -51,11 +51,14 @@ def text_similarity(originals: list[str], rewrites: list[str]) -> dict[str, floa
     return {"rouge1_f": float(np.mean(rouge)), "bleu": float(sacrebleu.corpus_bleu(rewrites, [originals]).score)}
 
 
-def rewrite_quality(cfg: Mapping[str, Any]) -> dict[str, Any]:
+def rewrite_quality(cfg: RunConfig) -> dict[str, Any]:
     """N_w, S_w, ROUGE-1 and BLEU of the configured word mechanism on a sample of test documents."""
     mech = word_mechanism(cfg)
-    test = data.load(cfg).test
-    n = min(int(cfg["word-quality-docs"]), len(test))
+    ds = data.load(cfg)
+    if not isinstance(ds, data.TextDataset):
+        raise ValueError("dataset = 'synthetic' has no texts to rewrite")
+    test = ds.test
+    n = min(int(cfg.release.word_quality_docs), len(test))
     out: dict[str, Any] = {
         "mechanism": mech.name,
         "epsilon_per_word": mech.epsilon,
@@ -64,9 +67,9 @@ def rewrite_quality(cfg: Mapping[str, Any]) -> dict[str, Any]:
     if n == 0:
         return out
     start = time.perf_counter()
-    rows = np.random.default_rng(_seed(cfg, "word-quality-sample")).choice(len(test), size=n, replace=False)
+    rows = np.random.default_rng(_seed(cfg.users, "word-quality-sample")).choice(len(test), size=n, replace=False)
     texts = list(test.select(np.sort(rows))["text"][:])
-    gen = torch.Generator().manual_seed(_seed(cfg, "word-quality-noise"))
+    gen = torch.Generator().manual_seed(_seed(cfg.users, "word-quality-noise"))
     r = mech.rewrite(texts, gen)
     out.update(
         {
@@ -78,7 +81,7 @@ def rewrite_quality(cfg: Mapping[str, Any]) -> dict[str, Any]:
             "examples": [{"original": o, "rewrite": w} for o, w in zip(texts[:3], r.texts[:3], strict=True)],
         }
     )
-    k = int(cfg["word-support-words"])
+    k = int(cfg.release.word_support_words)
     if k > 0:
         frequent = [i for i, _ in Counter(r.input_ids[r.input_ids != r.unk].tolist()).most_common(k)]
         if frequent:

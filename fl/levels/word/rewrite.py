@@ -29,7 +29,6 @@ import hashlib
 import json
 import logging
 import time
-from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -38,7 +37,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from fl.config import cache_dir, make_mechanism
+from fl.config import RunConfig, cache_dir, make_mechanism
 from fl.data import datasets as data
 from fl.encoding.cache_files import atomic_write, discarded, seal, unseal
 from fl.encoding.encoder import best_device, embed_texts
@@ -51,7 +50,7 @@ WORD_KEYS = ("word-mechanism", "word-epsilon", "word-options")
 REWRITE_VERSION = 1  # bump when the rewrite of a (seed, document) changes
 
 
-def word_mechanism(cfg: Mapping[str, Any]) -> WordMechanism:
+def word_mechanism(cfg: RunConfig) -> WordMechanism:
     """The configured word mechanism (cached per process: the space and its index load once)."""
     return _mechanism(tuple((k, cfg[k]) for k in WORD_KEYS))
 
@@ -89,7 +88,7 @@ class RewrittenSplit:
     num_words: np.ndarray  # int64 [n]: word tokens per document (the guarantee's units)
 
 
-def _key(cfg: Mapping[str, Any], purpose: str, partition: tuple[int, int], draw: int) -> str:
+def _key(cfg: RunConfig, purpose: str, partition: tuple[int, int], draw: int) -> str:
     keys = (
         *WORD_KEYS,
         "noise-seed",
@@ -118,7 +117,7 @@ _MEMORY: dict[tuple[str, int], RewrittenSplit] = {}
 
 
 def rewritten_split(
-    cfg: Mapping[str, Any], texts: list[str], purpose: str, partition: tuple[int, int], draw: int, seed: int
+    cfg: RunConfig, texts: list[str], purpose: str, partition: tuple[int, int], draw: int, seed: int
 ) -> RewrittenSplit:
     """Rewrite ``texts`` (a node's documents of ``purpose``) with a generator seeded by ``seed``, then embed.
 
@@ -131,7 +130,7 @@ def rewritten_split(
     if memo in _MEMORY:
         return _MEMORY[memo]
     path = cache_dir(cfg) / "rewrites" / f"{key}.npz"
-    persist = cfg["noise-seed"] >= 0
+    persist = cfg.release.noise_seed >= 0
     if persist and path.is_file():
         cached = _load(path, len(texts))
         if cached is not None:
@@ -144,7 +143,7 @@ def rewritten_split(
     return out
 
 
-def _rewrite_and_embed(cfg: Mapping[str, Any], texts: list[str], seed: int, purpose: str) -> RewrittenSplit:
+def _rewrite_and_embed(cfg: RunConfig, texts: list[str], seed: int, purpose: str) -> RewrittenSplit:
     if not texts:
         return RewrittenSplit(torch.zeros(0, 0), np.zeros(0, dtype=np.int64))
     mech = word_mechanism(cfg)
@@ -152,7 +151,7 @@ def _rewrite_and_embed(cfg: Mapping[str, Any], texts: list[str], seed: int, purp
     rewrite = mech.rewrite(list(texts), torch.Generator().manual_seed(seed))
     num_words = rewrite.num_words.numpy()
     rewritten_at = time.perf_counter()
-    emb = embed_texts(rewrite.texts, cfg, best_device(cfg["device"]), progress=True, store=False)
+    emb = embed_texts(rewrite.texts, cfg, best_device(cfg.server.device), progress=True, store=False)
     log.info(
         "rewrote %d %s documents (%d words) with %s in %.1fs, encoded them in %.1fs",
         len(texts),
@@ -174,7 +173,8 @@ def _save(path: Path, out: RewrittenSplit) -> None:
     earlier versions wrote, plus ``sha256`` (:func:`fl.encoding.cache_files.seal`).
     """
     entry = seal({"emb": out.emb.numpy(), "num_words": out.num_words, "n": np.array(len(out.num_words))})
-    atomic_write(path, lambda fh: np.savez(fh, **{k: np.asarray(v) for k, v in entry.items()}))
+    arrays: dict[str, Any] = {k: np.asarray(v) for k, v in entry.items()}  # numpy's stub types **kwds as allow_pickle
+    atomic_write(path, lambda fh: np.savez(fh, **arrays))
 
 
 def _load(path: Path, n: int) -> RewrittenSplit | None:

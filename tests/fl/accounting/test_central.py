@@ -23,6 +23,7 @@ from fl.accounting.central import (
     num_sampled_nodes,
     privacy_record,
 )
+from fl.config import resolve
 
 REPLACE_ONE = dp_accounting.NeighboringRelation.REPLACE_ONE
 
@@ -119,8 +120,10 @@ def test_num_sampled_nodes_and_bad_input() -> None:
 
 
 def test_privacy_record_schema() -> None:
-    cfg = {"central-noise-multiplier": 1.0, "central-clip": 0.5, "central-clipping": "server", "central-delta": 1e-5}
-    rec = privacy_record(cfg, 5, 10, 2)
+    cfg = resolve(
+        {"central-noise-multiplier": 1.0, "central-clip": 0.5, "central-clipping": "server", "central-delta": 1e-5}
+    )
+    rec = privacy_record(cfg.central, 5, 10, 2)
     assert rec["mode"] == "central" and rec["sampled_nodes"] == 5 and rec["nodes"] == 10
     assert rec["noise_multiplier"] == 1.0 and rec["clipping_norm"] == 0.5 and rec["delta"] == 1e-5
     assert rec["accountant"] in ("rdp", "pld") and rec["unit"] == "user (each user in one node; node-level too)"

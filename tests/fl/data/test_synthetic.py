@@ -16,7 +16,7 @@ import pytest
 from fl import cohort as cohort_mod
 from fl import config
 from fl.config import ConfigError
-from fl.data import datasets
+from fl.data import datasets, synthetic
 from tests.conftest import REPO
 
 
@@ -124,7 +124,7 @@ def test_classes_are_balanced() -> None:
 def test_normals_are_standard() -> None:
     """The Box-Muller stream behind the vectors: mean 0, variance 1, no correlation between
     neighbouring coordinates (a broken hash or a wrong radius fails)."""
-    z = datasets._normals(np.uint64(12345), np.arange(4000), 64).astype(np.float64)
+    z = synthetic._normals(np.uint64(12345), np.arange(4000), 64).astype(np.float64)
     assert abs(z.mean()) < 4 / np.sqrt(z.size)
     assert abs(z.var() - 1.0) < 0.01
     assert abs(np.corrcoef(z[:, 0], z[:, 1])[0, 1]) < 4 / np.sqrt(4000)
