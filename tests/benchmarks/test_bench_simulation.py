@@ -2,7 +2,7 @@
 user-level central DP) and its JSON has every field.
 
 Nothing here is timed or asserts on a timing (the smoke run is tiny and its figures are not
-measurements); the script runs in a subprocess, as a user runs it, Ray included.
+measurements); the script runs in a subprocess, as a user runs it, on the default local backend.
 """
 
 from __future__ import annotations
@@ -50,7 +50,8 @@ def check_case(case: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
         assert side["peak_rss_mib"] > 0 and side["peak_pss_mib"] > 0
         assert all(math.isfinite(v) for v in side["phases"].values())
         assert 0.0 <= side["accuracy"] <= 1.0
-    assert fed["peak_processes"] > floor["peak_processes"] == 1  # the federated tree holds Ray's processes
+    # The federated side runs on the default local backend, in its child's one process (Ray: --backend ray).
+    assert fed["peak_processes"] >= floor["peak_processes"] == 1
     for ratio in ("overhead_ratio", "overhead_ratio_after_discovery"):
         assert isinstance(case[ratio], float) and math.isfinite(case[ratio]) and case[ratio] > 0
     return fed, floor

@@ -224,5 +224,5 @@ def test_a_small_synthetic_run_end_to_end(tmp_path: Path) -> None:
     assert 0.0 <= record["accuracy"] <= 1.0
     assert record["privacy"]["users_released"] >= 300
     summary = result["summary"]
-    assert summary["users"] == {"train": 300, "test": 60, "nodes": 3}
+    assert summary["users"] == {"train": 300, "test": 60, "nodes": 3, "nodes_hold_own_files": False}
     assert summary["data"]["dataset"] == "synthetic" and "never for accuracy claims" in summary["data"]["note"]
