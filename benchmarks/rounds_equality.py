@@ -27,25 +27,18 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-# 60 training and 40 test SST-2 users over two nodes, two rounds: small enough for a few seconds each.
-SMALL: dict[str, Any] = {
-    "dataset": "sst2",
-    "train-size": 60,
-    "test-size": 40,
-    "users-per-node": 30,
-    "num-server-rounds": 2,
-    "fraction-train": 0.5,
-    "sentence-epsilon": 10.0,
-    "server-epochs": 3,
-    "noise-seed": 0,
-}
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the configs of this checkout's tests
 
+from tests.support.runs import LEVELS, MODES, PROVENANCE, SMALL_RUN, WALL_CLOCK, comparable  # noqa: E402
+
+# The small runs the end-to-end tests compare (tests/support/runs.py): two nodes, two rounds, a few
+# seconds each; run-name is set per run.
 RUNS: dict[str, dict[str, Any]] = {
     # sentence level (Purkayastha) and label level (randomized response), local DP
-    "sentence-label-local": {**SMALL, "label-mechanism": "rr", "label-epsilon": 2.0},
-    # the quickstart's recipe: a supervised public map, labels in the clear, prior-aware labels off
+    "sentence-label-local": {**SMALL_RUN, **MODES["local"]},
+    # the quickstart's recipe: a supervised public map, labels in the clear
     "sentence-supervised-map": {
-        **SMALL,
+        **SMALL_RUN,
         "train-size": 400,
         "public-fraction": 0.25,
         "users-per-node": 100,
@@ -54,57 +47,17 @@ RUNS: dict[str, dict[str, Any]] = {
         "map-scale": 0.0,
     },
     # label level alone with the prior-aware randomized response
-    "label-rr-prior": {**SMALL, "sentence-mechanism": "none", "label-mechanism": "rr_prior", "label-epsilon": 1.0},
+    "label-rr-prior": {**SMALL_RUN, "sentence-mechanism": "none", "label-mechanism": "rr_prior", "label-epsilon": 1.0},
     # word level (TrLaplace) with RR labels
-    "word-local": {
-        **SMALL,
-        "sentence-mechanism": "none",
-        "map-in": "identity",
-        "word-mechanism": "trlaplace",
-        "word-epsilon": 20.0,
-        "word-options": "vocab_size = 20000",
-        "word-quality-docs": 20,
-        "word-support-words": 1,
-        "label-mechanism": "rr",
-        "label-epsilon": 2.0,
-        "max-epsilon": 150.0,
-    },
+    "word-local": {**SMALL_RUN, **LEVELS["word"]},
     # document level (DeepCandidate on IMDB)
-    "document-local": {
-        **SMALL,
-        "dataset": "imdb",
-        "train-size": 80,
-        "test-size": 20,
-        "public-fraction": 0.5,
-        "users-per-node": 20,
-        "sentence-mechanism": "none",
-        "map-in": "identity",
-        "document-mechanism": "deepcandidate",
-        "document-epsilon": 10.0,
-        "recoder-clusters": 4,
-        "recoder-epochs": 2,
-        "num-candidates": 20,
-        "candidate-min-sentences": 4,
-    },
+    "document-local": {**SMALL_RUN, **LEVELS["document"]},
     # user-level central DP (DP-SGD over users' updates)
-    "central-user": {
-        **SMALL,
-        "mode": "central",
-        "central-unit": "user",
-        "central-cohort-size": 20.0,
-        "central-noise-multiplier": 1.0,
-        "central-clip": 1.0,
-    },
+    "central-user": {**SMALL_RUN, **MODES["central-user"]},
 }
 
 #: Fields that depend on the wall clock or on where the cache lives, not on the computation.
-UNSTABLE = ("seconds", "timing", "cached")
-
-
-def stable_records(rounds: Path) -> list[dict[str, Any]]:
-    """The run's round records without the fields in ``UNSTABLE``."""
-    rows = [json.loads(line) for line in rounds.read_text().splitlines() if line.strip()]
-    return [{k: v for k, v in row.items() if k not in UNSTABLE} for row in rows]
+UNSTABLE = (*WALL_CLOCK, *PROVENANCE)
 
 
 def fingerprint(name: str, config: dict[str, Any], work: Path, code: Path | None) -> dict[str, Any]:
@@ -119,7 +72,7 @@ def fingerprint(name: str, config: dict[str, Any], work: Path, code: Path | None
     done = subprocess.run(argv, env=env, cwd=code or Path.cwd(), capture_output=True, text=True)
     if done.returncode != 0:
         raise SystemExit(f"run {name} failed (exit {done.returncode}):\n{done.stderr[-3000:]}")
-    records = stable_records(work / "out" / name / "rounds.jsonl")
+    records = comparable(work / "out" / name)
     text = "".join(json.dumps(r, sort_keys=True) + "\n" for r in records)
     return {"sha256": hashlib.sha256(text.encode()).hexdigest(), "rounds": records}
 

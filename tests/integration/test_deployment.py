@@ -24,51 +24,11 @@ NODES = 2  # SMALL_RUN's simulation has 2 nodes
 
 # The other levels and the node-level central unit: slow tests (a deployment run each).
 LEVELS: dict[str, dict[str, object]] = {
-    "word": {
-        "sentence-mechanism": "none",
-        "map-in": "identity",
-        "word-mechanism": "trlaplace",
-        "word-epsilon": 20.0,
-        "word-options": "vocab_size = 20000",
-        "word-quality-docs": 20,
-        "word-support-words": 1,
-        "label-mechanism": "rr",
-        "label-epsilon": 2.0,
-        "max-epsilon": 150.0,
-    },
-    "document": {
-        "dataset": "imdb",
-        "train-size": 80,
-        "test-size": 20,
-        "public-fraction": 0.5,
-        "users-per-node": 20,
-        "sentence-mechanism": "none",
-        "map-in": "identity",
-        "document-mechanism": "deepcandidate",
-        "document-epsilon": 10.0,
-        "recoder-clusters": 4,
-        "recoder-epochs": 2,
-        "num-candidates": 20,
-        "candidate-min-sentences": 4,
-    },
+    **runs.LEVELS,
     # Not seed-reproducible, simulated or deployed: Flower's FedAvg samples nodes with Python's unseeded
     # random.sample and its server-side DP wrapper draws unseeded noise. Checked to run to the end only.
     "central-node": {"mode": "central", "central-unit": "node", "central-noise-multiplier": 0.5},
 }
-
-
-def _computed(value: object) -> object:
-    """``value`` without the fields that say where a result came from rather than what it is: a
-    cache's path (``cached``: the first run computes the document level's public setup, the second
-    reads it)."""
-    if isinstance(value, dict):
-        return {k: _computed(v) for k, v in value.items() if k != "cached"}
-    return [_computed(v) for v in value] if isinstance(value, list) else value
-
-
-def timeless(folder: Path) -> list[dict]:
-    """The round records without their wall-clock fields and cache provenance."""
-    return [_computed(r) for r in runs.timeless(folder)]
 
 
 def simulate(config: dict[str, object], out: Path, data_dir: Path, cache_dir: Path) -> Path:
@@ -103,12 +63,12 @@ def test_a_deployment_equals_the_simulation(
     deployed = insecure.run(config, tmp_path / "deployed")
     assert deployed.status == "finished:completed", deployed.details + insecure.log("superlink.log")[-3000:]
     assert deployed.folder is not None
-    rounds = timeless(deployed.folder)
+    rounds = runs.comparable(deployed.folder)
     assert len(rounds) == BASE["num-server-rounds"] and all(r["accuracy"] is not None for r in rounds)
     if mode == "central-node":  # see LEVELS: completes (it crashed on its checkpoint), not reproducible
         return
     simulated = simulate(config, tmp_path / "simulated", data_dir, cache_dir)
-    assert rounds == timeless(simulated)
+    assert rounds == runs.comparable(simulated)
     summaries = [json.loads((f / "summary.json").read_text()) for f in (deployed.folder, simulated)]
     assert summaries[0]["final"] == summaries[1]["final"]
     assert summaries[0]["users"] == summaries[1]["users"] and summaries[0]["users"]["nodes"] == NODES
@@ -138,7 +98,7 @@ def test_a_tls_deployment_of_authenticated_nodes_reading_their_own_files_equals_
     simulated = run_with_node_files(
         config_mod.resolve({**config, "out-dir": str(tmp_path / "simulated")}), [{"data-path": str(p)} for p in files]
     )
-    assert timeless(deployed.folder) == timeless(simulated)
+    assert runs.comparable(deployed.folder) == runs.comparable(simulated)
     summary = json.loads((deployed.folder / "summary.json").read_text())
     assert summary["users"]["nodes_hold_own_files"] is True and summary["users"]["train"] == 60
 
@@ -163,7 +123,7 @@ def test_a_supernode_killed_during_a_round_is_counted_charged_and_the_run_comple
         deployment.kill_node(1)
         record = deployment.wait(run_id, timeout=600, done=out / "r" / "summary.json")
     assert record["status"] == "finished:completed", record
-    rounds = timeless(out / "r")
+    rounds = runs.comparable(out / "r")
     assert len(rounds) == BASE["num-server-rounds"]
     first = rounds[0]["faults"]
     lost = first["train"]["error"] + first["train"]["timeout"]

@@ -1,4 +1,5 @@
-"""The small SST-2 run the end-to-end comparisons share, and how they compare two runs' rounds."""
+"""The small runs the end-to-end comparisons share (SST-2 at the sentence and label levels, the word and
+document levels, user-level central DP), and how two runs' rounds are compared."""
 
 from __future__ import annotations
 
@@ -31,7 +32,57 @@ MODES: dict[str, dict[str, object]] = {
 }
 
 
+#: The other levels, as changes to ``SMALL_RUN``: word (TrLaplace, RR labels) and document (DeepCandidate
+#: on IMDB).
+LEVELS: dict[str, dict[str, object]] = {
+    "word": {
+        "sentence-mechanism": "none",
+        "map-in": "identity",
+        "word-mechanism": "trlaplace",
+        "word-epsilon": 20.0,
+        "word-options": "vocab_size = 20000",
+        "word-quality-docs": 20,
+        "word-support-words": 1,
+        "label-mechanism": "rr",
+        "label-epsilon": 2.0,
+        "max-epsilon": 150.0,
+    },
+    "document": {
+        "dataset": "imdb",
+        "train-size": 80,
+        "test-size": 20,
+        "public-fraction": 0.5,
+        "users-per-node": 20,
+        "sentence-mechanism": "none",
+        "map-in": "identity",
+        "document-mechanism": "deepcandidate",
+        "document-epsilon": 10.0,
+        "recoder-clusters": 4,
+        "recoder-epochs": 2,
+        "num-candidates": 20,
+        "candidate-min-sentences": 4,
+    },
+}
+#: Round-record fields that depend on the wall clock, and on where a result came from (``cached``: the
+#: path of a cache file the run read or wrote) rather than on what it is.
+WALL_CLOCK = ("seconds", "timing")
+PROVENANCE = ("cached",)
+
+
+def _computed(value: object) -> object:
+    """``value`` without its ``PROVENANCE`` fields, at any depth."""
+    if isinstance(value, dict):
+        return {k: _computed(v) for k, v in value.items() if k not in PROVENANCE}
+    return [_computed(v) for v in value] if isinstance(value, list) else value
+
+
+def comparable(folder: Path) -> list[dict]:
+    """A run's round records without their wall-clock fields and cache provenance: what two runs of the
+    same computation share (the first computes the document level's public setup, the second reads it)."""
+    return [_computed(r) for r in timeless(folder)]
+
+
 def timeless(folder: Path) -> list[dict]:
     """A run's round records without their wall-clock fields (``seconds``, ``timing``)."""
     rows = [json.loads(line) for line in (folder / "rounds.jsonl").read_text().splitlines()]
-    return [{k: v for k, v in r.items() if k not in ("seconds", "timing")} for r in rows]
+    return [{k: v for k, v in r.items() if k not in WALL_CLOCK} for r in rows]
