@@ -25,48 +25,37 @@ def _refuse(problem: str, text: str) -> NoReturn:
     raise argparse.ArgumentTypeError(f"{problem}, got {text!r}")
 
 
-def positive_int(text: str) -> int:
-    """A whole number >= 1."""
-    try:
-        value = int(text)
-    except ValueError:
-        _refuse("must be a whole number >= 1", text)
-    if value < 1:
-        _refuse("must be a whole number >= 1", text)
-    return value
+def _bounded(
+    kind: Callable[[str], float], within: Callable[[float], bool], not_a_number: str, out_of_range: str, doc: str
+) -> Callable[[str], Any]:
+    """An option type: ``kind(text)`` when it parses and lies ``within`` the range, else the problem."""
+
+    def check(text: str) -> Any:
+        try:
+            value = kind(text)
+        except ValueError:
+            _refuse(not_a_number, text)
+        if not within(value):
+            _refuse(out_of_range, text)
+        return value
+
+    check.__doc__ = doc
+    return check
 
 
-def nonnegative_int(text: str) -> int:
-    """A whole number >= 0."""
-    try:
-        value = int(text)
-    except ValueError:
-        _refuse("must be a whole number >= 0", text)
-    if value < 0:
-        _refuse("must be a whole number >= 0", text)
-    return value
-
-
-def positive_float(text: str) -> float:
-    """A finite number > 0."""
-    try:
-        value = float(text)
-    except ValueError:
-        _refuse("must be a number > 0", text)
-    if not 0 < value < float("inf"):
-        _refuse("must be a finite number > 0", text)
-    return value
-
-
-def open_unit_interval(text: str) -> float:
-    """A number strictly between 0 and 1 (a probability such as 1 - confidence)."""
-    try:
-        value = float(text)
-    except ValueError:
-        _refuse("must be a number between 0 and 1", text)
-    if not 0 < value < 1:
-        _refuse("must lie strictly between 0 and 1", text)
-    return value
+_WHOLE_1, _WHOLE_0 = "must be a whole number >= 1", "must be a whole number >= 0"
+positive_int = _bounded(int, lambda v: v >= 1, _WHOLE_1, _WHOLE_1, "A whole number >= 1.")
+nonnegative_int = _bounded(int, lambda v: v >= 0, _WHOLE_0, _WHOLE_0, "A whole number >= 0.")
+positive_float = _bounded(
+    float, lambda v: 0 < v < float("inf"), "must be a number > 0", "must be a finite number > 0", "A finite number > 0."
+)
+open_unit_interval = _bounded(
+    float,
+    lambda v: 0 < v < 1,
+    "must be a number between 0 and 1",
+    "must lie strictly between 0 and 1",
+    "A number strictly between 0 and 1 (a probability such as 1 - confidence).",
+)
 
 
 def _first_file_on_the_way(path: Path) -> Path | None:
