@@ -48,14 +48,13 @@ def cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("sanitas-cache")
 
 
-#: Sanitas' loggers: ``sanitas`` commands run in this process (tests calling ``simulations.cli.main``)
-#: configure them (their own handler, no propagation); every test gets them back as they were, so that
-#: ``caplog`` sees the records of the tests after it.
-SANITAS_LOGGERS = ("fl", "clients", "strategies", "simulations", "sanitas")
-
-
 @pytest.fixture(autouse=True)
 def restore_sanitas_loggers() -> Iterator[None]:
+    """``sanitas`` commands run in this process (tests calling ``simulations.cli.main``) configure Sanitas'
+    loggers (their own handler, no propagation); every test gets them back as they were, so that
+    ``caplog`` sees the records of the tests after it."""
+    from simulations.cli.options import SANITAS_LOGGERS
+
     saved = {name: (logging.getLogger(name).handlers[:], logging.getLogger(name).level) for name in SANITAS_LOGGERS}
     propagate = {name: logging.getLogger(name).propagate for name in SANITAS_LOGGERS}
     yield

@@ -168,11 +168,15 @@ def command_line(args: argparse.Namespace) -> str:
     return " ".join(["sanitas", *getattr(args, "argv", sys.argv[1:])])
 
 
+#: The loggers of Sanitas' own packages, which :func:`setup_logging` configures.
+SANITAS_LOGGERS = ("fl", "clients", "strategies", "simulations", "sanitas")
+
+
 def setup_logging() -> None:
     """INFO logs of Sanitas' own packages (Flower configures its own logger)."""
     handler = logging.StreamHandler()
     handler.setFormatter(logging.Formatter("%(levelname)s sanitas.%(name)s: %(message)s"))
-    for name in ("fl", "clients", "strategies", "simulations", "sanitas"):
+    for name in SANITAS_LOGGERS:
         logger = logging.getLogger(name)
         logger.setLevel(logging.INFO)
         for old in [h for h in logger.handlers if getattr(h, "sanitas_cli", False)]:

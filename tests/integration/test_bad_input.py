@@ -18,7 +18,6 @@ row must be refused before Ray or the encoder starts.
 from __future__ import annotations
 
 import gzip
-import logging
 import math
 import os
 import subprocess
@@ -495,8 +494,6 @@ ROWS = [
     ),
 ]
 
-#: Sanitas' loggers (simulations.cli configures them on every call): restored after an in-process call.
-LOGGERS = ("fl", "clients", "strategies", "simulations", "sanitas")
 #: Warning categories Python does not print by default (outside __main__).
 SILENT = (DeprecationWarning, PendingDeprecationWarning, ImportWarning, ResourceWarning)
 
@@ -507,25 +504,16 @@ def _no_simulation(*args: object, **kwargs: object) -> None:
 
 def _cli_in_process(argv: list[str], capfd: pytest.CaptureFixture[str]) -> tuple[int, str]:
     """``simulations.cli.main(argv)``: its exit code and what reached stderr (fd 2, and the warnings
-    Python would print)."""
+    Python would print). The loggers it configures are restored after the test (tests/conftest.py)."""
     from simulations import cli
 
-    saved = {name: (logging.getLogger(name).handlers[:], logging.getLogger(name).level) for name in LOGGERS}
-    saved_propagate = {name: logging.getLogger(name).propagate for name in LOGGERS}
     capfd.readouterr()
-    try:
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            try:
-                code = cli.main(argv)
-            except SystemExit as stop:  # argparse
-                code = stop.code if isinstance(stop.code, int) else 1
-    finally:
-        for name, (handlers, level) in saved.items():
-            logger = logging.getLogger(name)
-            logger.handlers[:] = handlers
-            logger.setLevel(level)
-            logger.propagate = saved_propagate[name]
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            code = cli.main(argv)
+        except SystemExit as stop:  # argparse
+            code = stop.code if isinstance(stop.code, int) else 1
     err = capfd.readouterr().err
     shown = [w for w in caught if not issubclass(w.category, SILENT)]
     return code, err + "".join(warnings.formatwarning(w.message, w.category, w.filename, w.lineno) for w in shown)
