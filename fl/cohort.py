@@ -191,7 +191,7 @@ def _build_cached(
         ds.num_classes,
         d,
         map_dim(cfg.release, d),
-        release_dim(cfg, d),
+        release_dim(cfg, d, ds.num_classes),
         train_text,
         test_text,
         train_docs=docs[0],
@@ -229,7 +229,7 @@ def _synthetic_cohort(cfg: RunConfig, partition_id: int, num_partitions: int) ->
         ds.num_classes,
         ds.dim,
         map_dim(cfg.release, ds.dim),
-        release_dim(cfg, ds.dim),
+        release_dim(cfg, ds.dim, ds.num_classes),
         [],  # no text
         [],
     )

@@ -122,7 +122,7 @@ class Pipeline:
             num_classes,
             d,
             maps.map_dim(self.cfg.release, d),
-            maps.release_dim(self.cfg, d),
+            maps.release_dim(self.cfg, d, num_classes),
             list(texts),
             [],
             docs,

@@ -440,6 +440,7 @@ def compare(
 
     ``attacks``: then run those attacks on every finished run (``simulations.attack``: attacks.csv and
     attacks_vs_epsilon.png in the comparison folder)."""
+    from fl.accounting.delta import population_delta
     from fl.accounting.user_level import sampling_rate
     from fl.cohort import population_sizes
     from fl.data import datasets as data
@@ -458,7 +459,8 @@ def compare(
     populations = {s: population_sizes(central_cfg.replace(seed=s))[0] for s in seed_list}
     num_users = min(populations.values())
     q = sampling_rate(float(central_cfg["central-cohort-size"]), num_users)
-    rounds, delta = int(central_cfg["num-server-rounds"]), float(central_cfg["central-delta"])
+    rounds = int(central_cfg["num-server-rounds"])
+    delta = population_delta(float(central_cfg["central-delta"]), num_users)  # 1 / (10 N) unless given
     print(
         f"sanitas: calibrating the noise for per-user epsilon {targets} (q = {q:.4g}, the largest over the seeds' "
         f"{sorted(set(populations.values()))} users; {rounds} rounds)",

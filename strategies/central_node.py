@@ -41,6 +41,7 @@ from flwr.serverapp.strategy import (
 
 from fl import wire
 from fl.accounting.central import UNIFORM_WEIGHT_KEY, check_central_config, num_sampled_nodes, privacy_record
+from fl.accounting.delta import delta_warning, population_delta
 from fl.accounting.scope import EVALUATION_NOT_COVERED, GUARANTEE_COVERS
 from fl.config import RunConfig, as_run_config
 from fl.reporting.results import RunWriter
@@ -187,6 +188,11 @@ class CentralDPAccounting(Strategy):
         self.cfg = as_run_config(cfg)
         self.num_sampled = int(num_sampled)
         self.num_nodes = int(num_nodes)
+        warning = delta_warning(
+            population_delta(self.cfg.central.central_delta, self.num_nodes), self.num_nodes, "node"
+        )
+        if warning:
+            log.warning("DELTA TOO LARGE: %s", warning)
         self.writer = writer
         self.records: list[dict[str, Any]] = []
         self.released = 0
@@ -292,13 +298,13 @@ class CentralDPAccounting(Strategy):
 
     def summary(self) -> None:
         log.info(
-            "CentralDPAccounting: noise multiplier %g, clipping norm %g (%s side), %d of %d nodes, delta %g",
+            "CentralDPAccounting: noise multiplier %g, clipping norm %g (%s side), %d of %d nodes, delta %.3g",
             self.cfg.central.central_noise_multiplier,
             self.cfg.central.central_clip,
             self.cfg.central.central_clipping,
             self.num_sampled,
             self.num_nodes,
-            self.cfg.central.central_delta,
+            population_delta(self.cfg.central.central_delta, self.num_nodes),
         )
         self.strategy.summary()
 

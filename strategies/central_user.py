@@ -42,6 +42,7 @@ from flwr.serverapp.strategy import Strategy
 from torch import nn
 
 from fl import wire
+from fl.accounting.delta import delta_warning, population_delta
 from fl.accounting.user_level import sampling_rate, user_privacy_record
 from fl.config import RunConfig, as_run_config
 from fl.encoding.encoder import best_device
@@ -95,6 +96,9 @@ class UserLevelDPFedAvg(Strategy):
         self.num_users = first.num_train_users
         self.num_classes = first.num_classes
         self.q = sampling_rate(float(cfg.central.central_cohort_size), self.num_users)
+        warning = delta_warning(population_delta(cfg.central.central_delta, self.num_users), self.num_users, "user")
+        if warning:
+            log.warning("DELTA TOO LARGE: %s", warning)
         # Sorted by the users they hold, so the float sum over nodes has one order whatever Ray does.
         self.train_nodes = sorted(
             (n for n, v in self.nodes.items() if v.train_users_hi > v.train_users_lo),

@@ -66,7 +66,9 @@ def guarantee_statement(cfg: RunConfig, accounting: LocalDPAccounting) -> dict[s
     assert core.channels is not None and core.info is not None
     channels = core.channels
     statement: dict[str, Any] = {}
-    sentence = config_mod.make_mechanism(cfg, "sentence", input_dim=core.info.map_dim).guarantee
+    sentence = config_mod.make_mechanism(
+        cfg, "sentence", input_dim=core.info.map_dim, num_classes=core.info.num_classes
+    ).guarantee
     for channel, g in (("sentence", sentence), ("label", channels.label.guarantee)):
         statement[channel] = {**g.to_dict(), "pure_ldp_per_release": g.as_ldp()[0], "text": g.describe()}
     pulled_back = {
@@ -217,11 +219,12 @@ def _summary(cfg: RunConfig, run: ModeRun, writer: RunWriter) -> tuple[dict[str,
             "start": run.start,
             "guarantee": user_level_guarantee(cfg, u, run.start),
             "users": {"train": u.num_users, "test": next(iter(u.nodes.values())).num_test_users, "nodes": len(u.nodes)},
+            **_data_fields(cfg),
         }
         title = (
             f"{cfg.data.dataset} | user-level central DP z={cfg.central.central_noise_multiplier:g} "
             f"C={cfg.central.central_clip:g} | ~{u.q * u.num_users:.0f} users/round | "
-            f"eps={p.get('epsilon', float('nan')):.3g}, delta={cfg.central.central_delta:g}"
+            f"eps={p.get('epsilon', float('nan')):.3g}, delta={p.get('delta', float('nan')):.3g}"
         )
         return fields, title, "raw test"
     if isinstance(run.strategy, CentralDPAccounting):
@@ -241,11 +244,12 @@ def _summary(cfg: RunConfig, run: ModeRun, writer: RunWriter) -> tuple[dict[str,
         }
         first = next(iter(s.fedavg.nodes.values()))
         fields["users"] = {"train": first.num_train_users, "test": first.num_test_users, "nodes": s.num_nodes}
+        fields.update(_data_fields(cfg))
         p = last.get("privacy") or {}
         title = (
             f"{cfg.data.dataset} | central DP z={cfg.central.central_noise_multiplier:g} "
             f"C={cfg.central.central_clip:g} ({cfg.central.central_clipping}) | {s.num_sampled}/{s.num_nodes} nodes | "
-            f"eps={p.get('epsilon', float('nan')):.3g}, delta={cfg.central.central_delta:g}"
+            f"eps={p.get('epsilon', float('nan')):.3g}, delta={p.get('delta', float('nan')):.3g}"
         )
         return fields, title, "raw test"
     acc = run.strategy
@@ -272,6 +276,35 @@ def _summary(cfg: RunConfig, run: ModeRun, writer: RunWriter) -> tuple[dict[str,
         f"label={cfg.release.label_mechanism}{leak}"
     )
     return fields, title, "sanitized test"
+
+
+def _warn_overlap(cfg: RunConfig) -> None:
+    """Say on the console when the public documents are not independent of the private users' texts."""
+    loaded = data.load(cfg)
+    if not isinstance(loaded, data.TextDataset):  # synthetic data: no public documents
+        return
+    public = loaded.public_info
+    if not public or public.get("negligible", True):
+        return
+    for name, who in (("overlap_private", "private users'"), ("overlap_test", "test")):
+        o = public[name]
+        share = o["contained_fraction"]
+        log.warning(
+            "PUBLIC DATA OVERLAPS THE %s TEXTS: %d exact duplicate(s); %s of %d sampled texts of %d+ words occur "
+            "verbatim in a public text (%s). Public tuning and public maps then see these texts; use "
+            'public-split = "source" or public-dataset (summary.json: data.public)',
+            who.upper(),
+            o["exact_duplicates"],
+            "n/a" if share is None else f"{share:.1%}",
+            o["sampled"],
+            o["min_words"],
+            public.get("source", ""),
+        )
+
+
+def _data_fields(cfg: RunConfig) -> dict[str, Any]:
+    """The summary's ``data`` block (documents, public split and its overlap), where the dataset has text."""
+    return {} if data.is_synthetic(cfg) else {"data": data.load(cfg).describe()}
 
 
 def attack_state(cfg: RunConfig, run: ModeRun, final: ArrayRecord) -> AttackState | None:
@@ -397,6 +430,7 @@ def run_server(grid: Grid, cfg: RunConfig, timeout: float = 3600.0, resume: bool
         writer = RunWriter(folder, int(cfg.server.num_server_rounds))
         writer.write_json("config.json", {"config": configured, "data_source": source})
         log.info("results go to %s", writer.folder)
+        _warn_overlap(cfg)
         diagnostics = None
         with PHASES.measure("server setup"), failed_status(writer):  # central mode: discovery, public start
             run = (

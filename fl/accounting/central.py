@@ -26,6 +26,7 @@ from dp_accounting import dp_event
 from dp_accounting.pld import PLDAccountant
 from dp_accounting.rdp import RdpAccountant
 
+from fl.accounting.delta import delta_fields
 from fl.accounting.scope import scope_fields
 from fl.config import CentralConfig
 
@@ -192,12 +193,13 @@ def noise_for_epsilon(
 
 def privacy_record(central: CentralConfig, num_sampled: int, num_nodes: int, rounds: int) -> dict[str, Any]:
     """The ``privacy`` block of a central-mode round record."""
-    acc = central_epsilon(central.central_noise_multiplier, num_sampled, num_nodes, rounds, central.central_delta)
+    delta = delta_fields(float(central.central_delta), int(num_nodes), "node")
+    acc = central_epsilon(central.central_noise_multiplier, num_sampled, num_nodes, rounds, delta["delta"])
     return {
         "mode": "central",
         **scope_fields("central"),
         "epsilon": acc["epsilon"],
-        "delta": acc["delta"],
+        **delta,
         "accountant": acc["accountant"],
         "noise_multiplier": float(central.central_noise_multiplier),
         "clipping_norm": float(central.central_clip),

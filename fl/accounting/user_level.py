@@ -42,6 +42,7 @@ from dp_accounting import dp_event
 from dp_accounting.pld import privacy_loss_distribution
 from dp_accounting.rdp import RdpAccountant
 
+from fl.accounting.delta import delta_fields
 from fl.accounting.scope import scope_fields
 from fl.config import CentralConfig
 
@@ -186,17 +187,19 @@ def sampling_rate(cohort_size: float, num_users: int) -> float:
 
 def user_privacy_record(central: CentralConfig, sampling_rate_: float, num_users: int, rounds: int) -> dict[str, Any]:
     """The ``privacy`` block of a user-level central round record (the figure is per user)."""
+    delta = delta_fields(float(central.central_delta), int(num_users), "user")
     acc = user_level_epsilon(
         float(central.central_noise_multiplier),
         float(sampling_rate_),
         int(rounds),
-        float(central.central_delta),
+        delta["delta"],
     )
     return {
         "mode": "central",
         "central_unit": "user",
         **scope_fields("central"),
         **acc,
+        **delta,
         "clipping_norm": float(central.central_clip),
         "clipping": "client (each user's update, on its node)",
         "expected_users_per_round": float(sampling_rate_) * num_users,

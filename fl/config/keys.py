@@ -38,6 +38,24 @@ class DataConfig:
     train_size: int = key(0, "seeded subsample of training documents (0 = all)")
     test_size: int = key(0, "seeded subsample of test documents (0 = all)")
     public_fraction: float = key(0.0, "seeded fraction of training documents marked public")
+    public_split: str = key(
+        "source",
+        'how public-fraction splits: "source" (groups of items that share text stay on one side; a text '
+        'contained verbatim in a public text is public; fl.data.sources) or "row" (unsafe where items share text)',
+        choices=("source", "row"),
+    )
+    group_column: str = key("", 'user data: column naming each item\'s source group ("" = grouped by containment)')
+    public_dataset: str = key(
+        "",
+        "public data from another registry dataset or file (its training split; needs public-fraction = 0)",
+    )
+    public_size: int = key(0, "public-dataset: seeded subsample of its documents (0 = all)")
+    public_sentences: bool = key(False, "public-dataset: split its documents into sentences, each keeping its label")
+    public_labels: str = key(
+        "",
+        'public-dataset: its class names -> the run\'s, "neg = negative, pos = positive" ("" = equal names or '
+        "unambiguous prefixes)",
+    )
     empty_documents: str = key("error", '"error" or "drop" (dropped documents are counted)', choices=("error", "drop"))
     short_documents: str = key(
         "drop",
@@ -185,7 +203,11 @@ class CentralConfig:
     central_noise_multiplier: float = key(1.0, "Gaussian noise std / clipping norm (Flower DP wrappers)")
     central_clip: float = key(1.0, "clipping norm of a client update")
     central_clipping: str = key("server", '"server" or "client" side fixed clipping', choices=("server", "client"))
-    central_delta: float = key(1e-05, "delta of the central (epsilon, delta) account")
+    central_delta: float = key(
+        0.0,
+        "delta of the central (epsilon, delta) account; 0 = 1 / (10 N) for the run's N users, at most 1e-5 "
+        "(a delta >= 1 / N is flagged)",
+    )
     local_epochs: int = key(1, "central mode: epochs (node unit) or per-user SGD steps (user unit) per round")
     central_unit: str = key(
         "user",

@@ -190,13 +190,16 @@ def validate(cfg: Mapping[str, Any]) -> None:
             "map-in = 'leaky' sends unsanitized gradients of M1 to the server, so no local-DP guarantee "
             "holds; set allow-unaccounted-leakage = true to run it anyway"
         )
-    if cfg["map-in"] in ("public", "supervised") and cfg["public-fraction"] <= 0:
-        raise ConfigError(f"map-in = {cfg['map-in']!r} builds M1 from the public split: set public-fraction > 0")
+    if cfg["map-in"] in ("public", "supervised") and not has_public(cfg):
+        raise ConfigError(
+            f"map-in = {cfg['map-in']!r} builds M1 from the public split: set public-fraction > 0 or public-dataset"
+        )
     if not (cfg["map-scale"] >= 0 and math.isfinite(cfg["map-scale"])):
         raise ConfigError(f"map-scale must be >= 0 and finite (0 = chosen on public data), got {cfg['map-scale']}")
-    if cfg["label-mechanism"] == "rr_prior" and cfg["label-prior"] == "public" and cfg["public-fraction"] <= 0:
+    if cfg["label-mechanism"] == "rr_prior" and cfg["label-prior"] == "public" and not has_public(cfg):
         raise ConfigError(
-            "label-prior = 'public' takes class frequencies from the public split: set public-fraction > 0"
+            "label-prior = 'public' takes class frequencies from the public split: set public-fraction > 0 "
+            "or public-dataset"
         )
     if not 0.0 <= cfg["reference-accuracy"] <= 1.0:
         raise ConfigError(f"reference-accuracy must lie in [0, 1] (0 = none), got {cfg['reference-accuracy']}")
@@ -206,13 +209,17 @@ def validate(cfg: Mapping[str, Any]) -> None:
         raise ConfigError(f"test-fraction must lie in (0, 1), got {cfg['test-fraction']}")
     if not 0.0 <= cfg["public-fraction"] < 1.0:
         raise ConfigError(f"public-fraction must lie in [0, 1), got {cfg['public-fraction']}")
+    _check_public_data(cfg)
     if not (cfg["dirichlet-alpha"] > 0 and math.isfinite(cfg["dirichlet-alpha"])):
         raise ConfigError(f"dirichlet-alpha must be > 0, got {cfg['dirichlet-alpha']}")
     if not (cfg["max-epsilon"] >= 0 and math.isfinite(cfg["max-epsilon"])):
         raise ConfigError(f"max-epsilon must be >= 0 and finite (0 = no budget), got {cfg['max-epsilon']}")
-    for key in ("accounting-delta", "central-delta"):
-        if not 0.0 < cfg[key] < 1.0:
-            raise ConfigError(f"{key} must lie in (0, 1), got {cfg[key]}")
+    if not 0.0 < cfg["accounting-delta"] < 1.0:
+        raise ConfigError(f"accounting-delta must lie in (0, 1), got {cfg['accounting-delta']}")
+    if not 0.0 <= cfg["central-delta"] < 1.0:
+        raise ConfigError(
+            f"central-delta must lie in [0, 1) (0 = 1 / (10 N), at most 1e-5), got {cfg['central-delta']}"
+        )
     for key in (
         "central-noise-multiplier",
         "central-clip",
@@ -263,10 +270,10 @@ def validate(cfg: Mapping[str, Any]) -> None:
                 f'(or candidate) per user: it needs sentence-mechanism = "none", word-mechanism = "none", '
                 f'map-in = "identity" and mode = "local" (got {", ".join(clashes)})'
             )
-        if cfg["public-fraction"] <= 0:
+        if not has_public(cfg):
             raise ConfigError(
                 f"document-mechanism = {cfg['document-mechanism']!r} builds its recoder, candidates or "
-                "clipping box from public documents: set public-fraction > 0"
+                "clipping box from public documents: set public-fraction > 0 or public-dataset"
             )
     if cfg["max-epsilon"] > 0:
         for channel in ("sentence", "label"):
@@ -325,6 +332,47 @@ _STRATEGY = re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*:[A-Za-z_]\w*")
 ENCODER_DIMS: dict[str, int] = {"all-MiniLM-L6-v2": 384, "sentence-transformers/all-MiniLM-L6-v2": 384}
 
 
+def has_public(cfg: Mapping[str, Any]) -> bool:
+    """Whether the run has public documents (a public split of its dataset, or another public dataset)."""
+    return cfg["public-fraction"] > 0 or bool(cfg["public-dataset"])
+
+
+def _check_public_data(cfg: Mapping[str, Any]) -> None:
+    """The public-data keys: one source of public documents, sizes, and the label mapping's form."""
+    if cfg["public-dataset"] and cfg["public-fraction"] > 0:
+        raise ConfigError(
+            f"public-dataset = {cfg['public-dataset']!r} and public-fraction = {cfg['public-fraction']} both "
+            "name public documents: set public-fraction = 0 to take them from the other dataset only"
+        )
+    if cfg["public-size"] < 0:
+        raise ConfigError(f"public-size must be >= 0 (0 = all), got {cfg['public-size']}")
+    if not cfg["public-dataset"]:
+        for key in ("public-size", "public-sentences", "public-labels"):
+            if cfg[key] != DEFAULTS[key]:
+                raise ConfigError(f"{key} = {cfg[key]!r} needs public-dataset (the other dataset it describes)")
+    if cfg["public-dataset"] == "synthetic" or (cfg["dataset"] == "synthetic" and cfg["public-dataset"]):
+        raise ConfigError('public-dataset needs text: dataset = "synthetic" has none')
+    public_label_pairs(cfg["public-labels"])
+    if cfg["group-column"] and not _looks_like_path(cfg["dataset"]):
+        raise ConfigError(
+            f"group-column = {cfg['group-column']!r} names a column of your own data file; dataset = "
+            f"{cfg['dataset']!r} is a registry dataset (its groups are found by containment)"
+        )
+
+
+def public_label_pairs(text: str) -> dict[str, str]:
+    """``"neg = negative, pos = positive"`` -> ``{"neg": "negative", "pos": "positive"}`` (form only)."""
+    pairs: dict[str, str] = {}
+    for part in filter(None, (p.strip() for p in str(text).split(","))):
+        name, sep, target = (s.strip() for s in part.partition("="))
+        if not sep or not name or not target:
+            raise ConfigError(f"public-labels: {part!r} is not of the form 'public name = run name'")
+        if name in pairs:
+            raise ConfigError(f"public-labels: {name!r} is mapped twice")
+        pairs[name] = target
+    return pairs
+
+
 def _looks_like_path(name: str) -> bool:
     """An ``encoder`` value that names a local folder rather than a hub id (``org/name``)."""
     return name.startswith(("/", "~", ".")) or "\\" in name or name.count("/") > 1
@@ -357,8 +405,10 @@ def _check_tuning(cfg: Mapping[str, Any]) -> None:
         )
     if not 0.0 <= cfg["tuning-holdout"] < 1.0:
         raise ConfigError(f"tuning-holdout must lie in [0, 1), got {cfg['tuning-holdout']}")
-    if cfg["encoder-tuning"] == "public" and cfg["public-fraction"] <= 0:
-        raise ConfigError("encoder-tuning = 'public' tunes the encoder on the public split: set public-fraction > 0")
+    if cfg["encoder-tuning"] == "public" and not has_public(cfg):
+        raise ConfigError(
+            "encoder-tuning = 'public' tunes the encoder on the public split: set public-fraction > 0 or public-dataset"
+        )
     if cfg["encoder-tuning"] != "none" and cfg["dataset"] == "synthetic":
         raise ConfigError('encoder-tuning needs text: dataset = "synthetic" has no encoder')
     if cfg["central-train"] == "encoder":
@@ -427,11 +477,16 @@ def mechanism_options(text: str, key: str = "options") -> dict[str, Any]:
         raise ConfigError(f"{key} must look like 'name = value, name = \"text\"': {err}") from None
 
 
-def make_mechanism(cfg: Mapping[str, Any], channel: str, input_dim: int | None = None) -> Any:
+def make_mechanism(
+    cfg: Mapping[str, Any], channel: str, input_dim: int | None = None, num_classes: int | None = None
+) -> Any:
     """Build the ``"sentence"``, ``"label"`` or ``"word"`` mechanism the config names.
 
     ``<channel>-options`` are passed to the constructor; ``input_dim`` (the
-    mechanism's input dimension, when known) goes to mechanisms that take it.
+    mechanism's input dimension, when known) and ``num_classes`` (the run's number
+    of classes, for task-aware mechanisms such as ``class_rr``) go to mechanisms
+    that take them. Without ``num_classes`` (checking a config before the data is
+    read) such a mechanism is built for 2 classes, to check its other parameters.
     """
     import inspect
 
@@ -444,8 +499,11 @@ def make_mechanism(cfg: Mapping[str, Any], channel: str, input_dim: int | None =
         from mechanisms.identity import NoPrivacy  # the registry's "none": the channel's level, no noise
 
         return NoPrivacy(level=channel, **options)
-    if input_dim is not None and "input_dim" in inspect.signature(cls).parameters:
+    taken = inspect.signature(cls).parameters
+    if input_dim is not None and "input_dim" in taken:
         options.setdefault("input_dim", int(input_dim))
+    if "num_classes" in taken:
+        options.setdefault("num_classes", 2 if num_classes is None else int(num_classes))
     return mechanisms.create(name, epsilon=cfg[f"{channel}-epsilon"], **options)
 
 

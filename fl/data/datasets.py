@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from fl.config import ConfigError, data_dir, level_of
+from fl.data import sources
 from fl.data.synthetic import (
     SYNTHETIC,
     SyntheticDataset,
@@ -211,9 +212,11 @@ class TextDataset:
     source: str
     dropped_empty: dict[str, int] = field(default_factory=dict)
     dropped_short: dict[str, int] = field(default_factory=dict)  # document level: < 2 sentences
+    public_info: dict[str, Any] = field(default_factory=dict)  # how the public documents were obtained, overlap
 
     def describe(self) -> dict[str, Any]:
         return {
+            "public": self.public_info,
             "dataset": self.name,
             "source": self.source,
             "train_documents": len(self.train),
@@ -226,11 +229,20 @@ class TextDataset:
 
 
 def check_source(cfg: Mapping[str, Any]) -> str:
-    """Raise a one-line error unless the configured data source can be found.
+    """Raise a one-line error unless the configured data source (and ``public-dataset``) can be found.
 
     Returns a description of the source. Cheap: checks names, paths and file sizes (an empty
     data file is refused here), and ``map-dim`` against ``synthetic-dim`` for synthetic data.
     """
+    if cfg.get("public-dataset"):
+        try:
+            _check_one_source({**cfg, "dataset": cfg["public-dataset"], "test-file": ""})
+        except (ConfigError, FileNotFoundError, ValueError) as err:
+            raise type(err)(f"public-dataset: {err}") from None
+    return _check_one_source(cfg)
+
+
+def _check_one_source(cfg: Mapping[str, Any]) -> str:
     name = cfg["dataset"]
     if is_synthetic(cfg):
         if cfg["map-in"] != "identity" and cfg["map-dim"] > cfg["synthetic-dim"]:
@@ -357,11 +369,7 @@ def _load(cfg: dict[str, Any]) -> TextDataset:
     test = handle_empty(splits["test"], cfg["empty-documents"], "test", dropped)
     train = _subsample(train, cfg["train-size"], seed)
     test = _subsample(test, cfg["test-size"], seed + 1)
-    public = None
-    if cfg["public-fraction"] > 0:
-        is_public = np.random.default_rng(seed + 2).random(len(train)) < cfg["public-fraction"]
-        public = train.select(np.flatnonzero(is_public))
-        train = train.select(np.flatnonzero(~is_public))
+    train, public, public_info = _public_part(cfg, train, test, label_names, seed)
     # After subsampling and the public split, so that a document-level run and its non-private
     # reference (document-mechanism = "none") draw the same documents, less the short ones.
     short: dict[str, int] = {}
@@ -372,7 +380,135 @@ def _load(cfg: dict[str, Any]) -> TextDataset:
     test = test.add_column("row", np.arange(len(test), dtype=np.int64))
     if len(train) == 0 or len(test) == 0:
         raise ValueError(f"dataset {name!r} has an empty train or test split after filtering")
-    return TextDataset(name, train, test, public, len(label_names), label_names, source, dropped, short)
+    if "group" in train.column_names:
+        train = train.remove_columns("group")
+    return TextDataset(name, train, test, public, len(label_names), label_names, source, dropped, short, public_info)
+
+
+def _public_part(
+    cfg: dict[str, Any], train: datasets.Dataset, test: datasets.Dataset, label_names: list[str], seed: int
+) -> tuple[datasets.Dataset, datasets.Dataset | None, dict[str, Any]]:
+    """The private training documents, the public documents and how they were obtained, with their
+    measured overlap (:func:`fl.data.sources.measure_overlap`): public documents come from another
+    dataset (``public-dataset``) or from the run's training split, by source group (``public-split =
+    "source"``: containment groups, or the ``group-column`` of a user file) or by row."""
+    if cfg["public-dataset"]:
+        public, info = _other_public(cfg, label_names, seed)
+    elif cfg["public-fraction"] > 0:
+        texts = train["text"][:]
+        if cfg["public-split"] == "row":
+            is_public = np.random.default_rng(seed + 2).random(len(train)) < cfg["public-fraction"]
+            info = {"source": "a seeded share of the training rows (public-split = row)", "split": "row"}
+        else:
+            if "group" in train.column_names:
+                _, groups = np.unique(np.asarray(train["group"][:], dtype=str), return_inverse=True)
+                how = f"group-column {cfg['group-column']!r}"
+            else:
+                groups = sources.containment_groups(texts)
+                how = "containment (each text joins the longest text containing it)"
+            split = sources.source_split(texts, groups, cfg["public-fraction"], seed + 2)
+            is_public = split.is_public
+            info = {
+                "source": "a seeded share of the training split's source groups (public-split = source)",
+                "split": "source",
+                "grouping": how,
+                "groups": split.groups,
+                "moved_to_public": split.moved_to_public,
+            }
+        public = train.select(np.flatnonzero(is_public))
+        train = train.select(np.flatnonzero(~is_public))
+        info["public_share"] = float(is_public.mean())
+    else:
+        return train, None, {}
+    info["documents"] = len(public)
+    public_texts = public["text"][:]
+    info["overlap_private"] = sources.measure_overlap(public_texts, train["text"][:], seed + 5)
+    info["overlap_test"] = sources.measure_overlap(public_texts, test["text"][:], seed + 6)
+    info["negligible"] = sources.negligible(info["overlap_private"]) and sources.negligible(info["overlap_test"])
+    if "group" in public.column_names:
+        public = public.remove_columns("group")
+    return train, public, info
+
+
+def _other_public(cfg: dict[str, Any], label_names: list[str], seed: int) -> tuple[datasets.Dataset, dict[str, Any]]:
+    """``public-dataset``: the training split of another registry dataset or file (seeded
+    ``public-size`` subsample, optionally split into sentences), its labels mapped onto the run's."""
+    from fl.data.sentences import split_sentences
+
+    other = {
+        **cfg,
+        "dataset": cfg["public-dataset"],
+        "public-dataset": "",
+        "public-fraction": 0.0,
+        "train-size": 0,
+        "test-size": 0,
+        "test-file": "",
+        "group-column": "",
+        "word-mechanism": "none",
+        "document-mechanism": "none",
+    }
+    try:
+        loaded = _load(other)
+    except (ConfigError, FileNotFoundError, ValueError) as err:
+        raise type(err)(f"public-dataset: {err}") from None
+    mapping = public_label_map(loaded.label_names, label_names, cfg["public-labels"], cfg["public-dataset"])
+    public = _subsample(loaded.train, cfg["public-size"], seed + 7)
+    labels = np.asarray([mapping[int(v)] for v in public["label"][:]], dtype=np.int64)
+    texts = public["text"][:]
+    import datasets as hf
+
+    if cfg["public-sentences"]:
+        pieces = [
+            (sentence, int(y)) for text, y in zip(texts, labels, strict=True) for sentence in split_sentences(text)
+        ]
+        texts, labels = [p[0] for p in pieces], np.asarray([p[1] for p in pieces], dtype=np.int64)
+    public = hf.Dataset.from_dict({"text": list(texts), "label": labels})
+    info = {
+        "source": f"public-dataset {cfg['public-dataset']!r} ({loaded.source}), its training split"
+        + (", split into sentences" if cfg["public-sentences"] else ""),
+        "split": "other dataset",
+        "labels": {loaded.label_names[k]: label_names[v] for k, v in mapping.items()},
+    }
+    return public, info
+
+
+def public_label_map(public_names: list[str], run_names: list[str], given: str, source: str) -> dict[int, int]:
+    """Public class id -> the run's class id: by ``public-labels`` pairs, else by equal names
+    (case-insensitive) or an unambiguous prefix ("neg" -> "negative"). Every public class must map
+    to a run class, and every run class must receive one; otherwise a ``ConfigError`` says which."""
+    from fl.config.run_config import public_label_pairs
+
+    pairs = public_label_pairs(given)
+    lower = [n.lower() for n in run_names]
+    mapping: dict[int, int] = {}
+    for k, name in enumerate(public_names):
+        if pairs:
+            target = pairs.get(name)
+            if target is None:
+                raise ConfigError(f"public-labels does not map the public class {name!r} of {source!r}")
+            if target not in run_names:
+                raise ConfigError(f"public-labels maps {name!r} to {target!r}, not a class of the run ({run_names})")
+            mapping[k] = run_names.index(target)
+            continue
+        hits = [i for i, n in enumerate(lower) if n == name.lower()] or [
+            i for i, n in enumerate(lower) if n.startswith(name.lower()) or name.lower().startswith(n)
+        ]
+        if len(hits) != 1:
+            raise ConfigError(
+                f"public-dataset {source!r}: its class {name!r} matches {'no' if not hits else 'several'} class of "
+                f'the run ({run_names}); map them with public-labels = "{name} = <run class>, ..."'
+            )
+        mapping[k] = hits[0]
+    unused = pairs.keys() - set(public_names)
+    if unused:
+        raise ConfigError(f"public-labels names {sorted(unused)}, not classes of {source!r} ({public_names})")
+    missing = [run_names[i] for i in range(len(run_names)) if i not in mapping.values()]
+    if missing:
+        raise ConfigError(
+            f"public-dataset {source!r} has no documents of the run's class(es) {missing}: "
+            f"its classes are {public_names}"
+        )
+    return mapping
 
 
 DATA_KEYS = (
@@ -385,6 +521,12 @@ DATA_KEYS = (
     "train-size",
     "test-size",
     "public-fraction",
+    "public-split",
+    "group-column",
+    "public-dataset",
+    "public-size",
+    "public-sentences",
+    "public-labels",
     "empty-documents",
     "word-mechanism",  # with document-mechanism, the level (fl.config.level_of): the document level
     "document-mechanism",  # drops short documents

@@ -27,21 +27,27 @@ def is_user_file(name: str) -> bool:
     return name.lower().endswith(USER_FILE_SUFFIXES) or "/" in name or "\\" in name
 
 
-def standardise(ds: datasets.Dataset, text_cols: tuple[str, ...], label_col: str, source: str) -> datasets.Dataset:
-    """``text`` (the text columns joined by spaces) and ``label`` columns of one source."""
-    missing = [c for c in (*text_cols, label_col) if c not in ds.column_names]
+def standardise(
+    ds: datasets.Dataset, text_cols: tuple[str, ...], label_col: str, source: str, group_col: str = ""
+) -> datasets.Dataset:
+    """``text`` (the text columns joined by spaces) and ``label`` columns of one source, and its source
+    ``group`` column (as strings) when ``group_col`` names one (``group-column``)."""
+    named = (("text-column", text_cols), ("label-column", (label_col,)), ("group-column", (group_col,)))
+    missing = [c for c in (*text_cols, label_col, *([group_col] if group_col else [])) if c not in ds.column_names]
     if missing:
-        keys = " / ".join(
-            k for k, cols in (("text-column", text_cols), ("label-column", (label_col,))) if set(cols) & set(missing)
-        )
+        keys = " / ".join(k for k, cols in named if set(cols) & set(missing))
         raise ConfigError(f"{source}: columns {missing} not found ({keys}); available columns: {ds.column_names}")
+    extra = [group_col] if group_col else []
     if text_cols == ("text",):
-        ds = ds.select_columns(["text", label_col])
+        ds = ds.select_columns(["text", label_col, *extra])
     else:
         ds = ds.map(lambda r: {"_t": " ".join(str(r[c]) for c in text_cols)}, remove_columns=None)
-        ds = ds.select_columns(["_t", label_col]).rename_column("_t", "text")
+        ds = ds.select_columns(["_t", label_col, *extra]).rename_column("_t", "text")
     if label_col != "label":
         ds = ds.rename_column(label_col, "label")
+    if group_col:
+        ds = ds.map(lambda b: {"_g": [str(v) for v in b[group_col]]}, batched=True, remove_columns=[group_col])
+        ds = ds.rename_column("_g", "group")
     return ds
 
 
@@ -180,7 +186,10 @@ def read_user_files(cfg: Mapping[str, Any]) -> tuple[dict[str, datasets.Dataset]
     label_col = cfg["label-column"]
     splits = {}
     for role, path in files.items():
-        splits[role] = standardise(_read_file(_builder(path), path), text_cols, label_col, f"data file {path!r}")
+        group_col = cfg["group-column"] if role == "train" else ""  # groups matter where the public split is drawn
+        splits[role] = standardise(
+            _read_file(_builder(path), path), text_cols, label_col, f"data file {path!r}", group_col
+        )
         _check_integer_labels(splits[role]["label"][:], path, label_col)
     sources = {role: f"data file {path!r}" for role, path in files.items()}
     if "test" not in splits:

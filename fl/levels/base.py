@@ -79,6 +79,8 @@ class EmbeddingChannel(ABC):
         Resolved run config.
     input_dim : int
         m', the dimension the mechanism sees (M1's output).
+    num_classes : int, optional
+        The run's number of classes (a task-aware mechanism such as ``class_rr`` releases one).
     """
 
     level: ClassVar[str]
@@ -88,9 +90,10 @@ class EmbeddingChannel(ABC):
     unit_suffix: ClassVar[str] = ""  # "-per-word": what the epsilon in a run name is per
     needs_public_setup: ClassVar[bool] = False  # the server builds public material and sends it to nodes
 
-    def __init__(self, cfg: RunConfig, input_dim: int) -> None:
+    def __init__(self, cfg: RunConfig, input_dim: int, num_classes: int | None = None) -> None:
         self.cfg = cfg
         self.input_dim = int(input_dim)
+        self.num_classes = num_classes  # the run's classes (a task-aware mechanism releases one of them)
 
     # ------------------------------------------------------------- privacy
     @property
@@ -200,9 +203,9 @@ class MappedChannel(EmbeddingChannel):
     also carries dLoss/dM1. The sentence and word levels are such channels (the word level's sentence
     mechanism is ``none``: its noise is in the rewrite)."""
 
-    def __init__(self, cfg: RunConfig, input_dim: int) -> None:
-        super().__init__(cfg, input_dim)
-        self.mechanism = make_mechanism(cfg, "sentence", input_dim=input_dim)
+    def __init__(self, cfg: RunConfig, input_dim: int, num_classes: int | None = None) -> None:
+        super().__init__(cfg, input_dim, num_classes)
+        self.mechanism = make_mechanism(cfg, "sentence", input_dim=input_dim, num_classes=num_classes)
 
     @abstractmethod
     def source(self, inputs: ReleaseInputs, rows: np.ndarray) -> torch.Tensor:

@@ -53,7 +53,7 @@ def make_channels(
             raise ValueError("the document level needs the server's public setup")
         embedding: EmbeddingChannel = DocumentChannel(cfg, input_dim, setup)
     else:
-        embedding = LEVELS[level](cfg, input_dim)
+        embedding = LEVELS[level](cfg, input_dim, num_classes=num_classes)
     return Channels(embedding, LabelChannel(cfg, num_classes))
 
 

@@ -63,10 +63,12 @@ def map_dim(release: ReleaseConfig, d: int) -> int:
     return d if release.map_in == "identity" else int(release.map_dim)
 
 
-def release_dim(cfg: RunConfig, d: int) -> int:
-    """Columns of a released vector: the sentence mechanism's output on m' = map_dim inputs."""
+def release_dim(cfg: RunConfig, d: int, num_classes: int | None = None) -> int:
+    """Columns of a released vector: the sentence mechanism's output on m' = map_dim inputs
+    (``num_classes``: the run's, for a task-aware mechanism whose release is one row over the classes)."""
     m_prime = map_dim(cfg.release, d)
-    return int(config_mod.make_mechanism(cfg, "sentence", input_dim=m_prime).output_dim(m_prime))
+    mech = config_mod.make_mechanism(cfg, "sentence", input_dim=m_prime, num_classes=num_classes)
+    return int(mech.output_dim(m_prime))
 
 
 def input_map(kind: str, d: int, m_prime: int, seed: int) -> torch.Tensor | None:

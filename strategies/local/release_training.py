@@ -165,7 +165,9 @@ class ReleaseTraining(Strategy):
         training on releases.
         """
         assert self.model is not None and self.map_matrix is not None and self.info is not None
-        mech = config_mod.make_mechanism(self.cfg, "sentence", input_dim=self.info.map_dim)
+        mech = config_mod.make_mechanism(
+            self.cfg, "sentence", input_dim=self.info.map_dim, num_classes=self.info.num_classes
+        )
         matrix, info = train_public_start(self.cfg, self.model, self.map_matrix, mech, self.device, self._gen)
         self.public_info = info
         log.info(
@@ -179,7 +181,9 @@ class ReleaseTraining(Strategy):
         """The affine M1 of ``map-in = "supervised"``, from the public split only (its scale chosen on
         a public hold-out under the run's mechanism when ``map-scale = 0``)."""
         assert self.info is not None
-        mech = config_mod.make_mechanism(self.cfg, "sentence", input_dim=self.info.map_dim)
+        mech = config_mod.make_mechanism(
+            self.cfg, "sentence", input_dim=self.info.map_dim, num_classes=self.info.num_classes
+        )
         matrix, info = supervised_start(
             self.cfg, mech, self.info.num_classes, self.info.map_dim, self.device, self._gen
         )

@@ -55,7 +55,7 @@ ACCOUNTANT_ADVANCED = "advanced"
 ACCOUNTANT_PLD_GENERIC = "pld-generic (eps, delta) pair"
 LAPLACE_MECHANISMS = ("laplace", "word_laplace")
 GAUSSIAN_MECHANISMS = ("gaussian", "word_gaussian")
-RR_MECHANISMS = ("rr",)
+RR_MECHANISMS = ("rr", "class_rr")  # class_rr with subset_size 1: K-ary RR of the public class
 # One part: (eps, delta, count) or (eps, delta, count, event); event None = the generic pair.
 Part = tuple[float, float, int] | tuple[float, float, int, dp_event.DpEvent | None]
 

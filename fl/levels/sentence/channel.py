@@ -30,7 +30,11 @@ class SentenceChannel(MappedChannel):
         return self.mechanism.guarantee
 
     def row_charges(self, n: int, extras: Mapping[str, np.ndarray]) -> list[Charge]:
-        return [Charge(self.guarantee, mechanism=self.mechanism.name)] * n  # the name picks its dp-accounting event
+        # The name picks its dp-accounting event; the task-aware class_rr with one class per release is
+        # K-ary randomized response of the public class (its event needs K), a larger subset the generic pair.
+        mech = self.mechanism
+        buckets = mech.num_classes if mech.name == "class_rr" and getattr(mech, "subset_size", 1) == 1 else None
+        return [Charge(self.guarantee, mechanism=mech.name, num_buckets=buckets)] * n
 
     def source(self, inputs: ReleaseInputs, rows: np.ndarray) -> torch.Tensor:
         """The encoder's embedding of each row's document (before M1)."""

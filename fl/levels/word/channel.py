@@ -33,8 +33,8 @@ class WordChannel(MappedChannel):
     unit_suffix = "-per-word"
     extra_keys = ("num-words",)
 
-    def __init__(self, cfg: RunConfig, input_dim: int) -> None:
-        super().__init__(cfg, input_dim)  # the sentence mechanism is "none" (config check)
+    def __init__(self, cfg: RunConfig, input_dim: int, num_classes: int | None = None) -> None:
+        super().__init__(cfg, input_dim, num_classes)  # the sentence mechanism is "none" (config check)
         self.word_mechanism = rewrite_mod.word_mechanism(cfg)
 
     @property
