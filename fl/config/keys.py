@@ -95,7 +95,7 @@ class EncoderConfig:
     encoder_tuning: str = key(
         "none",
         '"none" (the encoder as published) or "public": fine-tuned by the server on the public split only'
-        " before round 1, published by its weights' digest (fl.encoding.public_tuning)",
+        " before round 1, published by the digest of its folder, every file (fl.encoding.public_tuning)",
         choices=("none", "public"),
     )
     tuning_part: str = key(

