@@ -15,12 +15,14 @@ The contract later issues and outside checks rely on::
 from __future__ import annotations
 
 from .base import DocumentMechanism, LabelMechanism, Mechanism, SentenceMechanism, WordMechanism, check_epsilon
+from .class_rr import ClassRR
 from .clipped_additive import ClippedGaussian, ClippedLaplace
 from .deepcandidate import DeepCandidate
 from .guarantee import Guarantee, no_privacy
 from .identity import NoPrivacy
 from .planar_laplace import PlanarLaplace
 from .privemb import PrivEmb
+from .privunit import PrivUnit
 from .purkayastha import Purkayastha
 from .randomized_response import RandomizedResponse
 from .registry import create, mechanism_class, names, register
@@ -30,6 +32,7 @@ from .words import CMP, Mahalanobis, TrLaplace, WordGaussian, WordLaplace, WordS
 
 __all__ = [
     "CMP",
+    "ClassRR",
     "ClippedGaussian",
     "ClippedLaplace",
     "DeepCandidate",
@@ -41,6 +44,7 @@ __all__ = [
     "NoPrivacy",
     "PlanarLaplace",
     "PrivEmb",
+    "PrivUnit",
     "Purkayastha",
     "LabelPrior",
     "RRWithPrior",
@@ -61,12 +65,14 @@ __all__ = [
 ]
 
 register(CMP)
+register(ClassRR)
 register(ClippedGaussian)
 register(ClippedLaplace)
 register(DeepCandidate)
 register(NoPrivacy)
 register(PlanarLaplace)
 register(PrivEmb)
+register(PrivUnit)
 register(Purkayastha)
 register(RandomizedResponse)
 register(RRWithPrior)

@@ -441,8 +441,14 @@ def default_pair(mech: Mechanism, dim: int) -> tuple[torch.Tensor, torch.Tensor]
     PrivEmb-like mechanisms (a public ``phi`` [k, dim]; it is drawn by a warm-up
     call if needed) get x = the top right singular vector of phi; mechanisms with
     a finite public ``domain`` get the two domain points farthest apart (after
-    phi when there is one).
+    phi when there is one). A mechanism that knows its tight pair states it as
+    ``mech.default_audit_pair(dim)`` (class_rr: two inputs of different public
+    classes; for K > 2 the constant x and -x both have class 0, argmax ties).
     """
+    stated = getattr(mech, "default_audit_pair", None)
+    if callable(stated):
+        x, x_prime = stated(dim)
+        return x.to(torch.float64).reshape(-1), x_prime.to(torch.float64).reshape(-1)
     phi = _public_projection(mech, dim)
     domain = getattr(mech, "domain", None)
     if isinstance(domain, torch.Tensor):

@@ -46,6 +46,7 @@ from fl import config as config_mod
 from fl.config import ReleaseConfig, RunConfig
 from fl.maps.pipeline import train_epochs
 from mechanisms.base import SentenceMechanism, normalize_rows
+from mechanisms.class_rr import sum_zero_basis
 from mechanisms.identity import NoPrivacy
 
 #: What trains M1 through its noise: a sentence mechanism, or ``"none"`` (``NoPrivacy``) standing in for one.
@@ -126,8 +127,8 @@ def logistic_directions(
     """The public logistic regression's logit coordinates as an affine map: (A [d, k], a [k]).
 
     Binary: k = 1, the logit of class 1 minus class 0. K > 2 classes: the K multinomial logits
-    expressed in an orthonormal basis of the sum-zero subspace (k = K - 1: the softmax ignores a
-    common shift). L2-regularised (scikit-learn's ``C = l2``), lbfgs: deterministic.
+    expressed in the Helmert basis of the sum-zero subspace (``mechanisms.class_rr.sum_zero_basis``;
+    k = K - 1: the softmax ignores a common shift). L2-regularised (scikit-learn's ``C = l2``), lbfgs: deterministic.
     """
     from sklearn.linear_model import LogisticRegression
 
@@ -143,7 +144,7 @@ def logistic_directions(
     coef, intercept = clf.coef_.astype(np.float64), clf.intercept_.astype(np.float64)
     if num_classes == 2:
         return coef[0][:, None], intercept[:1]
-    basis = np.linalg.qr(np.eye(num_classes) - 1.0 / num_classes)[0][:, : num_classes - 1]  # sum-zero subspace
+    basis = sum_zero_basis(num_classes).numpy()  # the layout a node's class_rr reads the logits back from
     return coef.T @ basis, intercept @ basis
 
 

@@ -2,10 +2,11 @@
 
 The ``sanitas`` command line, one module per subcommand (``add_parser`` and ``handle``).
 ``sanitas run CONFIG.toml`` runs one simulation; ``sweep``, ``compare`` and ``reproduce`` run many;
-``audit`` and ``attack`` check what a run prints; ``report-documents``, ``audit-levels``,
-``composition-table``, ``shuffle-table``, ``word-survival`` and ``privemb-errors`` write the tables and
-plots the documentation cites; ``config-reference`` regenerates the configuration reference. A bad
-argument is refused while the arguments are parsed, before any work, with one line naming the option
+``tune`` chooses a local-DP recipe on public data only; ``audit`` and ``attack`` check what a run
+prints; ``report-documents``, ``audit-levels``, ``composition-table``, ``shuffle-table``,
+``word-survival`` and ``privemb-errors`` write the tables and plots the documentation cites;
+``config-reference`` regenerates the configuration reference. A bad argument is refused while the
+arguments are parsed, before any work, with one line naming the option
 (:mod:`simulations.cli.options`); a bad config or data file with one line naming the key or file; both
 exit 2.
 """
@@ -32,6 +33,7 @@ from simulations.cli import (
     run,
     shuffle_table,
     sweep,
+    tune,
     word_survival,
 )
 from simulations.cli.options import OneLineParser, setup_logging
@@ -41,6 +43,7 @@ SUBCOMMANDS: tuple[ModuleType, ...] = (
     run,
     sweep,
     compare,
+    tune,
     reproduce,
     audit,
     attack,

@@ -109,6 +109,23 @@ def numbers(kind: Callable[[str], Any], what: str, allow_empty: bool = False) ->
     return check
 
 
+def epsilon_list(text: str) -> list[float]:
+    """A comma-separated list of epsilons, each a finite number > 0; at least one."""
+    items = [t.strip() for t in text.split(",") if t.strip()]
+    if not items:
+        _refuse("must list at least one epsilon, like 1,3.14,6.28", text)
+    out = []
+    for item in items:
+        try:
+            value = float(item)
+        except ValueError:
+            value = float("nan")
+        if not (0 < value < float("inf")):
+            _refuse(f"must be epsilons (finite numbers > 0) separated by commas ({item!r} is not one)", text)
+        out.append(value)
+    return out
+
+
 def choices_list(known: tuple[str, ...], what: str, everything: str | None = None) -> Callable[[str], list[str]]:
     """A comma-separated list of names from ``known`` (``everything``, e.g. ``all``, stands for all)."""
 

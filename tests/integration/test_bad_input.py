@@ -177,6 +177,22 @@ DOC_LEVEL = (
     'map-in = "identity"\npublic-fraction = 0.2\n'
 )
 ROWS = [
+    # ---------------------------------------------------------------- public data and the central delta
+    pytest.param(
+        Bad(("public-dataset", "unknown dataset 'nosuch'"), 'public-dataset = "nosuch"\n'), id="public-dataset-unknown"
+    ),
+    pytest.param(
+        Bad(("public-labels", "'neg'", "not of the form"), 'public-dataset = "imdb"\npublic-labels = "neg"\n'),
+        id="public-labels-malformed",
+    ),
+    pytest.param(
+        Bad(
+            ("public-dataset", "public-fraction", "both name public documents"),
+            'public-dataset = "imdb"\npublic-fraction = 0.2\n',
+        ),
+        id="public-twice",
+    ),
+    pytest.param(Bad(("central-delta", "got -0.1"), "central-delta = -0.1\n"), id="central-delta-negative"),
     # ---------------------------------------------------------------- config keys (TOML, --set)
     pytest.param(
         Bad(("sentence-epsilon", "must be > 0 and finite", "got 0.0"), "sentence-epsilon = 0\n"), id="epsilon-zero"

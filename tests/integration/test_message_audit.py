@@ -135,6 +135,18 @@ RUNS: dict[str, dict[str, Any]] = {
     },
 }
 RUNS["truncation"] = {**RUNS["document"], "document-mechanism": "truncation"}
+# the task-aware release: the public classifier's class (supervised M1 from the public split) through
+# 2-ary randomized response, one-hot, with RR labels; and PrivUnit on the sphere of a random M1
+RUNS["sentence-class-rr"] = {
+    **RUNS["sentence"],
+    "public-fraction": 0.5,
+    "map-in": "supervised",
+    "map-dim": 2,
+    "map-scale": 1.0,
+    "sentence-mechanism": "class_rr",
+    "sentence-epsilon": 2.0,
+}
+RUNS["sentence-privunit"] = {**RUNS["sentence"], "sentence-mechanism": "privunit", "sentence-epsilon": 3.0}
 # the sentence level again, each node reading its documents from its own file (node config data-path)
 RUNS["sentence-own-files"] = RUNS["sentence"]
 OWN_FILES = {"sentence-own-files"}
@@ -450,6 +462,12 @@ def _check_release(
         emb = record["embeddings"].numpy()
         if emb.shape != (n, info.release_dim) or emb.dtype != np.float32 or not np.isfinite(emb).all():
             problems.append(f"{where}: embeddings are not [rows, release-dim] finite float32")
+        elif cfg["sentence-mechanism"] == "class_rr":
+            if not (np.isin(emb, (0.0, 1.0)).all() and (emb.sum(axis=1) == 1).all()):
+                problems.append(f"{where}: class_rr releases are not one-hot rows over the classes")
+        elif cfg["sentence-mechanism"] == "privunit":
+            if not np.allclose(np.linalg.norm(emb, axis=1), 1.0, atol=1e-4):
+                problems.append(f"{where}: PrivUnit releases are not on the unit sphere")
         elif cfg["sentence-mechanism"] == "purkayastha":
             if not np.allclose(np.linalg.norm(emb, axis=1), 1.0, atol=1e-4):
                 problems.append(f"{where}: Purkayastha releases are not on the unit sphere")
@@ -480,8 +498,9 @@ def expected_charge(
         mech = config_mod.make_mechanism(cfg, "label")
         return Charge(mech.guarantee, mechanism=mech.name, num_buckets=num_classes if mech.name == "rr" else None)
     if scope == "local/sentence":
-        mech = config_mod.make_mechanism(cfg, "sentence", input_dim=input_dim)
-        return Charge(mech.guarantee, mechanism=mech.name)
+        mech = config_mod.make_mechanism(cfg, "sentence", input_dim=input_dim, num_classes=num_classes)
+        buckets = num_classes if mech.name == "class_rr" else None  # K-ary RR of the public class
+        return Charge(mech.guarantee, mechanism=mech.name, num_buckets=buckets)
     assert count is not None
     if scope == "local/word":
         mech = config_mod.make_mechanism(cfg, "word")
@@ -692,6 +711,8 @@ ABSENT = {
     "sentence": _BY_K,
     "sentence-tuned": _BY_K,
     "sentence-own-files": _BY_K,
+    "sentence-class-rr": _BY_K,
+    "sentence-privunit": _BY_K,
     "word": _BY_K,
     "document": {(t, wire.RELEASE, "embeddings") for t in (wire.TRAIN, wire.EVALUATE)},
     "truncation": {(t, wire.RELEASE, "candidate-ids") for t in (wire.TRAIN, wire.EVALUATE)},

@@ -30,11 +30,13 @@ from scipy import stats
 
 import mechanisms
 from mechanisms import (
+    ClassRR,
     ClippedGaussian,
     ClippedLaplace,
     LabelPrior,
     PlanarLaplace,
     PrivEmb,
+    PrivUnit,
     Purkayastha,
     RandomizedResponse,
     RRWithPrior,
@@ -63,13 +65,18 @@ SEED = 1
 # outputs near x, whose mass shrinks like sin^(m-2); at m = 2 the audit is nearly
 # tight. Fractions reached at N = 2e5 over seeds 0..5: purkayastha 0.91-0.93,
 # planar_laplace 0.88-0.90, laplace 0.77-0.80, gaussian 0.62-0.73, privemb
-# (out_dim 3) 0.78-0.81, rr 0.99-1.00, rr_prior under RR_PRIOR 0.99 (seeds 0..3).
+# (out_dim 3) 0.78-0.81, rr 0.99-1.00, rr_prior under RR_PRIOR 0.99 (seeds 0..3),
+# privunit (m = 8) 0.98-0.99, class_rr (K = 4, s = 2) 0.98-1.00.
 AUDIT_CONFIGS: dict[str, tuple[dict, int, float]] = {
     "purkayastha": ({"epsilon": 0.5}, 2, 0.8),  # claimed pi * 0.5 = 1.571
     "planar_laplace": ({"epsilon": 1.0}, 2, 0.8),  # claimed 2 * 1.0
     "laplace": ({"epsilon": 2.0}, 2, 0.6),
     "gaussian": ({"epsilon": 2.0}, 2, 0.5),  # (2, 1e-5): delta subtracted
     "privemb": ({"epsilon": 1.0, "out_dim": 3}, 2, 0.65),  # output dim 3 != input dim 2
+    # Pure eps on (x, -x): the cap event {<V, x> >= gamma} has ratio e^eps exactly (tight at any d).
+    "privunit": ({"epsilon": 2.0}, 8, 0.9),
+    # Pure eps on two inputs of public classes 0 and 1 (ClassRR.default_audit_pair): tight.
+    "class_rr": ({"epsilon": 2.0, "num_classes": 4, "subset_size": 2}, 4, 0.95),
     "rr": ({"epsilon": 2.0}, 0, 0.95),
     "rr_prior": ({"epsilon": 2.0}, 0, 0.95),  # under RR_PRIOR, see AUDIT_KWARGS
 }
@@ -177,6 +184,20 @@ class TooLittleRRPrior(RRWithPrior):
         return RRWithPrior(3 * self.epsilon).sanitize(y, num_classes, generator, prior)
 
 
+class TooLittlePrivUnit(PrivUnit):
+    """Claims epsilon, samples PrivUnit2 at 3 * epsilon (its split re-optimised at 3 epsilon)."""
+
+    def sanitize(self, x: torch.Tensor, generator: torch.Generator | None = None) -> torch.Tensor:
+        return PrivUnit(3 * self.epsilon).sanitize(x, generator)
+
+
+class TooLittleClassRR(ClassRR):
+    """Claims epsilon, releases the public class by subset selection at 3 * epsilon."""
+
+    def sanitize(self, x: torch.Tensor, generator: torch.Generator | None = None) -> torch.Tensor:
+        return ClassRR(3 * self.epsilon, self.num_classes, self.subset_size).sanitize(x, generator)
+
+
 class TooLittlePrivEmb(PrivEmb):
     """PrivEmb whose Gamma-norm noise scale is a third of L / epsilon."""
 
@@ -192,6 +213,8 @@ BROKEN = {
     "laplace": (TooLittleLaplace(2.0), 4, {}),  # 2.00-2.05
     "gaussian_m16": (TooLittleGaussian(1.0), 16, {}),  # 2.14-2.23
     "privemb": (TooLittlePrivEmb(1.0, out_dim=3), 2, {}),  # 2.39-2.44 (seeds 0..3)
+    "privunit": (TooLittlePrivUnit(1.0), 8, {}),  # 2.94-2.97
+    "class_rr": (TooLittleClassRR(1.0, num_classes=4, subset_size=2), 4, {}),  # 2.97-2.98
     "rr": (TooLittleRR(1.0), 0, {}),  # 2.97-2.99
     "rr_prior": (TooLittleRRPrior(2.0), 0, AUDIT_KWARGS["rr_prior"]),  # 2.93-2.99 (seeds 0..3)
 }
@@ -387,6 +410,18 @@ def test_claimed_epsilon_per_notion() -> None:
     assert claimed_epsilon(euclid, x, y) == pytest.approx(2 * math.sqrt(2))
     assert claimed_epsilon(other, x, y) == pytest.approx(6.0)
     assert claimed_epsilon(Guarantee(notion="approx", epsilon=1.5, delta=1e-5)) == 1.5
+
+
+@pytest.mark.parametrize(("k", "s"), [(2, 1), (4, 1), (5, 2)])
+def test_class_rr_pair_has_two_public_classes(k: int, s: int) -> None:
+    """class_rr states its pair (``default_audit_pair``): two unit inputs of public classes 0 and 1, so
+    that the two output laws differ and the audit is not vacuous; catches default_pair ignoring the hook
+    or a pair whose logits (read back through the sum-zero basis for K > 2) tie."""
+    mech = ClassRR(1.0, num_classes=k, subset_size=s)
+    x, x_prime = default_pair(mech, 6)
+    assert x.dtype == x_prime.dtype == torch.float64 and x.shape == x_prime.shape == (6,)
+    assert float(x.norm()) == pytest.approx(1.0) and float(x_prime.norm()) == pytest.approx(1.0)
+    assert mech.public_class(torch.stack([x, x_prime])).tolist() == [0, 1]
 
 
 def test_clipped_laplace_pair_attains_l1_diameter() -> None:

@@ -1,0 +1,218 @@
+"""Choosing a local-DP release recipe on public data only (``sanitas tune``).
+
+A recipe is what the nodes do with a whole-record budget of pure epsilon ``E`` per user: the
+input map M1 (``map-in``, ``map-dim``), the sentence mechanism, and the split of ``E`` between
+the embedding (``sentence-epsilon``, in the mechanism's own units) and the label
+(``label-mechanism``, ``label-epsilon``). Choosing it on private data, or on the test split,
+would spend privacy nobody counted; here every candidate is scored by emulating the run on the
+*public* documents alone (Papernot & Steinke 2022 on the cost of tuning on private data):
+
+1. the public documents are split (seeded) into a fitting part and a hold-out (the stand-in for
+   the run's test users);
+2. M1 is built from the fitting part as the run would build it from all public documents;
+3. the fitting part is resampled to the run's number of private users ``N`` (at most
+   ``MAX_EMULATED_USERS``), each row sanitized afresh at the candidate's sentence epsilon and
+   its label through the label mechanism at the label epsilon, as the nodes would release them;
+4. a fresh server model (the run's ``server-epochs``, batch size, learning rate, hidden width)
+   trains on those releases and is scored on the hold-out's releases (test inputs sanitized
+   as the run sanitizes them).
+
+The best candidate's keys are returned with the whole table. Only public embeddings, public
+labels and the run config are read, so the choice is public: it costs no privacy.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import torch
+
+from fl import config as config_mod
+from fl.config import RunConfig
+from fl.maps import input_map as maps
+from fl.maps.pipeline import build_model, predict, train_epochs
+
+#: Share of the public documents held out as the emulated test users.
+HOLDOUT_FRACTION = 0.2
+#: The emulated population: the run's private users, at most this many (the emulation's cost).
+MAX_EMULATED_USERS = 20_000
+#: Server epochs of an emulated run (at most the run's own ``server-epochs``).
+EMULATED_EPOCHS = 5
+#: Releases of each hold-out document the emulated score averages over.
+VALIDATION_DRAWS = 4
+#: Shares of the whole-record budget given to the label in the default grid.
+LABEL_SHARES: tuple[float, ...] = (0.05, 0.1, 0.2, 0.35)
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One recipe: run-config keys (M1, the mechanism and its options) and the label's share of the budget."""
+
+    name: str
+    keys: Mapping[str, Any]
+    label_share: float = 0.1
+
+
+@dataclass
+class Scored:
+    """A candidate's keys for a budget and its emulated accuracy on the public hold-out."""
+
+    candidate: Candidate
+    values: dict[str, Any]
+    accuracy: float
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def default_candidates(num_classes: int, shares: Sequence[float] = LABEL_SHARES) -> list[Candidate]:
+    """The default grid: the task-aware public-class release (K-ary randomized response of the public
+    classifier's class), PrivUnit and Purkayastha on the supervised map, each at every label share.
+    (PrivUnit on a 16-dimensional random projection scored at chance on SST-2 at pure 3 and 6 per user:
+    the projection keeps little of the task, so it is not in the default grid.)"""
+    k = 1 if num_classes == 2 else num_classes - 1  # the supervised map's logit coordinates
+    smallest = k + 1
+    recipes = [
+        ("class_rr", {"map-in": "supervised", "map-dim": smallest, "map-scale": 1.0, "sentence-mechanism": "class_rr"}),
+        (
+            f"privunit-supervised-m{smallest}",
+            {"map-in": "supervised", "map-dim": smallest, "map-scale": 1.0, "sentence-mechanism": "privunit"},
+        ),
+        (
+            f"purkayastha-supervised-m{smallest}",
+            {"map-in": "supervised", "map-dim": smallest, "map-scale": 0.25, "sentence-mechanism": "purkayastha"},
+        ),
+    ]
+    return [
+        Candidate(f"{name} label-share {s:g}", {**keys, "sentence-options": "", "label-mechanism": "rr"}, s)
+        for name, keys in recipes
+        for s in shares
+    ]
+
+
+def pure_per_unit(cfg: RunConfig, input_dim: int, num_classes: int) -> float:
+    """Pure-LDP epsilon of one release per unit of ``sentence-epsilon`` (pi for Purkayastha's angular
+    metric, 2 for planar Laplace on the sphere, 1 for a pure mechanism). ``ValueError`` when the
+    mechanism's cost is not linear in its epsilon (a budget cannot then be split by a factor)."""
+    costs = []
+    for eps in (1.0, 2.0):
+        trial = cfg.replace(**{"sentence-epsilon": eps})
+        mech = config_mod.make_mechanism(trial, "sentence", input_dim=input_dim, num_classes=num_classes)
+        costs.append(float(mech.guarantee.as_ldp()[0]))
+    if not (math.isfinite(costs[0]) and costs[0] > 0 and math.isclose(costs[1], 2 * costs[0], rel_tol=1e-9)):
+        raise ValueError(
+            f"sentence-mechanism {cfg['sentence-mechanism']!r}: its pure-LDP cost ({costs}) is not linear in "
+            "sentence-epsilon, so a whole-record budget cannot be split for it"
+        )
+    return costs[0]
+
+
+def split_budget(cfg: RunConfig, total: float, label_share: float, input_dim: int, num_classes: int) -> dict[str, Any]:
+    """The keys that spend a whole-record pure ``total`` per user: ``label-epsilon = share * total`` (none
+    when the label mechanism is ``"none"``: then the whole budget goes to the embedding and the figure
+    is embedding-only) and ``sentence-epsilon`` = the rest over the mechanism's pure cost per unit."""
+    if not (total > 0 and math.isfinite(total)):
+        raise ValueError(f"the whole-record epsilon must be > 0 and finite, got {total}")
+    if not 0.0 < label_share < 1.0 and cfg["label-mechanism"] != "none":
+        raise ValueError(f"the label's share of the budget must lie in (0, 1), got {label_share}")
+    label = 0.0 if cfg["label-mechanism"] == "none" else label_share * total
+    per_unit = pure_per_unit(cfg, input_dim, num_classes)
+    out: dict[str, Any] = {"sentence-epsilon": (total - label) / per_unit}
+    if label:
+        out["label-epsilon"] = label
+    return out
+
+
+def _holdout(n: int, generator: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
+    order = torch.randperm(n, generator=generator)
+    n_val = max(1, round(HOLDOUT_FRACTION * n))
+    if n - n_val < 2:
+        raise ValueError(f"choosing a recipe needs more than {n} public documents")
+    return order[n_val:], order[:n_val]
+
+
+def _start_map(cfg: RunConfig, x: torch.Tensor, y: torch.Tensor, num_classes: int) -> torch.Tensor | None:
+    """M1 from the fitting part alone, as the run builds it from the public split."""
+    kind, m_prime = cfg["map-in"], maps.map_dim(cfg.release, x.shape[1])
+    if kind == "supervised":
+        scale = float(cfg["map-scale"]) or 0.25
+        return maps.supervised_map(x, y, num_classes, m_prime, scale)
+    if kind in ("random", "identity"):
+        return maps.input_map(kind, x.shape[1], m_prime, int(cfg["map-seed"]))
+    raise ValueError(f"sanitas tune emulates map-in 'supervised', 'random' or 'identity', got {kind!r}")
+
+
+def emulate(
+    cfg: RunConfig,
+    x: torch.Tensor,
+    y: torch.Tensor,
+    split: tuple[torch.Tensor, torch.Tensor],
+    matrix: torch.Tensor | None,
+    num_classes: int,
+    num_users: int,
+    generator: torch.Generator,
+    draws: int = VALIDATION_DRAWS,
+) -> float:
+    """Accuracy of the run ``cfg`` emulated on public documents ``x``, ``y`` (see the module docstring):
+    ``split`` = (fitting rows, hold-out rows), ``matrix`` = M1 built from the fitting rows alone; the
+    hold-out is scored on ``draws`` independent releases of each document."""
+    fit, val = split
+    m_prime = maps.map_dim(cfg.release, x.shape[1])
+    mech = config_mod.make_mechanism(cfg, "sentence", input_dim=m_prime, num_classes=num_classes)
+    users = min(int(num_users), MAX_EMULATED_USERS)
+    rows = fit[torch.randint(len(fit), (users,), generator=generator)]
+    z = mech.sanitize(maps.apply_input_map(x[rows], matrix), generator=generator).to(torch.float32)
+    labels = y[rows]
+    if cfg["label-mechanism"] == "rr":
+        labels = config_mod.make_mechanism(cfg, "label").sanitize(labels, num_classes, generator=generator)
+    elif cfg["label-mechanism"] != "none":
+        raise ValueError("sanitas tune emulates label-mechanism 'rr' or 'none'")
+    held = val.repeat(draws)
+    zv = mech.sanitize(maps.apply_input_map(x[held], matrix), generator=generator).to(torch.float32)
+    with torch.random.fork_rng(devices=[]):  # build_model seeds the global generator: leave it as it was
+        model = build_model(cfg, z.shape[1], x.shape[1], num_classes)
+    optimizer = torch.optim.Adam(model.parameters(), lr=cfg.server.learning_rate, foreach=True)
+    epochs = max(1, min(int(cfg.server.server_epochs), EMULATED_EPOCHS))
+    train_epochs(model, optimizer, z, labels, epochs, int(cfg.server.batch_size), generator)
+    return float((predict(model, zv) == y[held]).double().mean())
+
+
+def choose(
+    cfg: RunConfig,
+    total: float,
+    x: torch.Tensor,
+    y: torch.Tensor,
+    num_classes: int,
+    num_users: int,
+    candidates: Sequence[Candidate] | None = None,
+    repeats: int = 3,
+) -> tuple[Scored, list[Scored]]:
+    """The candidate with the best emulated public hold-out accuracy at whole-record pure ``total`` per
+    user (the mean over ``repeats`` seeded public fitting/hold-out splits, the same splits and maps for
+    every candidate), and every candidate's score. Ties go to the earlier candidate. Deterministic for
+    the run's ``seed``."""
+    grid = list(candidates or default_candidates(num_classes))
+    trials = []
+    for cand in grid:
+        trial = cfg.replace(**dict(cand.keys))
+        m_prime = maps.map_dim(trial.release, x.shape[1])
+        values = {**dict(cand.keys), **split_budget(trial, total, cand.label_share, m_prime, num_classes)}
+        trials.append((cand, values, cfg.replace(**values)))
+    accs: list[list[float]] = [[] for _ in grid]
+    for r in range(repeats):
+        gen = torch.Generator().manual_seed(int(cfg["seed"]) * 1000 + r)
+        split = _holdout(int(y.shape[0]), gen)
+        matrices: dict[tuple[Any, ...], torch.Tensor | None] = {}
+        for i, (_, _, trial) in enumerate(trials):
+            key = (trial["map-in"], trial["map-dim"], trial["map-scale"], trial["map-seed"])
+            if key not in matrices:
+                matrices[key] = _start_map(trial, x[split[0]], y[split[0]], num_classes)
+            accs[i].append(emulate(trial, x, y, split, matrices[key], num_classes, num_users, gen))
+    table = [
+        Scored(cand, values, float(np.mean(a)), {"accuracies": a})
+        for (cand, values, _), a in zip(trials, accs, strict=True)
+    ]
+    best = max(table, key=lambda s: s.accuracy)  # max keeps the first of equal scores
+    return best, table

@@ -1,0 +1,34 @@
+"""``sanitas tune CONFIG --epsilons E,... --out DIR``: the local-DP recipe for each whole-record budget,
+chosen on public data only (logic in :mod:`simulations.tune` and :mod:`fl.maps.recipes`)."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from simulations.cli.options import add_set_option, epsilon_list, out_dir
+
+NAME = "tune"
+
+
+def add_parser(sub: Any) -> None:
+    p = sub.add_parser(
+        NAME,
+        help="choose mechanism, map and label/embedding budget split per epsilon on PUBLIC data only",
+        description="For each whole-record pure epsilon per user, score the candidate recipes (M1, sentence "
+        "mechanism, the label's share of the budget) by emulating the run on the public documents only "
+        "(never the private users or the test split), and write tune.csv, tune.json and one config per "
+        "epsilon into OUT.",
+    )
+    p.add_argument("config", help="flat TOML file of run-config keys (needs public-fraction > 0 or public-dataset)")
+    p.add_argument(
+        "--epsilons", type=epsilon_list, required=True, help="whole-record pure epsilons per user, like 3.14,6.28"
+    )
+    add_set_option(p, "override a config key (repeatable)")
+    p.add_argument("--out", type=out_dir, required=True, help="folder for tune.csv, tune.json and the configs")
+
+
+def handle(args: argparse.Namespace) -> int:
+    from simulations.tune import tune
+
+    return tune(args.config, args.epsilons, args.sets, args.out)
