@@ -21,13 +21,28 @@ def add_parser(sub: Any) -> None:
     p = sub.add_parser(
         NAME,
         help="local DP vs central DP at the same per-user unit, on one epsilon axis (plot + CSV + JSON)",
-        description="Run local-DP runs (one per sentence epsilon), user-level central-DP runs (one per "
-        "target per-user epsilon, noise found by the accountant), optional node-level runs and a "
-        "non-private reference from one config, once per seed; write compare.csv, compare.json "
+        description="Run local-DP runs (one per whole-record epsilon, labels protected), user-level "
+        "central-DP runs (one per target per-user epsilon, noise found by the accountant), optional "
+        "node-level runs and a non-private reference from one config, once per seed; write compare.csv, compare.json "
         "and compare.png into OUT/NAME.",
     )
     p.add_argument("config", help="flat TOML file of run-config keys shared by every run")
-    p.add_argument("--epsilons", default="2,6,10", help="local sentence epsilons (checked by simulations.compare)")
+    p.add_argument(
+        "--epsilons",
+        default="1,3.14,6.28",
+        help="local points: whole-record pure epsilons per user (embedding + label; checked by simulations.compare)",
+    )
+    p.add_argument(
+        "--label-share",
+        default="auto",
+        help="the label's share of each local budget: auto (chosen on the public data) or a number in (0, 1)",
+    )
+    p.add_argument(
+        "--labels-clear",
+        action="store_true",
+        help="also spend each local budget on the embedding alone, labels in the clear (an embedding-only "
+        "series, drawn apart from the whole-record axis)",
+    )
     p.add_argument(
         "--central-trains",
         default="head",
@@ -92,4 +107,6 @@ def handle(args: argparse.Namespace) -> int:
         collect=args.collect,
         jobs=args.jobs,
         attacks=args.attacks,
+        label_share=args.label_share,
+        labels_clear=args.labels_clear,
     )

@@ -98,8 +98,9 @@ def test_rows_points_csv_json_and_plot(tmp_path: Path) -> None:
             privacy = {"mode": "central", "epsilon": 0.99 * target, "delta": 1e-5}
             _fake(tmp_path / by_kind[(z, None, seed)].name, 0.7 + shift, privacy, holds=False, start="seeded")
     rows = [row for run in runs for row in cmp.rows_for(run, tmp_path, targets)]
-    assert {r["series"] for r in rows} == {"local-ldp", "local-shuffled", "central-user"}  # reference not run yet
-    ldp = [r for r in rows if r["series"] == "local-ldp"]
+    # labels in the clear: an embedding-only series of its own (reference not run yet)
+    assert {r["series"] for r in rows} == {"local-ldp-labels-clear", "local-shuffled-labels-clear", "central-user"}
+    ldp = [r for r in rows if r["series"] == "local-ldp-labels-clear"]
     assert all(r["epsilon"] is None and r["epsilon_embedding_only"] == pytest.approx(2 * math.pi) for r in ldp)
     assert all(r["metric_epsilon"] == 2 for r in ldp)
     _fake(tmp_path / by_kind[(None, "none", 1)].name, 0.8, {})
@@ -117,7 +118,7 @@ def test_rows_points_csv_json_and_plot(tmp_path: Path) -> None:
     csv_path, json_path, png = cmp.write(points, tmp_path, "t", 0.5, {"sampling_rate": 0.01}, rows)
     table = list(csv.DictReader(csv_path.open()))
     assert set(table[0]) == set(cmp.COLUMNS) and len(table) == len(points)
-    local_row = next(r for r in table if r["series"] == "local-ldp")
+    local_row = next(r for r in table if r["series"] == "local-ldp-labels-clear")
     assert local_row["epsilon"] == "" and local_row["label_protected"] == "false"
     assert {r["evaluation_covered"] for r in table} == {"false"}
     document = json.loads(json_path.read_text())
@@ -247,6 +248,7 @@ def test_collect_tabulates_the_finished_runs_and_runs_nothing(
     monkeypatch.setenv("SANITAS_DATA_DIR", str(data_dir))
     config = Path(__file__).resolve().parents[2] / "simulations" / "experiments" / "quickstart.toml"
     args = ["compare", str(config), "--epsilons", "10", "--central-epsilons", "4", "--seeds", "1,2"]
+    args += ["--set", 'encoder-tuning="none"', "--label-share", "0.1"]  # no tuning: the test's budget
     args += ["--out", str(tmp_path), "--name", "c", "--collect"]
     assert main(args) == 2
     err = capsys.readouterr().err.strip().splitlines()
@@ -255,7 +257,8 @@ def test_collect_tabulates_the_finished_runs_and_runs_nothing(
     for name in names:
         if name.endswith("seed=1__noise-seed=1"):
             holds = "sentence-epsilon" in name or "sentence-mechanism" in name
-            _fake(tmp_path / "c" / name, 0.8, {"epsilon": 3.9, "delta": 1e-5, "epsilon_ldp": 31.4}, holds)
+            privacy = {"epsilon": 3.9, "delta": 1e-5, "epsilon_ldp": 9.5, "epsilon_total": 10.0}
+            _fake(tmp_path / "c" / name, 0.8, {**privacy, "label_protected": True}, holds)
     assert main(args) == 0
     err = capsys.readouterr().err
     assert err.count("not run yet: ") == 3 and all("seed=2__noise-seed=2" in x for x in err.splitlines())
@@ -264,3 +267,43 @@ def test_collect_tabulates_the_finished_runs_and_runs_nothing(
     assert {r["series"] for r in rows} >= {"central-user", "local-ldp", "non-private"}
     assert all(r["n"] == "1" and r["seeds"] == "1" for r in rows)
     assert not (tmp_path / "c" / "logs").exists()  # nothing ran
+
+
+def test_local_points_spend_a_whole_record_budget_with_the_label_protected() -> None:
+    """Each --epsilons value is a whole-record pure epsilon: RR labels at the share, the rest on the embedding
+    (Purkayastha: pure pi per unit); --labels-clear adds the embedding-only twin; the plan names each run's total."""
+    from fl import config
+
+    cfg = config.resolve({"sentence-mechanism": "purkayastha", "label-mechanism": "none", "map-dim": 16})
+    points = cmp.local_points(cfg, [3.14, 6.28], 0.1, 16, 2, labels_clear=True)
+    assert [(k["label-mechanism"], total) for k, total in points] == [
+        ("rr", 3.14),
+        ("none", 3.14),
+        ("rr", 6.28),
+        ("none", 6.28),
+    ]
+    protected, clear = points[0][0], points[1][0]
+    assert protected["label-epsilon"] == pytest.approx(0.314)
+    assert protected["sentence-epsilon"] * math.pi + protected["label-epsilon"] == pytest.approx(3.14)
+    assert clear["sentence-epsilon"] * math.pi == pytest.approx(3.14) and "label-epsilon" not in clear
+    runs = cmp.plan([k for k, _ in points], NOISE, [1], central_delta=2e-6)
+    local = [r for r in runs if r.values.get("mode") == "local" and r.values.get("sentence-mechanism") != "none"]
+    assert sorted(cmp.point_total(r, points) for r in local) == [3.14, 3.14, 6.28, 6.28]
+    assert all(r.values["central-delta"] == 2e-6 for r in runs if r.values.get("mode") == "central")
+    reference = next(r for r in runs if r.values.get("sentence-mechanism") == "none")
+    assert reference.values["label-mechanism"] == "none"  # the non-private same pipeline
+
+
+def test_every_local_row_gets_its_ceiling() -> None:
+    """The ceiling is taken at the test release's pure epsilon (the embedding part), not the whole record."""
+    rows = [
+        {"series": "local-ldp", "test_release_epsilon": math.pi, "seed": 1},
+        {"series": "local-ldp-labels-clear", "test_release_epsilon": 2 * math.pi, "seed": 1},
+        {"series": "central-user", "seed": 1},
+    ]
+    cmp.add_ceilings(rows, [0.5, 0.5], {1: 0.8})
+    keep = math.exp(math.pi) / (math.exp(math.pi) + 1)
+    assert rows[0]["ceiling_bound"] == pytest.approx(keep)
+    assert rows[0]["ceiling_public_rr"] == pytest.approx(0.8 * keep + 0.2 * (1 - keep))
+    assert rows[1]["ceiling_bound"] == pytest.approx(math.exp(2 * math.pi) / (math.exp(2 * math.pi) + 1))
+    assert "ceiling_bound" not in rows[2]
