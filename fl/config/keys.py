@@ -119,6 +119,12 @@ class EncoderConfig:
     )
     tuning_batch_size: int = key(32, 'encoder-tuning = "public": documents per step')
     tuning_holdout: float = key(0.1, 'encoder-tuning = "public": share of the public split held out to pick the epoch')
+    tuning_noise: bool = key(
+        False,
+        'encoder-tuning = "public": tune through the run\'s sentence mechanism (a trainable map to map-dim, '
+        "normalised, sanitized at sentence-epsilon, straight-through), so the encoder learns what survives the "
+        "noise; public data only",
+    )
 
 
 @dataclass(frozen=True)

@@ -409,6 +409,22 @@ def _check_tuning(cfg: Mapping[str, Any]) -> None:
         raise ConfigError(
             "encoder-tuning = 'public' tunes the encoder on the public split: set public-fraction > 0 or public-dataset"
         )
+    if cfg["tuning-noise"]:
+        clashes = [
+            f"{k} = {cfg[k]!r}"
+            for k, bad in (
+                ("encoder-tuning", "none"),
+                ("sentence-mechanism", "none"),
+                ("sentence-mechanism", "class_rr"),
+            )
+            if cfg[k] == bad
+        ]
+        if clashes or level_of(cfg) != "sentence":
+            raise ConfigError(
+                "tuning-noise = true tunes the public encoder through the run's sentence mechanism: it needs "
+                'encoder-tuning = "public" and a sentence-level mechanism with a gradient path (not "none" or the '
+                f'class release "class_rr"){"; got " + ", ".join(clashes) if clashes else ""}'
+            )
     if cfg["encoder-tuning"] != "none" and cfg["dataset"] == "synthetic":
         raise ConfigError('encoder-tuning needs text: dataset = "synthetic" has no encoder')
     if cfg["central-train"] == "encoder":

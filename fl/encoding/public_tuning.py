@@ -62,6 +62,7 @@ from fl.encoding.encoder import (
     published_digest,
     resolve_model,
 )
+from mechanisms.base import SentenceMechanism
 
 log = logging.getLogger(__name__)
 
@@ -73,6 +74,8 @@ HEAD_LR = 1e-3  # the classification head's step size (it starts from zero)
 LOGIT_SCALE = 20.0  # the head reads s * G(x) (G's output has unit norm): a cosine classifier's scale
 #: The keys the public tuning depends on (with the seed): the encoder section's ``tuning-*`` keys.
 TUNING_KEYS = tuple(k for k in SECTIONS["encoder"] if k.startswith("tuning-"))
+#: With tuning-noise, the keys of the mechanism the tuning runs through.
+NOISE_KEYS = ("sentence-mechanism", "sentence-epsilon", "sentence-options", "map-dim")
 
 
 def part_learning_rate(encoder: EncoderConfig, part: str | None = None) -> float:
@@ -167,9 +170,36 @@ def _embed(model: Any, texts: Sequence[str], device: str) -> torch.Tensor:
     return model(features)["sentence_embedding"]
 
 
+class _Readout(nn.Module):
+    """What the tuning head reads: ``s * G(x)`` (a cosine classifier), or with ``noise`` the release of a
+    trainable map of it (normalised, sanitized forward, straight-through backward). Zero-initialised head."""
+
+    def __init__(self, d: int, num_classes: int, noise: SentenceMechanism | None, noise_dim: int, seed: int) -> None:
+        super().__init__()
+        self.noise = noise
+        width = d
+        if noise is not None:
+            if noise_dim < 2:
+                raise ValueError(f"tuning through the noise needs a map dimension >= 2, got {noise_dim}")
+            self.map = nn.Linear(d, noise_dim, bias=False)
+            width = noise.output_dim(noise_dim)
+            self.gen = torch.Generator().manual_seed(seed + 1)  # the tuning's own noise: public data only
+        self.head = nn.Linear(width, num_classes)
+        nn.init.zeros_(self.head.weight)
+        nn.init.zeros_(self.head.bias)
+
+    def forward(self, emb: torch.Tensor) -> torch.Tensor:
+        if self.noise is None:
+            return self.head(LOGIT_SCALE * emb)
+        h = nn.functional.normalize(self.map(emb), dim=1)
+        noisy = self.noise.sanitize(h.detach().cpu(), generator=self.gen).to(h.device, h.dtype)
+        clean = self.noise.clean(h)
+        return self.head(LOGIT_SCALE * (clean + (noisy - clean).detach()))
+
+
 @torch.no_grad()
 def _accuracy(
-    model: Any, head: nn.Linear, texts: Sequence[str], labels: torch.Tensor, batch: int, device: str
+    model: Any, head: nn.Module, texts: Sequence[str], labels: torch.Tensor, batch: int, device: str
 ) -> float:
     model.eval()
     right = 0
@@ -195,9 +225,17 @@ def fine_tune(
     seed: int,
     device: str = "cpu",
     progress: bool = True,
+    noise: SentenceMechanism | None = None,
+    noise_dim: int = 0,
 ) -> tuple[Any, dict[str, Any]]:
     """Fine-tune ``model`` (a sentence-transformers encoder, modified in place) with a linear head on
     (``texts``, ``labels``), keeping the epoch with the best accuracy on a seeded ``holdout`` share.
+
+    With ``noise`` (the run's sentence mechanism; DP-Forward's idea, Du et al. 2023b, applied where it
+    costs nothing: on public data), the head reads the release, not the embedding: a trainable map to
+    ``noise_dim`` dimensions, normalised, sanitized in the forward pass and passed straight through in
+    the backward pass (the gradient of ``noise.clean``), so the encoder learns features that survive the
+    noise; the hold-out accuracy that picks the epoch is scored on releases too.
 
     Deterministic given its arguments on one machine (seeded head, dropout and batch order). Returns
     the tuned encoder (adapters merged) and what was done: documents, per-epoch hold-out accuracy,
@@ -217,11 +255,9 @@ def fine_tune(
         torch.manual_seed(int(seed))
         params = trainable_part(model, part, layers, rank)
         model.to(device)
-        head = nn.Linear(embedding_dim(model), num_classes).to(device)
-        nn.init.zeros_(head.weight)
-        nn.init.zeros_(head.bias)
+        readout = _Readout(embedding_dim(model), num_classes, noise, noise_dim, int(seed)).to(device)
         optimizer = torch.optim.AdamW(
-            [{"params": params, "lr": lr}, {"params": list(head.parameters()), "lr": HEAD_LR}], weight_decay=0.0
+            [{"params": params, "lr": lr}, {"params": list(readout.parameters()), "lr": HEAD_LR}], weight_decay=0.0
         )
         history: list[dict[str, Any]] = []
         best_state, best_acc, best_epoch = None, -1.0, 0
@@ -235,13 +271,13 @@ def fine_tune(
                 for start in range(0, len(fit), batch_size):
                     idx = perm[start : start + batch_size]
                     emb = _embed(model, [fit_texts[i] for i in idx.tolist()], device)
-                    loss = nn.functional.cross_entropy(head(LOGIT_SCALE * emb), fit_y[idx].to(device))
+                    loss = nn.functional.cross_entropy(readout(emb), fit_y[idx].to(device))
                     optimizer.zero_grad(set_to_none=True)
                     loss.backward()
                     optimizer.step()
                     total += float(loss.detach()) * len(idx)
                     bar.update(1)
-            acc = _accuracy(model, head, hold_texts, hold_y, 128, device) if n_hold else float("nan")
+            acc = _accuracy(model, readout, hold_texts, hold_y, 128, device) if n_hold else float("nan")
             history.append(
                 {
                     "epoch": epoch,
@@ -271,6 +307,9 @@ def fine_tune(
         "public_documents": n,
         "fit_documents": len(fit),
         "holdout_documents": n_hold,
+        "noise": None
+        if noise is None
+        else {"mechanism": noise.name, "guarantee": noise.guarantee.describe(), "map_dim": noise_dim},
         "epochs": history,
         "epoch_kept": best_epoch,
         "seconds": round(time.time() - started, 1),
@@ -321,6 +360,8 @@ def _recipe(
     h = hashlib.sha256(b"sanitas-tuning-recipe-v2\0")
     h.update(_base_identity(cfg.encoder.encoder).encode() + b"\0")
     keys = {k: cfg[k] for k in (*TUNING_KEYS, "seed")}
+    if cfg["tuning-noise"]:  # tuned through the run's mechanism: its keys are inputs of the tuning too
+        keys.update({k: cfg[k] for k in NOISE_KEYS})
     h.update(json.dumps({**keys, "num-classes": int(num_classes)}, sort_keys=True).encode() + b"\0")
     h.update(f"{_versions()}|device {torch.device(device).type}|threads {torch.get_num_threads()}\0".encode())
     labels = np.asarray(labels).tolist()
@@ -398,6 +439,16 @@ def _reusable(root: Path, recipe: str, recipe_file: Path) -> TunedEncoder | None
     return TunedEncoder(known["digest"], root / known["digest"], {**info, "reused": True})
 
 
+def _noise(cfg: RunConfig, num_classes: int) -> dict[str, Any]:
+    """``tuning-noise``: the run's sentence mechanism and map dimension for :func:`fine_tune`."""
+    if not cfg.encoder.tuning_noise:
+        return {}
+    from fl.config import make_mechanism
+
+    m_prime = int(cfg.release.map_dim)
+    return {"noise": make_mechanism(cfg, "sentence", input_dim=m_prime, num_classes=num_classes), "noise_dim": m_prime}
+
+
 def tune_public(cfg: RunConfig, device: str = "cpu", progress: bool = True) -> TunedEncoder:
     """The run's public-tuned encoder: from the recipe cache, or tuned now on the public split and
     published. Reads the public split only."""
@@ -433,6 +484,7 @@ def tune_public(cfg: RunConfig, device: str = "cpu", progress: bool = True) -> T
         seed=int(cfg.users.seed),
         device=device,
         progress=progress,
+        **_noise(cfg, int(ds.num_classes)),
     )
     info = {"base": cfg.encoder.encoder, **info}
     tuned = publish(model.to("cpu"), root, cfg.encoder.encoder, info)

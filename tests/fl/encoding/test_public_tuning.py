@@ -273,3 +273,38 @@ def test_a_tuned_encoder_altered_on_disk_is_refused_by_the_node_and_tuned_again(
     again = tune_public(cfg, progress=False)
     assert again.digest == tuned.digest and "reused" not in again.info
     assert with_published_encoder(cfg, request).encoder.encoder == str(tuned.folder)  # type: ignore[arg-type]
+
+
+def test_tuning_through_the_noise_reads_releases_and_passes_gradients_straight_through() -> None:
+    """tuning-noise: the head reads a sanitized release of a trainable map of the embedding; two forward
+    passes of the same embedding differ (fresh noise), and the loss's gradient reaches the map and the
+    embedding (straight-through: the encoder learns from it). Without noise the head reads s * G(x)."""
+    from fl.encoding.public_tuning import _Readout
+    from mechanisms import create
+
+    torch.manual_seed(0)
+    emb = torch.nn.functional.normalize(torch.randn(8, 16), dim=1).requires_grad_(True)
+    readout = _Readout(16, 2, create("purkayastha", epsilon=2.0), 4, seed=0)
+    torch.nn.init.normal_(readout.head.weight)
+    first, second = readout(emb), readout(emb)
+    assert first.shape == (8, 2) and not torch.allclose(first, second)
+    torch.nn.functional.cross_entropy(first, torch.zeros(8, dtype=torch.long)).backward()
+    assert readout.map.weight.grad is not None and float(readout.map.weight.grad.abs().sum()) > 0
+    assert emb.grad is not None and float(emb.grad.abs().sum()) > 0
+    plain = _Readout(16, 2, None, 0, seed=0)
+    assert not hasattr(plain, "map") and torch.equal(plain(emb), torch.zeros(8, 2))  # zero-initialised head
+
+
+def test_tuning_through_the_noise_keys_its_recipe_on_the_mechanism(tmp_path: Path, data_dir: Path) -> None:
+    texts, labels = _corpus(data_dir)
+    cfg = _cfg(_write(tmp_path / "d.jsonl", texts, labels), tmp_path / "cache", **{"tuning-noise": True})
+    key = _recipe(cfg, texts, labels, 2, "cpu")
+    assert _recipe(cfg.replace(**{"sentence-epsilon": 3.0}), texts, labels, 2, "cpu") != key
+    assert _recipe(cfg.replace(**{"map-dim": 8}), texts, labels, 2, "cpu") != key
+    plain = cfg.replace(**{"tuning-noise": False})
+    assert _recipe(plain, texts, labels, 2, "cpu") != key
+    assert _recipe(plain.replace(**{"sentence-epsilon": 3.0}), texts, labels, 2, "cpu") == _recipe(
+        plain, texts, labels, 2, "cpu"
+    )  # without the noise the mechanism is not an input of the tuning
+    with pytest.raises(config_mod.ConfigError, match="gradient path"):
+        config_mod.validate(cfg.replace(**{"sentence-mechanism": "class_rr"}))
