@@ -1,0 +1,66 @@
+"""The overlap between public and private texts under each public split (docs/public-data.md).
+
+    SANITAS_DATA_DIR=../shared/data python docs/results/public-overlap/overlap.py
+
+Loads each configuration through fl.data (the same code a run uses), reads the overlap every run
+reports in summary.json (data.public), and writes overlap.csv and overlap.md beside this file.
+"""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+from fl import config
+from fl.data import datasets
+
+HERE = Path(__file__).resolve().parent
+CASES = [
+    ("sst2", "row split, 25% (the former default)", {"public-fraction": 0.25, "public-split": "row"}),
+    ("sst2", "source split, 25%", {"public-fraction": 0.25, "public-split": "source"}),
+    (
+        "sst2",
+        "IMDB, 3,000 reviews split into sentences",
+        {"public-dataset": "imdb", "public-sentences": True, "public-size": 3000},
+    ),
+    ("agnews", "row split, 25%", {"public-fraction": 0.25, "public-split": "row"}),
+    ("agnews", "source split, 25%", {"public-fraction": 0.25, "public-split": "source"}),
+]
+
+
+def main() -> None:
+    rows = []
+    for dataset, what, keys in CASES:
+        for seed in (1, 2, 3):
+            ds = datasets.load(config.resolve({"dataset": dataset, "seed": seed, **keys}))
+            info = ds.public_info
+            private, test = info["overlap_private"], info["overlap_test"]
+            rows.append(
+                {
+                    "dataset": dataset,
+                    "public data": what,
+                    "seed": seed,
+                    "public texts": private["public_texts"],
+                    "private texts": private["private_texts"],
+                    "exact duplicates": private["exact_duplicates"],
+                    "sampled (3+ words)": private["sampled"],
+                    "contained": private["contained"],
+                    "contained share": round(private["contained_fraction"], 4),
+                    "95% interval": " - ".join(f"{v:.4f}" for v in private["contained_interval"]),
+                    "contained share, 8+ words": round(private["contained_fraction_8_words"] or 0.0, 4),
+                    "test duplicates": test["exact_duplicates"],
+                    "test contained share": round(test["contained_fraction"], 4),
+                }
+            )
+    with (HERE / "overlap.csv").open("w", newline="") as fh:
+        writer = csv.DictWriter(fh, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+    head = "| " + " | ".join(rows[0]) + " |\n|" + "---|" * len(rows[0]) + "\n"
+    body = "".join("| " + " | ".join(str(v) for v in r.values()) + " |\n" for r in rows)
+    command = "SANITAS_DATA_DIR=../shared/data python docs/results/public-overlap/overlap.py"
+    (HERE / "overlap.md").write_text(f"Written by `{command}`.\n\n{head}{body}")
+
+
+if __name__ == "__main__":
+    main()
