@@ -257,13 +257,13 @@ def test_bad_parameters_are_refused() -> None:
         with pytest.raises(ValueError, match="subset_size"):
             ClassRR(1.0, num_classes=4, subset_size=s)  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="input dimension must be >= 5, got 4"):
-        ClassRR(1.0, num_classes=5).sanitize(torch.randn(3, 4))
+        ClassRR(1.0, num_classes=5).sanitize(torch.ones(3, 4))
     with pytest.raises(ValueError, match="input dimension must be >= 5, got 3"):
         ClassRR(1.0, num_classes=5, input_dim=3)
     with pytest.raises(ValueError, match="m >= 2"):
-        ClassRR(1.0, num_classes=2).sanitize(torch.randn(3, 1))
+        ClassRR(1.0, num_classes=2).sanitize(torch.ones(3, 1))
     with pytest.raises(ValueError, match="does not match the input_dim 6"):
-        ClassRR(1.0, num_classes=3, input_dim=6).sanitize(torch.randn(3, 5))
+        ClassRR(1.0, num_classes=3, input_dim=6).sanitize(torch.ones(3, 5))
     with pytest.raises(ValueError, match="NaN or infinite"):
         ClassRR(1.0, num_classes=2).sanitize(torch.tensor([[math.nan, 1.0]]))
     with pytest.raises(ValueError, match="too many"):

@@ -31,7 +31,8 @@ def test_every_key_is_in_exactly_one_section() -> None:
 
 def test_quickstart_config_resolves() -> None:
     cfg = config.resolve(config.load_toml(REPO / "simulations" / "experiments" / "quickstart.toml") | {"data-dir": ""})
-    assert cfg["dataset"] == "sst2" and cfg["sentence-mechanism"] == "purkayastha"
+    assert cfg["dataset"] == "sst2" and cfg["sentence-mechanism"] == "class_rr" and cfg["label-mechanism"] == "rr"
+    assert cfg["public-split"] == "source"
 
 
 @pytest.mark.parametrize(

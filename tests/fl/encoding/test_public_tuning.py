@@ -282,10 +282,11 @@ def test_tuning_through_the_noise_reads_releases_and_passes_gradients_straight_t
     from fl.encoding.public_tuning import _Readout
     from mechanisms import create
 
-    torch.manual_seed(0)
-    emb = torch.nn.functional.normalize(torch.randn(8, 16), dim=1).requires_grad_(True)
+    gen = torch.Generator().manual_seed(0)
+    emb = torch.nn.functional.normalize(torch.randn(8, 16, generator=gen), dim=1).requires_grad_(True)
     readout = _Readout(16, 2, create("purkayastha", epsilon=2.0), 4, seed=0)
-    torch.nn.init.normal_(readout.head.weight)
+    with torch.no_grad():
+        readout.head.weight.copy_(torch.randn(2, 4, generator=gen))
     first, second = readout(emb), readout(emb)
     assert first.shape == (8, 2) and not torch.allclose(first, second)
     torch.nn.functional.cross_entropy(first, torch.zeros(8, dtype=torch.long)).backward()
