@@ -1,0 +1,93 @@
+"""The tables of docs/results/fair-compare/README.md, from the comparisons ``run.sh`` wrote.
+
+    python docs/results/fair-compare/tables.py [RESULTS]   # RESULTS: the --out folder of run.sh (results)
+
+For each comparison (fair-sst2, fair-agnews, fair-sst2-imdb-public) copies compare.csv and
+compare.json here under the comparison's name, draws compare.png from them, and writes tables.md: per local point its
+whole-record epsilon, the label's share, accuracy (mean +- sd over seeds), the gap to the non-private
+same pipeline and the ceilings; per central point its per-user (epsilon, delta) and accuracy.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import shutil
+import sys
+from pathlib import Path
+
+from simulations.compare import plot
+
+HERE = Path(__file__).resolve().parent
+NAMES = ("fair-sst2", "fair-sst2-imdb-public", "fair-agnews")
+
+
+def _f(value: str, digits: int = 3) -> str:
+    return "" if value in ("", None) else f"{float(value):.{digits}f}"
+
+
+def _acc(row: dict[str, str]) -> str:
+    sd = f" +- {float(row['accuracy_sd']):.3f}" if row["accuracy_sd"] else ""
+    return f"{float(row['accuracy_mean']):.3f}{sd}"
+
+
+def table(name: str, folder: Path) -> str:
+    rows = list(csv.DictReader((folder / "compare.csv").open()))
+    doc = json.loads((folder / "compare.json").read_text())
+    ref = next(r for r in rows if r["series"] == "non-private")
+    base = float(ref["accuracy_mean"])
+    shares = doc.get("label_share", {})
+    out = [
+        f"### {name}\n",
+        f"Non-private same pipeline: {_acc(ref)} (n = {ref['n']}); majority class "
+        f"{max(doc['test_class_priors']):.3f}; public classifier's test accuracy per seed "
+        f"{', '.join(f'{v:.3f}' for v in doc['public_model_accuracy'].values())}; central delta "
+        f"{doc['central_delta']:.3g} for {doc['users']} users.\n",
+    ]
+    out.append(
+        "| series | whole-record epsilon per user | label share | accuracy (mean +- sd) | n | gap to non-private "
+        "| test release epsilon | ceiling (bound) | public class + RR |"
+    )
+    out.append("|---|---|---|---|---|---|---|---|---|")
+    for r in sorted(
+        (r for r in rows if r["series"].startswith("local-ldp")), key=lambda r: (r["series"], float(r["value"]))
+    ):
+        share = shares.get(f"{float(r['value']):g}", "") if r["series"] == "local-ldp" else "labels in the clear"
+        out.append(
+            f"| {r['series']} | {float(r['value']):g} | {share} | {_acc(r)} | {r['n']} | "
+            f"{float(r['accuracy_mean']) - base:+.3f} | {_f(r['test_release_epsilon'])} | {_f(r['ceiling_bound'])} | "
+            f"{_f(r['ceiling_public_rr'])} |"
+        )
+    out.append(
+        "\n| central | target epsilon | per-user epsilon (delta) | accuracy (mean +- sd) | n | gap to non-private |"
+    )
+    out.append("|---|---|---|---|---|---|")
+    for r in sorted((r for r in rows if r["series"].startswith("central")), key=lambda r: float(r["value"])):
+        out.append(
+            f"| {r['series']} | {float(r['value']):g} | {float(r['epsilon']):.3f} ({float(r['delta']):.3g}) | "
+            f"{_acc(r)} | {r['n']} | {float(r['accuracy_mean']) - base:+.3f} |"
+        )
+    return "\n".join(out) + "\n"
+
+
+def main() -> None:
+    results = Path(sys.argv[1] if len(sys.argv) > 1 else "results")
+    parts = ["Written by `python docs/results/fair-compare/tables.py` from the comparisons of `run.sh`.\n"]
+    for name in NAMES:
+        folder = results / name
+        if not (folder / "compare.csv").is_file():
+            parts.append(f"### {name}\n\nnot run.\n")
+            continue
+        target = HERE / name
+        target.mkdir(exist_ok=True)
+        for file in ("compare.csv", "compare.json"):
+            shutil.copy(folder / file, target / file)
+        doc = json.loads((folder / "compare.json").read_text())  # the plot, drawn again by today's code
+        title = f"{Path(doc['config']).stem}: local vs central DP per user (whole record)"
+        plot(doc["points"], target / "compare.png", title, max(doc["test_class_priors"]), "majority class")
+        parts.append(table(name, folder))
+    (HERE / "tables.md").write_text("\n".join(parts))
+
+
+if __name__ == "__main__":
+    main()
