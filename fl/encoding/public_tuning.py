@@ -336,18 +336,19 @@ def _base_digest(folder: str, fingerprint: Fingerprint) -> str:
 
 
 def _versions() -> str:
-    import sentence_transformers
-    import transformers
+    """The versions of the libraries the tuning runs on, read from the installed distributions' metadata
+    (importing sentence-transformers only to read its version would cost seconds on every warm run)."""
+    from importlib.metadata import PackageNotFoundError, version
 
-    try:
-        import peft
+    def of(name: str) -> str:
+        try:
+            return version(name)
+        except PackageNotFoundError:  # peft: only tuning-part = "lora" needs it
+            return "none"
 
-        peft_version = peft.__version__
-    except ImportError:  # only tuning-part = "lora" needs it
-        peft_version = "none"
     return (
-        f"torch {torch.__version__}|transformers {transformers.__version__}|"
-        f"sentence-transformers {sentence_transformers.__version__}|peft {peft_version}"
+        f"torch {torch.__version__}|transformers {of('transformers')}|"
+        f"sentence-transformers {of('sentence-transformers')}|peft {of('peft')}"
     )
 
 
@@ -452,8 +453,6 @@ def _noise(cfg: RunConfig, num_classes: int) -> dict[str, Any]:
 def tune_public(cfg: RunConfig, device: str = "cpu", progress: bool = True) -> TunedEncoder:
     """The run's public-tuned encoder: from the recipe cache, or tuned now on the public split and
     published. Reads the public split only."""
-    from sentence_transformers import SentenceTransformer
-
     from fl.data import datasets as data
 
     ds = data.load(cfg)
@@ -468,6 +467,8 @@ def tune_public(cfg: RunConfig, device: str = "cpu", progress: bool = True) -> T
     reused = _reusable(root, recipe, recipe_file)
     if reused is not None:
         return reused
+    from sentence_transformers import SentenceTransformer  # seconds to import: only when tuning
+
     base = SentenceTransformer(resolve_model(cfg.encoder.encoder), device=device)
     model, info = fine_tune(
         base,
