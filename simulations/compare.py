@@ -606,6 +606,7 @@ def compare(
     seed_list = sw.parse_seeds(list(seeds))
     sweep_dir = Path(out).expanduser().resolve() / (name or f"{Path(config).stem}-compare")
     local_cfg = config_mod.as_run_config(sw.resolve_run(config, sw.Run("probe", {}, {}), sets, sweep_dir))
+    _check_label_share(local_cfg, label_share)  # one line, before any work
     central_cfg = sw.resolve_run(config, sw.Run("probe", {}, {}), [*sets, *central_sets], sweep_dir)
     # The population (hence q) depends on the seed (the public split is drawn per seed): the noise is
     # calibrated at the largest q over the seeds, so every seed's run meets each target, and at the
@@ -711,21 +712,27 @@ def _local_context(cfg: config_mod.RunConfig, seed: int) -> tuple[int, int, Any]
     return int(loaded.num_classes), dim, getattr(loaded, "public", None)
 
 
+def _check_label_share(cfg: config_mod.RunConfig, label_share: str) -> None:
+    """``--label-share``: ``auto`` (needs public data) or a number in (0, 1)."""
+    if label_share != "auto":
+        value = config_mod.parse_value(label_share)
+        if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value < 1:
+            raise config_mod.ConfigError(f"--label-share must be 'auto' or a number in (0, 1), got {label_share!r}")
+    elif not config_mod.has_public(cfg):
+        raise config_mod.ConfigError(
+            "--label-share auto chooses the label's share of the budget on public data, and the config has none "
+            "(public-fraction = 0, no public-dataset): give --label-share, like 0.1"
+        )
+
+
 def _label_shares(
     cfg: config_mod.RunConfig, totals: Sequence[float], label_share: str, public: Any, num_classes: int
 ) -> dict[float, float]:
     """The label's share of each whole-record budget: the given number, or (``auto``) the share of
     ``fl.maps.recipes.LABEL_SHARES`` the config's own recipe scores best with on the public data."""
+    _check_label_share(cfg, label_share)
     if label_share != "auto":
-        value = config_mod.parse_value(label_share)
-        if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value < 1:
-            raise config_mod.ConfigError(f"--label-share must be 'auto' or a number in (0, 1), got {label_share!r}")
-        return {t: float(value) for t in totals}
-    if public is None or len(public) == 0:
-        raise config_mod.ConfigError(
-            "--label-share auto chooses the label's share of the budget on public data, and the config has none "
-            "(public-fraction = 0, no public-dataset): give --label-share, like 0.1"
-        )
+        return {t: float(config_mod.parse_value(label_share)) for t in totals}
     import torch
 
     from fl.maps import recipes

@@ -307,3 +307,26 @@ def test_every_local_row_gets_its_ceiling() -> None:
     assert rows[0]["ceiling_public_rr"] == pytest.approx(0.8 * keep + 0.2 * (1 - keep))
     assert rows[1]["ceiling_bound"] == pytest.approx(math.exp(2 * math.pi) / (math.exp(2 * math.pi) + 1))
     assert "ceiling_bound" not in rows[2]
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (["--label-share", "1.5"], "--label-share must be 'auto' or a number in (0, 1), got '1.5'"),
+        (
+            ["--set", "public-fraction=0", "--set", 'map-in="random"', "--set", 'sentence-mechanism="privunit"'],
+            "--label-share auto chooses the label's share of the budget on public data",
+        ),
+    ],
+)
+def test_a_bad_label_share_is_one_line_before_any_work(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], extra: list[str], message: str
+) -> None:
+    from simulations.cli import main
+
+    config = Path(__file__).resolve().parents[2] / "simulations" / "experiments" / "sst2_fair.toml"
+    code = main(["compare", str(config), *extra, "--out", str(tmp_path / "out")])
+    captured = capsys.readouterr()
+    err = captured.err.strip().splitlines()
+    assert code == 2 and len(err) == 1 and message in err[0], err
+    assert captured.out == "" and not (tmp_path / "out").exists()  # not even the calibration ran
