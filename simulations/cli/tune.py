@@ -22,7 +22,12 @@ def add_parser(sub: Any) -> None:
     )
     p.add_argument("config", help="flat TOML file of run-config keys (needs public-fraction > 0 or public-dataset)")
     p.add_argument(
-        "--epsilons", type=epsilon_list, required=True, help="whole-record pure epsilons per user, like 3.14,6.28"
+        "--epsilons",
+        "--epsilon",
+        dest="epsilons",
+        type=epsilon_list,
+        required=True,
+        help="whole-record pure epsilons per user, like 3.14,6.28 (--epsilon E for one)",
     )
     add_set_option(p, "override a config key (repeatable)")
     p.add_argument("--out", type=out_dir, required=True, help="folder for tune.csv, tune.json and the configs")

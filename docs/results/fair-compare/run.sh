@@ -2,7 +2,7 @@
 # The fair comparison (docs/results/fair-compare/README.md): local DP at whole-record per-user epsilon
 # (labels protected, the split chosen on public data) against user-level central DP (30 rounds), 3 seeds
 # per point, on SST-2 with a source-grouped 25% public split and on AG News; what `sanitas tune` chooses;
-# and SST-2 with IMDB sentences as public data (local side and one central anchor).
+# and SST-2 with IMDB sentences as public data.
 # Run from the repository root; results go to results/ (about 2 hours on 2 CPU cores).
 set -euo pipefail
 export SANITAS_DATA_DIR="${SANITAS_DATA_DIR:-../shared/data}"
@@ -17,6 +17,6 @@ sanitas compare simulations/experiments/agnews_fair.toml --epsilons "$LOCAL" --c
 for cfg in agnews_fair sst2_fair; do
     sanitas tune "simulations/experiments/$cfg.toml" --epsilons 3.14,6.28 --out "results/tune-$cfg"
 done
-sanitas compare simulations/experiments/sst2_fair.toml --epsilons 1,3.14,6.28 --central-epsilons 2 \
+sanitas compare simulations/experiments/sst2_fair.toml --epsilons "$LOCAL" --central-epsilons "$CENTRAL" \
     --set public-fraction=0 --set 'public-dataset="imdb"' --set public-sentences=true --set public-size=3000 \
     "${COMMON[@]}" --name fair-sst2-imdb-public
