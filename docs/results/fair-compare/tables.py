@@ -26,9 +26,11 @@ def _f(value: str, digits: int = 3) -> str:
     return "" if value in ("", None) else f"{float(value):.{digits}f}"
 
 
-def _acc(row: dict[str, str]) -> str:
+def _acc(row: dict[str, str], majority: float | None = None) -> str:
+    """Mean +- sd; a point that did not beat the majority-class rate by 0.005 is flagged (it learned nothing)."""
     sd = f" +- {float(row['accuracy_sd']):.3f}" if row["accuracy_sd"] else ""
-    return f"{float(row['accuracy_mean']):.3f}{sd}"
+    flag = " (majority class: did not learn)" if majority and float(row["accuracy_mean"]) <= majority + 0.005 else ""
+    return f"{float(row['accuracy_mean']):.3f}{sd}{flag}"
 
 
 def table(name: str, folder: Path) -> str:
@@ -37,6 +39,7 @@ def table(name: str, folder: Path) -> str:
     ref = next(r for r in rows if r["series"] == "non-private")
     base = float(ref["accuracy_mean"])
     shares = doc.get("label_share", {})
+    majority = max(doc["test_class_priors"])
     out = [
         f"### {name}\n",
         f"Non-private same pipeline: {_acc(ref)} (n = {ref['n']}); majority class "
@@ -54,7 +57,7 @@ def table(name: str, folder: Path) -> str:
     ):
         share = shares.get(f"{float(r['value']):g}", "") if r["series"] == "local-ldp" else "labels in the clear"
         out.append(
-            f"| {r['series']} | {float(r['value']):g} | {share} | {_acc(r)} | {r['n']} | "
+            f"| {r['series']} | {float(r['value']):g} | {share} | {_acc(r, majority)} | {r['n']} | "
             f"{float(r['accuracy_mean']) - base:+.3f} | {_f(r['test_release_epsilon'])} | {_f(r['ceiling_bound'])} | "
             f"{_f(r['ceiling_public_rr'])} |"
         )
@@ -65,7 +68,7 @@ def table(name: str, folder: Path) -> str:
     for r in sorted((r for r in rows if r["series"].startswith("central")), key=lambda r: float(r["value"])):
         out.append(
             f"| {r['series']} | {float(r['value']):g} | {float(r['epsilon']):.3f} ({float(r['delta']):.3g}) | "
-            f"{_acc(r)} | {r['n']} | {float(r['accuracy_mean']) - base:+.3f} |"
+            f"{_acc(r, majority)} | {r['n']} | {float(r['accuracy_mean']) - base:+.3f} |"
         )
     return "\n".join(out) + "\n"
 
