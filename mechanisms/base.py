@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import torch
 
@@ -166,6 +166,21 @@ class SentenceMechanism(Mechanism):
     def sanitize(self, x: torch.Tensor, generator: torch.Generator | None = None) -> torch.Tensor:
         """Return one independent release per row of ``x`` ([n, m]), without a
         gradient path to ``x``."""
+
+
+def straight_through(mech: Any, h: torch.Tensor, generator: torch.Generator | None) -> torch.Tensor:
+    """The sanitized value of ``h`` in the forward pass, the gradient of the
+    noise-free output ``mech.clean(h)`` in the backward pass (``mech``: a sentence
+    mechanism, or the ``none`` mechanism standing in for one).
+
+    This is how Du et al.'s Sentence-LDP code (docs/SPEC.md §3.1) lets gradients
+    "flow through the noise" (for planar Laplace, mu + Z, it is the exact
+    Jacobian). Use it only on public data (``map-in = "public"``, ``tuning-noise``)
+    or in the ``leaky`` mode: the gradient it produces is not private.
+    """
+    noisy = mech.sanitize(h.detach(), generator=generator).to(h.dtype)
+    clean = mech.clean(h)
+    return clean + (noisy - clean).detach()
 
 
 class LabelMechanism(Mechanism):

@@ -68,6 +68,16 @@ def sum_zero_basis(num_classes: int) -> torch.Tensor:
     return h
 
 
+def logit_class(z: torch.Tensor, num_classes: int) -> torch.Tensor:
+    """The class the supervised map's logit coordinates ``z`` [n, >= k] name (LongTensor [n]): 1{z_0 > 0}
+    for two classes, else the argmax of the K logits ``H z[:, :K-1]`` (:func:`sum_zero_basis`; first
+    index on ties). Positive scaling changes neither, so it reads the normalised row as well."""
+    if num_classes == 2:
+        return (z[:, 0] > 0).long()
+    logits = z[:, : num_classes - 1].to(torch.float64) @ sum_zero_basis(num_classes).to(z.device).T
+    return logits.argmax(dim=1)
+
+
 class ClassRR(SentenceMechanism):
     """Randomized response of the public class: pure epsilon-LDP per row.
 
@@ -140,11 +150,7 @@ class ClassRR(SentenceMechanism):
         x = check_embeddings(x)
         self._check_dim(x.shape[1])
         k = self.num_classes
-        if k == 2:
-            cls = (x[:, 0] > 0).long()
-        else:
-            logits = x[:, : k - 1].to(torch.float64) @ sum_zero_basis(k).to(x.device).T
-            cls = logits.argmax(dim=1)
+        cls = logit_class(x, k)
         tiny = torch.linalg.vector_norm(x.to(torch.float64), dim=1) < 1e-12
         if bool(tiny.any()):  # normalize_rows maps them to e1: class 1 for K = 2, class 0 otherwise
             cls[tiny] = 1 if k == 2 else 0

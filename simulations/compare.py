@@ -730,15 +730,15 @@ def _label_shares(
 ) -> dict[float, float]:
     """The label's share of each whole-record budget: the given number, or (``auto``) the share of
     ``fl.maps.recipes.LABEL_SHARES`` the config's own recipe scores best with on the public data."""
-    _check_label_share(cfg, label_share)
-    if label_share != "auto":
+    if label_share != "auto":  # checked by _check_label_share where compare starts
         return {t: float(config_mod.parse_value(label_share)) for t in totals}
     import torch
 
+    from fl.encoding.public_tuning import with_tuned_encoder
     from fl.maps import recipes
     from fl.maps.public_start import public_embeddings
 
-    tuned = _with_published_encoder(cfg)
+    tuned = with_tuned_encoder(cfg)
     x, y = public_embeddings(tuned, torch.device("cpu"))
     from fl.cohort import population_sizes
 
@@ -752,18 +752,6 @@ def _label_shares(
         out[total] = best.candidate.label_share
         print(f"sanitas: label share {out[total]:g} of epsilon {total:g}, chosen on public data", flush=True)
     return out
-
-
-def _with_published_encoder(cfg: config_mod.RunConfig) -> config_mod.RunConfig:
-    """The config with the encoder the run uses: the public-tuned one when ``encoder-tuning = "public"``."""
-    if cfg.encoder.encoder_tuning != "public":
-        return cfg
-    import torch
-
-    from fl.encoding.public_tuning import tune_public
-
-    tuned = tune_public(cfg, torch.device("cpu"))
-    return config_mod.as_run_config(config_mod.resolve({**dict(cfg), "encoder": str(tuned.folder)}))
 
 
 def _ceiling_inputs(
@@ -781,24 +769,22 @@ def _ceiling_inputs(
     priors = (counts / counts.sum()).tolist()
     if loaded.public is None or not any(r["series"].startswith("local-ldp") for r in rows):
         return priors, {}
+    import torch
+
     from fl.encoding.encoder import embed_texts
+    from fl.encoding.public_tuning import with_tuned_encoder
     from fl.maps.input_map import logistic_directions
+    from mechanisms.class_rr import logit_class
 
     accuracy = {}
     for seed in seeds:
-        seeded = _with_published_encoder(cfg.replace(seed=seed))
+        seeded = with_tuned_encoder(cfg.replace(seed=seed))
         ds = data.load(seeded)
         assert isinstance(ds, data.TextDataset) and ds.public is not None
         xp = np.asarray(embed_texts(ds.public["text"][:], seeded, "cpu", progress=False))
         xt = np.asarray(embed_texts(ds.test["text"][:], seeded, "cpu", progress=False))
         a, b = logistic_directions(xp, np.asarray(ds.public["label"][:]), ds.num_classes)
-        z = xt @ a + b
-        if ds.num_classes == 2:
-            pred = (z[:, 0] > 0).astype(np.int64)
-        else:
-            from mechanisms.class_rr import sum_zero_basis
-
-            pred = (z @ sum_zero_basis(ds.num_classes).numpy().T).argmax(axis=1)
+        pred = logit_class(torch.as_tensor(xt @ a + b), ds.num_classes).numpy()
         accuracy[seed] = float((pred == np.asarray(ds.test["label"][:])).mean())
     return priors, accuracy
 

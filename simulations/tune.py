@@ -27,6 +27,7 @@ def tune(config: str, epsilons: Sequence[float], sets: Sequence[str], out: str) 
 
     from fl.cohort import population_sizes
     from fl.data import datasets as data
+    from fl.encoding.public_tuning import with_tuned_encoder
     from fl.maps import recipes
     from fl.maps.public_start import public_embeddings
     from simulations.api import resolve_config
@@ -42,11 +43,7 @@ def tune(config: str, epsilons: Sequence[float], sets: Sequence[str], out: str) 
         )
     loaded = data.load(cfg)
     assert isinstance(loaded, data.TextDataset)
-    if cfg.encoder.encoder_tuning == "public":
-        from fl.encoding.public_tuning import tune_public
-
-        tuned = tune_public(cfg, torch.device("cpu"))
-        cfg = config_mod.as_run_config(config_mod.resolve({**dict(cfg), "encoder": str(tuned.folder)}))
+    cfg = with_tuned_encoder(cfg)  # the public embeddings the run's nodes will compute
     x, y = public_embeddings(cfg, torch.device("cpu"))
     num_users = population_sizes(cfg)[0]
     folder = Path(out).expanduser().resolve()

@@ -62,7 +62,7 @@ from fl.encoding.encoder import (
     published_digest,
     resolve_model,
 )
-from mechanisms.base import SentenceMechanism
+from mechanisms.base import SentenceMechanism, straight_through
 
 log = logging.getLogger(__name__)
 
@@ -192,9 +192,7 @@ class _Readout(nn.Module):
         if self.noise is None:
             return self.head(LOGIT_SCALE * emb)
         h = nn.functional.normalize(self.map(emb), dim=1)
-        noisy = self.noise.sanitize(h.detach().cpu(), generator=self.gen).to(h.device, h.dtype)
-        clean = self.noise.clean(h)
-        return self.head(LOGIT_SCALE * (clean + (noisy - clean).detach()))
+        return self.head(LOGIT_SCALE * straight_through(self.noise, h, self.gen))
 
 
 @torch.no_grad()
@@ -448,6 +446,17 @@ def _noise(cfg: RunConfig, num_classes: int) -> dict[str, Any]:
 
     m_prime = int(cfg.release.map_dim)
     return {"noise": make_mechanism(cfg, "sentence", input_dim=m_prime, num_classes=num_classes), "noise_dim": m_prime}
+
+
+def with_tuned_encoder(cfg: RunConfig, device: str = "cpu") -> RunConfig:
+    """The config with the encoder the run's nodes use: the public-tuned one (its published folder)
+    when ``encoder-tuning = "public"``, else ``cfg`` itself. For drivers that read public embeddings
+    as the run will (``sanitas tune``, ``sanitas compare``)."""
+    if cfg.encoder.encoder_tuning != "public":
+        return cfg
+    from fl.config import as_run_config, resolve
+
+    return as_run_config(resolve({**dict(cfg), "encoder": str(tune_public(cfg, device).folder)}))
 
 
 def tune_public(cfg: RunConfig, device: str = "cpu", progress: bool = True) -> TunedEncoder:

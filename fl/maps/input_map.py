@@ -45,7 +45,7 @@ from torch import nn
 from fl import config as config_mod
 from fl.config import ReleaseConfig, RunConfig
 from fl.maps.pipeline import train_epochs
-from mechanisms.base import SentenceMechanism, normalize_rows
+from mechanisms.base import SentenceMechanism, normalize_rows, straight_through
 from mechanisms.class_rr import sum_zero_basis
 from mechanisms.identity import NoPrivacy
 
@@ -201,20 +201,6 @@ def supervised_map(
         out[:d, k : k + extra], out[d, k : k + extra] = v, -(mu @ v)
     out[d, -1] = float(scale)
     return torch.as_tensor(out, dtype=torch.float64)
-
-
-def straight_through(mech: SentenceRelease, h: torch.Tensor, generator: torch.Generator | None) -> torch.Tensor:
-    """The sanitized value of ``h`` in the forward pass, the gradient of the
-    noise-free output ``mech.clean(h)`` in the backward pass.
-
-    This is how Du et al.'s Sentence-LDP code (docs/SPEC.md §3.1) lets gradients
-    "flow through the noise" (for planar Laplace, mu + Z, it is the exact
-    Jacobian). Use it only on public data or in the ``leaky`` mode: the gradient
-    it produces is not private.
-    """
-    noisy = mech.sanitize(h.detach(), generator=generator).to(h.dtype)
-    clean = mech.clean(h)
-    return clean + (noisy - clean).detach()
 
 
 def _mapped(emb: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:

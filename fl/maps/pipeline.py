@@ -80,6 +80,27 @@ def train_epochs(
     return last
 
 
+def train_and_score(
+    cfg: RunConfig,
+    z: torch.Tensor,
+    labels: torch.Tensor,
+    z_val: torch.Tensor,
+    y_val: torch.Tensor,
+    d: int,
+    num_classes: int,
+    epochs: int,
+    generator: torch.Generator,
+) -> float:
+    """Accuracy on (``z_val``, ``y_val``) of a fresh server model (the run's hidden width, Adam at its
+    learning rate, its batch size) trained ``epochs`` epochs on releases ``z`` with ``labels``: the run's
+    server step, emulated on public documents (``fl.maps.public_start``, ``fl.maps.recipes``)."""
+    with torch.random.fork_rng(devices=[]):  # build_model seeds the global generator: leave it as it was
+        model = build_model(cfg, z.shape[1], d, num_classes).to(z.device)
+    optimizer = torch.optim.Adam(model.parameters(), lr=cfg.server.learning_rate, foreach=True)
+    train_epochs(model, optimizer, z, labels, epochs, int(cfg.server.batch_size), generator)
+    return float((predict(model, z_val) == y_val).double().mean())
+
+
 @torch.no_grad()
 def predict(model: nn.Module, x: torch.Tensor, batch_size: int = 8192) -> torch.Tensor:
     """Argmax class of each row."""

@@ -27,7 +27,7 @@ from fl.config import RunConfig
 from fl.data import datasets as data
 from fl.encoding.encoder import embed_texts
 from fl.maps import input_map as maps
-from fl.maps.pipeline import build_model, predict, train_epochs
+from fl.maps.pipeline import train_and_score
 from fl.reporting.progress import bar as progress_bar
 
 log = logging.getLogger(__name__)
@@ -101,13 +101,8 @@ def public_validation_accuracy(
         return mech.sanitize(rows, generator=generator).to(torch.float32)
 
     zf, zv = released(xf), released(xv)
-    with torch.random.fork_rng(devices=[]):  # build_model seeds the global generator: leave it as it was
-        model = build_model(cfg, zf.shape[1], xf.shape[1], num_classes).to(device)
-    optimizer = torch.optim.Adam(model.parameters(), lr=cfg.server.learning_rate, foreach=True)
-    train_epochs(
-        model, optimizer, zf, yf.repeat(draws), int(cfg.server.server_epochs), int(cfg.server.batch_size), generator
-    )
-    return float((predict(model, zv) == yv.repeat(draws)).double().mean())
+    epochs = int(cfg.server.server_epochs)
+    return train_and_score(cfg, zf, yf.repeat(draws), zv, yv.repeat(draws), xf.shape[1], num_classes, epochs, generator)
 
 
 def choose_map_scale(

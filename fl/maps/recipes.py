@@ -34,7 +34,7 @@ import torch
 from fl import config as config_mod
 from fl.config import RunConfig
 from fl.maps import input_map as maps
-from fl.maps.pipeline import build_model, predict, train_epochs
+from fl.maps.pipeline import train_and_score
 
 #: Share of the public documents held out as the emulated test users.
 HOLDOUT_FRACTION = 0.2
@@ -171,12 +171,8 @@ def emulate(
         raise ValueError("sanitas tune emulates label-mechanism 'rr' or 'none'")
     held = val.repeat(draws)
     zv = mech.sanitize(maps.apply_input_map(x[held], matrix), generator=generator).to(torch.float32)
-    with torch.random.fork_rng(devices=[]):  # build_model seeds the global generator: leave it as it was
-        model = build_model(cfg, z.shape[1], x.shape[1], num_classes)
-    optimizer = torch.optim.Adam(model.parameters(), lr=cfg.server.learning_rate, foreach=True)
     epochs = max(1, min(int(cfg.server.server_epochs), EMULATED_EPOCHS))
-    train_epochs(model, optimizer, z, labels, epochs, int(cfg.server.batch_size), generator)
-    return float((predict(model, zv) == y[held]).double().mean())
+    return train_and_score(cfg, z, labels, zv, y[held], x.shape[1], num_classes, epochs, generator)
 
 
 def choose(
