@@ -89,12 +89,29 @@ def central_features(cfg: RunConfig, c: Cohort, emb: torch.Tensor, matrix: torch
     return maps.apply_input_map(emb, matrix).to(torch.float32)
 
 
-def global_model(msg: Message, server: ServerConfig, c: Cohort) -> ServerModel:
-    """The server's current model (input dimension m' = M1's output: no sanitizer in between)."""
-    if "arrays" not in msg.content:
-        raise ValueError("the central-mode message carries no model arrays")
-    model = ServerModel(c.map_dim, c.encoder_dim, int(server.hidden_dim), c.num_classes)
-    model.load_state_dict(wire.array_record(msg.content, "arrays").to_torch_state_dict())
+# One model per process and shape, its every parameter set from each request: building a ServerModel
+# (its seeded initialisation) cost more than the node's whole update (7 s of a 20-round user-level run).
+_server_models: dict[tuple[int, int, int, int], ServerModel] = {}
+
+
+def global_model(msg: Message, server: ServerConfig, c: Cohort, arrays: ArrayRecord | None = None) -> ServerModel:
+    """The server's current model (input dimension m' = M1's output: no sanitizer in between), from
+    ``arrays`` or the request's.
+
+    Every parameter comes from the request (``load_state_dict`` is strict), so the reused module
+    carries nothing from an earlier request or node."""
+    if arrays is None:
+        if "arrays" not in msg.content:
+            raise ValueError("the central-mode message carries no model arrays")
+        arrays = wire.array_record(msg.content, "arrays")
+    shape = (c.map_dim, c.encoder_dim, int(server.hidden_dim), c.num_classes)
+    if shape not in _server_models:
+        _server_models.clear()  # one run per process at a time
+        with torch.random.fork_rng():  # the placeholder initialisation leaves the global generator alone
+            _server_models[shape] = ServerModel(*shape)
+    model = _server_models[shape]
+    model.load_state_dict(arrays.to_torch_state_dict())
+    model.zero_grad(set_to_none=True)
     return model
 
 
@@ -133,11 +150,11 @@ def sampled_users(context: Context, cfg: RunConfig, c: Cohort, server_round: int
 _encoder_models: dict[tuple[Any, ...], EncoderClassifier] = {}
 
 
-def global_encoder_model(msg: Message, cfg: RunConfig, c: Cohort, device: str) -> EncoderClassifier:
+def global_encoder_model(
+    msg: Message, cfg: RunConfig, c: Cohort, device: str, arrays: ArrayRecord
+) -> EncoderClassifier:
     """``central-train = "encoder"``: the run's encoder's top layers (adapters or the layers themselves)
-    and the head, their trainable parameters set from the request, M1 from the request or the seed."""
-    if "arrays" not in msg.content:
-        raise ValueError("the central-mode message carries no model arrays")
+    and the head, their trainable parameters set from ``arrays``, M1 from the request or the seed."""
     matrix = input_matrix(msg, cfg.release, c)
     key = (
         *(cfg[k] for k in ("encoder", "tuning-layers", "central-tuning-part", "tuning-lora-rank", "seed")),
@@ -152,15 +169,43 @@ def global_encoder_model(msg: Message, cfg: RunConfig, c: Cohort, device: str) -
         head = ServerModel(c.map_dim, c.encoder_dim, int(cfg.server.hidden_dim), c.num_classes)
         _encoder_models.clear()  # one run per process at a time
         _encoder_models[key] = build_encoder_classifier(cfg, head, matrix, device)
-    return load_trainable(_encoder_models[key], wire.array_record(msg.content, "arrays").to_torch_state_dict())
+    return load_trainable(_encoder_models[key], arrays.to_torch_state_dict())
+
+
+def requested_model(msg: Message, context: Context) -> ArrayRecord:
+    """The trainable parameters a user-level request is about: carried by the request, or (a train
+    request's ``model-ref``) the ones this node kept from its last evaluate request.
+
+    The server sends each round's model once per node: the evaluate request of round ``t`` carries
+    the model after step ``t``, which is also the model round ``t + 1`` trains from, so a node that
+    scored it keeps it (``context.state``, left out of resume snapshots) and the next train request
+    names it by its content address instead of carrying it again."""
+    if wire.MODEL in msg.content:
+        return wire.array_record(msg.content, wire.MODEL)
+    ref = wire.config_record(msg.content, wire.CONFIG).get(wire.MODEL_REF)
+    if ref is None:
+        raise ValueError("the central-mode message carries no model arrays and no model-ref")
+    held = context.state.array_records.get(wire.HELD_MODEL)
+    if held is None or held.object_id != ref:
+        raise ValueError(f"the request names model {str(ref)[:12]}..., which this node does not hold")
+    return held
+
+
+def keep_model(msg: Message, context: Context, arrays: ArrayRecord) -> None:
+    """Keep an evaluate request's model for the next train request (see :func:`requested_model`)."""
+    if msg.metadata.message_type.split(".")[0] == MessageType.EVALUATE:
+        context.state[wire.HELD_MODEL] = arrays
 
 
 def handle_user_train(msg: Message, context: Context, cfg: RunConfig) -> Message:
     """User-level DP-FedAvg on a node: reply with the sum of the sampled users' clipped updates."""
     c = _cohort(context, cfg)
     device = torch.device(best_device(cfg.server.device))
-    encoder_model = global_encoder_model(msg, cfg, c, str(device)) if cfg.central.central_train == "encoder" else None
-    model: nn.Module = encoder_model if encoder_model is not None else global_model(msg, cfg.server, c)
+    arrays = requested_model(msg, context)
+    encoder_model = (
+        global_encoder_model(msg, cfg, c, str(device), arrays) if cfg.central.central_train == "encoder" else None
+    )
+    model: nn.Module = encoder_model if encoder_model is not None else global_model(msg, cfg.server, c, arrays)
     request = wire.config_record(msg.content, wire.CONFIG)
     server_round, q = wire.read_int(request, "server-round"), wire.read_float(request, "sampling-rate")
     chosen = sampled_users(context, cfg, c, server_round, q)
@@ -194,14 +239,19 @@ def handle_central_evaluate(msg: Message, context: Context, cfg: RunConfig) -> M
     """Score the global model on the node's test users' raw embeddings; return confusion counts."""
     c = _cohort(context, cfg)
     truth = c.test_y.numpy()
+    arrays = wire.array_record(msg.content, wire.MODEL) if wire.MODEL in msg.content else None
     if cfg.central.central_train == "encoder":
         device = best_device(cfg.server.device)
-        encoder_model = global_encoder_model(msg, cfg, c, device)
+        if arrays is None:
+            raise ValueError("the central-mode message carries no model arrays")
+        encoder_model = global_encoder_model(msg, cfg, c, device, arrays)
         pred = encoder_predictions(cfg, encoder_model, c.test_text, device).numpy()
     else:
-        model = global_model(msg, cfg.server, c).eval()
+        model = global_model(msg, cfg.server, c, arrays).eval()
         matrix = input_matrix(msg, cfg.release, c)
         pred = predict(model, central_features(cfg, c, c.test_emb, matrix)).numpy()
+    if cfg.central.central_unit == "user" and arrays is not None:
+        keep_model(msg, context, arrays)
     metrics = MetricRecord(
         {
             "num-examples": int(truth.size),

@@ -16,6 +16,7 @@ so older ones are pruned.
 
 from __future__ import annotations
 
+import hashlib
 import pickle
 from collections.abc import Mapping
 from pathlib import Path
@@ -34,6 +35,8 @@ RESTORED_KEY = "sanitas.restored"
 #: order on disk (nodes' state, then the server's), without a disk flush per node.
 SYNC_EACH_SNAPSHOT = True
 STAGES = ("train", "evaluate")
+#: The digest of each node folder's newest snapshot written by this process.
+_last_saved: dict[Path, bytes] = {}
 
 
 def node_dir(output: OutputConfig, partition_id: int) -> Path | None:
@@ -80,8 +83,18 @@ def save(msg: Message, context: Context, cfg: RunConfig, partition_id: int, stag
     server_round = _round_of(msg)
     if folder is None or server_round <= 0:
         return
+    # A model kept for the next request (wire.HELD_MODEL) is not state to resume: a resumed server
+    # sends the model again.
+    data = pickle.dumps({k: v for k, v in context.state.items() if k != wire.HELD_MODEL})
+    digest = hashlib.sha256(data).digest()
+    if _last_saved.get(folder) == digest and folder.is_dir():
+        # The state is the one already on disk: the newest snapshot of a round <= R stays the node's
+        # state at the end of round R, so there is nothing to write (nor to prune). A user-level central
+        # node's state never changes after its first reply: 2 files a node a round saved.
+        return
     folder.mkdir(parents=True, exist_ok=True)
-    write_atomic(folder / f"r{server_round:05d}-{stage}.pkl", pickle.dumps(context.state), sync=SYNC_EACH_SNAPSHOT)
+    write_atomic(folder / f"r{server_round:05d}-{stage}.pkl", data, sync=SYNC_EACH_SNAPSHOT)
+    _last_saved[folder] = digest
     # A resume restarts after round R >= server_round - 1: keep the newest snapshot of a round
     # <= server_round - 1 and everything later.
     snaps = _snapshots(folder)

@@ -30,6 +30,8 @@ MAP_IN = "map-in"  # requests: ArrayRecord {"matrix"}: M1 when the server provid
 ENCODER = "encoder"  # requests: ConfigRecord {"digest"}: the published encoder to use (encoder-tuning = "public")
 USERS = "users"  # query requests to node-local nodes: ConfigRecord {"train-offset", "num-train-users"}
 MODEL = "arrays"  # requests: ArrayRecord, the server model's state dict
+MODEL_REF = "model-ref"  # user-level train requests (CONFIG): the object id of a model the node already holds
+HELD_MODEL = "sanitas.held-model"  # a node's context.state: the model of its last evaluate request
 DOCUMENT_SETUP = "document-setup"  # requests: ArrayRecord, the document level's public material (once per node)
 RELEASE = "release"  # replies: ArrayRecord of released rows (see Release)
 CHARGES = "charges"  # replies: ConfigRecord, the release's distinct charges per channel (JSON)

@@ -131,6 +131,10 @@ class UserLevelDPFedAvg(Strategy):
         self._grid: Grid | None = None
         self._faults: dict[str, dict[str, int]] = {}
         self._started = 0.0
+        self._sent: ArrayRecord | None = None  # the current model's record (None: rebuild after a step)
+        # Node -> the object id of the model it kept from its last evaluate request (clients.central_client
+        # .requested_model): its next train request names the model instead of carrying it again.
+        self._held: dict[int, str] = {}
         self._noise_secret = int(cfg.release.noise_seed) if cfg.release.noise_seed >= 0 else secrets.randbits(62)
 
     # ------------------------------------------------------------------ requests
@@ -140,8 +144,11 @@ class UserLevelDPFedAvg(Strategy):
         return {wire.MAP_IN: ArrayRecord({"matrix": Array(self.map_matrix.numpy())})}
 
     def _arrays(self) -> ArrayRecord:
-        """The trainable parameters only (the head; and the encoder part the nodes do not hold)."""
-        return ArrayRecord(trainable_state(self.model))
+        """The trainable parameters only (the head; and the encoder part the nodes do not hold), built
+        once per model version (one record shared by every request of the round)."""
+        if self._sent is None:
+            self._sent = ArrayRecord(trainable_state(self.model))
+        return self._sent
 
     def configure_train(
         self, server_round: int, arrays: ArrayRecord, config: ConfigRecord, grid: Grid
@@ -154,9 +161,23 @@ class UserLevelDPFedAvg(Strategy):
             raise RuntimeError(f"{len(missing)} node(s) holding training users are not connected")
         self._grid = grid
         self._faults = {}
+        model = self._arrays()
         request = ConfigRecord({"server-round": server_round, "sampling-rate": self.q})
-        content = RecordDict({wire.MODEL: self._arrays(), wire.CONFIG: request, **self._extras()})
-        return [Message(content=content, dst_node_id=n, message_type=MessageType.TRAIN) for n in self.train_nodes]
+        full = RecordDict({wire.MODEL: model, wire.CONFIG: request, **self._extras()})
+        by_ref = RecordDict(
+            {
+                wire.CONFIG: ConfigRecord({**request, wire.MODEL_REF: model.object_id}),
+                **self._extras(),
+            }
+        )
+        return [
+            Message(
+                content=by_ref if self._held.get(n) == model.object_id else full,
+                dst_node_id=n,
+                message_type=MessageType.TRAIN,
+            )
+            for n in self.train_nodes
+        ]
 
     def aggregate_train(
         self, server_round: int, replies: Iterable[Message]
@@ -172,6 +193,9 @@ class UserLevelDPFedAvg(Strategy):
         # sensitivity of the noisy mean, hence the accounting, is unchanged (the users it sampled
         # are charged by the accountant anyway: every user is, at rate q, every round).
         by_node = {r.metadata.src_node_id: r for r in outcome.ok}
+        for node in self.train_nodes:
+            if node not in by_node:  # whatever went wrong, the next request carries the model again
+                self._held.pop(node, None)
         trainable = [(k, p) for k, p in self.model.named_parameters() if p.requires_grad]
         names = [k for k, _ in trainable]
         total = {k: torch.zeros(p.shape, dtype=torch.float64) for k, p in trainable}
@@ -190,6 +214,7 @@ class UserLevelDPFedAvg(Strategy):
         for k, p in trainable:
             p.grad = -mean[k].to(device=p.device, dtype=p.dtype)  # the mean update points downhill
         self.optimizer.step()
+        self._sent = None
         self.released += 1
         self.timing["server_step"] = time.time() - started
         return self._arrays(), None
@@ -208,6 +233,13 @@ class UserLevelDPFedAvg(Strategy):
         outcome = split_replies(self.test_nodes, replies, self._grid)
         check_not_all_failed(outcome, "evaluate", server_round, float(self.cfg.simulation.fault_rate))
         self._faults["evaluate"] = outcome.counts()
+        model_id = self._arrays().object_id  # the model these requests carried (no step since)
+        answered = {r.metadata.src_node_id for r in outcome.ok}
+        for node in self.test_nodes:
+            if node in answered:
+                self._held[node] = model_id
+            else:
+                self._held.pop(node, None)
         s, conf = sum_confusions(outcome.ok, self.num_classes)
         started = time.time()
         privacy = user_privacy_record(self.cfg.central, self.q, self.num_users, self.released)

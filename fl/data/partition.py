@@ -69,8 +69,10 @@ class UserPartition:
 
     @cached_property
     def _permutation(self) -> np.ndarray:
-        # datasets' seeded shuffle, so this path and IidPartitioner agree exactly.
-        return np.asarray(self._rows.shuffle(seed=self.seed)["row"], dtype=np.int64)
+        # datasets' seeded shuffle, so this path and IidPartitioner agree exactly; read as one Arrow
+        # column (the default format reads it row by row: 3.7 s on full SST-2).
+        column = self._rows.shuffle(seed=self.seed).with_format("arrow")[:]["row"]
+        return np.asarray(column.to_numpy(), dtype=np.int64)
 
     def rows(self, user_ids: Sequence[int]) -> list[np.ndarray]:
         """Document rows of each user in ``user_ids`` (a user may hold zero rows under Dirichlet)."""

@@ -210,6 +210,53 @@ def test_a_node_replies_the_clipped_sum_of_its_sampled_users_only(data_dir: Path
         torch.testing.assert_close(torch.from_numpy(got[k].numpy()), v, rtol=1e-4, atol=1e-6)
 
 
+def test_a_node_trains_the_model_it_kept_from_the_evaluate_request(
+    tmp_path: Path, data_dir: Path, cache_dir: Path
+) -> None:
+    """A train request that names the model of the node's last evaluate request (``model-ref``) gets the
+    same reply as one that carries the arrays; a name the node does not hold is refused, and the kept
+    model stays out of the node's resume snapshot."""
+    import pytest
+    from flwr.app import ArrayRecord, ConfigRecord, Message, MessageType, RecordDict
+
+    from clients.central_client import handle_central_evaluate, handle_user_train
+    from fl.maps.pipeline import build_model
+
+    cfg, c, context = _node(data_dir, cache_dir, {"noise-seed": 11})
+    arrays = ArrayRecord(build_model(cfg, c.map_dim, c.encoder_dim, c.num_classes).state_dict())
+    request = ConfigRecord({"server-round": 2, "sampling-rate": 0.5})
+
+    def train(content: dict) -> dict:
+        msg = Message(content=RecordDict(content), dst_node_id=5, message_type=MessageType.TRAIN)
+        reply = handle_user_train(msg, context, cfg).content[wire.UPDATE_SUM]
+        return {k: v.numpy() for k, v in reply.items()}
+
+    by_ref = RecordDict({wire.CONFIG: ConfigRecord({**request, wire.MODEL_REF: arrays.object_id})})
+    with pytest.raises(ValueError, match="does not hold"):
+        train(dict(by_ref))
+    evaluate = Message(
+        content=RecordDict({wire.MODEL: arrays, wire.CONFIG: ConfigRecord({"server-round": 1})}),
+        dst_node_id=5,
+        message_type=MessageType.EVALUATE,
+    )
+    handle_central_evaluate(evaluate, context, cfg)
+    want = train({wire.MODEL: arrays, wire.CONFIG: request})
+    got = train(dict(by_ref))
+    assert want.keys() == got.keys() and all((want[k] == got[k]).all() for k in want)
+    assert any(v.any() for v in want.values())  # power: the sampled users moved the model
+    stale = RecordDict({wire.CONFIG: ConfigRecord({**request, wire.MODEL_REF: "0" * 64})})
+    with pytest.raises(ValueError, match="does not hold"):
+        train(dict(stale))
+
+    import pickle
+
+    from clients import node_state
+
+    node_state.save(evaluate, context, cfg.replace(**{"run-name": "r", "out-dir": str(tmp_path)}), 3, "evaluate")
+    (snapshot,) = (tmp_path / "r" / "nodes" / "node-3").glob("*.pkl")
+    assert wire.HELD_MODEL in context.state and wire.HELD_MODEL not in pickle.loads(snapshot.read_bytes())
+
+
 def test_a_worker_reuses_its_encoder_model_and_evaluates_each_request_own_weights(
     data_dir: Path, cache_dir: Path
 ) -> None:

@@ -63,12 +63,16 @@ def _model() -> ServerModel:
 
 
 def _sum_reply(value: float):
+    """Nodes that reply with sums of ``value`` (shaped as the model they were sent, or last kept)."""
+    shapes: dict[str, tuple[int, ...]] = {}
+
     def answer(msg):
+        if wire.MODEL in msg.content:
+            shapes.update({k: a.numpy().shape for k, a in msg.content[wire.MODEL].items()})
         if msg.metadata.message_type == "evaluate":
             conf = [7, 3, 2, 8]  # 15 of 20 right per node
             return RecordDict({wire.METRICS: MetricRecord({"confusion": conf})})
-        model = msg.content[wire.MODEL]
-        sums = {k: Array(np.full(a.numpy().shape, value, dtype=np.float32)) for k, a in model.items()}
+        sums = {k: Array(np.full(shape, value, dtype=np.float32)) for k, shape in shapes.items()}
         return RecordDict({wire.UPDATE_SUM: ArrayRecord(sums)})
 
     return answer
@@ -90,6 +94,29 @@ def test_requests_carry_the_model_and_the_sampling_rate() -> None:
         assert m.content[wire.CONFIG]["sampling-rate"] == pytest.approx(50 / USERS)
         assert m.content[wire.CONFIG]["server-round"] == 1
         assert set(m.content[wire.MODEL].keys()) == set(dict(s.model.named_parameters()))
+
+
+def test_each_round_sends_the_model_once_per_node() -> None:
+    """The evaluate request of round t carries the model after step t; a node that answered it is
+    sent round t + 1's train request with the model's content address instead of the arrays (the
+    same model: no step in between). A node whose evaluate reply was lost gets the arrays again."""
+    grid = FakeGrid(_nodes(), _sum_reply(0.0))
+    s = UserLevelDPFedAvg(_cfg(), grid.nodes, _model())
+    _round(s, grid, 1)
+    first = list(s.configure_train(2, ArrayRecord(), None, grid))
+    evaluated = list(s.configure_evaluate(1, ArrayRecord(), None, grid))[0].content[wire.MODEL]
+    for m in first:
+        assert wire.MODEL not in m.content
+        assert m.content[wire.CONFIG][wire.MODEL_REF] == evaluated.object_id
+    s.aggregate_train(2, grid.send_and_receive(first))
+    evals = grid.send_and_receive(list(s.configure_evaluate(2, ArrayRecord(), None, grid)))
+    lost = evals[0].metadata.src_node_id
+    s.aggregate_evaluate(2, evals[1:])  # one node's evaluate reply never arrives
+    third = {m.metadata.dst_node_id: m for m in s.configure_train(3, ArrayRecord(), None, grid)}
+    assert wire.MODEL in third[lost].content and wire.MODEL_REF not in third[lost].content[wire.CONFIG]
+    assert sum(wire.MODEL in m.content for m in third.values()) == 1
+    # The model moved in round 2: the reference names the new model, not round 1's.
+    assert third[next(n for n in third if n != lost)].content[wire.CONFIG][wire.MODEL_REF] != evaluated.object_id
 
 
 def test_the_step_is_the_noisy_fixed_denominator_mean() -> None:
