@@ -69,7 +69,7 @@ def node_cohort(context: Context, cfg: RunConfig) -> Cohort:
         raise ValueError(f"node partition-id={pid}: {err}") from None
 
 
-@lru_cache(maxsize=8)
+@lru_cache(maxsize=64)  # the points of a shared federation (clients.points) each have their own
 def _resolved(items: tuple[tuple[str, Any], ...]) -> config_mod.RunConfig:
     return config_mod.resolve(dict(items))
 
@@ -84,7 +84,7 @@ def resolve_once(run_config: Mapping[str, Any], overrides: Mapping[str, Any] | N
     return _resolved(tuple(sorted(merged.items())))
 
 
-@lru_cache(maxsize=8)
+@lru_cache(maxsize=64)
 def _with_encoder(items: tuple[tuple[str, Any], ...], folder: str) -> config_mod.RunConfig:
     return config_mod.resolve({**dict(items), "encoder": folder})
 

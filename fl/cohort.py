@@ -13,8 +13,9 @@ file, no partition, no encoder, and memory in O(users of the node).
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -86,9 +87,42 @@ def population_sizes(cfg: Mapping[str, Any]) -> tuple[int, int]:
     return user_partition(cfg).num_users, len(ds.test)
 
 
+#: Keys that change what a node releases or what the server does with it, never which documents a node
+#: holds nor their embeddings: runs that differ only in them (the points of an epsilon sweep, local and
+#: central DP on the same users) share a node's cohort. Its two shape fields that do depend on them
+#: (``map_dim``, ``release_dim``) are set per run by :func:`_shaped`.
+RELEASE_ONLY_KEYS = frozenset(
+    {
+        "map-in", "map-dim", "map-scale", "map-seed", "public-epochs",
+        "sentence-mechanism", "sentence-epsilon", "sentence-options",
+        "label-mechanism", "label-epsilon", "label-options", "label-prior",
+        "fresh-noise-per-round", "noise-seed", "secure-rng", "max-epsilon", "accounting-delta", "clean-evaluation",
+        "mode", "central-noise-multiplier", "central-clip", "central-clipping", "central-delta", "local-epochs",
+        "central-unit", "central-cohort-size", "client-learning-rate", "server-optimizer", "server-learning-rate",
+        "central-train", "central-tuning-part",
+        "strategy", "num-server-rounds", "fraction-train", "server-epochs", "batch-size", "learning-rate",
+        "hidden-dim", "node-timeout", "fault-rate", "fault-kind", "out-dir", "run-name", "reference-accuracy",
+    }
+)  # fmt: skip
+
+
+def _documents_key(cfg: RunConfig) -> tuple[tuple[str, Any], ...]:
+    """What a cohort's documents and embeddings depend on: every key but :data:`RELEASE_ONLY_KEYS`, and
+    the level (documents are embedded sentence by sentence at the document level)."""
+    return (("level", level_of(cfg)), *((k, v) for k, v in cfg.items() if k not in RELEASE_ONLY_KEYS))
+
+
+def _shaped(c: Cohort, cfg: RunConfig) -> Cohort:
+    """``c`` with this run's M1 and release dimensions (the documents and embeddings shared)."""
+    m, r = map_dim(cfg.release, c.encoder_dim), release_dim(cfg, c.encoder_dim, c.num_classes)
+    return c if (c.map_dim, c.release_dim) == (m, r) else replace(c, map_dim=m, release_dim=r)
+
+
 def build_cohort(cfg: Mapping[str, Any], partition_id: int, num_partitions: int, progress: bool = True) -> Cohort:
-    """Embed the documents of node ``partition_id``'s users (train and test)."""
-    return _build_cached(as_run_config(cfg), partition_id, num_partitions, progress)
+    """Embed the documents of node ``partition_id``'s users (train and test); built once per process for
+    all runs that differ only in :data:`RELEASE_ONLY_KEYS`."""
+    run = as_run_config(cfg)
+    return _shaped(_build_cached(_documents_key(run), run, partition_id, num_partitions, progress), run)
 
 
 def build_local_cohort(
@@ -109,18 +143,42 @@ def build_local_cohort(
     info = file.stat() if file.is_file() else None
     stamp = (info.st_size, info.st_mtime_ns) if info is not None else (0, 0)  # a changed file is read again
     node_file = (path, stamp, train_offset, num_train_users)
-    return _build_cached(as_run_config(cfg), partition_id, num_partitions, progress, node_file)
+    run = as_run_config(cfg)
+    return _shaped(_build_cached(_documents_key(run), run, partition_id, num_partitions, progress, node_file), run)
 
 
 def clear_cohorts() -> None:
     """Forget every cohort this process built (a warm worker between two runs)."""
-    _build_cached.cache_clear()
+    _cohorts.clear()
 
 
 # Large enough that a Ray worker serving many nodes (thousands, with small cohorts)
 # does not rebuild cohorts every round; a cohort holds n_docs x d float32.
-@lru_cache(maxsize=4096)
+MAX_COHORTS = 4096
+_cohorts: OrderedDict[tuple[Any, ...], Cohort] = OrderedDict()
+
+
 def _build_cached(
+    key: tuple[tuple[str, Any], ...],
+    cfg: RunConfig,
+    partition_id: int,
+    num_partitions: int,
+    progress: bool,
+    node_file: tuple[str, tuple[int, int], int, int] | None = None,
+) -> Cohort:
+    """The cohort built by :func:`_build` for ``key`` (the documents key of ``cfg``), once per process."""
+    at = (key, partition_id, num_partitions, node_file)
+    if at in _cohorts:
+        _cohorts.move_to_end(at)
+        return _cohorts[at]
+    built = _build(cfg, partition_id, num_partitions, progress, node_file)
+    _cohorts[at] = built
+    if len(_cohorts) > MAX_COHORTS:
+        _cohorts.popitem(last=False)  # the least recently used
+    return built
+
+
+def _build(
     cfg: RunConfig,
     partition_id: int,
     num_partitions: int,

@@ -32,6 +32,11 @@ USERS = "users"  # query requests to node-local nodes: ConfigRecord {"train-offs
 MODEL = "arrays"  # requests: ArrayRecord, the server model's state dict
 MODEL_REF = "model-ref"  # user-level train requests (CONFIG): the object id of a model the node already holds
 HELD_MODEL = "sanitas.held-model"  # a node's context.state: the model of its last evaluate request
+# Points sharing a federation (strategies.points, clients.points): one message carries several points'
+# requests (or replies), each point's records under "p<point>/"; POINTS lists the points it carries.
+POINTS = "sanitas.points"
+POINT_PREFIX = "p"
+POINT_ERROR = "sanitas.point-error"  # a reply's ConfigRecord {"code", "reason"}: that point's request failed
 DOCUMENT_SETUP = "document-setup"  # requests: ArrayRecord, the document level's public material (once per node)
 RELEASE = "release"  # replies: ArrayRecord of released rows (see Release)
 CHARGES = "charges"  # replies: ConfigRecord, the release's distinct charges per channel (JSON)

@@ -33,7 +33,7 @@ import os
 import sys
 import time
 import warnings
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -149,30 +149,24 @@ def many_nodes_warning(nodes: int) -> str:
     )
 
 
-def launch(cfg: Mapping[str, Any], resume: bool = False, verbose: bool = True) -> Path:
-    """Run one simulation of a resolved config; returns its results folder.
+@dataclass
+class _Prepared:
+    """A run checked and ready to start: its config (``run-name`` fixed), folder and federation."""
 
-    ``verbose = False`` keeps the console quiet (one progress display; Flower's and the libraries'
-    output in ``<folder>/run.log`` only, :mod:`simulations.console`); the log is written either way.
+    cfg: Any
+    folder: Path
+    train_users: int
+    test_users: int
+    nodes: int
+    backend: str
 
-    The data source and the data are checked, and an existing non-empty results folder is
-    refused, before anything is written or Ray starts. ``resume``: the folder must hold an
-    incomplete run of this config, which continues from its last completed round.
-    """
-    global _launched
-    checks_started = time.perf_counter()
-    PHASES.reset()
-    if not _launched:  # the first run of a process pays the interpreter's start and the CLI's imports
-        PHASES.add("interpreter and imports", process_age())
-        _launched = True
-    from clients.app import make_client_app
+
+def _prepare(cfg: Mapping[str, Any], resume: bool) -> _Prepared:
+    """Every check a run makes before anything is written or a backend starts (see :func:`launch`)."""
     from fl.cohort import population_sizes
     from fl.data import datasets as data
     from fl.data.partition import num_nodes
-    from fl.levels.channels import channel_class
     from fl.reporting.results import run_folder
-    from strategies.local.accounting import LEAKY_WARNING
-    from strategies.server_app import make_server_app
 
     data.check_source(cfg)
     data.load(cfg)  # fails early (empty documents, bad columns) before any output
@@ -186,54 +180,157 @@ def launch(cfg: Mapping[str, Any], resume: bool = False, verbose: bool = True) -
     cfg = config_mod.resolve({**cfg, "run-name": folder.name})  # the ServerApp writes to exactly this folder
     train_users, test_users = population_sizes(cfg)
     nodes = num_nodes(max(train_users, test_users), cfg["users-per-node"])
-    backend = config_mod.simulation_backend(cfg)
-    print(
-        f"sanitas: {train_users} training users, {test_users} test users on {nodes} simulated nodes "
-        f"({backend} backend)",
-        flush=True,
-    )
+    return _Prepared(cfg, folder, train_users, test_users, nodes, config_mod.simulation_backend(cfg))
+
+
+def _warn(cfg: Any, prepared: _Prepared) -> None:
+    """The launcher's warnings on the console (a leaky map, many nodes, a level's own)."""
+    from fl.levels.channels import channel_class
+    from strategies.local.accounting import LEAKY_WARNING
+
     if cfg["map-in"] == "leaky":
         print(f"sanitas: WARNING: {LEAKY_WARNING}", file=sys.stderr, flush=True)
-    if nodes > MANY_NODES and backend == "ray":
-        print(f"sanitas: WARNING: {many_nodes_warning(nodes)}", file=sys.stderr, flush=True)
-    warning = channel_class(cfg).early_warning(cfg, train_users + test_users)  # e.g. a word-level delta
+    if prepared.nodes > MANY_NODES and prepared.backend == "ray":
+        print(f"sanitas: WARNING: {many_nodes_warning(prepared.nodes)}", file=sys.stderr, flush=True)
+    warning = channel_class(cfg).early_warning(cfg, prepared.train_users + prepared.test_users)
     if warning:
         print(f"sanitas: WARNING: {warning}", file=sys.stderr, flush=True)
-    server_app, client_app = make_server_app(cfg, resume=resume), make_client_app(cfg)
-    PHASES.add("launcher (imports, config and data checks)", time.perf_counter() - checks_started)
-    from simulations.console import run_console
 
-    with run_console(folder, int(cfg["num-server-rounds"]), verbose):
-        if backend == "local":
-            from simulations.local_runtime import run_local
 
-            PHASES.mark("backend start")
-            try:
-                run_local(server_app, client_app, nodes, node_threads=max(1, int(cfg["node-cpus"])))
-            except Exception as err:  # noqa: BLE001 - reported below from status.json, as on Ray
-                import traceback
+def _start(server_app: Any, client_app: Any, first: _Prepared, verbose: bool) -> None:
+    """Run the apps on the run's backend (its failures end up in the runs' ``status.json``)."""
+    if first.backend == "local":
+        from simulations.local_runtime import run_local
 
-                # INFO: in run.log (and on a verbose console); the error's one line ends the command
-                logging.getLogger("sanitas").info("the run failed: %s\n%s", err, traceback.format_exc())
-        else:
-            from flwr.simulation import run_simulation
+        PHASES.mark("backend start")
+        try:
+            run_local(server_app, client_app, first.nodes, node_threads=max(1, int(first.cfg["node-cpus"])))
+        except Exception as err:  # noqa: BLE001 - reported below from status.json, as on Ray
+            import traceback
 
-            os.environ.setdefault("RAY_DEDUP_LOGS", "0")
-            PHASES.mark("backend start")
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                run_simulation(
-                    server_app=server_app,
-                    client_app=client_app,
-                    num_supernodes=nodes,
-                    backend_config=backend_config(cfg, verbose),
-                )
+            # INFO: in run.log (and on a verbose console); the error's one line ends the command
+            logging.getLogger("sanitas").info("the run failed: %s\n%s", err, traceback.format_exc())
+    else:
+        from flwr.simulation import run_simulation
+
+        os.environ.setdefault("RAY_DEDUP_LOGS", "0")
+        PHASES.mark("backend start")
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            run_simulation(
+                server_app=server_app,
+                client_app=client_app,
+                num_supernodes=first.nodes,
+                backend_config=backend_config(first.cfg, verbose),
+            )
+
+
+def _finished(folder: Path) -> Path:
+    """``folder`` if its run wrote a summary; else :class:`RunFailed` with the run's one-line error."""
     if not (folder / "summary.json").is_file():
         from fl.reporting.results import read_status
 
         error = read_status(folder).get("error") if folder.is_dir() else None
         raise RunFailed(f"the run failed: {error or 'it wrote no summary'} (log: {folder / 'run.log'})")
     return folder
+
+
+def _mark_launched() -> float:
+    global _launched
+    PHASES.reset()
+    if not _launched:  # the first run of a process pays the interpreter's start and the CLI's imports
+        PHASES.add("interpreter and imports", process_age())
+        _launched = True
+    return time.perf_counter()
+
+
+def launch(cfg: Mapping[str, Any], resume: bool = False, verbose: bool = True) -> Path:
+    """Run one simulation of a resolved config; returns its results folder.
+
+    ``verbose = False`` keeps the console quiet (one progress display; Flower's and the libraries'
+    output in ``<folder>/run.log`` only, :mod:`simulations.console`); the log is written either way.
+
+    The data source and the data are checked, and an existing non-empty results folder is
+    refused, before anything is written or Ray starts. ``resume``: the folder must hold an
+    incomplete run of this config, which continues from its last completed round.
+    """
+    checks_started = _mark_launched()
+    from clients.app import make_client_app
+    from strategies.server_app import make_server_app
+
+    run = _prepare(cfg, resume)
+    cfg = run.cfg
+    print(
+        f"sanitas: {run.train_users} training users, {run.test_users} test users on {run.nodes} simulated nodes "
+        f"({run.backend} backend)",
+        flush=True,
+    )
+    _warn(cfg, run)
+    server_app, client_app = make_server_app(cfg, resume=resume), make_client_app(cfg)
+    PHASES.add("launcher (imports, config and data checks)", time.perf_counter() - checks_started)
+    from simulations.console import run_console
+
+    with run_console(run.folder, int(cfg["num-server-rounds"]), verbose):
+        _start(server_app, client_app, run, verbose)
+    return _finished(run.folder)
+
+
+def shared_federation(cfg: Mapping[str, Any]) -> tuple[Any, ...]:
+    """What runs must agree on to share one federation (``strategies.points``): the backend and its
+    nodes (their number and resources) and the data that decides them."""
+    from fl.data import datasets as data
+
+    keys = (*data.DATA_KEYS, "users-per-node", "num-users", "backend", "ray-address", "node-cpus", "node-gpus")
+    return tuple((k, cfg[k]) for k in keys)
+
+
+def launch_points(cfgs: Sequence[Mapping[str, Any]], verbose: bool = True) -> list[Path | BaseException]:
+    """Run several resolved configs in one federation (``strategies.points``): one discovery, one
+    request per node and round, the server models trained stacked; each run writes its own results
+    folder, identical (timings aside) to the run alone. Returns each run's folder or what failed it.
+
+    The configs must agree on :func:`shared_federation`; each is checked as :func:`launch` checks one,
+    before anything starts (a config that fails its checks is returned as its error, the others run)."""
+    checks_started = _mark_launched()
+    from clients.points import points_client_app
+    from strategies.server_app import make_points_server_app
+
+    if len({shared_federation(c) for c in cfgs}) != 1:
+        raise ValueError("runs that share a federation must agree on the data, users-per-node and backend")
+    outcomes: list[Path | BaseException] = []
+    ready: list[_Prepared] = []
+    for cfg in cfgs:
+        try:
+            run = _prepare(cfg, resume=False)
+        except (ValueError, FileExistsError, FileNotFoundError, KeyError) as err:
+            outcomes.append(err)
+            continue
+        outcomes.append(run.folder)
+        ready.append(run)
+    if not ready:
+        return outcomes
+    first = ready[0]
+    print(
+        f"sanitas: {len(ready)} runs in one federation: {first.train_users} training users, {first.test_users} "
+        f"test users on {first.nodes} simulated nodes ({first.backend} backend)",
+        flush=True,
+    )
+    _warn(first.cfg, first)
+    configs = [r.cfg for r in ready]
+    server_app, client_app = make_points_server_app(configs), points_client_app(configs)
+    PHASES.add("launcher (imports, config and data checks)", time.perf_counter() - checks_started)
+    from simulations.console import points_console
+
+    rounds = max(int(c["num-server-rounds"]) for c in configs)
+    with points_console([r.folder for r in ready], rounds, verbose):
+        _start(server_app, client_app, first, verbose)
+    for i, outcome in enumerate(outcomes):
+        if isinstance(outcome, Path):
+            try:
+                _finished(outcome)
+            except RunFailed as err:
+                outcomes[i] = err
+    return outcomes
 
 
 def resume(folder: str | Path, verbose: bool = True) -> RunResult:

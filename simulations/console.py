@@ -15,7 +15,7 @@ import logging
 import os
 import threading
 import warnings
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any
@@ -36,33 +36,70 @@ QUIETED = ("fl", "clients", "strategies", "simulations", "sanitas", "flwr")
 def run_console(folder: Path, num_rounds: int, verbose: bool) -> Iterator[None]:
     """Log everything to ``folder/run.log`` and, unless ``verbose``, quiet the console and show one
     progress display over the rounds while the body runs. Restores every setting afterwards."""
-    folder.mkdir(parents=True, exist_ok=True)
-    handler = logging.FileHandler(folder / RUN_LOG, encoding="utf-8")
-    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
-    handler.setLevel(logging.INFO)
+    with _console([folder], num_rounds, verbose):
+        yield
+
+
+@contextmanager
+def points_console(folders: Sequence[Path], num_rounds: int, verbose: bool) -> Iterator[None]:
+    """:func:`run_console` for the points of a shared federation (``strategies.points``): each point's
+    server logs to its own ``run.log`` (the federation's own records, the nodes', go to the first);
+    one progress display, over the first point's rounds."""
+    with _console(folders, num_rounds, verbose, by_point=True):
+        yield
+
+
+class _PointFilter(logging.Filter):
+    """Records of one point's thread (``strategies.points.CURRENT_POINT``); ``point`` 0 also takes those
+    of no point."""
+
+    def __init__(self, point: int) -> None:
+        super().__init__()
+        self.point = point
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        from strategies.points import CURRENT_POINT
+
+        current = CURRENT_POINT.get()
+        return current == self.point or (current is None and self.point == 0)
+
+
+@contextmanager
+def _console(folders: Sequence[Path], num_rounds: int, verbose: bool, by_point: bool = False) -> Iterator[None]:
+    handlers = []
+    for i, folder in enumerate(folders):
+        folder.mkdir(parents=True, exist_ok=True)
+        handler = logging.FileHandler(folder / RUN_LOG, encoding="utf-8")
+        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+        handler.setLevel(logging.INFO)
+        if by_point:
+            handler.addFilter(_PointFilter(i))
+        handlers.append(handler)
     with ExitStack() as undo:  # each change registers its own undo; they run in reverse order
-        undo.callback(handler.close)
+        for handler in handlers:
+            undo.callback(handler.close)
         for name in LOGGERS:
             logger = logging.getLogger(name)
-            undo.callback(logger.removeHandler, handler)
             undo.callback(logger.setLevel, logger.level)
             if logger.getEffectiveLevel() > logging.INFO:
                 logger.setLevel(logging.INFO)
-            logger.addHandler(handler)
+            for handler in handlers:
+                undo.callback(logger.removeHandler, handler)
+                logger.addHandler(handler)
         logging.captureWarnings(True)
         undo.callback(logging.captureWarnings, False)
         undo.enter_context(warnings.catch_warnings())
         if not verbose:
-            _quiet(undo, handler)
+            _quiet(undo, handlers)
             stop = threading.Event()
-            watcher = threading.Thread(target=_show_rounds, args=(folder, num_rounds, stop), daemon=True)
+            watcher = threading.Thread(target=_show_rounds, args=(folders[0], num_rounds, stop), daemon=True)
             watcher.start()
             undo.callback(watcher.join, 5)
             undo.callback(stop.set)
         yield
 
 
-def _quiet(undo: ExitStack, handler: logging.Handler) -> None:
+def _quiet(undo: ExitStack, handlers: Sequence[logging.Handler]) -> None:
     """Keep the console to warnings and one progress display (every change undone by ``undo``)."""
     for name in LOGGERS:  # nothing reaches the root logger's handlers (a library's basicConfig)
         logger = logging.getLogger(name)
@@ -70,7 +107,7 @@ def _quiet(undo: ExitStack, handler: logging.Handler) -> None:
         logger.propagate = False
     for name in QUIETED:
         for h in logging.getLogger(name).handlers:
-            if h is not handler:
+            if h not in handlers:
                 undo.callback(h.setLevel, h.level)
                 h.setLevel(logging.WARNING)
     for key, value in QUIET_ENVIRONMENT.items():  # read by processes started from here (Ray's actors)

@@ -13,8 +13,9 @@ from __future__ import annotations
 
 import logging
 import math
+import random
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -184,6 +185,11 @@ def central_run(grid: Grid, cfg: RunConfig, writer: RunWriter, timeout: float) -
         return user_level_run(grid, cfg, writer, timeout)
     nodes = discover_nodes(grid, timeout)
     first = next(iter(nodes.values()))
+    if cfg.release.noise_seed >= 0 and not cfg.release.secure_rng:
+        # Flower's DP-FedAvg samples the nodes with Python's global generator and draws the noise from
+        # numpy's: seeded from noise-seed, a node-level run is reproducible as the other modes are.
+        random.seed(int(cfg.release.noise_seed))
+        np.random.seed(int(cfg.release.noise_seed) % 2**32)
     strategy = make_central_strategy(cfg, nodes, writer)
     model = build_model(cfg, first.map_dim, first.encoder_dim, first.num_classes)
     log.info(
@@ -389,6 +395,9 @@ def run_timings(grid: Grid) -> dict[str, Any]:
     """The summary's ``timings``: seconds per phase of this process so far (``fl.reporting.timing``) and, on the
     local backend, the nodes' own seconds and what crossed the wire (``simulations.local_runtime``)."""
     timings: dict[str, Any] = {"phases": PHASES.snapshot()}
+    points = getattr(grid, "shared_by_points", None)
+    if points:  # strategies.points: the phases and the wire are the whole federation's, all points together
+        timings["shared_by_points"] = int(points)
     stats = getattr(grid, "stats", None)
     if stats is not None and hasattr(stats, "to_dict"):
         timings["wire"] = stats.to_dict()
@@ -498,6 +507,20 @@ def make_server_app(overrides: Mapping[str, Any] | None = None, resume: bool = F
     def main(grid: Grid, context: Context) -> None:
         cfg = config_mod.resolve({**dict(context.run_config), **dict(overrides or {})})
         run_server(grid, cfg, resume=resume)
+
+    return app
+
+
+def make_points_server_app(cfgs: Sequence[RunConfig]) -> ServerApp:
+    """The ServerApp of several runs sharing one federation (``strategies.points``): each config's
+    :func:`run_server` on the shared grid, each writing its own results folder."""
+    app = ServerApp()
+
+    @app.main()
+    def main(grid: Grid, context: Context) -> None:
+        from strategies.points import run_points
+
+        run_points(grid, cfgs, lambda point_grid, cfg: run_server(point_grid, cfg))
 
     return app
 

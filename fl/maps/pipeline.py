@@ -13,6 +13,7 @@ released (sanitized) data, which is post-processing.
 from __future__ import annotations
 
 from collections.abc import Callable
+from contextvars import ContextVar
 from typing import Any
 
 import numpy as np
@@ -20,6 +21,7 @@ import torch
 from torch import nn
 
 from fl.config import RunConfig
+from fl.maps.stacked import TrainJob
 
 
 class ServerModel(nn.Module):
@@ -40,6 +42,12 @@ def build_model(cfg: RunConfig, m_prime: int, d: int, num_classes: int) -> Serve
     return ServerModel(m_prime, d, int(cfg.server.hidden_dim), num_classes)
 
 
+#: Set in the threads of a shared federation's points (``strategies.points``): their server training
+#: goes to the federation, which trains the points' models stacked (``fl.maps.stacked``), each
+#: exactly as here. Unset everywhere else.
+POINT_TRAINING: ContextVar[Callable[[TrainJob], float] | None] = ContextVar("point_training", default=None)
+
+
 def train_epochs(
     model: nn.Module,
     optimizer: torch.optim.Optimizer,
@@ -58,6 +66,9 @@ def train_epochs(
     batch of ``x`` to logits (default: ``model``); the optimizer may hold more
     parameters than the model's (``fl.maps.input_map.train_public_map`` trains M1 too).
     """
+    hook = POINT_TRAINING.get()
+    if hook is not None and forward is None:  # a point of a shared federation: trained with the others
+        return hook(TrainJob(model, optimizer, x, y, int(epochs), int(batch_size), generator, progress))
     forward = forward or model
     model.train()
     loss_fn = nn.CrossEntropyLoss()

@@ -218,3 +218,21 @@ def test_adam_takes_a_normalised_step() -> None:
     assert float(moved.abs().max()) == pytest.approx(0.01, rel=1e-3)
     # The sign is that of 0.04 + N(0, 0.02^2): positive with probability Phi(2) = 0.9772.
     assert float((moved > 0).float().mean()) == pytest.approx(0.9772, abs=0.008)
+
+
+def test_a_checkpointed_strategy_resumes_sending_the_model() -> None:
+    """A checkpoint (the strategy pickled) forgets which model each node held and the accounting
+    thread: a resumed run's nodes hold nothing, so its first train requests carry the arrays."""
+    import pickle
+
+    grid = FakeGrid(_nodes(), _sum_reply(0.0))
+    s = UserLevelDPFedAvg(_cfg(), grid.nodes, _model())
+    _round(s, grid, 1)
+    assert all(wire.MODEL not in m.content for m in s.configure_train(2, ArrayRecord(), None, grid))
+    s._grid = None  # as strategies.checkpoint detaches it
+    resumed = pickle.loads(pickle.dumps(s))
+    messages = list(resumed.configure_train(2, ArrayRecord(), None, grid))
+    assert all(wire.MODEL in m.content for m in messages)
+    resumed.aggregate_train(2, grid.send_and_receive(messages))
+    resumed.aggregate_evaluate(2, grid.send_and_receive(list(resumed.configure_evaluate(2, ArrayRecord(), None, grid))))
+    assert resumed.records[-1]["privacy"]["epsilon"] == user_level_epsilon(2.0, 50 / USERS, 2, 1e-5)["epsilon"]

@@ -1,0 +1,293 @@
+"""The points of a sweep that share a federation run in it together: one ServerApp, one set of nodes.
+
+Points that differ only in what the nodes' sanitizers or the server do with the same users
+(epsilon, mechanism parameters, label epsilon, noise seeds, the server's training or central
+noise) need the same node layout. :func:`run_points` runs each point's whole server
+(:func:`strategies.server_app.run_server`: its strategy, accounting, checkpoints, results folder)
+in a thread of its own, on a :class:`PointGrid` instead of the federation's grid. The threads take
+turns (one holds the group's lock at a time; a thread lets go only where it waits for the
+federation), so no two points ever run server code at once: each point runs the code it would
+run alone, in the same order, with the same generators.
+
+When every live point waits, the group serves them together:
+
+* every point's server training (``fl.maps.pipeline.train_epochs``) whose model, optimizer and data
+  shapes agree trains in one stacked model (``fl.maps.stacked``): one optimizer step for all;
+* every point's requests to a node go in one message per node and message type
+  (:func:`merge`), which the node splits and answers point by point (``clients.points``): one
+  discovery, one request per node and round, the cohorts built once (``fl.cohort``).
+
+So each point's ``rounds.jsonl`` and ``summary.json`` are those of the point run alone, timings
+aside (``tests/integration/test_points.py``). Written by hand: Flower runs one ServerApp per run.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import logging
+import random
+import threading
+import uuid
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import torch
+from flwr.app import ConfigRecord, Error, Message, RecordDict
+
+from fl import wire
+from fl.config import RunConfig
+from fl.maps.pipeline import POINT_TRAINING, train_epochs
+from fl.maps.stacked import TrainJob, stack_key, train_stacked
+
+log = logging.getLogger(__name__)
+
+#: The point that the running thread serves (``None`` outside a group): run logs are filed by it.
+CURRENT_POINT: contextvars.ContextVar[int | None] = contextvars.ContextVar("current_point", default=None)
+
+
+class _GlobalGenerators:
+    """The process's global generators (Python's ``random``, numpy's, torch's CPU generator), saved and
+    restored as the points take turns: a library that draws from them (Flower samples nodes with
+    ``random`` and noises with ``np.random``) draws for each point the numbers it would draw alone."""
+
+    @staticmethod
+    def capture() -> tuple[Any, Any, torch.Tensor]:
+        return random.getstate(), np.random.get_state(), torch.get_rng_state()
+
+    @staticmethod
+    def restore(state: tuple[Any, Any, torch.Tensor]) -> None:
+        random.setstate(state[0])
+        np.random.set_state(state[1])
+        torch.set_rng_state(state[2])
+
+
+@dataclass
+class _Wait:
+    """What a point waits for: its requests' replies, or its model trained."""
+
+    kind: str  # "send" or "train"
+    payload: Any
+    timeout: float | None = None
+    result: Any = None
+    error: BaseException | None = None
+    done: bool = False
+
+
+@dataclass
+class PointGroup:
+    """The coordinator of the points sharing ``grid`` (see the module docstring)."""
+
+    grid: Any
+    points: int
+    lock: threading.Condition = field(default_factory=threading.Condition)
+    live: int = 0
+    waiting: dict[int, _Wait] = field(default_factory=dict)
+    served: dict[str, int] = field(default_factory=lambda: {"stacked": 0, "alone": 0, "batches": 0})
+    generators: dict[int, Any] = field(default_factory=dict)  # each point's global generators while it waits
+
+    def __post_init__(self) -> None:
+        self.live = self.points
+        self.start = self.federation = _GlobalGenerators.capture()  # every point starts from the same state
+
+    # ------------------------------------------------------------------ called from a point's thread
+    def wait(self, point: int, request: _Wait) -> Any:
+        """Block ``point`` (holding the lock) until ``request`` is served; serve everyone if it is the last
+        live point to wait."""
+        self.waiting[point] = request
+        self.generators[point] = _GlobalGenerators.capture()
+        if len(self.waiting) == self.live:
+            self._serve()
+        while not request.done:
+            self.lock.wait()
+        _GlobalGenerators.restore(self.generators.pop(point))
+        if request.error is not None:
+            raise request.error
+        return request.result
+
+    def enter(self) -> None:
+        """A point's thread starts (holding the lock): from the generators' state at the group's start."""
+        _GlobalGenerators.restore(self.start)
+
+    def leave(self, point: int) -> None:
+        """``point`` has finished (or failed): the others no longer wait for it."""
+        self.live -= 1
+        self.waiting.pop(point, None)
+        if self.waiting and len(self.waiting) == self.live:
+            self._serve()
+
+    # ------------------------------------------------------------------ serving
+    def _serve(self) -> None:
+        """Serve every waiting point: training first (a point that trains sends nothing meanwhile),
+        then one batch of messages for all of them. Run outside any point's training hook."""
+        waiting, self.waiting = self.waiting, {}
+        _GlobalGenerators.restore(self.federation)  # the nodes' and the training's own draws, apart
+        contextvars.Context().run(self._serve_all, waiting)
+        self.federation = _GlobalGenerators.capture()
+        self.lock.notify_all()
+
+    def _serve_all(self, waiting: dict[int, _Wait]) -> None:
+        trains = {p: w for p, w in waiting.items() if w.kind == "train"}
+        sends = {p: w for p, w in waiting.items() if w.kind == "send"}
+        if trains:
+            self._train(trains)
+        if sends:
+            self._send(sends)
+
+    def _train(self, trains: dict[int, _Wait]) -> None:
+        by_key: dict[Any, list[int]] = defaultdict(list)
+        for point, w in sorted(trains.items()):
+            key = stack_key(w.payload)
+            by_key[key if key is not None else ("alone", point)].append(point)
+        for key, points in by_key.items():
+            try:
+                if key[0] != "alone" and len(points) > 1:
+                    losses = train_stacked([trains[p].payload for p in points])
+                    self.served["stacked"] += len(points)
+                else:
+                    losses = [_alone(trains[p].payload) for p in points]
+                    self.served["alone"] += len(points)
+                for p, loss in zip(points, losses, strict=True):
+                    trains[p].result, trains[p].done = loss, True
+            except BaseException as err:  # noqa: BLE001 - each point sees its own training fail
+                for p in points:
+                    trains[p].error, trains[p].done = err, True
+
+    def _send(self, sends: dict[int, _Wait]) -> None:
+        try:
+            merged, parts = merge({p: w.payload for p, w in sends.items()})
+            timeouts = [w.timeout for w in sends.values()]
+            timeout = None if any(t is None for t in timeouts) else sum(t for t in timeouts if t is not None)
+            replies = list(self.grid.send_and_receive(merged, timeout=timeout)) if merged else []
+            self.served["batches"] += 1
+            by_point = split(replies, parts)
+            for p, w in sends.items():
+                w.result, w.done = by_point.get(p, []), True
+        except BaseException as err:  # noqa: BLE001 - every point of the batch sees the failure
+            for w in sends.values():
+                w.error, w.done = err, True
+
+
+def _alone(job: TrainJob) -> float:
+    return train_epochs(job.model, job.optimizer, job.x, job.y, job.epochs, job.batch_size, job.generator, job.progress)
+
+
+# ---------------------------------------------------------------------- messages
+def _prefix(point: int) -> str:
+    return f"{wire.POINT_PREFIX}{point}/"
+
+
+def merge(
+    requests: dict[int, list[Message]],
+) -> tuple[list[Message], dict[str, list[tuple[int, Message]]]]:
+    """One message per (node, message type) carrying every point's request to it, each point's records
+    under ``p<point>/``; returns the merged messages and, by merged message id, the (point, request)
+    pairs each one answers for."""
+    groups: dict[tuple[int, str], list[tuple[int, Message]]] = defaultdict(list)
+    for point in sorted(requests):
+        for message in requests[point]:
+            md = message.metadata.__dict__
+            md["_message_id"] = md["_message_id"] or str(uuid.uuid4())  # so that its reply can name it
+            groups[(message.metadata.dst_node_id, message.metadata.message_type)].append((point, message))
+    merged, parts = [], {}
+    for (node, kind), members in groups.items():
+        content = RecordDict({wire.POINTS: ConfigRecord({"points": [p for p, _ in members]})})
+        for point, message in members:
+            for key, record in message.content.items():
+                content[_prefix(point) + key] = record
+        first = members[0][1].metadata
+        out = Message(content=content, dst_node_id=node, message_type=kind, group_id=first.group_id)
+        out.metadata.__dict__["_message_id"] = str(uuid.uuid4())
+        merged.append(out)
+        parts[out.metadata.message_id] = members
+    return merged, parts
+
+
+def split(replies: Iterable[Message], parts: dict[str, list[tuple[int, Message]]]) -> dict[int, list[Message]]:
+    """Each point's replies from the merged replies: a node's answer for a point (or its error for that
+    point, or the whole node's error) as a reply to that point's own request. A merged request with no
+    reply (lost) has none for any of its points."""
+    out: dict[int, list[Message]] = defaultdict(list)
+    for reply in replies:
+        members = parts.get(reply.metadata.reply_to_message_id, [])
+        for point, request in members:
+            if reply.has_error():
+                answer = Message(reply.error, reply_to=request)
+            else:
+                content = RecordDict(
+                    {
+                        key[len(_prefix(point)) :]: record
+                        for key, record in reply.content.items()
+                        if key.startswith(_prefix(point))
+                    }
+                )
+                failure = content.config_records.get(wire.POINT_ERROR)
+                if failure is not None:
+                    answer = Message(
+                        Error(code=wire.read_int(failure, "code"), reason=str(failure["reason"])), reply_to=request
+                    )
+                else:
+                    answer = Message(content=content, reply_to=request)
+            answer.metadata.__dict__["_src_node_id"] = reply.metadata.src_node_id
+            out[point].append(answer)
+    return out
+
+
+# ---------------------------------------------------------------------- a point's grid
+class PointGrid:
+    """The grid a point's server sees: the federation's, except that sending waits for the group."""
+
+    def __init__(self, group: PointGroup, point: int) -> None:
+        self._group, self._point = group, point
+        self.shared_by_points = group.points  # read by the run's timings (strategies.server_app.run_timings)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._group.grid, name)
+
+    def send_and_receive(self, messages: Iterable[Message], *, timeout: float | None = None) -> Iterable[Message]:
+        return self._group.wait(self._point, _Wait("send", list(messages), timeout))
+
+
+# ---------------------------------------------------------------------- running the points
+def run_points(
+    grid: Any,
+    cfgs: Sequence[RunConfig],
+    run_one: Callable[[Any, RunConfig], dict[str, Any]],
+) -> list[dict[str, Any] | BaseException]:
+    """Run ``run_one(point_grid, cfg)`` (a whole server run) for every config on the shared ``grid``;
+    each point's summary, or the exception that ended it (the other points go on)."""
+    group = PointGroup(grid, len(cfgs))
+    outcomes: list[dict[str, Any] | BaseException] = [RuntimeError("not run")] * len(cfgs)
+
+    def body(point: int) -> None:
+        CURRENT_POINT.set(point)
+
+        def train(job: TrainJob) -> float:
+            return float(group.wait(point, _Wait("train", job)))
+
+        POINT_TRAINING.set(train)
+        with group.lock:
+            group.enter()
+            try:
+                outcomes[point] = run_one(PointGrid(group, point), cfgs[point])
+            except BaseException as err:  # noqa: BLE001 - recorded; the other points go on
+                log.info("point %d failed: %s", point, err)
+                outcomes[point] = err
+            finally:
+                group.leave(point)
+
+    threads = [threading.Thread(target=body, args=(p,), name=f"point-{p}", daemon=True) for p in range(len(cfgs))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    log.info(
+        "%d points shared one federation: %d message batches; %d trainings stacked, %d alone",
+        len(cfgs),
+        group.served["batches"],
+        group.served["stacked"],
+        group.served["alone"],
+    )
+    return outcomes
