@@ -652,7 +652,8 @@ def compare(
 
         with WarmPool(jobs) as pool:
             runner = sw.warm_runner(config, sets, sweep_dir, pool, timeout)
-            finished = sw.run_sweep(runs, sweep_dir, runner, progress=progress, jobs=jobs)
+            shared = sw.shared_runner(config, sets, sweep_dir, pool, timeout)
+            finished = sw.run_sweep(runs, sweep_dir, runner, progress=progress, jobs=jobs, shared=shared)
     rows = [row for run in runs for row in rows_for(run, sweep_dir, run_targets)]
     priors, public_accuracy = _ceiling_inputs(local_cfg, seed_list, rows)
     add_ceilings(rows, priors, public_accuracy)

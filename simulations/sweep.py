@@ -705,12 +705,48 @@ def prepare_folder(folder: Path, sweep_dir: Path) -> None:
 Runner = Callable[[Run, Path], Outcome]
 
 
+@dataclass(frozen=True)
+class Shared:
+    """How a sweep runs the points that can share a federation (``strategies.points``): ``key(run)``
+    (``None``: the run goes alone) groups them, at most ``most`` per federation, and
+    ``run(runs, log_paths)`` runs a group, one outcome per run."""
+
+    key: Callable[[Run], Any]
+    run: Callable[[Sequence[Run], Sequence[Path]], list[Outcome]]
+    most: int = 16
+
+
+def units(runs: Sequence[Run], shared: Shared | None) -> list[list[Run]]:
+    """The runs in the order given, grouped: runs with one ``shared.key`` together (in chunks of at most
+    ``shared.most``, at the place of their first run), the others alone."""
+    if shared is None:
+        return [[r] for r in runs]
+    groups: dict[Any, list[Run]] = {}
+    out: list[list[Run]] = []
+    for run in runs:
+        key = shared.key(run)
+        if key is None:
+            out.append([run])
+            continue
+        if key not in groups or len(groups[key]) >= shared.most:
+            groups[key] = []
+            out.append(groups[key])
+        groups[key].append(run)
+    return out
+
+
 def run_sweep(
-    runs: Sequence[Run], sweep_dir: Path, runner: Runner, progress: bool = True, jobs: int = 1
+    runs: Sequence[Run],
+    sweep_dir: Path,
+    runner: Runner,
+    progress: bool = True,
+    jobs: int = 1,
+    shared: Shared | None = None,
 ) -> list[dict[str, Any]]:
     """Run every run without ``summary.json`` through ``runner(run, log_path)`` (``jobs`` at a time,
-    from as many threads); record each outcome in ``logs/<run>.status.json``, rewrite the tables
-    after each run and plot at the end.
+    from as many threads), or, with ``shared``, the runs that can share a federation together through
+    ``shared.run``; record each outcome in ``logs/<run>.status.json``, rewrite the tables after each
+    run and plot at the end.
 
     A failed run (non-zero exit, or no ``summary.json``) is recorded and the sweep goes on.
     Returns the final rows.
@@ -747,22 +783,29 @@ def run_sweep(
         bar.update(1)
         write_outputs(runs, sweep_dir, plot=False)
 
-    def start(run: Run) -> Outcome:
-        return runner(run, logs / f"{run.name}.log")
+    def start(unit: list[Run]) -> list[Outcome]:
+        if len(unit) == 1:
+            return [runner(unit[0], logs / f"{unit[0].name}.log")]
+        assert shared is not None
+        return shared.run(unit, [logs / f"{r.name}.log" for r in unit])
 
     try:
         with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-            running: dict[Future[Outcome], Run] = {}
-            queued = list(todo)
+            running: dict[Future[list[Outcome]], list[Run]] = {}
+            queued = units(todo, shared)
             while queued or running:
                 while queued and len(running) < max(1, jobs):
-                    run = queued.pop(0)
-                    prepare_folder(sweep_dir / run.name, sweep_dir)
-                    bar.set_postfix_str(run.name, refresh=True)
-                    running[pool.submit(start, run)] = run
+                    unit = queued.pop(0)
+                    for run in unit:
+                        prepare_folder(sweep_dir / run.name, sweep_dir)
+                    names = unit[0].name if len(unit) == 1 else f"{unit[0].name} and {len(unit) - 1} more"
+                    bar.set_postfix_str(names, refresh=True)
+                    running[pool.submit(start, unit)] = unit
                 done, _ = wait(running, return_when=FIRST_COMPLETED)
                 for future in done:
-                    record(running.pop(future), future.result())
+                    unit = running.pop(future)
+                    for run, outcome in zip(unit, future.result(), strict=True):
+                        record(run, outcome)
     finally:
         bar.close()
         rows = write_outputs(runs, sweep_dir)
@@ -788,6 +831,45 @@ def warm_runner(config: str, sets: Sequence[str], sweep_dir: Path, pool: Any, ti
         return Outcome(point.returncode, point.seconds, error)
 
     return runner
+
+
+def shared_runner(config: str, sets: Sequence[str], sweep_dir: Path, pool: Any, timeout: float | None) -> Shared:
+    """:class:`Shared` for ``sanitas run`` points in warm workers of ``pool``: points whose resolved
+    configs agree on :func:`simulations.api.shared_federation` (and simulate no faults: a fault's timing
+    is a node's own) run in one federation in one worker. A group that fails as a whole (its worker
+    died or it timed out) is run again one point at a time."""
+    from simulations.api import shared_federation
+
+    alone = warm_runner(config, sets, sweep_dir, pool, timeout)
+
+    def key(run: Run) -> Any:
+        cfg = resolve_run(config, run, sets, sweep_dir)
+        return None if cfg["fault-rate"] > 0 else shared_federation(cfg)
+
+    def run_group(runs: Sequence[Run], log_paths: Sequence[Path]) -> list[Outcome]:
+        commands = [run_command(config, r, sets, sweep_dir) for r in runs]
+        log = log_paths[0]
+        log.parent.mkdir(parents=True, exist_ok=True)
+        log.write_text("".join("$ sanitas " + " ".join(c) + "\n" for c in commands))
+        for other, r in zip(log_paths[1:], runs[1:], strict=True):
+            other.write_text(f"$ sanitas {' '.join(run_command(config, r, sets, sweep_dir))}\n"
+                             f"(run in one federation with {runs[0].name}: its log is {log.name})\n")  # fmt: skip
+        points = pool.run_points(commands, log, None if timeout is None else timeout * len(runs))
+        if all(p.crashed or p.returncode == 124 for p in points):  # the group as a whole failed: one by one
+            return [alone(r, p) for r, p in zip(runs, log_paths, strict=True)]
+        outcomes = []
+        for r, p in zip(runs, points, strict=True):
+            error = None if p.returncode == 0 else _point_error(sweep_dir / r.name, log)
+            outcomes.append(Outcome(p.returncode, p.seconds / len(runs), error))
+        return outcomes
+
+    return Shared(key, run_group)
+
+
+def _point_error(folder: Path, log: Path) -> str:
+    """Why a point of a shared federation failed: its own status, else the group's log."""
+    status = _read_json(folder / "status.json") or {}
+    return str(status.get("error") or last_error(log.read_text(errors="replace")))
 
 
 def sweep(
@@ -822,7 +904,11 @@ def sweep(
     from simulations.warm import WarmPool
 
     with WarmPool(jobs) as pool:
-        rows = run_sweep(runs, sweep_dir, warm_runner(config, sets, sweep_dir, pool, timeout), progress, jobs)
+        runner, shared = (
+            warm_runner(config, sets, sweep_dir, pool, timeout),
+            shared_runner(config, sets, sweep_dir, pool, timeout),
+        )
+        rows = run_sweep(runs, sweep_dir, runner, progress, jobs, shared)
     failed = [r["run_name"] for r in rows if r["status"] != "ok"]
     print(
         f"sanitas: {len(rows) - len(failed)}/{len(rows)} runs done; tables {sweep_dir / 'sweep.csv'} "

@@ -51,6 +51,8 @@ class PointOutcome:
 
 #: What a worker runs for each point: the ``sanitas`` command line.
 CLI = "simulations.cli:main"
+#: A job of several points that share one federation (``simulations.shared.run_together``).
+POINTS_JOB = "points"
 
 
 def _serve(conn: Connection, threads: int, target: str) -> None:
@@ -72,9 +74,21 @@ def _serve(conn: Connection, threads: int, target: str) -> None:
             return
         if job is None:
             return
-        argv, log_path = job
-        conn.send(_run_logged(main, list(argv), Path(log_path)))
+        if job[0] == POINTS_JOB:  # several points in one federation: one exit code each
+            _, argvs, log_path = job
+            codes: list[int] = []
+            _run_logged(lambda _: codes.extend(_run_together(argvs)) or 0, [], Path(log_path))
+            conn.send(codes or [1] * len(argvs))
+        else:
+            argv, log_path = job
+            conn.send(_run_logged(main, list(argv), Path(log_path)))
         _drop_run_caches()
+
+
+def _run_together(argvs: Sequence[Sequence[str]]) -> list[int]:
+    from simulations.shared import run_together
+
+    return run_together(argvs)
 
 
 def _exit_when_orphaned(parent: int) -> None:
@@ -149,6 +163,25 @@ class Worker:
         code = self.process.exitcode
         return PointOutcome(code if code not in (None, 0) else 1, round(time.time() - started, 2), crashed=True)
 
+    def run_points(self, argvs: Sequence[Sequence[str]], log_path: Path, timeout: float | None) -> list[PointOutcome]:
+        """Run several points in one federation (``simulations.shared``); one outcome each. A worker that
+        dies or times out fails them all (``crashed``, or 124)."""
+        started = time.time()
+        try:
+            self.conn.send((POINTS_JOB, [list(a) for a in argvs], str(log_path)))
+            if self.conn.poll(timeout):
+                seconds = round(time.time() - started, 2)
+                return [PointOutcome(int(code), seconds) for code in self.conn.recv()]
+        except (EOFError, OSError, BrokenPipeError):
+            pass
+        else:
+            self.kill()
+            return [PointOutcome(124, round(time.time() - started, 2))] * len(argvs)
+        self.process.join(5)
+        code = self.process.exitcode
+        failed = PointOutcome(code if code not in (None, 0) else 1, round(time.time() - started, 2), crashed=True)
+        return [failed] * len(argvs)
+
     @property
     def alive(self) -> bool:
         return self.process.is_alive()
@@ -206,6 +239,22 @@ class WarmPool:
             if not worker.alive:
                 worker = None
             return outcome
+        finally:
+            self._idle.put(worker)
+
+    def run_points(
+        self, argvs: Sequence[Sequence[str]], log_path: Path, timeout: float | None = None
+    ) -> list[PointOutcome]:
+        """Run several points in one federation on an idle worker (no retry: a crash fails them all, and
+        the sweep runs them again one by one)."""
+        worker = self._idle.get()
+        try:
+            if worker is None or not worker.alive:
+                worker = self._fresh()
+            outcomes = worker.run_points(argvs, log_path, timeout)
+            if not worker.alive:
+                worker = None
+            return outcomes
         finally:
             self._idle.put(worker)
 
