@@ -463,6 +463,18 @@ DECLARED_FIELDS: tuple[DeclaredField, ...] = (
 )
 
 
+def point_contents(content: RecordDict) -> dict[int, RecordDict]:
+    """Each point's records of a reply carrying several points' (``strategies.points``): ``p<i>/<record>``
+    becomes point ``i``'s ``<record>``. A record under no point prefix raises ``ValueError``."""
+    out: dict[int, RecordDict] = {}
+    for key, record in content.items():
+        head, sep, rest = key.partition("/")
+        if not (sep and head.startswith(POINT_PREFIX) and head[len(POINT_PREFIX) :].isdigit()):
+            raise ValueError(f"record {key!r} belongs to no point")
+        out.setdefault(int(head[len(POINT_PREFIX) :]), RecordDict())[rest] = record
+    return out
+
+
 def declared_fields(message_type: str, scope: str | None = None) -> dict[tuple[str, str], DeclaredField]:
     """The declared ``(record, key)`` pairs of replies to ``message_type`` (in ``scope``; ``None``: any scope)."""
     if scope is not None and scope not in SCOPES:
@@ -523,6 +535,7 @@ __all__ = [
     "CONFIG",
     "CONSTANT",
     "DECLARED_FIELDS",
+    "point_contents",
     "DOCUMENT_SETUP",
     "ENCODER",
     "EVALUATE",

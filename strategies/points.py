@@ -212,17 +212,12 @@ def split(replies: Iterable[Message], parts: dict[str, list[tuple[int, Message]]
     out: dict[int, list[Message]] = defaultdict(list)
     for reply in replies:
         members = parts.get(reply.metadata.reply_to_message_id, [])
+        contents = {} if reply.has_error() else wire.point_contents(reply.content)
         for point, request in members:
             if reply.has_error():
                 answer = Message(reply.error, reply_to=request)
             else:
-                content = RecordDict(
-                    {
-                        key[len(_prefix(point)) :]: record
-                        for key, record in reply.content.items()
-                        if key.startswith(_prefix(point))
-                    }
-                )
+                content = contents.get(point, RecordDict())
                 failure = content.config_records.get(wire.POINT_ERROR)
                 if failure is not None:
                     answer = Message(

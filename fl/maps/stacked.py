@@ -3,8 +3,9 @@
 
 :func:`train_stacked` runs exactly :func:`fl.maps.pipeline.train_epochs` for each model (each its own
 data, generator and optimizer state), with the models' parameters stacked along a leading axis and
-the forward and backward passes vectorized over it (``torch.func.vmap`` over
-``torch.func.functional_call``), and one Adam step over the stacked parameters. Each model ends with
+the models' forward and backward passes vectorized over it (``torch.func.vmap`` over
+``torch.func.functional_call``; each point's batch loss taken on its own, in the order of a run
+alone), and one Adam step over the stacked parameters. Each model ends with
 the parameters, optimizer state and loss it would have had trained alone, bit for bit: every
 operation is either computed per slice (the matrix products) or elementwise (Adam), so stacking
 changes no float (``tests/fl/maps/test_stacked.py`` checks it). What it saves is the Python and

@@ -87,3 +87,41 @@ def test_each_point_of_a_shared_federation_writes_what_it_writes_alone(
     assert f"{len(points)} points shared one federation" in log
     if mode == "local":
         assert f"{2 * len(points)} trainings stacked, 0 alone" in log
+
+
+def test_a_shared_federation_sends_only_what_each_point_declares(
+    tmp_path: Path, data_dir: Path, cache_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The message audit's declarations hold on the merged wire: every record of a node's merged reply
+    is one point's (``p<point>/...``) and, split per point, declared for that message type and scope."""
+    from clients import points as node_points
+    from fl import wire
+
+    monkeypatch.setenv("SANITAS_DATA_DIR", str(data_dir))
+    monkeypatch.setenv("SANITAS_CACHE_DIR", str(cache_dir))
+    replies: list = []
+    real = node_points.points_client_app
+
+    def recording(cfgs):  # the real app, each merged reply recorded as it leaves the node (local backend)
+        app = real(cfgs)
+
+        def call(message, context):
+            reply = app(message, context)
+            replies.append((message.metadata.message_type, reply))
+            return reply
+
+        return call
+
+    monkeypatch.setattr(node_points, "points_client_app", recording)
+    scopes = {"local": "local/sentence", "central-user": "central/user"}
+    cfgs = [
+        config_mod.resolve({**SMALL_RUN, **MODES[mode], "out-dir": str(tmp_path), "run-name": mode}) for mode in scopes
+    ]
+    assert all(isinstance(f, Path) for f in launch_points(cfgs, verbose=False))
+    assert replies
+    for kind, reply in replies:
+        assert not reply.has_error()
+        for point, content in wire.point_contents(reply.content).items():
+            scope = list(scopes.values())[point]
+            assert wire.undeclared_fields(kind, content, scope) == [], (kind, point)
+        assert all(k.split("/", 1)[0] in ("p0", "p1") for k in reply.content.keys())

@@ -344,6 +344,31 @@ def test_a_failed_run_is_recorded_and_the_sweep_goes_on(tmp_path: Path) -> None:
     assert [p.name.startswith(runs[1].name) for p in (tmp_path / "incomplete").iterdir()] == [True]
 
 
+def test_runs_that_share_a_federation_run_together_and_are_recorded_each(tmp_path: Path) -> None:
+    """With ``shared``, runs of one key go to ``shared.run`` together (at most ``most`` at a time, at the
+    place of their first run), runs whose key is None alone; each outcome is recorded for its run."""
+    runs = _runs()[:5]
+    keys = {runs[0].name: "a", runs[1].name: None, runs[2].name: "a", runs[3].name: "a", runs[4].name: "b"}
+    groups: list[list[str]] = []
+
+    def run_group(unit, log_paths):
+        groups.append([r.name for r in unit])
+        for r in unit[1:]:
+            _fake_summary_for(r, tmp_path / r.name)
+        return [sw.Outcome(2, 1.0, "sanitas: error: boom")] + [sw.Outcome(0, 1.0)] * (len(unit) - 1)
+
+    shared = sw.Shared(key=lambda r: keys[r.name], run=run_group, most=2)
+    assert [[r.name for r in u] for u in sw.units(runs, shared)] == [
+        [runs[0].name, runs[2].name], [runs[1].name], [runs[3].name], [runs[4].name]
+    ]  # fmt: skip
+    runner = FakeRunner(tmp_path)
+    rows = sw.run_sweep(runs, tmp_path, runner, progress=False, shared=shared)
+    assert groups == [[runs[0].name, runs[2].name]]  # single runs go through the runner
+    assert runner.calls == [runs[1].name, runs[3].name, runs[4].name]
+    assert [r["status"] for r in rows] == ["failed", "ok", "ok", "ok", "ok"]
+    assert rows[0]["error"] == "sanitas: error: boom"
+
+
 def test_the_warm_runner_maps_each_point_outcome_to_the_sweep_record(tmp_path: Path) -> None:
     from simulations.warm import PointOutcome
 
