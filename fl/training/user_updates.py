@@ -70,8 +70,8 @@ def clipped_update_sum(
     if not (clip > 0 and steps >= 1 and lr > 0):
         raise ValueError(f"need clip > 0, steps >= 1 and lr > 0, got {clip}, {steps}, {lr}")
     inputs = x if isinstance(x, tuple) else (x,)
-    if steps == 1 and len(inputs) == 1 and _linear_only(model):
-        return _one_step_clipped_sum(model, inputs[0], y, mask, lr, clip)
+    if steps == 1 and _trainable_in_linear(model):
+        return _one_step_clipped_sum(model, inputs, y, mask, lr, clip)
     params = {k: v.detach() for k, v in model.named_parameters() if v.requires_grad}
     frozen = {k: v.detach() for k, v in model.named_parameters() if not v.requires_grad}
     buffers = {**frozen, **{k: v.detach() for k, v in model.named_buffers()}}
@@ -128,28 +128,47 @@ def user_coins(secret: int, server_round: int, user_ids: torch.Tensor) -> torch.
     return torch.from_numpy((bits >> np.uint64(11)).astype(np.float64) * 2.0**-53)
 
 
-def _linear_only(model: nn.Module) -> bool:
-    """True when every parameter belongs to an ``nn.Linear`` (the rest of the model has none)."""
+def _trainable_in_linear(model: nn.Module) -> bool:
+    """True when every trainable parameter is the weight or bias of an ``nn.Linear`` used once per
+    forward pass (the head; LoRA's adapters and the head): the frozen rest may be anything."""
     owned = {id(p) for m in model.modules() if isinstance(m, nn.Linear) for p in m.parameters(recurse=False)}
-    return all(id(p) in owned for p in model.parameters())
+    return all(id(p) in owned for p in model.parameters() if p.requires_grad)
 
 
 def _one_step_clipped_sum(
-    model: nn.Module, x: torch.Tensor, y: torch.Tensor, mask: torch.Tensor, lr: float, clip: float
+    model: nn.Module,
+    x: tuple[torch.Tensor, ...],
+    y: torch.Tensor,
+    mask: torch.Tensor,
+    lr: float,
+    clip: float,
 ) -> tuple[dict[str, torch.Tensor], torch.Tensor]:
-    """:func:`clipped_update_sum` for one SGD step of a model made of ``nn.Linear`` layers, without
-    materialising one gradient per user (the "ghost norm" identity of Goodfellow 2015 and Li et al.
-    2022, "Large Language Models Can Be Strong Differentially Private Learners").
+    """:func:`clipped_update_sum` for one SGD step of a model whose trainable parameters are all in
+    ``nn.Linear`` layers, without materialising one gradient per user (the "ghost norm" identity of
+    Goodfellow 2015 and Li et al. 2022, "Large Language Models Can Be Strong Differentially Private
+    Learners").
 
-    For a linear layer z = W a + b, user u's gradient is G_u = sum_j d_j a_j^T over u's documents j
-    (d_j = dLoss_u / dz_j), so ||G_u||^2 = sum_jk (d_j . d_k)(a_j . a_k) and the bias gradient is
-    sum_j d_j: the norms need one forward and one backward pass over all documents, and the clipped
-    sum is sum_u s_u G_u = (s * d)^T a. Same result as the per-user definition (tests check it).
+    For a linear layer z = W a + b, user u's gradient is G_u = sum_j d_j a_j^T over the rows j that
+    user u's documents put through it (one per document in the head; one per token in an encoder
+    layer), d_j = dLoss_u / dz_j, so ||G_u||^2 = sum_jk (d_j . d_k)(a_j . a_k) and the bias gradient
+    is sum_j d_j: the norms need one forward and one backward pass over all documents, and the clipped
+    sum is sum_u s_u G_u = (s * d)^T a. Padded tokens and documents have d = 0. Same result as the
+    per-user definition (tests check it).
     """
     num_users, width = mask.shape
-    weights = (mask / mask.sum(dim=1, keepdim=True).clamp_min(1)).to(x.dtype).reshape(-1)  # 1 / n_u per document
-    flat_x, flat_y = x.reshape(num_users * width, -1), y.reshape(-1)
-    layers = [(name, m) for name, m in model.named_modules() if isinstance(m, nn.Linear)]
+    first = x[0]
+    weights = (mask / mask.sum(dim=1, keepdim=True).clamp_min(1)).to(first.dtype).reshape(-1)  # 1 / n_u per document
+    flat_y = y.reshape(-1)
+    if len(x) == 1:  # the head: one row of features per document
+        flat: tuple[torch.Tensor, ...] = (first.reshape(num_users * width, -1),)
+    else:  # the encoder's inputs (hidden states, token mask), one per document
+        flat = tuple(t.reshape(num_users * width, *t.shape[2:]) for t in x)
+    trainable = {id(p) for p in model.parameters() if p.requires_grad}
+    layers = [
+        (name, m)
+        for name, m in model.named_modules()
+        if isinstance(m, nn.Linear) and any(id(p) in trainable for p in m.parameters(recurse=False))
+    ]
     inputs: dict[str, torch.Tensor] = {}
     outputs: dict[str, torch.Tensor] = {}
 
@@ -162,28 +181,32 @@ def _one_step_clipped_sum(
     handles = [m.register_forward_hook(keep(name)) for name, m in layers]
     try:
         with torch.enable_grad():
-            logits = model(flat_x)
+            logits = model(*flat)
             per_doc = nn.functional.cross_entropy(logits, flat_y, reduction="none")
             deltas = torch.autograd.grad((per_doc * weights).sum(), [outputs[name] for name, _ in layers])
     finally:
         for h in handles:
             h.remove()
-    sq = torch.zeros(num_users, dtype=x.dtype, device=x.device)
+    sq = torch.zeros(num_users, dtype=first.dtype, device=first.device)
     for (name, m), d in zip(layers, deltas, strict=True):
-        a = inputs[name].reshape(num_users, width, -1)
-        d = d.reshape(num_users, width, -1)
-        sq += (torch.bmm(d, d.transpose(1, 2)) * torch.bmm(a, a.transpose(1, 2))).sum(dim=(1, 2))
-        if m.bias is not None:
+        # Each user's rows through this layer: its documents (head), or its documents' tokens.
+        a = inputs[name].reshape(num_users, -1, m.in_features)
+        d = d.reshape(num_users, -1, m.out_features)
+        if m.weight.requires_grad:
+            sq += (torch.bmm(d, d.transpose(1, 2)) * torch.bmm(a, a.transpose(1, 2))).sum(dim=(1, 2))
+        if m.bias is not None and m.bias.requires_grad:
             sq += d.sum(dim=1).square().sum(dim=1)
     norms = lr * sq.clamp_min(0).sqrt()  # the update is -lr * G_u
     scale = torch.clamp(clip / norms.clamp_min(1e-12), max=1.0)
-    doc_scale = scale.repeat_interleave(width).unsqueeze(1)  # s_u for each (padded) document
-    names = {id(p): k for k, p in model.named_parameters()}
+    names = {id(p): k for k, p in model.named_parameters() if p.requires_grad}
     total: dict[str, torch.Tensor] = {}
     for (name, m), d in zip(layers, deltas, strict=True):
-        sd = d * doc_scale
-        total[names[id(m.weight)]] = -lr * (sd.T @ inputs[name])
-        if m.bias is not None:
+        rows = d.numel() // (num_users * m.out_features)  # rows per user through this layer
+        row_scale = scale.repeat_interleave(rows).unsqueeze(1)  # s_u for each of its rows
+        sd = d.reshape(-1, m.out_features) * row_scale
+        if m.weight.requires_grad:
+            total[names[id(m.weight)]] = -lr * (sd.T @ inputs[name].reshape(-1, m.in_features))
+        if m.bias is not None and m.bias.requires_grad:
             total[names[id(m.bias)]] = -lr * sd.sum(dim=0)
     return {k: total[k] for k in names.values()}, norms
 

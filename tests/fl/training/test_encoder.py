@@ -62,18 +62,19 @@ def test_only_the_trainable_part_crosses() -> None:
         load_trainable(other, {k: v for k, v in state.items() if k.startswith("head.")})
 
 
-@pytest.mark.parametrize("part", ["lora", "top"])
-def test_vectorized_clipped_sums_match_a_loop_over_users(part: str) -> None:
-    """4 users holding 1-3 documents, 2 local steps, through the encoder's top layer and the head
-    with an affine M1: the vmap'd sum equals the per-user loop, and some users are clipped (the
-    clip binds) while others are not."""
+@pytest.mark.parametrize(("part", "steps"), [("lora", 2), ("top", 2), ("lora", 1), ("top", 1)])
+def test_vectorized_clipped_sums_match_a_loop_over_users(part: str, steps: int) -> None:
+    """4 users holding 1-3 documents, 1 or 2 local steps, through the encoder's top layer and the head
+    with an affine M1: the vectorized sum equals the per-user loop, and some users are clipped (the
+    clip binds) while others are not. One step of LoRA (every trainable parameter in a linear layer)
+    takes the ghost-norm path over tokens; the others vmap over users."""
     torch.manual_seed(1)
     matrix = torch.randn(385, 4, dtype=torch.float64, generator=torch.Generator().manual_seed(1)) * 0.1
     model = _model(part, 1, matrix)
     cfg = encoder_cfg(part)
     h, m = lower_states(cfg, TEXTS)
     owner = torch.tensor([0, 0, 1, 2, 2, 2, 3])
-    clip, lr, steps = 0.05, 0.5, 2
+    clip, lr = 0.05, 0.5
     _, norms_ref = loop_reference(model, (h, m), LABELS, owner, 4, steps, lr, 1e9)
     clip = sorted(norms_ref)[1] * 1.01  # binds for two users, not for the other two
     want, norms_want = loop_reference(model, (h, m), LABELS, owner, 4, steps, lr, clip)
