@@ -10,7 +10,10 @@ Each case is a real ``sanitas run`` (a fresh process, as a user types it) on the
 * ``full-sst2``: the same recipe on the whole training split (``train-size = 0``: 50,549
   private users on 102 nodes, 3 rounds);
 * ``user-central``: ``simulations/experiments/sst2_user_central.toml`` (full SST-2,
-  user-level DP-FedAvg), at 60 rounds.
+  user-level DP-FedAvg), at 60 rounds;
+* ``lora-central``: the LoRA + head central run of ``docs/results/encoder-compare-sst2`` (seed 1, 50
+  rounds, per-user epsilon 2); ``lora-central-2cpu`` the same with ``node-cpus = 2`` (the local
+  backend runs one node at a time, so a node may use both cores).
 
 Per case and backend it reports the process's wall seconds (the first repeat also fills the
 run's own caches: the public map's scale choice; later repeats are "after caching") and the
@@ -42,10 +45,22 @@ sys.path.insert(0, str(REPO))
 
 from _common import emit, run_header  # noqa: E402  (benchmarks/ is sys.path[0])
 
+LORA = [
+    'mode="central"',
+    'central-train="encoder"',
+    'map-in="identity"',
+    "num-server-rounds=50",
+    "central-noise-multiplier=0.824245",
+    "seed=1",
+    "noise-seed=1",
+]
 CASES: dict[str, tuple[str, list[str]]] = {
     "quickstart": ("simulations/experiments/quickstart.toml", []),
     "full-sst2": ("simulations/experiments/quickstart.toml", ["train-size=0"]),
     "user-central": ("simulations/experiments/sst2_user_central.toml", ["num-server-rounds=60"]),
+    # The encoder-compare grid's LoRA + head central run (seed 1, per-user epsilon 2 at 50 rounds).
+    "lora-central": ("simulations/experiments/sst2_encoder.toml", LORA),
+    "lora-central-2cpu": ("simulations/experiments/sst2_encoder.toml", [*LORA, "node-cpus=2"]),
 }
 
 
