@@ -50,7 +50,7 @@ def points_console(folders: Sequence[Path], num_rounds: int, verbose: bool) -> I
 
 
 class _PointFilter(logging.Filter):
-    """Records of one point's thread (``strategies.points.CURRENT_POINT``); ``point`` 0 also takes those
+    """Records of one point's server (``strategies.points.CURRENT_POINT``); ``point`` 0 also takes those
     of no point."""
 
     def __init__(self, point: int) -> None:

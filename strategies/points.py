@@ -4,16 +4,16 @@ Points that differ only in what the nodes' sanitizers or the server do with the 
 (epsilon, mechanism parameters, label epsilon, noise seeds, the server's training or central
 noise) need the same node layout. :func:`run_points` runs each point's whole server
 (:func:`strategies.server_app.run_server`: its strategy, accounting, checkpoints, results folder)
-in a thread of its own, on a :class:`PointGrid` instead of the federation's grid. The threads take
-turns (one holds the group's lock at a time; a thread lets go only where it waits for the
-federation), so no two points ever run server code at once: each point runs the code it would
-run alone, in the same order, with the same generators.
+in a greenlet of its own, on a :class:`PointGrid` instead of the federation's grid. The points take
+turns in one OS thread (a point hands over only where it waits for the federation; greenlets, not
+threads: torch's CPU work slowed down 2x with idle threads that had used torch), so no two points
+ever run server code at once: each point runs the code it would run alone, in the same order, with
+its own global generators and autograd mode.
 
 When every live point waits, the group serves them together:
 
 * every point's server training (``fl.maps.pipeline.train_epochs``) whose model, optimizer and data
-  shapes agree trains in one stacked model on CUDA (``fl.maps.stacked``): one optimizer step for all
-  (on CPU the points train one after another: a stacked step measured slower there);
+  shapes agree trains in one stacked model (``fl.maps.stacked``): one optimizer step for all;
 * every point's requests to a node go in one message per node and message type
   (:func:`merge`), which the node splits and answers point by point (``clients.points``): one
   discovery, one request per node and round, the cohorts built once (``fl.cohort``).
@@ -27,7 +27,6 @@ from __future__ import annotations
 import contextvars
 import logging
 import random
-import threading
 import time
 import uuid
 from collections import defaultdict
@@ -38,6 +37,7 @@ from typing import Any
 import numpy as np
 import torch
 from flwr.app import ConfigRecord, Error, Message, RecordDict
+from greenlet import greenlet
 
 from fl import wire
 from fl.config import RunConfig
@@ -46,24 +46,32 @@ from fl.maps.stacked import TrainJob, stack_key, train_stacked
 
 log = logging.getLogger(__name__)
 
-#: The point that the running thread serves (``None`` outside a group): run logs are filed by it.
+#: Devices on which the points' server models train stacked (``fl.maps.stacked``). On 2 CPU cores, 5 points
+#: of the quickstart recipe on full SST-2: 115.2 s stacked against 146.5 s one after another.
+STACK_ON = frozenset({"cpu", "cuda"})
+#: The point whose server is running (``None`` outside a group): run logs are filed by it.
 CURRENT_POINT: contextvars.ContextVar[int | None] = contextvars.ContextVar("current_point", default=None)
 
 
-class _GlobalGenerators:
-    """The process's global generators (Python's ``random``, numpy's, torch's CPU generator), saved and
-    restored as the points take turns: a library that draws from them (Flower samples nodes with
-    ``random`` and noises with ``np.random``) draws for each point the numbers it would draw alone."""
+@dataclass(frozen=True)
+class _PointState:
+    """What a point's code may change that the others must not see, saved and restored as the points
+    take turns: the process's global generators (Python's ``random``, numpy's, torch's CPU generator:
+    Flower samples nodes with ``random`` and noises with ``np.random``, so each point draws the numbers
+    it would draw alone) and torch's autograd mode."""
+
+    generators: tuple[Any, Any, torch.Tensor]
+    grad_enabled: bool
 
     @staticmethod
-    def capture() -> tuple[Any, Any, torch.Tensor]:
-        return random.getstate(), np.random.get_state(), torch.get_rng_state()
+    def capture() -> _PointState:
+        return _PointState((random.getstate(), np.random.get_state(), torch.get_rng_state()), torch.is_grad_enabled())
 
-    @staticmethod
-    def restore(state: tuple[Any, Any, torch.Tensor]) -> None:
-        random.setstate(state[0])
-        np.random.set_state(state[1])
-        torch.set_rng_state(state[2])
+    def restore(self) -> None:
+        random.setstate(self.generators[0])
+        np.random.set_state(self.generators[1])
+        torch.set_rng_state(self.generators[2])
+        torch.set_grad_enabled(self.grad_enabled)
 
 
 @dataclass
@@ -84,55 +92,24 @@ class PointGroup:
 
     grid: Any
     points: int
-    lock: threading.Condition = field(default_factory=threading.Condition)
-    live: int = 0
-    waiting: dict[int, _Wait] = field(default_factory=dict)
+    scheduler: Any = None  # the greenlet that runs the points and serves them
     served: dict[str, float] = field(
         default_factory=lambda: {"stacked": 0, "alone": 0, "batches": 0, "train_seconds": 0.0, "send_seconds": 0.0}
     )
-    generators: dict[int, Any] = field(default_factory=dict)  # each point's global generators while it waits
 
-    def __post_init__(self) -> None:
-        self.live = self.points
-        self.start = self.federation = _GlobalGenerators.capture()  # every point starts from the same state
-
-    # ------------------------------------------------------------------ called from a point's thread
+    # ------------------------------------------------------------------ called from a point's greenlet
     def wait(self, point: int, request: _Wait) -> Any:
-        """Block ``point`` (holding the lock) until ``request`` is served; serve everyone if it is the last
-        live point to wait."""
-        self.waiting[point] = request
-        self.generators[point] = _GlobalGenerators.capture()
-        if len(self.waiting) == self.live:
-            self._serve()
-        while not request.done:
-            self.lock.wait()
-        _GlobalGenerators.restore(self.generators.pop(point))
+        """Hand ``request`` to the scheduler; return its result once every live point waits and it is
+        served (or raise what failed it)."""
+        self.scheduler.switch(request)
         if request.error is not None:
             raise request.error
         return request.result
 
-    def enter(self) -> None:
-        """A point's thread starts (holding the lock): from the generators' state at the group's start."""
-        _GlobalGenerators.restore(self.start)
-
-    def leave(self, point: int) -> None:
-        """``point`` has finished (or failed): the others no longer wait for it."""
-        self.live -= 1
-        self.waiting.pop(point, None)
-        if self.waiting and len(self.waiting) == self.live:
-            self._serve()
-
     # ------------------------------------------------------------------ serving
-    def _serve(self) -> None:
+    def serve(self, waiting: dict[int, _Wait]) -> None:
         """Serve every waiting point: training first (a point that trains sends nothing meanwhile),
-        then one batch of messages for all of them. Run outside any point's training hook."""
-        waiting, self.waiting = self.waiting, {}
-        _GlobalGenerators.restore(self.federation)  # the nodes' and the training's own draws, apart
-        contextvars.Context().run(self._serve_all, waiting)
-        self.federation = _GlobalGenerators.capture()
-        self.lock.notify_all()
-
-    def _serve_all(self, waiting: dict[int, _Wait]) -> None:
+        then one batch of messages for all of them. Runs outside any point's training hook."""
         trains = {p: w for p, w in waiting.items() if w.kind == "train"}
         sends = {p: w for p, w in waiting.items() if w.kind == "send"}
         started = time.perf_counter()
@@ -147,10 +124,7 @@ class PointGroup:
     def _train(self, trains: dict[int, _Wait]) -> None:
         by_key: dict[Any, list[int]] = defaultdict(list)
         for point, w in sorted(trains.items()):
-            # Stacked only on CUDA: on CPU the batched matrix products of a stacked step are slower than
-            # the models' own (5 points of the quickstart recipe on full SST-2, 2 cores: 162.5 s stacked
-            # against about 140 s one after another), so there the points train one after another.
-            key = stack_key(w.payload) if w.payload.x.device.type == "cuda" else None
+            key = stack_key(w.payload) if w.payload.x.device.type in STACK_ON else None
             by_key[key if key is not None else ("alone", point)].append(point)
         for key, points in by_key.items():
             try:
@@ -264,7 +238,7 @@ def run_points(
 ) -> list[dict[str, Any] | BaseException]:
     """Run ``run_one(point_grid, cfg)`` (a whole server run) for every config on the shared ``grid``;
     each point's summary, or the exception that ended it (the other points go on)."""
-    group = PointGroup(grid, len(cfgs))
+    group = PointGroup(grid, len(cfgs), scheduler=greenlet.getcurrent())
     outcomes: list[dict[str, Any] | BaseException] = [RuntimeError("not run")] * len(cfgs)
 
     def body(point: int) -> None:
@@ -274,21 +248,34 @@ def run_points(
             return float(group.wait(point, _Wait("train", job)))
 
         POINT_TRAINING.set(train)
-        with group.lock:
-            group.enter()
-            try:
-                outcomes[point] = run_one(PointGrid(group, point), cfgs[point])
-            except BaseException as err:  # noqa: BLE001 - recorded; the other points go on
-                log.info("point %d failed: %s", point, err)
-                outcomes[point] = err
-            finally:
-                group.leave(point)
+        try:
+            outcomes[point] = run_one(PointGrid(group, point), cfgs[point])
+        except BaseException as err:  # noqa: BLE001 - recorded; the other points go on
+            log.info("point %d failed: %s", point, err)
+            outcomes[point] = err
 
-    threads = [threading.Thread(target=body, args=(p,), name=f"point-{p}", daemon=True) for p in range(len(cfgs))]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    start = _PointState.capture()  # every point starts from the same generators
+    federation = start
+    states: dict[int, _PointState] = {}
+    runners = [greenlet(body) for _ in cfgs]
+    waiting: dict[int, _Wait] = {}
+
+    def resume(point: int, *args: Any) -> None:
+        states.get(point, start).restore()
+        request = runners[point].switch(*args)
+        states[point] = _PointState.capture()
+        if not runners[point].dead:
+            waiting[point] = request
+
+    for point in range(len(cfgs)):
+        resume(point, point)
+    while waiting:
+        served, waiting = waiting, {}
+        federation.restore()  # the nodes' and the training's own draws, apart from every point's
+        contextvars.Context().run(group.serve, served)
+        federation = _PointState.capture()
+        for point in sorted(served):
+            resume(point)
     log.info(
         "%d points shared one federation: %d message batches (%.1f s); %d trainings stacked, %d alone (%.1f s)",
         len(cfgs),
