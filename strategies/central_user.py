@@ -32,7 +32,6 @@ import logging
 import secrets
 import time
 from collections.abc import Iterable, Mapping
-from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
@@ -136,11 +135,6 @@ class UserLevelDPFedAvg(Strategy):
         # Node -> the object id of the model it kept from its last evaluate request (clients.central_client
         # .requested_model): its next train request names the model instead of carrying it again.
         self._held: dict[int, str] = {}
-        # The per-user account of the round being trained is computed on a second thread while the nodes
-        # work (dp-accounting's PLD composition spends most of its time in numpy, outside the GIL): the
-        # same function of (z, q, rounds, delta), ready when the round's record is written.
-        self._accountant = ThreadPoolExecutor(max_workers=1, thread_name_prefix="user-level-accounting")
-        self._account: tuple[int, Future[dict[str, Any]]] | None = None
         self._noise_secret = int(cfg.release.noise_seed) if cfg.release.noise_seed >= 0 else secrets.randbits(62)
 
     # ------------------------------------------------------------------ requests
@@ -157,35 +151,22 @@ class UserLevelDPFedAvg(Strategy):
         return self._sent
 
     # ------------------------------------------------------------------ checkpoints
-    _TRANSIENT = ("_accountant", "_account", "_sent", "_held")
+    _TRANSIENT = ("_sent", "_held")
 
     def __getstate__(self) -> dict[str, Any]:
-        """What a checkpoint keeps: not the thread, nor which model each node holds (a resumed run's
-        nodes hold none: the first requests carry the model again)."""
+        """What a checkpoint keeps: not which model each node holds (a resumed run's nodes hold none:
+        the first requests carry the model again)."""
         return {k: v for k, v in self.__dict__.items() if k not in self._TRANSIENT}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
-        self._accountant = ThreadPoolExecutor(max_workers=1, thread_name_prefix="user-level-accounting")
-        self._account, self._sent, self._held = None, None, {}
-
-    def _privacy(self, rounds: int) -> dict[str, Any]:
-        """The per-user privacy record after ``rounds`` released models (from the second thread when it
-        has it)."""
-        if self._account is not None and self._account[0] == rounds:
-            return self._account[1].result()
-        return user_privacy_record(self.cfg.central, self.q, self.num_users, rounds)
+        self._sent, self._held = None, {}
 
     def configure_train(
         self, server_round: int, arrays: ArrayRecord, config: ConfigRecord, grid: Grid
     ) -> Iterable[Message]:
         self._started = time.time()
         self.timing = {}
-        ahead = self.released + 1  # the account this round's record will need
-        self._account = (
-            ahead,
-            self._accountant.submit(user_privacy_record, self.cfg.central, self.q, self.num_users, ahead),
-        )
         available = set(grid.get_node_ids())
         missing = [n for n in self.train_nodes if n not in available]
         if missing:
@@ -273,7 +254,7 @@ class UserLevelDPFedAvg(Strategy):
                 self._held.pop(node, None)
         s, conf = sum_confusions(outcome.ok, self.num_classes)
         started = time.time()
-        privacy = self._privacy(self.released)
+        privacy = user_privacy_record(self.cfg.central, self.q, self.num_users, self.released)
         self.timing["accounting"] = time.time() - started
         record: dict[str, Any] = {
             "round": server_round,

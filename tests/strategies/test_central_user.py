@@ -221,8 +221,8 @@ def test_adam_takes_a_normalised_step() -> None:
 
 
 def test_a_checkpointed_strategy_resumes_sending_the_model() -> None:
-    """A checkpoint (the strategy pickled) forgets which model each node held and the accounting
-    thread: a resumed run's nodes hold nothing, so its first train requests carry the arrays."""
+    """A checkpoint (the strategy pickled) forgets which model each node held: a resumed run's nodes
+    hold nothing, so its first train requests carry the arrays."""
     import pickle
 
     grid = FakeGrid(_nodes(), _sum_reply(0.0))
