@@ -835,16 +835,18 @@ def warm_runner(config: str, sets: Sequence[str], sweep_dir: Path, pool: Any, ti
 
 def shared_runner(config: str, sets: Sequence[str], sweep_dir: Path, pool: Any, timeout: float | None) -> Shared:
     """:class:`Shared` for ``sanitas run`` points in warm workers of ``pool``: points whose resolved
-    configs agree on :func:`simulations.api.shared_federation` (and simulate no faults: a fault's timing
-    is a node's own) run in one federation in one worker. A group that fails as a whole (its worker
-    died or it timed out) is run again one point at a time."""
+    configs agree on :func:`simulations.api.shared_federation`, on the local backend, simulating no
+    faults (a fault's timing is a node's own), run in one federation in one worker. A group that fails
+    as a whole (its worker died or it timed out) is run again one point at a time."""
     from simulations.api import shared_federation
 
     alone = warm_runner(config, sets, sweep_dir, pool, timeout)
 
     def key(run: Run) -> Any:
         cfg = resolve_run(config, run, sets, sweep_dir)
-        return None if cfg["fault-rate"] > 0 else shared_federation(cfg)
+        if cfg["fault-rate"] > 0 or config_mod.simulation_backend(cfg) != "local":
+            return None  # simulated faults time each node on its own; Ray sweeps keep a run per point
+        return shared_federation(cfg)
 
     def run_group(runs: Sequence[Run], log_paths: Sequence[Path]) -> list[Outcome]:
         commands = [run_command(config, r, sets, sweep_dir) for r in runs]
