@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from .base import Mechanism
+from .suggest import did_you_mean
 
 _REGISTRY: dict[str, type[Mechanism]] = {}
 
@@ -29,7 +30,8 @@ def mechanism_class(name: str) -> type[Mechanism]:
     try:
         return _REGISTRY[name]
     except KeyError:
-        raise ValueError(f"unknown mechanism {name!r}; known mechanisms: {', '.join(names())}") from None
+        hint = did_you_mean(name, names())
+        raise ValueError(f"unknown mechanism {name!r}{hint} (known mechanisms: {', '.join(names())})") from None
 
 
 def create(name: str, **params: Any) -> Mechanism:

@@ -30,6 +30,7 @@ from fl.config.keys import (
     SimulationConfig,
     UsersConfig,
 )
+from mechanisms.suggest import did_you_mean
 
 
 class ConfigError(ValueError):
@@ -121,7 +122,8 @@ def resolve(overrides: Mapping[str, Any] | None = None) -> RunConfig:
     cfg = dict(DEFAULTS)
     for key, value in (overrides or {}).items():
         if key not in DEFAULTS:
-            raise ConfigError(f"unknown config key {key!r}; known keys: {', '.join(DEFAULTS)}")
+            hint = did_you_mean(key, DEFAULTS) or "; `sanitas config-reference` lists every key"
+            raise ConfigError(f"unknown config key {key!r}{hint}")
         cfg[key] = _coerce(key, value)
     validate(cfg)
     return RunConfig.from_flat(cfg)
@@ -157,7 +159,7 @@ def validate(cfg: Mapping[str, Any]) -> None:
 
     for key, options in CHOICES.items():
         if cfg[key] not in options:
-            raise ConfigError(f"{key} must be one of {options}, got {cfg[key]!r}")
+            raise ConfigError(f"{key} must be one of {options}, got {cfg[key]!r}{did_you_mean(cfg[key], options)}")
     for key in (
         "num-server-rounds",
         "server-epochs",

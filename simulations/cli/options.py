@@ -5,10 +5,13 @@ from __future__ import annotations
 
 import argparse
 import logging
+import re
 import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NoReturn
+
+from mechanisms.suggest import did_you_mean
 
 
 class OneLineParser(argparse.ArgumentParser):
@@ -18,6 +21,10 @@ class OneLineParser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
         where = self.prog.removeprefix("sanitas").strip()
         text = " ".join(message.split())
+        choice = re.search(r"invalid choice: '([^']*)' \(choose from (.*)\)", text)
+        if choice:  # a mistyped subcommand or choice: name the closest one
+            known = [c.strip().strip("'") for c in choice.group(2).split(",")]
+            text += did_you_mean(choice.group(1), known)
         self.exit(2, f"sanitas: error: {where + ': ' if where else ''}{text}\n")
 
 
@@ -136,7 +143,8 @@ def choices_list(known: tuple[str, ...], what: str, everything: str | None = Non
         unknown = [n for n in names if n not in known]
         if unknown:
             also = f", or {everything}" if everything else ""
-            _refuse(f"unknown {what} {', '.join(map(repr, unknown))} (known: {', '.join(known)}{also})", text)
+            hint = did_you_mean(unknown[0], known)
+            _refuse(f"unknown {what} {', '.join(map(repr, unknown))}{hint} (known: {', '.join(known)}{also})", text)
         return names
 
     return check
