@@ -129,6 +129,24 @@ def backend_config(cfg: Mapping[str, Any], verbose: bool = True) -> dict[str, An
     }
 
 
+class Interrupted(KeyboardInterrupt):
+    """A run stopped by Ctrl-C or SIGTERM; ``folder`` is its results folder (``status.json``:
+    ``interrupted``), which ``sanitas run --resume`` continues from its last completed round."""
+
+    def __init__(self, folder: Path) -> None:
+        super().__init__(str(folder))
+        self.folder = folder
+
+    def advice(self) -> str:
+        """One line: where the run is and how to go on."""
+        from strategies.checkpoint import last_checkpoint
+
+        done = last_checkpoint(self.folder)
+        if done == 0:
+            return f"interrupted before its first round completed: {self.folder} (start it again)"
+        return f"interrupted after round {done}: {self.folder}; continue with: sanitas run --resume {self.folder}"
+
+
 class RunFailed(RuntimeError):
     """A run that started but did not finish (the ServerApp or the backend failed); names its log."""
 
@@ -270,8 +288,11 @@ def launch(cfg: Mapping[str, Any], resume: bool = False, verbose: bool = True) -
     PHASES.add("launcher (imports, config and data checks)", time.perf_counter() - checks_started)
     from simulations.console import run_console
 
-    with run_console(run.folder, int(cfg["num-server-rounds"]), verbose):
-        _start(server_app, client_app, run, verbose)
+    try:
+        with run_console(run.folder, int(cfg["num-server-rounds"]), verbose):
+            _start(server_app, client_app, run, verbose)
+    except KeyboardInterrupt:
+        raise Interrupted(run.folder) from None
     return _finished(run.folder)
 
 

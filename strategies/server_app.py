@@ -490,9 +490,13 @@ def run_server(grid: Grid, cfg: RunConfig, timeout: float = 3600.0, resume: bool
 
 @contextmanager
 def failed_status(writer: RunWriter) -> Iterator[None]:
-    """Record a failure in the run's ``status.json`` (with its one-line reason), then re-raise."""
+    """Record a failure in the run's ``status.json`` (with its one-line reason; an interrupt as
+    ``interrupted``), then re-raise."""
     try:
         yield
+    except KeyboardInterrupt:  # Ctrl-C or SIGTERM (simulations.cli): resumable from its last checkpoint
+        writer.set_status("interrupted", error="interrupted (SIGINT or SIGTERM)")
+        raise
     except BaseException as err:
         writer.set_status("failed", error=f"{type(err).__name__}: {err}"[:500])
         raise

@@ -136,7 +136,8 @@ class RunWriter:
         return writer
 
     def set_status(self, status: str, **extra: Any) -> None:
-        """Record where the run stands (``running``, ``complete`` or ``failed``) in ``status.json``."""
+        """Record where the run stands (``running``, ``complete``, ``failed`` or ``interrupted``) in
+        ``status.json``."""
         data = {
             "status": status,
             "completed_rounds": len(self.rounds),

@@ -19,6 +19,7 @@ import os
 import sys
 from collections.abc import Sequence
 from types import ModuleType
+from typing import Any
 
 from simulations.cli import (
     attack,
@@ -69,7 +70,7 @@ def parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Parse ``argv`` and run the subcommand; the exit code (0 done, 1 a run or check failed, 2 bad
     input). Bad input never reaches a traceback: one line ``sanitas: error: ...`` on stderr."""
-    from simulations.api import RunFailed
+    from simulations.api import Interrupted, RunFailed
 
     words = list(sys.argv[1:] if argv is None else argv)
     try:
@@ -79,8 +80,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     args.argv = words
     setup_logging()
     handler = {module.NAME: module.handle for module in SUBCOMMANDS}[args.command]
+    previous = _terminate_as_interrupt()
     try:
         return handler(args)
+    except Interrupted as err:
+        print(f"sanitas: {err.advice()}", file=sys.stderr)
+        return 130
+    except KeyboardInterrupt:
+        print("sanitas: interrupted", file=sys.stderr)
+        return 130
     except RunFailed as err:
         print(f"sanitas: error: {err}", file=sys.stderr)
         return 1
@@ -88,6 +96,26 @@ def main(argv: Sequence[str] | None = None) -> int:
         message = " ".join(line.strip() for line in str(err).splitlines() if line.strip())  # always one line
         print(f"sanitas: error: {message or type(err).__name__}", file=sys.stderr)
         return 2
+    finally:
+        if previous is not None:
+            import signal
+
+            signal.signal(signal.SIGTERM, previous)
+
+
+def _terminate_as_interrupt() -> Any:
+    """SIGTERM ends a command as Ctrl-C does (the run's status ``interrupted``, exit 130), in the main
+    thread only (where Python delivers signals); returns the previous handler."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        return None
+
+    def interrupt(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt
+
+    return signal.signal(signal.SIGTERM, interrupt)
 
 
 def entry() -> None:
