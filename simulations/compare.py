@@ -684,6 +684,9 @@ def compare(
         rows,
         "majority class",
     )
+    from simulations.findings import print_findings
+
+    print_findings(points_out, majority, f"{Path(config).stem}: local vs central DP per user")
     print(f"sanitas: {csv_path}, {json_path} and {png}", flush=True)
     if attacks:
         from simulations.attack import attack_folder

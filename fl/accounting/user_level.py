@@ -56,11 +56,14 @@ class _NonConvergedOrders(logging.Filter):
     """Demotes dp_accounting's warning that an RDP order's series did not converge (at small noise,
     for fractional orders near 1) to INFO. The accountant leaves that order out, and the epsilon over
     the orders that remain is still a valid bound. So the warning tells the user nothing (a sweep
-    printed it dozens of times): it stays in a run's log (``run.log``) and off a quiet console."""
+    printed it dozens of times): it stays in a run's log (``run.log``, whose handler a run attaches to
+    the ``absl`` logger) and off the console; outside a run (``sanitas compare`` finding its noise) it
+    is dropped, since Python's root handler would print it at any level."""
 
     def filter(self, record: logging.LogRecord) -> bool:
-        if record.levelno > logging.INFO and "failed to converge" in record.getMessage():
+        if "failed to converge" in record.getMessage():
             record.levelno, record.levelname = logging.INFO, "INFO"
+            return bool(logging.getLogger("absl").handlers)
         return True
 
 

@@ -258,10 +258,17 @@ def test_collect_tabulates_the_finished_runs_and_runs_nothing(
         if name.endswith("seed=1__noise-seed=1"):
             holds = "sentence-epsilon" in name or "sentence-mechanism" in name
             privacy = {"epsilon": 3.9, "delta": 1e-5, "epsilon_ldp": 9.5, "epsilon_total": 10.0}
-            _fake(tmp_path / "c" / name, 0.8, {**privacy, "label_protected": True}, holds)
+            flat = name.startswith("mode=central")  # the central point sits at the majority-class rate
+            _fake(tmp_path / "c" / name, 0.509 if flat else 0.8, {**privacy, "label_protected": True}, holds)
     assert main(args) == 0
-    err = capsys.readouterr().err
-    assert err.count("not run yet: ") == 3 and all("seed=2__noise-seed=2" in x for x in err.splitlines())
+    out, err = capsys.readouterr()
+    # The console says what the comparison found: a table of the points, the flat one flagged, and a warning.
+    table = [line for line in out.splitlines() if "central-user" in line or "local-ldp" in line]
+    assert any("NO: learned nothing" in line for line in table if "central-user" in line), out
+    assert all("yes" in line for line in table if "local-ldp" in line), out
+    assert "1 point(s) did not beat the majority-class rate 0.509" in err and "central-user" in err
+    missing = [x for x in err.splitlines() if "not run yet: " in x]
+    assert len(missing) == 3 and all("seed=2__noise-seed=2" in x for x in missing)
     with (tmp_path / "c" / "compare.csv").open() as f:
         rows = list(csv.DictReader(f))
     assert {r["series"] for r in rows} >= {"central-user", "local-ldp", "non-private"}
