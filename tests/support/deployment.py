@@ -141,7 +141,10 @@ class Deployment:
         return "loopback"
 
     def _env(self) -> dict[str, str]:
-        return {**os.environ, **self.env, "FLWR_HOME": str(self.home), "FLWR_DISABLE_UPDATE_CHECK": "1"}
+        # Flower's processes start each other by name (the SuperLink starts flower-superexec): the
+        # interpreter's own folder comes first on PATH, so a venv's python works without activating it.
+        path = os.pathsep.join([str(BIN), os.environ.get("PATH", "")])
+        return {**os.environ, **self.env, "PATH": path, "FLWR_HOME": str(self.home), "FLWR_DISABLE_UPDATE_CHECK": "1"}
 
     def _spawn(self, argv: list[str], log_name: str) -> subprocess.Popen:
         log = open(self.root / log_name, "ab")  # noqa: SIM115 (closed with the process's end)
