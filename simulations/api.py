@@ -354,7 +354,7 @@ def launch_points(cfgs: Sequence[Mapping[str, Any]], verbose: bool = True) -> li
     return outcomes
 
 
-def resume(folder: str | Path, verbose: bool = True) -> RunResult:
+def resume(folder: str | Path, verbose: bool = False) -> RunResult:
     """Continue the incomplete run in results folder ``folder`` from its last completed round, with the
     config it saved; returns what the finished run wrote (``sanitas run --resume DIR``).
 
@@ -382,13 +382,15 @@ def resume(folder: str | Path, verbose: bool = True) -> RunResult:
 
 
 def run(
-    config: str | Path | Mapping[str, Any], *, out: str | Path | None = None, verbose: bool = True, **overrides: Any
+    config: str | Path | Mapping[str, Any], *, out: str | Path | None = None, verbose: bool = False, **overrides: Any
 ) -> RunResult:
     """Run one simulation and return what it wrote (see the module docstring).
 
     ``config``: a TOML run-config path or a mapping of run-config keys; ``overrides``: run-config
-    keys as keyword arguments, ``_`` for ``-``; ``out``: the results parent folder (``out-dir``);
-    ``verbose = False``: a quiet console (:mod:`simulations.console`).
+    keys as keyword arguments, ``_`` for ``-``; ``out``: the results parent folder (``out-dir``).
+    The console is quiet, as ``sanitas run``'s: one progress display and the warnings, Flower's,
+    absl's and tqdm's output in the run's ``run.log`` only; ``verbose = True`` shows everything
+    (:mod:`simulations.console`).
     """
     cfg = resolve_config(config, keyword_overrides(overrides), out)
     return RunResult.from_folder(launch(cfg, verbose=verbose))
