@@ -33,7 +33,8 @@ import sys
 import threading
 import time
 import traceback
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from pathlib import Path
@@ -147,40 +148,34 @@ class Worker:
         self.process.start()
         child.close()
 
-    def run(self, argv: Sequence[str], log_path: Path, timeout: float | None) -> PointOutcome:
-        """Run one point; never raises for the point's failure."""
+    def _exchange(self, job: tuple[Any, ...], points: int, timeout: float | None) -> list[PointOutcome]:
+        """Send ``job`` and wait for its exit codes (one per point; never raises for their failure): past
+        the timeout the worker is killed (124, a fresh one serves the next job); a worker that dies fails
+        every point of the job (``crashed``)."""
         started = time.time()
         try:
-            self.conn.send((list(argv), str(log_path)))
+            self.conn.send(job)
             if self.conn.poll(timeout):
-                return PointOutcome(int(self.conn.recv()), round(time.time() - started, 2))
-        except (EOFError, OSError, BrokenPipeError):
-            pass
-        else:  # past the timeout: the worker is killed, a fresh one serves the next point
-            self.kill()
-            return PointOutcome(124, round(time.time() - started, 2))
-        self.process.join(5)
-        code = self.process.exitcode
-        return PointOutcome(code if code not in (None, 0) else 1, round(time.time() - started, 2), crashed=True)
-
-    def run_points(self, argvs: Sequence[Sequence[str]], log_path: Path, timeout: float | None) -> list[PointOutcome]:
-        """Run several points in one federation (``simulations.shared``); one outcome each. A worker that
-        dies or times out fails them all (``crashed``, or 124)."""
-        started = time.time()
-        try:
-            self.conn.send((POINTS_JOB, [list(a) for a in argvs], str(log_path)))
-            if self.conn.poll(timeout):
-                seconds = round(time.time() - started, 2)
-                return [PointOutcome(int(code), seconds) for code in self.conn.recv()]
+                codes, seconds = self.conn.recv(), round(time.time() - started, 2)
+                return [PointOutcome(int(c), seconds) for c in (codes if isinstance(codes, list) else [codes])]
         except (EOFError, OSError, BrokenPipeError):
             pass
         else:
             self.kill()
-            return [PointOutcome(124, round(time.time() - started, 2))] * len(argvs)
+            return [PointOutcome(124, round(time.time() - started, 2))] * points
         self.process.join(5)
         code = self.process.exitcode
         failed = PointOutcome(code if code not in (None, 0) else 1, round(time.time() - started, 2), crashed=True)
-        return [failed] * len(argvs)
+        return [failed] * points
+
+    def run(self, argv: Sequence[str], log_path: Path, timeout: float | None) -> PointOutcome:
+        """Run one point; never raises for the point's failure."""
+        return self._exchange((list(argv), str(log_path)), 1, timeout)[0]
+
+    def run_points(self, argvs: Sequence[Sequence[str]], log_path: Path, timeout: float | None) -> list[PointOutcome]:
+        """Run several points in one federation (``simulations.shared``); one outcome each. A worker that
+        dies or times out fails them all (``crashed``, or 124)."""
+        return self._exchange((POINTS_JOB, [list(a) for a in argvs], str(log_path)), len(argvs), timeout)
 
     @property
     def alive(self) -> bool:
@@ -224,39 +219,35 @@ class WarmPool:
             self._all.append(worker)
         return worker
 
+    @contextmanager
+    def _worker(self) -> Iterator[list[Worker]]:
+        """An idle worker (started if need be), as a one-item list the body may replace; given back to
+        the pool afterwards, or dropped when it died."""
+        worker = self._idle.get()
+        held = [worker if worker is not None and worker.alive else self._fresh()]
+        try:
+            yield held
+        finally:
+            self._idle.put(held[0] if held[0].alive else None)
+
     def run(self, argv: Sequence[str], log_path: Path, timeout: float | None = None) -> PointOutcome:
         """Run one point on an idle worker; a point that kills its worker is retried once on a fresh one."""
-        worker = self._idle.get()
-        try:
-            if worker is None or not worker.alive:
-                worker = self._fresh()
-            outcome = worker.run(argv, log_path, timeout)
+        with self._worker() as held:
+            outcome = held[0].run(argv, log_path, timeout)
             if outcome.crashed:
                 with open(log_path, "a") as log:
                     log.write(f"sanitas: the worker died (exit code {outcome.returncode}); retrying in a fresh one\n")
-                worker = self._fresh()
-                outcome = worker.run(argv, log_path, timeout)
-            if not worker.alive:
-                worker = None
+                held[0] = self._fresh()
+                outcome = held[0].run(argv, log_path, timeout)
             return outcome
-        finally:
-            self._idle.put(worker)
 
     def run_points(
         self, argvs: Sequence[Sequence[str]], log_path: Path, timeout: float | None = None
     ) -> list[PointOutcome]:
         """Run several points in one federation on an idle worker (no retry: a crash fails them all, and
         the sweep runs them again one by one)."""
-        worker = self._idle.get()
-        try:
-            if worker is None or not worker.alive:
-                worker = self._fresh()
-            outcomes = worker.run_points(argvs, log_path, timeout)
-            if not worker.alive:
-                worker = None
-            return outcomes
-        finally:
-            self._idle.put(worker)
+        with self._worker() as held:
+            return held[0].run_points(argvs, log_path, timeout)
 
     def close(self) -> None:
         with self._lock:
