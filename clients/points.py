@@ -23,13 +23,9 @@ from fl import wire
 from fl.config import RunConfig
 
 
-def _prefix(point: int) -> str:
-    return f"{wire.POINT_PREFIX}{point}/"
-
-
 def _point_message(msg: Message, point: int) -> Message:
     """Point ``point``'s request, as the node would receive it alone (same metadata)."""
-    prefix = _prefix(point)
+    prefix = wire.point_prefix(point)
     content = RecordDict({k[len(prefix) :]: v for k, v in msg.content.items() if k.startswith(prefix)})
     sub = Message(content=content, dst_node_id=msg.metadata.dst_node_id, message_type=msg.metadata.message_type)
     for name in ("_message_id", "_src_node_id", "_run_id", "_group_id", "_created_at", "_ttl", "_delivered_at"):
@@ -39,13 +35,13 @@ def _point_message(msg: Message, point: int) -> Message:
 
 
 def _point_context(context: Context, point: int) -> Context:
-    prefix = _prefix(point)
+    prefix = wire.point_prefix(point)
     state = RecordDict({k[len(prefix) :]: v for k, v in context.state.items() if k.startswith(prefix)})
     return Context(context.run_id, context.node_id, dict(context.node_config), state, dict(context.run_config))
 
 
 def _keep_state(context: Context, point: int, state: RecordDict) -> None:
-    prefix = _prefix(point)
+    prefix = wire.point_prefix(point)
     for key in [k for k in context.state.keys() if k.startswith(prefix)]:
         del context.state[key]
     for key, record in state.items():
@@ -71,18 +67,18 @@ def points_client_app(cfgs: Sequence[RunConfig]) -> ClientApp:
                 failure = ConfigRecord(
                     {"code": ErrorCode.CLIENT_APP_RAISED_EXCEPTION, "reason": f"{type(err)}:<'{err}'>"}
                 )
-                reply[_prefix(point) + wire.POINT_ERROR] = failure
+                reply[wire.point_prefix(point) + wire.POINT_ERROR] = failure
             finally:
                 _keep_state(context, point, own.state)
             if out is not None:
                 if out.has_error():
                     error = out.error
-                    reply[_prefix(point) + wire.POINT_ERROR] = ConfigRecord(
+                    reply[wire.point_prefix(point) + wire.POINT_ERROR] = ConfigRecord(
                         {"code": int(error.code), "reason": str(error.reason)}
                     )
                 else:
                     for key, record in out.content.items():
-                        reply[_prefix(point) + key] = record
+                        reply[wire.point_prefix(point) + key] = record
         return Message(content=reply, reply_to=msg)
 
     @app.query()

@@ -463,6 +463,11 @@ DECLARED_FIELDS: tuple[DeclaredField, ...] = (
 )
 
 
+def point_prefix(point: int) -> str:
+    """Where point ``point``'s records sit in a message carrying several points' (``p<point>/``)."""
+    return f"{POINT_PREFIX}{point}/"
+
+
 def point_contents(content: RecordDict) -> dict[int, RecordDict]:
     """Each point's records of a reply carrying several points' (``strategies.points``): ``p<i>/<record>``
     becomes point ``i``'s ``<record>``. A record under no point prefix raises ``ValueError``."""
@@ -536,6 +541,7 @@ __all__ = [
     "CONSTANT",
     "DECLARED_FIELDS",
     "point_contents",
+    "point_prefix",
     "DOCUMENT_SETUP",
     "ENCODER",
     "EVALUATE",

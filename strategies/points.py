@@ -160,8 +160,6 @@ def _alone(job: TrainJob) -> float:
 
 
 # ---------------------------------------------------------------------- messages
-def _prefix(point: int) -> str:
-    return f"{wire.POINT_PREFIX}{point}/"
 
 
 def merge(
@@ -181,7 +179,7 @@ def merge(
         content = RecordDict({wire.POINTS: ConfigRecord({"points": [p for p, _ in members]})})
         for point, message in members:
             for key, record in message.content.items():
-                content[_prefix(point) + key] = record
+                content[wire.point_prefix(point) + key] = record
         first = members[0][1].metadata
         out = Message(content=content, dst_node_id=node, message_type=kind, group_id=first.group_id)
         out.metadata.__dict__["_message_id"] = str(uuid.uuid4())
