@@ -44,6 +44,7 @@ from fl.attacks import attribute as attribute_mod
 from fl.attacks import inversion as inversion_mod
 from fl.attacks import mia
 from fl.attacks.state import AttackState
+from fl.reporting.progress import bar as progress_bar
 
 log = logging.getLogger(__name__)
 
@@ -230,6 +231,9 @@ def attack_run(
     rng = np.random.default_rng(seed)
     out: dict[str, Any] = {"run": str(folder), "seed": seed, "members_are": state.members_are, "attacks": {}}
     model = state.model()
+    steps = ("mia" in attacks or "lira" in attacks) + ("lira" in attacks) * shadows
+    steps += ("attribute" in attacks) + ("inversion" in attacks)
+    bar = progress_bar(total=steps, desc=f"attacks on {folder.name}", unit="steps", leave=False)
 
     if "mia" in attacks or "lira" in attacks:
         members = state.members[_sample(state.members.size, targets, rng)]
@@ -239,6 +243,7 @@ def attack_run(
         m_p, o_p = mia.probabilities(model, m_x), mia.probabilities(model, o_x)
         if "mia" in attacks:
             out["attacks"]["mia"] = [r.to_dict() for r in mia.threshold_attacks(m_p, m_y, o_p, o_y, seed)]
+        bar.update(1)
         if "lira" in attacks:
             pub = ds.public
             if pub is None or len(pub) < 8:
@@ -247,7 +252,10 @@ def attack_run(
                 }
             else:
                 p_text, p_y = list(pub["text"]), np.asarray(pub["label"], dtype=np.int64)
-                shadow_models = [_train_shadow(pipe, p_text, p_y, i, seed, central) for i in range(shadows)]
+                shadow_models = []
+                for i in range(shadows):
+                    shadow_models.append(_train_shadow(pipe, p_text, p_y, i, seed, central))
+                    bar.update(1)
                 sm = np.stack([mia.logit_confidence(mia.probabilities(s, m_x), m_y) for s in shadow_models])
                 so = np.stack([mia.logit_confidence(mia.probabilities(s, o_x), o_y) for s in shadow_models])
                 result = mia.lira_offline(mia.logit_confidence(m_p, m_y), mia.logit_confidence(o_p, o_y), sm, so, seed)
@@ -259,11 +267,14 @@ def attack_run(
             out["attacks"]["attribute"] = {"not_applicable": no_release}
         else:
             out["attacks"]["attribute"] = _attribute(pipe, attribute_aux, attribute_victims, seed)
+        bar.update(1)
     if "inversion" in attacks:
         if central:
             out["attacks"]["inversion"] = {"not_applicable": no_release}
         else:
             out["attacks"]["inversion"] = _inversion(pipe, ds, targets, inversion_aux, seed)
+        bar.update(1)
+    bar.close()
     out["seconds"] = round(time.perf_counter() - started, 1)
     path = folder / "attacks.json"
     if path.is_file():  # attacks not re-run this time keep their earlier results
@@ -359,14 +370,12 @@ def headline(result: Mapping[str, Any]) -> dict[str, Any]:
 
 def attack_folder(folder: str | Path, attacks: Sequence[str] = ATTACKS, **kw: Any) -> list[dict[str, Any]]:
     """Attack every run under ``folder``; writes ``attacks.csv`` (+ ``attacks_vs_epsilon.png`` for several runs)."""
-    from tqdm import tqdm
-
     folder = Path(folder)
     runs = run_folders(folder)
     if not runs:
         raise FileNotFoundError(f"no completed run with an attack state under {folder}")
     rows = []
-    for run in tqdm(runs, desc="attacks", unit="run"):
+    for run in progress_bar(runs, desc=f"attacking {len(runs)} run(s)", unit="runs"):
         result = attack_run(run, attacks, **kw)
         summary = json.loads((run / "summary.json").read_text())
         cfg = json.loads((run / "config.json").read_text())["config"]

@@ -58,6 +58,8 @@ from typing import Any
 import numpy as np
 import torch
 
+from fl.reporting.progress import bar as progress_bar
+
 TAMPERS = ("", "epsilon-3x", "redraw-uncharged", "leaky-map", "unsanitized")
 LEVELS = ("sentence", "label", "word", "document")
 
@@ -419,10 +421,21 @@ def audit_run(
             )
         )
 
+    pilot = int(pilot_trials) if pilot_trials is not None else max(int(trials) // 4, 2)  # audit_pair's default
+    bar = progress_bar(total=2 * (int(trials) + pilot), desc=f"auditing the {level} level's flow", unit="draws")
+
+    def counted(draw: Any) -> Any:
+        def sample(n: int, gen: torch.Generator) -> torch.Tensor:
+            out = draw(n, gen)
+            bar.update(n)
+            return out
+
+        return sample
+
     try:
         result = audit_pair(
-            sampler(ex, yx, texts[0], blocks[0]),
-            sampler(ep, yp, texts[1], blocks[1]),
+            counted(sampler(ex, yx, texts[0], blocks[0])),
+            counted(sampler(ep, yp, texts[1], blocks[1])),
             int(trials),
             seed=int(seed),
             pilot_samples=pilot_trials,
@@ -432,6 +445,7 @@ def audit_run(
             chunk_size=4096,
         )
     finally:
+        bar.close()
         scratch.cleanup()
     return FlowAudit(
         level=level,

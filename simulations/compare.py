@@ -282,6 +282,7 @@ def rows_for(run: sw.Run, sweep_dir: Path, targets: Mapping[str, float] | None =
         "results_folder": str(folder),
         "ldp_guarantee_holds": summary.get("ldp_guarantee_holds"),
         "evaluation_covered": summary.get("evaluation_covered", False),
+        "training_moved": (summary.get("outcome") or {}).get("training_moved"),
     }
     if run.values.get("mode") == "central":
         unit = run.values.get("central-unit", "user")
@@ -376,6 +377,7 @@ def aggregate(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
         ceiling_rr, _ = _stats([m.get("ceiling_public_rr") for m in members])
         f1, f1_sd = _stats([m.get("macro_f1") for m in members])
         wall, _ = _stats([m.get("wall_seconds") for m in members])
+        moved = [m.get("training_moved") for m in members if m.get("training_moved") is not None]
         points.append(
             {
                 "series": series,
@@ -405,6 +407,7 @@ def aggregate(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
                 "macro_f1_mean": f1,
                 "macro_f1_sd": f1_sd,
                 "wall_seconds_mean": wall,
+                "training_moved": all(moved) if moved else None,  # False: some seed's scores never moved
                 "runs": " ".join(m["run_name"] for m in members),
             }
         )
@@ -578,6 +581,7 @@ def compare(
     jobs: int = 1,
     label_share: str = "auto",
     labels_clear: bool = False,
+    central_check: bool = True,
 ) -> int:
     """The ``sanitas compare`` command; returns 0 when every run finished, 1 otherwise.
 
@@ -590,6 +594,10 @@ def compare(
 
     ``collect``: run nothing; tabulate the plan's runs that already have a summary, name the
     missing ones on stderr, and return 0 (the table says n per point).
+
+    ``central_check``: before anything runs, emulate each user-level central point on the central runs'
+    public data (:mod:`simulations.central_check`) and refuse points that learn nothing there, naming
+    what to change.
 
     ``attacks``: then run those attacks on every finished run (``simulations.attack``: attacks.csv and
     attacks_vs_epsilon.png in the comparison folder)."""
@@ -637,6 +645,16 @@ def compare(
         if total is not None:
             run_targets[r.name] = total
     sw.check_runs(config, runs, sets, sweep_dir)
+    checked: dict[str, Any] = {"unchecked": "--central-check off"}
+    if central_check and not collect and any(r.values.get("central-unit") == "user" for r in runs):
+        from simulations.central_check import check_central_points
+
+        checked = check_central_points(central_cfg, noise, seed_list[0])  # refuses before anything runs
+        note = checked.get("unchecked") or (
+            f"learn on public data ({len(checked['emulations'])} emulated, server-learning-rate "
+            f"{checked['server_learning_rate']:g})"
+        )
+        print(f"sanitas: central points: {note}", flush=True)
     if collect:
         missing = [r.name for r in runs if _summary(sweep_dir / r.name) is None]
         print(f"sanitas: collecting {len(runs) - len(missing)} of {len(runs)} runs from {sweep_dir}", flush=True)
@@ -673,6 +691,7 @@ def compare(
         "public_model_accuracy": {str(k): v for k, v in public_accuracy.items()},
         "test_class_priors": priors,
         "seeds": list(seeds),
+        "central_check": checked,
     }
     majority = max(priors) if priors else None  # the rate a model that learned nothing reaches
     csv_path, json_path, png = write(

@@ -151,18 +151,25 @@ def _hub_bars_off() -> Callable[[], None]:
 
 
 def _show_rounds(folder: Path, num_rounds: int, stop: threading.Event) -> None:
-    """One rich progress bar over the rounds, read from ``status.json`` (both backends write it)."""
+    """One rich progress bar over the rounds, read from ``status.json`` (both backends write it), its
+    text naming the long phase running now in this process when there is one
+    (:func:`fl.reporting.progress.current`: public tuning, the map's scale search, encoding, ...)."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from fl.reporting.progress import current
 
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
     with Progress(*columns, transient=True) as progress:
         task = progress.add_task("setting up (data, nodes, public map)", total=max(num_rounds, 1))
+        done = None
         while not stop.wait(0.5):
             try:
                 done = int(json.loads((folder / "status.json").read_text()).get("completed_rounds", 0))
             except (OSError, ValueError):
-                continue
-            progress.update(task, completed=done, description=f"round {min(done + 1, num_rounds)}/{num_rounds}")
+                pass
+            where = "setting up" if done is None else f"round {min(done + 1, num_rounds)}/{num_rounds}"
+            phase = current()
+            progress.update(task, completed=done or 0, description=f"{where}: {phase}" if phase else where)
 
 
 def privacy_text(summary: Mapping[str, Any]) -> str:
@@ -185,6 +192,17 @@ def privacy_text(summary: Mapping[str, Any]) -> str:
     return f"epsilon {composed:.3g} per user for the embedding (local DP); labels in the clear: no finite epsilon"
 
 
+def outcome_verdict(block: Mapping[str, Any]) -> str:
+    """Whether the run learned, against the majority-class rate (``summary.json``'s ``outcome``)."""
+    majority = block.get("majority_class_rate")
+    if majority is None:
+        return ""
+    if block.get("learned_nothing"):
+        still = "; its scores never moved" if block.get("training_moved") is False else ""
+        return f"NO: not above the majority-class rate {majority:.4f}{still}"
+    return f"yes (majority-class rate {majority:.4f})"
+
+
 def summary_table(summary: Mapping[str, Any]) -> Any:
     """The final summary as a rich table: accuracy, macro-F1, per-user epsilon, wall time, folder."""
     from rich.table import Table
@@ -199,6 +217,9 @@ def summary_table(summary: Mapping[str, Any]) -> Any:
 
     table.add_row("accuracy", number(final.get("accuracy")))
     table.add_row("macro-F1", number(final.get("macro_f1")))
+    verdict = outcome_verdict(summary.get("outcome") or {})
+    if verdict:
+        table.add_row("learned", verdict)
     table.add_row("privacy", privacy_text(summary))
     table.add_row("wall time", f"{summary.get('wall_seconds', float('nan')):.1f} s")
     table.add_row("results", str(summary.get("results_folder", "")))

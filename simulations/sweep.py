@@ -113,6 +113,8 @@ METRIC_COLUMNS: tuple[str, ...] = (
     "random_guess_f1",
     "ldp_guarantee_holds",
     "evaluation_covered",
+    "majority_class_rate",
+    "training_moved",
     "wall_seconds",
     "process_seconds",
     "point",
@@ -445,6 +447,8 @@ def collect_row(run: Run, sweep_dir: Path, keys: Sequence[str]) -> dict[str, Any
         dataset=row.get("dataset") or summary.get("dataset"),
         ldp_guarantee_holds=summary.get("ldp_guarantee_holds"),
         evaluation_covered=summary.get("evaluation_covered", False),
+        majority_class_rate=(summary.get("outcome") or {}).get("majority_class_rate"),
+        training_moved=(summary.get("outcome") or {}).get("training_moved"),
         wall_seconds=summary.get("wall_seconds"),
         results_folder=summary.get("results_folder", str(folder)),
     )
@@ -522,6 +526,8 @@ def summarize(rows: Sequence[Mapping[str, Any]], keys: Sequence[str]) -> list[di
         present = [c for c in SEED_FREE_COLUMNS if any(m.get(c) is not None for m in done)]
         differ = agg.differing(done, [*present, *POINT_COLUMNS]) if done else []
         privacy = {c: first.get(c) for c in SEED_FREE_COLUMNS if c in present or c in METRIC_COLUMNS}
+        majorities = agg.finite(m.get("majority_class_rate") for m in done)
+        moved = [m.get("training_moved") for m in done if m.get("training_moved") is not None]
         for c in differ:
             if c in privacy:
                 values = agg.finite(m.get(c) for m in done)
@@ -540,6 +546,10 @@ def summarize(rows: Sequence[Mapping[str, Any]], keys: Sequence[str]) -> list[di
                 "epsilons_differ": any(c in SEED_FREE_COLUMNS for c in differ),
                 "differs_across_seeds": " ".join(differ),
                 **{c: first.get(c) for c in POINT_COLUMNS},
+                # The test split's majority-class rate (the largest over the seeds' splits) and whether
+                # every run's scores moved over its rounds: what "learned nothing" is judged by.
+                "majority_class_rate": max(majorities) if majorities else None,
+                "training_moved": all(moved) if moved else None,
                 **agg.stat_columns(done, ["wall_seconds"]),
                 "runs": " ".join(str(m.get("run_name")) for m in members),
             }
@@ -615,6 +625,11 @@ def plot_accuracy(points: Sequence[Mapping[str, Any]], keys: Sequence[str], path
                 )
                 if sd is not None:
                     ax.axhspan(mean - sd, mean + sd, color=color, alpha=0.12, linewidth=0)
+    majority = agg.finite(p.get("majority_class_rate") for p in done)
+    if majority:  # what a model that learned nothing scores (above 1 / classes where classes are imbalanced)
+        ax.axhline(
+            max(majority), color="crimson", linestyle="-.", alpha=0.6, label=f"majority class {max(majority):.3f}"
+        )
     if any(p["n"] == 1 for p in done if p.get("epsilon") is not None) or any(p["n"] == 1 for p in not_ldp):
         agg.add_one_seed_note(ax)
     if not done:
@@ -679,6 +694,33 @@ def _plot_not_ldp(ax: Any, points: Sequence[Mapping[str, Any]], keys: Sequence[s
     )
     ax.set_xlabel("mechanism epsilon setting (not a guarantee)")
     ax.grid(alpha=0.3)
+
+
+def findings_points(points: Sequence[Mapping[str, Any]], keys: Sequence[str]) -> list[dict[str, Any]]:
+    """:func:`summarize`'s finished points as :mod:`simulations.findings` rows: ``series`` the grid values
+    other than the epsilons, ``value`` the epsilon setting (or the mechanism when there is none)."""
+    out = []
+    for p in points:
+        if not p.get("n"):
+            continue
+        series = ", ".join(
+            f"{k}={format_value(p[k])}"
+            for k in keys
+            if k not in EPSILON_KEYS and k not in SEED_KEYS and p.get(k) is not None
+        )
+        value = next((format_value(p[k]) for k in EPSILON_KEYS if p.get(k) is not None), "")
+        out.append({**p, "series": series, "value": value, "name": p.get("point", "")})
+    return out
+
+
+def print_findings(runs: Sequence[Run], sweep_dir: Path) -> None:
+    """The sweep's final table (:mod:`simulations.findings`), from ``sweep_summary.jsonl``'s points."""
+    from simulations.findings import print_findings as show
+
+    keys = point_keys(runs)
+    points = findings_points(summarize([collect_row(r, sweep_dir, grid_keys(runs)) for r in runs], keys), keys)
+    majority = agg.finite(p.get("majority_class_rate") for p in points)
+    show(points, max(majority) if majority else None, f"sweep {sweep_dir.name}", label="point")
 
 
 def write_outputs(runs: Sequence[Run], sweep_dir: Path, plot: bool = True) -> list[dict[str, Any]]:
@@ -912,6 +954,7 @@ def sweep(
         )
         rows = run_sweep(runs, sweep_dir, runner, progress, jobs, shared)
     failed = [r["run_name"] for r in rows if r["status"] != "ok"]
+    print_findings(runs, sweep_dir)
     print(
         f"sanitas: {len(rows) - len(failed)}/{len(rows)} runs done; tables {sweep_dir / 'sweep.csv'} "
         f"(per run) and {sweep_dir / 'sweep_summary.csv'} (per point, mean +- sd over seeds)",

@@ -37,9 +37,10 @@ from fl.encoding.encoder import best_device
 from fl.levels.channels import channel_class, run_label
 from fl.maps import input_map as maps
 from fl.maps.pipeline import ServerModel, build_model
-from fl.maps.public_start import supervised_start, train_public_start
+from fl.reporting.outcome import outcome, outcome_text
 from fl.reporting.results import RunWriter, run_folder
 from fl.reporting.timing import PHASES
+from fl.training.central_start import central_start
 from strategies.central_node import CentralDPAccounting, central_guarantee, make_central_strategy
 from strategies.central_user import UserLevelDPFedAvg, user_level_guarantee
 from strategies.checkpoint import RoundCheckpoints, last_checkpoint, load_checkpoint, remap_nodes
@@ -127,34 +128,10 @@ def local_run(grid: Grid, cfg: RunConfig, writer: RunWriter) -> ModeRun:
 
 def user_level_run(grid: Grid, cfg: RunConfig, writer: RunWriter, timeout: float) -> ModeRun:
     """User-level DP-FedAvg from a seeded start, or from a model trained on the public split."""
-    from mechanisms.identity import NoPrivacy
-
     nodes = discover_nodes(grid, timeout)
     first = next(iter(nodes.values()))
-    model = build_model(cfg, first.map_dim, first.encoder_dim, first.num_classes)
-    matrix = None
-    start = f"seeded random initialisation (seed {cfg.users.seed}), M1 = {cfg.release.map_in}"
-    if cfg.release.map_in == "public":
-        device = torch.device(best_device(cfg.server.device))
-        no_noise = NoPrivacy(level="sentence")  # central mode: no local sanitizer (the "none" mechanism)
-        start_map = maps.input_map("public", first.encoder_dim, first.map_dim, cfg.release.map_seed)
-        assert start_map is not None
-        gen = torch.Generator().manual_seed(int(cfg.users.seed))
-        matrix, info = train_public_start(cfg, model.to(device), start_map, no_noise, device, gen)
-        start = (
-            f"M1, M2 and the classifier trained on {info['public_documents']} public documents "
-            f"({info['public_epochs']} epochs, clean embeddings), M1 then frozen"
-        )
-    elif cfg.release.map_in == "supervised":
-        device = torch.device(best_device(cfg.server.device))
-        no_noise = NoPrivacy(level="sentence")  # central mode: no local sanitizer (the "none" mechanism)
-        gen = torch.Generator().manual_seed(int(cfg.users.seed))
-        matrix, info = supervised_start(cfg, no_noise, first.num_classes, first.map_dim, device, gen)
-        start = (
-            f"seeded random initialisation (seed {cfg.users.seed}); M1 = the public logistic regression's affine "
-            f"map on {info['public_documents']} public documents (m' = {info['map_dim']}, scale "
-            f"{info['map_scale']:g}), frozen"
-        )
+    begin = central_start(cfg, first.map_dim, first.encoder_dim, first.num_classes)
+    model, matrix, start = begin.model, begin.matrix, begin.text
     trained: torch.nn.Module = model  # the head, or (central-train = "encoder") the encoder's top part and the head
     if cfg.central.central_train == "encoder":  # the encoder's top part trains next to the head (fl.training.encoder)
         from fl.training.encoder import build_encoder_classifier, trainable_state
@@ -468,6 +445,12 @@ def run_server(grid: Grid, cfg: RunConfig, timeout: float = 3600.0, resume: bool
             fields, title, test_label = _summary(cfg, run, writer)
         if "users" in fields:
             fields["users"]["nodes_hold_own_files"] = holds_own_files(run)
+        fields["outcome"] = outcome(run.records, (fields.get("data") or {}).get("test_class_counts"))
+        if fields["outcome"]["learned_nothing"]:
+            mode = str(fields.get("mode", "local"))
+            log.warning(
+                "THIS RUN LEARNED NOTHING: %s", outcome_text(fields["outcome"], fields["final"]["accuracy"], mode)
+            )
         fields["guarantee"]["encoder"] = encoder
         fields["guarantee"]["notes"].append(encoder_note(encoder))
         summary = {

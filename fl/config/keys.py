@@ -34,6 +34,11 @@ class DataConfig:
     test_file: str = key("", "user data: optional separate test file")
     text_column: str = key("text", "user data: text column(s), comma-separated columns are joined")
     label_column: str = key("label", "user data: label column")
+    label_names: str = key(
+        "",
+        'user data: the class names in class-id order, "ham,spam" (every string label must be one; integer labels '
+        'are ids 0..k-1 and get these names); "" = the distinct labels, sorted',
+    )
     test_fraction: float = key(0.2, "seeded test split when a dataset has a single split")
     train_size: int = key(0, "seeded subsample of training documents (0 = all)")
     test_size: int = key(0, "seeded subsample of test documents (0 = all)")

@@ -355,11 +355,44 @@ def _check_public_data(cfg: Mapping[str, Any]) -> None:
     if cfg["public-dataset"] == "synthetic" or (cfg["dataset"] == "synthetic" and cfg["public-dataset"]):
         raise ConfigError('public-dataset needs text: dataset = "synthetic" has none')
     public_label_pairs(cfg["public-labels"])
-    if cfg["group-column"] and not _looks_like_path(cfg["dataset"]):
+    if cfg["group-column"] and not is_user_file(cfg["dataset"]):
         raise ConfigError(
             f"group-column = {cfg['group-column']!r} names a column of your own data file; dataset = "
             f"{cfg['dataset']!r} is a registry dataset (its groups are found by containment)"
         )
+    names = label_name_list(cfg["label-names"])
+    if names and not is_user_file(cfg["dataset"]):
+        raise ConfigError(
+            f"label-names = {cfg['label-names']!r} names the classes of your own data file; dataset = "
+            f"{cfg['dataset']!r} has fixed class names (leave label-names empty)"
+        )
+
+
+#: The endings of a user's own data file (``dataset``, ``test-file``, ``public-dataset``, ``data-path``).
+USER_FILE_SUFFIXES = (".csv", ".jsonl", ".json", ".parquet", ".jsonl.gz", ".csv.gz")
+
+
+def is_user_file(name: str) -> bool:
+    """True when ``dataset`` names a file rather than a registry entry: a data-file ending, or a path."""
+    return name.lower().endswith(USER_FILE_SUFFIXES) or "/" in name or "\\" in name
+
+
+def label_name_list(text: str) -> list[str]:
+    """``label-names``: ``"ham, spam"`` -> ``["ham", "spam"]`` (class ids 0, 1, ... in this order), ``""`` -> ``[]``.
+
+    Guarantees at least 2 distinct, non-empty names when any are given; else a one-line :class:`ConfigError`.
+    """
+    if not str(text).strip():
+        return []
+    names = [part.strip() for part in str(text).split(",")]
+    if "" in names:
+        raise ConfigError(f"label-names = {text!r} has an empty name: list the class names separated by commas")
+    repeated = sorted({n for n in names if names.count(n) > 1})
+    if repeated:
+        raise ConfigError(f"label-names = {text!r} names {', '.join(map(repr, repeated))} more than once")
+    if len(names) < 2:
+        raise ConfigError(f"label-names = {text!r} names one class: a classifier needs at least 2")
+    return names
 
 
 def public_label_pairs(text: str) -> dict[str, str]:

@@ -223,6 +223,11 @@ class TextDataset:
             "test_documents": len(self.test),
             "public_documents": 0 if self.public is None else len(self.public),
             "num_classes": self.num_classes,
+            # The test split's labels per class: its majority-class rate is what a model that learned
+            # nothing scores (fl.reporting.outcome).
+            "test_class_counts": np.bincount(
+                np.asarray(self.test["label"][:], dtype=np.int64), minlength=self.num_classes
+            ).tolist(),
             "dropped_empty_documents": self.dropped_empty,
             "dropped_short_documents": self.dropped_short,
         }
@@ -444,6 +449,7 @@ def _other_public(cfg: dict[str, Any], label_names: list[str], seed: int) -> tup
         "test-size": 0,
         "test-file": "",
         "group-column": "",
+        "label-names": "",  # its own names: public-labels maps them to the run's
         "word-mechanism": "none",
         "document-mechanism": "none",
     }
@@ -517,6 +523,7 @@ DATA_KEYS = (
     "test-file",
     "text-column",
     "label-column",
+    "label-names",
     "test-fraction",
     "train-size",
     "test-size",

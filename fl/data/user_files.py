@@ -15,16 +15,12 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from fl.config import ConfigError, level_of
-
-USER_FILE_SUFFIXES = (".csv", ".jsonl", ".json", ".parquet", ".jsonl.gz", ".csv.gz")
+from fl.config.run_config import USER_FILE_SUFFIXES, label_name_list
+from fl.config.run_config import is_user_file as is_user_file  # decided with the config checks; re-exported
+from mechanisms.suggest import did_you_mean
 
 if TYPE_CHECKING:
     import datasets
-
-
-def is_user_file(name: str) -> bool:
-    """True when ``dataset`` names a file rather than a registry entry."""
-    return name.lower().endswith(USER_FILE_SUFFIXES) or "/" in name or "\\" in name
 
 
 def standardise(
@@ -138,13 +134,28 @@ def _read_file(builder: str, path: str) -> datasets.Dataset:
     return ds
 
 
-def _missing_label(v: Any) -> bool:
+def read_data_file(path: str) -> datasets.Dataset:
+    """A user's data file as it is, every column (what ``sanitas init-config`` inspects): guarantees at
+    least one row, or a one-line ``ValueError``/``FileNotFoundError`` naming the file and the problem."""
+    file = Path(path).expanduser()
+    if not file.name.lower().endswith(USER_FILE_SUFFIXES):
+        raise ValueError(f"data file {path!r}: not a .csv, .jsonl, .json or .parquet file (gzipped .csv.gz, .jsonl.gz)")
+    if not file.is_file():
+        raise FileNotFoundError(f"data file {path!r} not found")
+    if file.stat().st_size == 0:
+        raise ValueError(f"data file {path!r} is empty")
+    with quiet_datasets():
+        return _read_file(_builder(path), path)
+
+
+def is_missing_label(v: Any) -> bool:
+    """A label the run refuses: None, NaN, or empty or whitespace-only text."""
     return v is None or (isinstance(v, float) and math.isnan(v)) or (isinstance(v, str) and not v.strip())
 
 
 def _check_labels(labels: list[Any], path: str, column: str) -> None:
     """Every row has a label: no empty, null or NaN one (a one-line ``ValueError`` naming the file)."""
-    missing = [i for i, v in enumerate(labels) if _missing_label(v)]
+    missing = [i for i, v in enumerate(labels) if is_missing_label(v)]
     if missing:
         raise ValueError(
             f"data file {path!r}: label-column {column!r} is empty, null or NaN in {len(missing)} row(s) "
@@ -169,7 +180,7 @@ def _check_integer_labels(
         rule = (
             "integer labels are class ids 0, 1, ..."
             if num_classes is None
-            else f"{names_file} names {num_classes} classes, ids 0..{num_classes - 1}"
+            else f"{names_file or 'label-names'} names {num_classes} classes, ids 0..{num_classes - 1}"
         )
         raise ValueError(
             f"data file {path!r}: label {int(values[bad[0]])} at row {int(bad[0])} is out of range ({rule}; "
@@ -178,7 +189,13 @@ def _check_integer_labels(
 
 
 def read_user_files(cfg: Mapping[str, Any]) -> tuple[dict[str, datasets.Dataset], list[str], dict[str, str]]:
-    """The user's data file (and test file): splits, class names and each split's file."""
+    """The user's data file (and test file): splits, class names and each split's file.
+
+    Class ids follow ``label-names`` when it is set (string labels must each be one of its names;
+    integer labels are ids below its count), else the distinct string labels in sorted order
+    (integer labels are the ids themselves). Guarantees a ``label`` column of class ids and at least
+    2 classes among the labels, or a one-line ``ValueError`` naming the file.
+    """
     files = {"train": cfg["dataset"]}
     if cfg["test-file"]:
         files["test"] = cfg["test-file"]
@@ -193,25 +210,45 @@ def read_user_files(cfg: Mapping[str, Any]) -> tuple[dict[str, datasets.Dataset]
         _check_integer_labels(splits[role]["label"][:], path, label_col)
     sources = {role: f"data file {path!r}" for role, path in files.items()}
     if "test" not in splits:
-        splits, sources = {"pool": splits["train"]}, {"pool": sources["train"]}
-    # String labels become class ids (sorted, so the mapping is deterministic).
+        splits, sources, files = {"pool": splits["train"]}, {"pool": sources["train"]}, {"pool": files["train"]}
     values = sorted({str(v) for ds in splits.values() for v in ds["label"][:]})
     if len(values) < 2:
         raise ValueError(
             f"data file {cfg['dataset']!r}: every document has label {values[0]!r} (label-column {label_col!r}): "
             "a classifier needs at least 2 classes"
         )
+    given = label_name_list(cfg.get("label-names", ""))
     if all(isinstance(v, int | np.integer) for ds in splits.values() for v in ds["label"][:100]):
+        if given:  # the ids must have names: ids 0..len(given)-1
+            for role, ds in splits.items():
+                _check_integer_labels(ds["label"][:], files[role], label_col, len(given))
         num = int(max(max(ds["label"][:]) for ds in splits.values())) + 1
-        return splits, [str(i) for i in range(num)], sources
-    index = {v: i for i, v in enumerate(values)}
+        return splits, given or [str(i) for i in range(num)], sources
+    if given:
+        for role, ds in splits.items():
+            _check_named(ds["label"][:], files[role], given)
+    names = given or values  # without label-names: sorted, so the mapping is deterministic
+    index = {v: i for i, v in enumerate(names)}
     splits = {
         r: ds.map(
             lambda b: {"label_id": [index[str(v)] for v in b["label"]]}, batched=True, remove_columns=["label"]
         ).rename_column("label_id", "label")
         for r, ds in splits.items()
     }
-    return splits, values, sources
+    return splits, names, sources
+
+
+def _check_named(labels: list[Any], path: str, names: list[str]) -> None:
+    """Every string label is one of ``label-names``; else a one-line ``ValueError`` naming the file, the
+    first unknown label, its row and the names (with the closest name, when one is close)."""
+    known = set(names)
+    unknown = [i for i, v in enumerate(labels) if str(v) not in known]
+    if unknown:
+        label, more = str(labels[unknown[0]]), len(unknown) - 1
+        raise ValueError(
+            f"data file {path!r}: label {label!r} at row {unknown[0]}{f' (and {more} more row(s))' if more else ''} "
+            f"is not in label-names ({', '.join(map(repr, names))}){did_you_mean(label, names)}"
+        )
 
 
 def _merge_labels(

@@ -40,6 +40,7 @@ import torch
 from fl.config import ENCODER_DIMS, RunConfig, cache_dir
 from fl.data.sentences import split_sentences
 from fl.encoding.cache_files import atomic_write, discarded
+from fl.reporting.progress import bar as progress_bar
 from fl.reporting.progress import quiet as quiet_progress
 
 log = logging.getLogger(__name__)
@@ -595,7 +596,9 @@ def encode(
         model = load_encoder(encoder, device)
         log.info("encoding %d new texts with %s on %s", len(missing), encoder, device)
         # Stored shard by shard: an interrupted long encode keeps what it finished.
-        for start in range(0, len(missing), STORE_EVERY):
+        shards = range(0, len(missing), STORE_EVERY)
+        desc = f"encoding {len(missing)} new texts"
+        for start in progress_bar(shards, desc=desc, unit="shards", disable=True):  # logged, shown by the run
             part = missing[start : start + STORE_EVERY]
             vectors = model.encode(
                 [unique_list[i] for i in part],

@@ -45,6 +45,7 @@ from torch import nn
 from fl import config as config_mod
 from fl.config import ReleaseConfig, RunConfig
 from fl.maps.pipeline import train_epochs
+from fl.threads import blas_threads_for
 from mechanisms.base import SentenceMechanism, normalize_rows, straight_through
 from mechanisms.class_rr import sum_zero_basis
 from mechanisms.identity import NoPrivacy
@@ -140,7 +141,8 @@ def logistic_directions(
             f"a supervised map needs public documents of every class: the public split has "
             f"{present.size} of {num_classes} (raise public-fraction)"
         )
-    clf = LogisticRegression(C=float(l2), max_iter=5000).fit(x, y)
+    with blas_threads_for(float(x.size)):  # matrix-vector products: one thread (fl.threads)
+        clf = LogisticRegression(C=float(l2), max_iter=5000).fit(x, y)
     coef, intercept = clf.coef_.astype(np.float64), clf.intercept_.astype(np.float64)
     if num_classes == 2:
         return coef[0][:, None], intercept[:1]

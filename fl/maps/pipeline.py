@@ -22,6 +22,7 @@ from torch import nn
 
 from fl.config import RunConfig
 from fl.maps.stacked import TrainJob
+from fl.threads import sized_threads
 
 
 class ServerModel(nn.Module):
@@ -69,7 +70,21 @@ def train_epochs(
     hook = POINT_TRAINING.get()
     if hook is not None and forward is None:  # a point of a shared federation: trained with the others
         return hook(TrainJob(model, optimizer, x, y, int(epochs), int(batch_size), generator, progress))
-    forward = forward or model
+    with sized_threads(model, batch_size, x.device):  # a small model's steps on one thread (fl.threads)
+        return _train_epochs(model, optimizer, x, y, epochs, batch_size, generator, progress, forward or model)
+
+
+def _train_epochs(
+    model: nn.Module,
+    optimizer: torch.optim.Optimizer,
+    x: torch.Tensor,
+    y: torch.Tensor,
+    epochs: int,
+    batch_size: int,
+    generator: torch.Generator,
+    progress: Any,
+    forward: Callable[[torch.Tensor], torch.Tensor],
+) -> float:
     model.train()
     loss_fn = nn.CrossEntropyLoss()
     n = x.shape[0]
@@ -116,7 +131,8 @@ def train_and_score(
 def predict(model: nn.Module, x: torch.Tensor, batch_size: int = 8192) -> torch.Tensor:
     """Argmax class of each row."""
     model.eval()
-    out = [model(x[i : i + batch_size]).argmax(dim=1) for i in range(0, x.shape[0], batch_size)]
+    with sized_threads(model, min(batch_size, x.shape[0]), x.device):
+        out = [model(x[i : i + batch_size]).argmax(dim=1) for i in range(0, x.shape[0], batch_size)]
     return torch.cat(out) if out else torch.zeros(0, dtype=torch.int64, device=x.device)
 
 

@@ -126,7 +126,8 @@ def choose_map_scale(
     order = torch.randperm(n, generator=generator).to(x.device)
     val, fit = order[:n_val], order[n_val:]
     table = {}
-    for scale in candidates:
+    desc = f"choosing map-scale on {n_val} public hold-out documents"
+    for scale in progress_bar(candidates, desc=desc, unit="candidates", leave=False):
         matrix = maps.supervised_map(x[fit], y[fit], num_classes, m_prime, scale)
         table[scale] = public_validation_accuracy(
             cfg, matrix, (x[fit], y[fit]), (x[val], y[val]), mech, num_classes, generator

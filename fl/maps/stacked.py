@@ -25,6 +25,8 @@ import torch
 from torch import nn
 from torch.func import functional_call, vmap
 
+from fl.threads import sized_threads
+
 #: Adam's settings that must agree for one stacked optimizer to take every model's step.
 _ADAM_SETTINGS = ("lr", "betas", "eps", "weight_decay", "amsgrad", "maximize", "foreach", "capturable",
                   "differentiable", "fused", "decoupled_weight_decay")  # fmt: skip
@@ -84,6 +86,12 @@ def train_stacked(jobs: Sequence[TrainJob]) -> list[float]:
     one :func:`stack_key`."""
     if len({stack_key(j) for j in jobs}) != 1 or stack_key(jobs[0]) is None:
         raise ValueError("these training jobs do not stack (different models, optimizers, data shapes or epochs)")
+    # The threads one job alone would get (fl.threads), so the stacked floats are the ones alone gives.
+    with sized_threads(jobs[0].model, int(jobs[0].batch_size), jobs[0].x.device):
+        return _train_stacked(jobs)
+
+
+def _train_stacked(jobs: Sequence[TrainJob]) -> list[float]:
     base = jobs[0].model
     names = [k for k, _ in base.named_parameters()]
     own = [dict(j.model.named_parameters()) for j in jobs]

@@ -1,6 +1,7 @@
 """Sanitas: federated learning over private text under local differential privacy.
 
 The ``sanitas`` command line, one module per subcommand (``add_parser`` and ``handle``).
+``sanitas init-config FILE`` writes a starting config for a CSV / JSON Lines file of one's own;
 ``sanitas run CONFIG.toml`` runs one simulation; ``sweep``, ``compare`` and ``reproduce`` run many;
 ``tune`` chooses a local-DP recipe on public data only; ``audit`` and ``attack`` check what a run
 prints; ``report-documents``, ``audit-levels``, ``composition-table``, ``shuffle-table``,
@@ -28,6 +29,7 @@ from simulations.cli import (
     compare,
     composition_table,
     config_reference,
+    init_config,
     privemb_errors,
     report_documents,
     reproduce,
@@ -41,6 +43,7 @@ from simulations.cli.options import OneLineParser, setup_logging
 
 #: The subcommands, in the order ``sanitas --help`` lists them.
 SUBCOMMANDS: tuple[ModuleType, ...] = (
+    init_config,
     run,
     sweep,
     compare,

@@ -82,6 +82,13 @@ def add_parser(sub: Any) -> None:
         help="run nothing: tabulate and plot the runs of this plan already finished in OUT/NAME, "
         "and list the ones missing (a partial comparison, or a peek while one runs)",
     )
+    p.add_argument(
+        "--central-check",
+        choices=("on", "off"),
+        default="on",
+        help="on (default): before anything runs, emulate each user-level central point on the central runs' "
+        "public data and refuse the points that learn nothing there, naming what to change",
+    )
     add_attacks_option(p)
     add_timeout_option(p)
 
@@ -109,4 +116,5 @@ def handle(args: argparse.Namespace) -> int:
         attacks=args.attacks,
         label_share=args.label_share,
         labels_clear=args.labels_clear,
+        central_check=args.central_check == "on",
     )

@@ -201,6 +201,8 @@ def setup_logging() -> None:
     """INFO logs of Sanitas' own packages (Flower configures its own logger)."""
     handler = logging.StreamHandler()
     handler.setFormatter(logging.Formatter("%(levelname)s sanitas.%(name)s: %(message)s"))
+    # A long phase's progress lines are for run.log: the console shows its bar (fl.reporting.progress).
+    handler.addFilter(lambda record: not record.name.startswith("fl.progress"))
     for name in SANITAS_LOGGERS:
         logger = logging.getLogger(name)
         logger.setLevel(logging.INFO)

@@ -653,3 +653,45 @@ def test_cli_passes_seeds_to_the_sweep(monkeypatch: pytest.MonkeyPatch) -> None:
     assert seen["seeds"] == "1,2,3"
     assert cli.main(["sweep", "c.toml", "--grid", "sentence-epsilon=2", "--out", "o"]) == 0
     assert seen["seeds"] is None
+
+
+def test_the_sweep_ends_with_a_table_that_flags_points_that_learned_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Imbalanced test classes (majority-class rate 0.87): the points at or below it are flagged in the
+    final table and named in one warning; the plot draws the majority-class rate, not 0.5."""
+    runs = sw.expand([[sw.parse_grid("sentence-epsilon=2,6,10")]])
+    for run, accuracy in zip(runs, (0.866, 0.90, 0.93), strict=True):
+        folder = tmp_path / run.name
+        _summary(folder, accuracy, float(run.values["sentence-epsilon"]), 1.0)
+        summary = json.loads((folder / "summary.json").read_text())
+        flat = accuracy < 0.87
+        summary["outcome"] = {"majority_class_rate": 0.87, "training_moved": not flat, "learned_nothing": flat}
+        (folder / "summary.json").write_text(json.dumps(summary))
+    sw.write_outputs(runs, tmp_path)
+    sw.print_findings(runs, tmp_path)
+    out, err = capsys.readouterr()
+    rows = {line.split("│")[2].strip(): line for line in out.splitlines() if line.count("│") > 6}
+    assert "NO: learned nothing" in rows["2"] and "yes" in rows["6"] and "yes" in rows["10"], out
+    assert "beats the majority class (0.870)" in out
+    assert "1 point(s) did not beat the majority-class rate 0.870" in err, err
+    assert "learned nothing: sentence-epsilon=2 (" in err, err
+    with (tmp_path / "sweep_summary.csv").open() as fh:
+        points = list(csv.DictReader(fh))
+    assert [p["majority_class_rate"] for p in points] == ["0.87"] * 3
+    assert [p["training_moved"] for p in points] == ["false", "true", "true"]
+
+
+def test_a_point_whose_scores_never_moved_is_flagged_even_above_an_unknown_majority(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    runs = sw.expand([[sw.parse_grid("sentence-epsilon=2,6")]])
+    for run, still in zip(runs, (True, False), strict=True):
+        folder = tmp_path / run.name
+        _summary(folder, 0.7, float(run.values["sentence-epsilon"]), 1.0)
+        summary = json.loads((folder / "summary.json").read_text())
+        summary["outcome"] = {"majority_class_rate": None, "training_moved": not still}
+        (folder / "summary.json").write_text(json.dumps(summary))
+    sw.print_findings(runs, tmp_path)
+    out, err = capsys.readouterr()
+    assert out.count("NO: training did not move") == 1 and "1 point(s)" in err

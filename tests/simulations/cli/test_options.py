@@ -23,6 +23,8 @@ ROWS: list[tuple[list[str], tuple[str, ...]]] = [
     (["sweep", "c.toml", "--out", "{dir}", "--attacks", "mia,telepathy"], ("argument --attacks", "'telepathy'")),
     (["compare", "c.toml", "--out", "{file}"], ("compare: argument --out", "is a file")),
     (["compare", "c.toml", "--out", "{dir}", "--node-multipliers", "1,z"], ("--node-multipliers", "'z'")),
+    (["compare", "c.toml", "--out", "{dir}", "--central-check", "of"], ("--central-check", "'of'")),
+    (["init-config", "{file}", "--out", "{dir}"], ("init-config: argument --out", "is a folder")),
     (["tune", "c.toml", "--out", "{dir}", "--epsilons", "1,-2"], ("tune: argument --epsilons", "'-2' is not one")),
     (["tune", "c.toml", "--out", "{file}", "--epsilons", "1"], ("tune: argument --out", "is a file")),
     (["tune", "c.toml", "--out", "{dir}"], ("tune: the following arguments are required: --epsilons",)),

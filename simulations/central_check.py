@@ -1,0 +1,101 @@
+"""``sanitas compare``'s check of its user-level central points on public data, before anything runs.
+
+Each central point is emulated on the central runs' own public documents (:mod:`fl.training.public_central`;
+never the private users or the test split). A point whose emulation does not beat the public hold-out's
+majority-class rate is refused, with one message that names the point, what the emulation measured, and
+what to change: the smallest ``server-learning-rate`` (from :data:`LR_FACTORS` times the configured one)
+at which every point learns on public data when there is one, else the other keys. Without public data in
+the central runs (``public-fraction = 0`` and no ``public-dataset``) nothing can be checked: compare says
+so and its final table still flags any point that learned nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from fl import config as config_mod
+
+#: Fewest public documents an emulation is run on (a fifth of them are its hold-out).
+MIN_PUBLIC = 50
+#: Server learning rates tried on public data, as multiples of the configured one.
+LR_FACTORS = (1.0, 3.0, 10.0, 30.0, 100.0)
+
+
+def _public_embeddings(cfg: config_mod.RunConfig) -> tuple[Any, Any, int] | None:
+    """The central runs' public embeddings (their encoder), labels and number of classes; None without
+    public documents."""
+    import numpy as np
+    import torch
+
+    from fl.data import datasets as data
+    from fl.encoding.encoder import embed_texts
+    from fl.encoding.public_tuning import with_tuned_encoder
+
+    loaded = data.load(cfg)
+    public = getattr(loaded, "public", None)
+    if public is None:
+        return None
+    tuned = with_tuned_encoder(cfg)
+    x = torch.as_tensor(np.asarray(embed_texts(public["text"][:], tuned, "cpu", progress=False)), dtype=torch.float32)
+    y = torch.as_tensor(np.asarray(public["label"][:], dtype=np.int64))
+    return x, y, int(loaded.num_classes)
+
+
+def check_central_points(central_cfg: Mapping[str, Any], noise: Mapping[float, float], seed: int) -> dict[str, Any]:
+    """Emulate each user-level central point (target epsilon -> noise multiplier in ``noise``) on the
+    public documents of ``central_cfg`` at ``seed``; returns what was checked (``emulations``) or why
+    nothing was (``unchecked``). Raises :class:`fl.config.ConfigError` naming the points that learn
+    nothing there and what to change."""
+    from fl.reporting.progress import bar
+    from fl.training.public_central import emulate_user_level
+
+    cfg = config_mod.as_run_config(dict(central_cfg)).replace(seed=seed)
+    if cfg.central.central_unit != "user" or cfg.central.central_train != "head":
+        return {"unchecked": "only the head of user-level central points is emulated on public data"}
+    public = _public_embeddings(cfg)
+    if public is None:
+        return {
+            "unchecked": "the central runs have no public data (public-fraction = 0 and no public-dataset): "
+            "their settings cannot be checked before they run"
+        }
+    x, y, num_classes = public
+    if int(y.shape[0]) < MIN_PUBLIC:
+        return {"unchecked": f"the central runs' public part has {int(y.shape[0])} documents (< {MIN_PUBLIC})"}
+    configured = float(cfg.central.server_learning_rate)
+    found: dict[float, list[Any]] = {}
+    with bar(total=len(LR_FACTORS) * len(noise), desc="checking central points on public data", unit="runs") as shown:
+        for factor in LR_FACTORS:
+            lr = configured * factor
+            found[lr] = []
+            for z in noise.values():
+                found[lr].append(emulate_user_level(cfg, x, y, num_classes, z, lr))
+                shown.update(1)
+            if factor == 1.0 and all(e.learned for e in found[lr]):
+                break
+    first = found[configured]
+    report = {"server_learning_rate": configured, "emulations": [e.to_dict() for e in first]}
+    flat = [(t, e) for t, e in zip(noise, first, strict=True) if not e.learned]
+    if not flat:
+        return report
+    works = next((lr for lr, runs in found.items() if lr != configured and all(e.learned for e in runs)), None)
+    sample = flat[0][1]
+    points = ", ".join(
+        f"epsilon {t:g} (noise multiplier {e.noise_multiplier:.3g}: hold-out accuracy {e.accuracy[-1]:.3f} after "
+        f"round {e.rounds})"
+        for t, e in flat
+    )
+    change = (
+        f"on public data every point learns at server-learning-rate = {works:g}: add "
+        f"--central-set server-learning-rate={works:g}"
+        if works is not None
+        else "no server-learning-rate up to 100x the configured one helps on public data: raise num-server-rounds, "
+        "client-learning-rate or central-cohort-size, or drop these --central-epsilons"
+    )
+    raise config_mod.ConfigError(
+        f"central points learn nothing on public data with these settings: {points}, against the majority-class "
+        f"rate {sample.majority_class_rate:.3f} of {sample.hold_out} public hold-out documents (user-level "
+        f"DP-FedAvg emulated with {sample.users} public users, about {sample.cohort:.0f} per round, "
+        f"{sample.rounds} rounds, server-learning-rate {configured:g}, client-learning-rate "
+        f"{float(cfg.central.client_learning_rate):g}); {change} (or --central-check off to run them anyway)"
+    )
