@@ -18,6 +18,8 @@ from fl import config as config_mod
 
 #: Fewest public documents an emulation is run on (a fifth of them are its hold-out).
 MIN_PUBLIC = 50
+#: The noise multiplier of the noise-free emulation (the mean needs one > 0; this one adds nothing visible).
+NO_NOISE = 1e-9
 #: Server learning rates tried on public data, as multiples of the configured one.
 LR_FACTORS = (1.0, 3.0, 10.0, 30.0, 100.0)
 
@@ -80,6 +82,16 @@ def check_central_points(central_cfg: Mapping[str, Any], noise: Mapping[float, f
         return report
     works = next((lr for lr, runs in found.items() if lr != configured and all(e.learned for e in runs)), None)
     sample = flat[0][1]
+    # The same settings without noise: is it the noise (too small an epsilon for so few users) or the
+    # settings (learning rates, rounds) that keep the model where it started?
+    clean = emulate_user_level(cfg, x, y, num_classes, NO_NOISE, configured)
+    cause = (
+        f"without noise the same settings reach {clean.accuracy[-1]:.3f}, so the noise is what these points cannot "
+        "carry (fewer users, or a smaller epsilon, than this model needs)"
+        if clean.learned
+        else f"even without noise the same settings reach only {clean.accuracy[-1]:.3f}: the learning rates and "
+        "rounds do not move this model"
+    )
     points = ", ".join(
         f"epsilon {t:g} (noise multiplier {e.noise_multiplier:.3g}: hold-out accuracy {e.accuracy[-1]:.3f} after "
         f"round {e.rounds})"
@@ -97,5 +109,6 @@ def check_central_points(central_cfg: Mapping[str, Any], noise: Mapping[float, f
         f"rate {sample.majority_class_rate:.3f} of {sample.hold_out} public hold-out documents (user-level "
         f"DP-FedAvg emulated with {sample.users} public users, about {sample.cohort:.0f} per round, "
         f"{sample.rounds} rounds, server-learning-rate {configured:g}, client-learning-rate "
-        f"{float(cfg.central.client_learning_rate):g}); {change} (or --central-check off to run them anyway)"
+        f"{float(cfg.central.client_learning_rate):g}); {cause}; {change} (or --central-check off to run them "
+        "anyway)"
     )

@@ -550,7 +550,12 @@ def plot(
         sd = f" +- {p['accuracy_sd']:.3f}" if p.get("accuracy_sd") is not None else ""
         ax.axhline(p["accuracy_mean"], color="gray", linestyle=":", label=f"non-private {p['accuracy_mean']:.3f}{sd}")
     if random_guess is not None:
-        ax.axhline(random_guess, color="crimson", linestyle="-.", alpha=0.6, label=f"{baseline} {random_guess:.2f}")
+        ax.axhline(random_guess, color="crimson", linestyle="-.", alpha=0.6, label=f"{baseline} {random_guess:.3f}")
+        if baseline == "majority class":
+            from simulations.findings import mark_not_learned, not_learned
+
+            flat = [p for p in not_learned(points, random_guess) if p.get("epsilon") is not None]
+            mark_not_learned(ax, [p["epsilon"] for p in flat], [p["accuracy_mean"] for p in flat])
     ax.set_xscale("log")
     ax.set_xlabel("per-user epsilon (log scale; delta in compare.csv)")
     ax.set_ylabel("final test accuracy (mean +- sd over seeds)")

@@ -84,3 +84,12 @@ def print_findings(
             flush=True,
         )
     return flat
+
+
+def mark_not_learned(ax: Any, xs: Sequence[float], ys: Sequence[float]) -> None:
+    """Cross out, on a plot, the points that learned nothing (one legend entry): they are drawn where they
+    are, never as results like the others."""
+    if xs:
+        ax.scatter(
+            xs, ys, marker="x", s=90, color="crimson", zorder=5, label="learned nothing (not above the majority class)"
+        )

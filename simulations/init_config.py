@@ -319,7 +319,7 @@ def config_entries(summary: DataSummary) -> list[Entry]:
                 'and take public documents from elsewhere: public-dataset = "other.csv" (public-labels maps its '
                 "class names onto these).",
                 f"About {sizes['public_documents']:,.0f} public documents; the rarest class ({rarest!r}) gets about "
-                f"{rare_public:,.1f} of them. The supervised map needs public documents of every class: raise "
+                f"{rare_public:,.0f} of them. The supervised map needs public documents of every class: raise "
                 "public-fraction if the run says one is missing.",
             ),
         ),

@@ -627,6 +627,10 @@ def plot_accuracy(points: Sequence[Mapping[str, Any]], keys: Sequence[str], path
                     ax.axhspan(mean - sd, mean + sd, color=color, alpha=0.12, linewidth=0)
     majority = agg.finite(p.get("majority_class_rate") for p in done)
     if majority:  # what a model that learned nothing scores (above 1 / classes where classes are imbalanced)
+        from simulations.findings import mark_not_learned, not_learned
+
+        flat = [p for p in not_learned(done, max(majority)) if p.get("epsilon") is not None]
+        mark_not_learned(ax, [p["epsilon"] for p in flat], [p["accuracy_mean"] for p in flat])
         ax.axhline(
             max(majority), color="crimson", linestyle="-.", alpha=0.6, label=f"majority class {max(majority):.3f}"
         )

@@ -33,6 +33,7 @@ from fl.attacks.state import AttackState
 from fl.attacks.state import from_model as attack_from_model
 from fl.config import RunConfig
 from fl.data import datasets as data
+from fl.data import sources
 from fl.encoding.encoder import best_device
 from fl.levels.channels import channel_class, run_label
 from fl.maps import input_map as maps
@@ -271,6 +272,8 @@ def _warn_overlap(cfg: RunConfig) -> None:
         return
     for name, who in (("overlap_private", "private users'"), ("overlap_test", "test")):
         o = public[name]
+        if sources.negligible(o):  # only the side that overlaps is worth a warning
+            continue
         share = o["contained_fraction"]
         log.warning(
             "PUBLIC DATA OVERLAPS THE %s TEXTS: %d exact duplicate(s); %s of %d sampled texts of %d+ words occur "

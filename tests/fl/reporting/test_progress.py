@@ -10,6 +10,27 @@ import pytest
 from fl.reporting import progress
 
 
+class _Lines(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__(logging.INFO)
+        self.lines: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.lines.append(record.getMessage())
+
+
+@pytest.fixture
+def logged() -> object:
+    """The progress logger's lines, whatever earlier tests did to the ``fl`` loggers' propagation."""
+    logger = logging.getLogger("fl.progress")
+    handler, level = _Lines(), logger.level
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+    yield handler.lines
+    logger.removeHandler(handler)
+    logger.setLevel(level)
+
+
 @pytest.fixture
 def quiet_console() -> object:
     previous = progress.set_quiet(True)
@@ -18,15 +39,14 @@ def quiet_console() -> object:
 
 
 def test_a_phase_logs_its_start_every_tenth_and_its_end(
-    caplog: pytest.LogCaptureFixture, quiet_console: object, monkeypatch: pytest.MonkeyPatch
+    logged: list[str], quiet_console: object, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    caplog.set_level(logging.INFO, logger="fl.progress")
     monkeypatch.setattr(progress, "QUIET_FOR", 0.0)  # a long phase (no clock is read: every update counts)
     with progress.bar(total=20, desc="choosing map-scale", unit="candidates") as bar:
         assert bar._bar is None  # quiet: no tqdm bar of its own
         for _ in range(20):
             bar.update(1)
-    lines = [r.getMessage() for r in caplog.records if r.name == "fl.progress"]
+    lines = logged
     assert lines[0] == "choosing map-scale: started (20 candidates)"
     assert lines[-1].startswith("choosing map-scale: done, 20 candidates in ")
     middle = lines[1:-1]
@@ -34,12 +54,11 @@ def test_a_phase_logs_its_start_every_tenth_and_its_end(
     assert middle[0].startswith("choosing map-scale 2/20 candidates, about ") and "left (10%" in middle[0]
 
 
-def test_a_short_phase_logs_only_its_start_and_end(caplog: pytest.LogCaptureFixture, quiet_console: object) -> None:
-    caplog.set_level(logging.INFO, logger="fl.progress")
+def test_a_short_phase_logs_only_its_start_and_end(logged: list[str], quiet_console: object) -> None:
     with progress.bar(total=20, desc="round 1: training", unit="epochs") as bar:
         for _ in range(20):
             bar.update(1)
-    lines = [r.getMessage() for r in caplog.records if r.name == "fl.progress"]
+    lines = logged
     assert len(lines) == 2 and lines[1].startswith("round 1: training: done, 20 epochs in ")
 
 
@@ -57,10 +76,9 @@ def test_the_live_phase_is_published_until_it_ends(quiet_console: object) -> Non
     assert progress.current() is None
 
 
-def test_iterating_counts_each_item_and_closes(caplog: pytest.LogCaptureFixture, quiet_console: object) -> None:
-    caplog.set_level(logging.INFO, logger="fl.progress")
+def test_iterating_counts_each_item_and_closes(logged: list[str], quiet_console: object) -> None:
     assert list(progress.bar(["a", "b", "c"], desc="attacking 3 run(s)", unit="runs")) == ["a", "b", "c"]
-    assert caplog.records[-1].getMessage().startswith("attacking 3 run(s): done, 3 runs in ")
+    assert logged[-1].startswith("attacking 3 run(s): done, 3 runs in ")
     assert progress.current() is None
 
 
