@@ -40,7 +40,7 @@ z = 1, ``local-epochs = 1`` (one SGD step per user at ``client-learning-rate = 1
   the sums; ``server_step``: sum, noise and the server-optimizer step; ``evaluate_round_trip``;
   ``accounting``: the per-user epsilon), and ``discovery`` (as in local mode: the nodes' first
   answer, cohort generation included) from a timer this child wraps around
-  ``strategies.server_app.discover_nodes`` (in its own process, where the ServerApp runs);
+  ``strategies.discovery.discover_nodes`` (in its own process, where the ServerApp runs);
   ``ray_start_and_other`` is the rest of the wall time.
 * **floor**: the same work in one process, without Flower or Ray: generate the same synthetic
   users node block by node block (the nodes' blocks, ``fl.data.partition.cohort``), draw the same
@@ -286,12 +286,12 @@ def federated_central(cfg: dict[str, Any]) -> dict[str, Any]:
     """One user-level central ``simulations.run`` of ``cfg``, timed: its phases from the round
     record's ``timing`` (``UserLevelDPFedAvg``) and a timer around the nodes' discovery."""
     import simulations
-    from strategies import server_app
+    from strategies import discovery as discovery_module
 
-    # Central mode refuses the ``strategy`` key (fl.accounting.central.check_central_config), so no
+    # Central mode refuses the ``strategy`` key (fl.config.rules.check_central_config), so no
     # timed subclass can be loaded; the ServerApp runs in this process and finds the nodes through
-    # this module attribute, so a wrapper here times the discovery.
-    discover_nodes = server_app.discover_nodes
+    # this module attribute (strategies.modes call discovery.discover_nodes), so a wrapper here times it.
+    discover_nodes = discovery_module.discover_nodes
     discovery = 0.0
 
     def timed_discover_nodes(*args: Any, **kwargs: Any) -> Any:
@@ -302,14 +302,14 @@ def federated_central(cfg: dict[str, Any]) -> dict[str, Any]:
         finally:
             discovery += time.perf_counter() - start
 
-    server_app.discover_nodes = timed_discover_nodes
+    discovery_module.discover_nodes = timed_discover_nodes
     try:
         with tempfile.TemporaryDirectory() as out:
             start = time.perf_counter()
             result = simulations.run(cfg, out=out, run_name="bench")
             wall = time.perf_counter() - start
     finally:
-        server_app.discover_nodes = discover_nodes
+        discovery_module.discover_nodes = discover_nodes
     record = result.rounds[0]
     timing = record["timing"]
     phases = {

@@ -11,8 +11,8 @@ themselves. Run it on two versions and compare::
     python benchmarks/rounds_equality.py --compare before.json after.json
 
 ``--code DIR`` runs the code of another checkout (it goes first on ``PYTHONPATH``), so one environment
-can fingerprint both. Node-level central mode is not here: Flower's FedAvg samples nodes with Python's
-unseeded ``random.sample`` and its DP wrapper draws unseeded noise, so two runs of the same code differ.
+can fingerprint both. Node-level central mode is here since its runs seed Python's and numpy's global
+generators (which Flower's FedAvg samples nodes with and its DP wrapper draws noise from) from ``noise-seed``.
 """
 
 from __future__ import annotations
@@ -54,6 +54,15 @@ RUNS: dict[str, dict[str, Any]] = {
     "document-local": {**SMALL_RUN, **LEVELS["document"]},
     # user-level central DP (DP-SGD over users' updates)
     "central-user": {**SMALL_RUN, **MODES["central-user"]},
+    # node-level central DP (Flower's DP-FedAvg wrappers; sampling and noise seeded from noise-seed)
+    "central-node": {
+        **SMALL_RUN,
+        "mode": "central",
+        "central-unit": "node",
+        "central-noise-multiplier": 1.0,
+        "central-clip": 1.0,
+        "fraction-train": 0.5,
+    },
 }
 
 #: Fields that depend on the wall clock or on where the cache lives, not on the computation.

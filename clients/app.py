@@ -1,10 +1,10 @@
-"""The Sanitas ClientApp: one app for both modes, dispatching each message by ``mode``.
+"""The Sanitas ClientApp: one app for every mode, dispatching each train and evaluate message through the
+node-side mode registry (``clients.modes``, keyed by ``fl.config.mode_name``):
 
-``mode = "local"``: local-DP releases (``clients.ldp_client``);
-``mode = "central"``: DP-FedAvg (``clients.central_client``): per-user clipped
-updates summed on the node (``central-unit = "user"``) or a node's local
-training (``central-unit = "node"``).
-Queries are the same in both modes (``clients.node``). The run config is
+``"local"``: local-DP releases (``clients.ldp_client``);
+``"central/user"`` and ``"central/node"``: DP-FedAvg (``clients.central_client``): per-user clipped
+updates summed on the node, or a node's local training.
+Queries are the same in every mode (``clients.node``). The run config is
 resolved once per process (``clients.node.resolve_once``). With ``fault-rate > 0``
 train and evaluate requests fail as scheduled (``clients.faults``).
 """
@@ -17,14 +17,9 @@ from typing import Any
 from flwr.app import Context, Message
 from flwr.clientapp import ClientApp
 
-from clients.central_client import (
-    central_clipping_mod,
-    handle_central_evaluate,
-    handle_central_train,
-    handle_user_train,
-)
+from clients.central_client import central_clipping_mod
 from clients.faults import with_faults
-from clients.ldp_client import handle_evaluate, handle_train
+from clients.modes import node_mode
 from clients.node import handle_query, resolve_once, with_published_encoder
 from fl.config import RunConfig
 
@@ -43,16 +38,12 @@ def make_client_app(overrides: Mapping[str, Any] | None = None) -> ClientApp:
     @app.train(mods=[central_clipping_mod])  # fixedclipping_mod when the server sends a clipping norm
     def train(msg: Message, context: Context) -> Message:
         cfg = resolved(context, msg)
-        if cfg.central.mode == "central":
-            handler = handle_user_train if cfg.central.central_unit == "user" else handle_central_train
-            return with_faults(handler, "train")(msg, context, cfg)
-        return with_faults(handle_train, "train")(msg, context, cfg)
+        return with_faults(node_mode(cfg).train, "train")(msg, context, cfg)
 
     @app.evaluate()
     def evaluate(msg: Message, context: Context) -> Message:
         cfg = resolved(context, msg)
-        handler = handle_central_evaluate if cfg.central.mode == "central" else handle_evaluate
-        return with_faults(handler, "evaluate")(msg, context, cfg)
+        return with_faults(node_mode(cfg).evaluate, "evaluate")(msg, context, cfg)
 
     return app
 

@@ -45,9 +45,10 @@ from torch import nn
 
 from clients.node import node_cohort, noise_secret
 from fl import wire
-from fl.accounting.central import UNIFORM_WEIGHT_KEY, check_central_config
+from fl.accounting.central import UNIFORM_WEIGHT_KEY
 from fl.cohort import Cohort
 from fl.config import ReleaseConfig, RunConfig, ServerConfig
+from fl.config.rules import check_central_config
 from fl.encoding.encoder import best_device
 from fl.maps import input_map as maps
 from fl.maps.pipeline import ServerModel, confusion_matrix, predict, train_epochs

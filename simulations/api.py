@@ -184,7 +184,7 @@ def _prepare(cfg: Mapping[str, Any], resume: bool) -> _Prepared:
     from fl.cohort import population_sizes
     from fl.data import datasets as data
     from fl.data.partition import num_nodes
-    from fl.reporting.results import run_folder
+    from strategies.modes import run_folder
 
     data.check_source(cfg)
     data.load(cfg)  # fails early (empty documents, bad columns) before any output

@@ -225,7 +225,7 @@ def attack_run(
         raise ValueError(f"unknown attack(s) {unknown}; choose from {ATTACKS}")
     started = time.perf_counter()
     cfg, state = _load_run(folder)
-    central = cfg["mode"] == "central"
+    central = not releases_embeddings(cfg)  # central modes: nodes send model updates, never embeddings
     pipe = Pipeline(cfg, state)
     ds = data.load(cfg)
     rng = np.random.default_rng(seed)
@@ -428,23 +428,28 @@ def write_markdown(folder: str | Path) -> Path:
         return (r.get("mode", ""), r.get("mechanism", ""), float(eps) if eps not in ("", "None") else -1.0)
 
     shown = [{c: show(r.get(c, "")) for c in MD_COLUMNS} for r in sorted(rows, key=order)]
-    for r in shown:
-        if r["mode"] == "central":
-            r["sentence-epsilon"] = ""  # a local-mode key: the central runs' config value means nothing
     path = folder / "attacks.md"
     path.write_text("\n".join(markdown_table(shown, MD_COLUMNS)) + "\n")
     return path
 
 
+def releases_embeddings(cfg: Mapping[str, Any]) -> bool:
+    """Whether the run's mode has its users release (sanitized) embeddings (``strategies.modes``)."""
+    from fl.config import mode_name
+    from strategies.modes import MODES
+
+    return MODES[mode_name(cfg)].releases_embeddings
+
+
 def _run_facts(cfg: Mapping[str, Any], summary: Mapping[str, Any]) -> dict[str, Any]:
     privacy = summary.get("privacy", {})
-    eps = privacy.get("epsilon_ldp") if cfg.get("mode") != "central" else privacy.get("epsilon")
+    local = releases_embeddings(cfg)  # a central run's sentence-epsilon is a config value that means nothing
     return {
         "mode": cfg.get("mode"),
-        "mechanism": cfg.get("sentence-mechanism") if cfg.get("mode") != "central" else "central",
-        "sentence-epsilon": cfg.get("sentence-epsilon") if cfg.get("mode") != "central" else None,
+        "mechanism": cfg.get("sentence-mechanism") if local else "central",
+        "sentence-epsilon": cfg.get("sentence-epsilon") if local else None,
         "seed": cfg.get("seed"),
-        "per_user_epsilon": eps,
+        "per_user_epsilon": privacy.get("epsilon_ldp") if local else privacy.get("epsilon"),
         "accuracy": summary.get("final", {}).get("accuracy"),
     }
 

@@ -59,9 +59,9 @@ import numpy as np
 import torch
 
 from fl.reporting.progress import bar as progress_bar
+from mechanisms.base import LEVELS
 
 TAMPERS = ("", "epsilon-3x", "redraw-uncharged", "leaky-map", "unsanitized")
-LEVELS = ("sentence", "label", "word", "document")
 
 
 @dataclass(frozen=True)

@@ -40,11 +40,12 @@ from flwr.serverapp.strategy import (
 )
 
 from fl import wire
-from fl.accounting.central import UNIFORM_WEIGHT_KEY, check_central_config, num_sampled_nodes, privacy_record
+from fl.accounting.central import UNIFORM_WEIGHT_KEY, num_sampled_nodes, privacy_record
 from fl.accounting.delta import delta_warning, population_delta
 from fl.accounting.scope import EVALUATION_NOT_COVERED, GUARANTEE_COVERS
 from fl.config import RunConfig, as_run_config
-from fl.reporting.results import RunWriter
+from fl.config.rules import check_central_config
+from fl.reporting.results import RunWriter, keep_round
 from fl.wire import CohortInfo
 from strategies.evaluation import sum_confusions
 from strategies.grids.faults import check_not_all_failed, split_replies
@@ -282,17 +283,13 @@ class CentralDPAccounting(Strategy):
             "privacy": privacy_record(self.cfg.central, self.num_sampled, self.num_nodes, self.released),
             "seconds": round(time.time() - self._round_started, 3),
         }
-        self.records.append(record)
-        if self.writer is not None:
-            self.writer.append_round(record)
-        log.info(
-            "round %d: accuracy %.4f, macro-F1 %.4f, central epsilon %.4g (delta %g, %s)",
-            server_round,
-            record["accuracy"],
-            record["macro_f1"],
-            record["privacy"]["epsilon"],
-            record["privacy"]["delta"],
-            record["privacy"]["accountant"],
+        p = record["privacy"]
+        keep_round(
+            self.records,
+            self.writer,
+            record,
+            log,
+            f"central epsilon {p['epsilon']:.4g} (delta {p['delta']:g}, {p['accountant']})",
         )
         return MetricRecord({"accuracy": record["accuracy"], "macro_f1": record["macro_f1"]})
 

@@ -47,7 +47,7 @@ from fl.accounting.user_level import sampling_rate, user_privacy_record
 from fl.config import RunConfig, as_run_config
 from fl.encoding.encoder import best_device
 from fl.encoding.public_tuning import part_learning_rate
-from fl.reporting.results import RunWriter
+from fl.reporting.results import RunWriter, keep_round
 from fl.training.encoder import trainable_state
 from fl.training.user_updates import hash_seed, noisy_mean
 from fl.wire import CohortInfo
@@ -272,18 +272,8 @@ class UserLevelDPFedAvg(Strategy):
             "timing": {k: round(v, 4) for k, v in self.timing.items()},
             "seconds": round(time.time() - self._started, 3),
         }
-        self.records.append(record)
-        if self.writer is not None:
-            self.writer.append_round(record)
-        log.info(
-            "round %d: accuracy %.4f, macro-F1 %.4f, per-user epsilon %.4g (delta %g, %s)",
-            server_round,
-            record["accuracy"],
-            record["macro_f1"],
-            privacy["epsilon"],
-            privacy["delta"],
-            privacy["accountant"],
-        )
+        text = f"per-user epsilon {privacy['epsilon']:.4g} (delta {privacy['delta']:g}, {privacy['accountant']})"
+        keep_round(self.records, self.writer, record, log, text)
         return MetricRecord({"accuracy": record["accuracy"], "macro_f1": record["macro_f1"]})
 
     def summary(self) -> None:

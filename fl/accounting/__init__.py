@@ -12,7 +12,6 @@ from fl.accounting.analysis.variation_ratio import (
 from fl.accounting.central import (
     UNIFORM_WEIGHT_KEY,
     central_epsilon,
-    check_central_config,
     noise_for_epsilon,
     num_sampled_nodes,
     privacy_record,
@@ -28,7 +27,6 @@ __all__ = [
     "ShuffledRound",
     "VRParameters",
     "central_epsilon",
-    "check_central_config",
     "compose",
     "compose_shuffled",
     "compose_shuffled_pld",

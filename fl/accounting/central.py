@@ -17,7 +17,6 @@ given to each accountant: docs/SPEC.md §15.5.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
 from functools import lru_cache
 from typing import Any
 
@@ -35,40 +34,10 @@ from fl.config import CentralConfig
 #: (a num-examples weighting would let one node move the average by more than C / k).
 UNIFORM_WEIGHT_KEY = "uniform-weight"
 
-#: The map-in modes central mode supports (M1 from public values only).
-CENTRAL_MAPS = ("random", "identity")
-#: Maps the server builds from the public split only and sends with every user-level request.
-USER_LEVEL_MAPS = ("public", "supervised")
 
 UNIT = "user (each user in one node; node-level too)"
 NEIGHBOURING = "replace-one (one user's data, or one whole node's data, changed; N nodes fixed)"
 PLD_DISCRETIZATION = 1e-3  # pessimistic PLD rounding: a valid upper bound, ~10x faster than 1e-4
-
-
-def check_central_config(cfg: Mapping[str, Any]) -> None:
-    """Refuse configurations central mode cannot run (ValueError naming the key).
-
-    Reads ``map-in``, ``central-unit`` and ``strategy``; missing keys count as their defaults.
-    """
-    map_in = cfg.get("map-in", "random")
-    unit = cfg.get("central-unit", "user")
-    allowed = (*CENTRAL_MAPS, *USER_LEVEL_MAPS) if unit == "user" else CENTRAL_MAPS
-    if map_in not in allowed:
-        raise ValueError(
-            f"mode = 'central' with central-unit = {unit!r} trains on raw embeddings through a public M1: map-in "
-            f"must be one of {allowed}, got {map_in!r} ('leaky' is a local-mode option"
-            + (
-                f"; the M1 of map-in = {map_in!r} is built by the server from the public split and sent with "
-                "each request, which needs central-unit = 'user')"
-                if map_in in USER_LEVEL_MAPS
-                else ")"
-            )
-        )
-    if cfg.get("strategy", ""):
-        raise ValueError(
-            "strategy names a custom local-mode strategy; mode = 'central' runs Flower's FedAvg inside "
-            "a DifferentialPrivacy*FixedClipping wrapper (leave strategy empty)"
-        )
 
 
 def num_sampled_nodes(fraction: float, num_nodes: int) -> int:

@@ -30,6 +30,8 @@ from fl.config.keys import (
     SimulationConfig,
     UsersConfig,
 )
+from fl.config.rules import check_central_config
+from mechanisms.base import LEVELS
 from mechanisms.suggest import did_you_mean
 
 
@@ -129,8 +131,9 @@ def resolve(overrides: Mapping[str, Any] | None = None) -> RunConfig:
     return RunConfig.from_flat(cfg)
 
 
-#: The levels a run can release at (the label channel rides along at any of them).
-LEVELS = ("sentence", "word", "document")
+#: The levels a run can release its embedding at (the label channel rides along at any of them): every
+#: level of ``mechanisms.base.LEVELS`` but the label's.
+EMBEDDING_LEVELS = tuple(level for level in LEVELS if level != "label")
 
 
 def as_run_config(cfg: Mapping[str, Any]) -> RunConfig:
@@ -151,6 +154,13 @@ def level_of(cfg: Mapping[str, Any]) -> str:
     if cfg["document-mechanism"] != "none":
         return "document"
     return "sentence"
+
+
+def mode_name(cfg: Mapping[str, Any]) -> str:
+    """The privacy unit's mode a run is in, decided here and nowhere else: ``"local"``, or
+    ``"central/user"`` / ``"central/node"`` by ``central-unit``. The server's and the node's mode
+    registries (``strategies.modes``, ``clients.modes``) are keyed by it."""
+    return "local" if cfg["mode"] == "local" else f"central/{cfg['central-unit']}"
 
 
 def validate(cfg: Mapping[str, Any]) -> None:
@@ -232,8 +242,6 @@ def validate(cfg: Mapping[str, Any]) -> None:
         if not (cfg[key] > 0 and math.isfinite(cfg[key])):
             raise ConfigError(f"{key} must be > 0 and finite, got {cfg[key]}")
     if cfg["mode"] == "central":
-        from fl.accounting.central import check_central_config
-
         try:
             check_central_config(cfg)
         except ValueError as err:

@@ -14,7 +14,7 @@ owns, for its level:
 * its words for the run's summary and its per-level privacy report.
 
 Which channel applies is decided once, by :func:`fl.levels.channels.make_channels`.
-A new level is one module with a subclass and one entry in ``LEVELS``.
+A new level is one module with a subclass and one entry in ``fl.levels.channels.CHANNELS``.
 """
 
 from __future__ import annotations

@@ -17,7 +17,7 @@ from fl.levels.sentence.channel import SentenceChannel
 from fl.levels.word.channel import WordChannel
 
 #: Level name -> channel class; ``fl.config.level_of`` decides which level a config selects.
-LEVELS: dict[str, type[EmbeddingChannel]] = {
+CHANNELS: dict[str, type[EmbeddingChannel]] = {
     "sentence": SentenceChannel,
     "word": WordChannel,
     "document": DocumentChannel,
@@ -26,7 +26,7 @@ LEVELS: dict[str, type[EmbeddingChannel]] = {
 
 def channel_class(cfg: RunConfig) -> type[EmbeddingChannel]:
     """The class of the run's embedding channel (its class methods need no built channel)."""
-    return LEVELS[level_of(cfg)]
+    return CHANNELS[level_of(cfg)]
 
 
 @dataclass(frozen=True)
@@ -53,12 +53,12 @@ def make_channels(
             raise ValueError("the document level needs the server's public setup")
         embedding: EmbeddingChannel = DocumentChannel(cfg, input_dim, setup)
     else:
-        embedding = LEVELS[level](cfg, input_dim, num_classes=num_classes)
+        embedding = CHANNELS[level](cfg, input_dim, num_classes=num_classes)
     return Channels(embedding, LabelChannel(cfg, num_classes))
 
 
 __all__ = [
-    "LEVELS",
+    "CHANNELS",
     "Channels",
     "DocumentChannel",
     "Drawn",

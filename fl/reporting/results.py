@@ -31,8 +31,6 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from fl.config import RunConfig
-
 
 def _jsonable(value: Any) -> Any:
     """Replace non-finite floats by None so every file is strict JSON."""
@@ -43,20 +41,6 @@ def _jsonable(value: Any) -> Any:
     if isinstance(value, list | tuple):
         return [_jsonable(v) for v in value]
     return value
-
-
-def run_folder(cfg: RunConfig) -> Path:
-    """``<out-dir>/<run-name>``; the default name is dataset-mechanism-eps-timestamp (central mode:
-    dataset-central-z<noise>-timestamp)."""
-    name = cfg.output.run_name
-    if not name and cfg.get("mode") == "central":
-        z = cfg.central.central_noise_multiplier
-        name = f"{Path(cfg.data.dataset).stem}-central-z{z:g}-{time.strftime('%Y%m%d-%H%M%S')}"
-    elif not name:
-        from fl.levels.channels import run_label  # the level's mechanism and epsilon
-
-        name = f"{Path(cfg.data.dataset).stem}-{run_label(cfg)}-{time.strftime('%Y%m%d-%H%M%S')}"
-    return Path(cfg.output.out_dir).expanduser().resolve() / name
 
 
 STATUS = "status.json"
@@ -269,3 +253,17 @@ def _flatten(record: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
         else:
             out[name] = value
     return out
+
+
+def keep_round(
+    records: list[dict[str, Any]], writer: RunWriter | None, record: dict[str, Any], logger: Any, privacy: str
+) -> None:
+    """The end of every mode's round: ``record`` appended to the strategy's ``records`` and to the run's
+    ``rounds.jsonl`` / ``rounds.csv`` (when there is a ``writer``), and one log line with its scores and
+    ``privacy`` (the mode's figure, in words)."""
+    records.append(record)
+    if writer is not None:
+        writer.append_round(record)
+    logger.info(
+        "round %d: accuracy %.4f, macro-F1 %.4f, %s", record["round"], record["accuracy"], record["macro_f1"], privacy
+    )

@@ -22,7 +22,7 @@ import logging
 import math
 import time
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 from flwr.app import ArrayRecord, ConfigRecord, Message, MetricRecord
@@ -34,11 +34,10 @@ from fl.accounting import PrivacyLedger, ShuffledRound, compose_shuffled_pld, sh
 from fl.accounting.charges import Charge
 from fl.accounting.scope import scope_fields
 from fl.config import as_run_config
-from fl.levels.channels import concat_extras
-from fl.reporting.results import RunWriter
+from fl.levels.channels import Channels, concat_extras
+from fl.reporting.results import RunWriter, keep_round
 from mechanisms.guarantee import Guarantee
 from strategies.grids.faults import StageOutcome, check_not_all_failed, split_replies
-from strategies.local.release_training import ReleaseTraining
 
 log = logging.getLogger(__name__)
 
@@ -47,6 +46,22 @@ LEAKY_WARNING = (
     "embeddings and true labels through the noise), which reveal the embeddings; the mechanism's "
     "epsilon does not bound what the server learns (docs/SPEC.md §3.2)"
 )
+
+
+class AccountedCore(Protocol):
+    """What :class:`LocalDPAccounting` reads of the strategy it accounts (the innermost one), through its
+    public attributes only, as Flower's DP wrappers read theirs: :class:`ReleaseTraining` has them, and
+    so may a strategy of one's own."""
+
+    leaky: bool  # M1 trained on unsanitized gradients: no local-DP guarantee, the figures are nominal
+    channels: Channels | None  # the run's embedding and label channels (after discovery)
+    nodes: Mapping[int, wire.CohortInfo]  # the discovered nodes
+    info: wire.CohortInfo | None  # the shapes every node shares (M1's output, classes)
+    num_train_users: int
+    num_test_users: int
+    public_info: dict[str, Any]  # what the public start did (the first round's record)
+    train_info: dict[str, Any]  # this round's training facts (its record)
+    evaluation: dict[str, Any]  # this round's federated evaluation (its record)
 
 
 def innermost(strategy: Strategy) -> Strategy:
@@ -65,7 +80,7 @@ class LocalDPAccounting(Strategy):
     ----------
     strategy : Strategy
         A :class:`ReleaseTraining`, a subclass, or wrappers around one (the
-        innermost strategy must be a ``ReleaseTraining``: its channels and
+        innermost strategy must provide :class:`AccountedCore`: its channels and
         evaluation are read).
     cfg : Mapping[str, Any]
         Resolved run config (``accounting-delta``, ``map-in``).
@@ -75,10 +90,15 @@ class LocalDPAccounting(Strategy):
 
     def __init__(self, strategy: Strategy, cfg: Mapping[str, Any], writer: RunWriter | None = None) -> None:
         core = innermost(strategy)
-        if not isinstance(core, ReleaseTraining):
-            raise TypeError("the innermost strategy must be a ReleaseTraining")
+        # Present as attributes or as properties (read only after discovery: not evaluated here).
+        missing = [k for k in AccountedCore.__annotations__ if k not in vars(core) and not hasattr(type(core), k)]
+        if missing:
+            raise TypeError(
+                f"the innermost strategy must be a ReleaseTraining or provide what the accounting reads "
+                f"(AccountedCore): {type(core).__name__} lacks {missing}"
+            )
         self.strategy = strategy
-        self.core: ReleaseTraining = core
+        self.core: AccountedCore = core  # type: ignore[assignment]
         self.cfg = as_run_config(cfg)
         self.writer = writer
         self.records: list[dict[str, Any]] = []
@@ -419,14 +439,7 @@ class LocalDPAccounting(Strategy):
             record["by_sentences"] = ev["by_sentences"]
         if server_round == 1 and core.public_info:
             record["public_pretraining"] = core.public_info
-        self.records.append(record)
-        if self.writer is not None:
-            self.writer.append_round(record)
-        log.info(
-            "round %d: accuracy %.4f, macro-F1 %.4f, clean accuracy %.4f, max eps_ldp %s",
-            server_round,
-            record["accuracy"],
-            record["macro_f1"],
-            record["clean_accuracy"],
-            record["privacy"].get("epsilon_ldp", "none (leaky)"),
+        privacy = f"clean accuracy {record['clean_accuracy']:.4f}, max eps_ldp "
+        keep_round(
+            self.records, self.writer, record, log, privacy + str(record["privacy"].get("epsilon_ldp", "none (leaky)"))
         )

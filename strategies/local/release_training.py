@@ -141,6 +141,11 @@ class ReleaseTraining(Strategy):
         """True when M1 is trained on clients' unsanitized gradients: no LDP guarantee holds."""
         return self.cfg.release.map_in == "leaky"
 
+    def stored_documents(self) -> np.ndarray:
+        """The training documents whose releases the server stores (sorted row ids): the members an
+        attacker of the server's model targets (``fl.attacks``)."""
+        return np.flatnonzero(self._slot >= 0)
+
     def setup_map(self) -> None:
         """Prepare M1: public seed (random), pretraining on the public split (public), the public
         logistic-regression map (supervised), or a leaky start."""

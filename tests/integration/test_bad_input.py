@@ -543,10 +543,6 @@ def _cli_process(argv: list[str], data_dir: Path, cache_dir: Path) -> tuple[int,
     return proc.returncode, proc.stderr
 
 
-def test_the_table_covers_at_least_30_bad_inputs() -> None:
-    assert len(ROWS) >= 30 and len({row.id for row in ROWS}) == len(ROWS)
-
-
 @pytest.mark.parametrize("bad", ROWS)
 def test_bad_input_is_refused_with_one_line(
     bad: Bad,

@@ -806,9 +806,10 @@ def test_the_audit_catches_an_undeclared_array_raw_embeddings_and_raw_labels(
 ) -> None:
     """A client that adds a per-user clean quantity under a new key, sends n(M1 x) as its release and
     its raw labels under RR: the audit names all three."""
-    import clients.app
+    from clients.modes import NODE_MODES, NodeMode
 
-    honest = clients.app.handle_train
+    local = NODE_MODES["local"]
+    honest = local.train
 
     def dishonest(msg: Message, context: Context, cfg: Mapping[str, Any]) -> Message:
         reply = honest(msg, context, cfg)
@@ -823,7 +824,7 @@ def test_the_audit_catches_an_undeclared_array_raw_embeddings_and_raw_labels(
         release["raw-norms"] = Array(c.train_emb[rows].norm(dim=1).numpy())
         return reply
 
-    monkeypatch.setattr(clients.app, "handle_train", dishonest)
+    monkeypatch.setitem(NODE_MODES, "local", NodeMode("local", train=dishonest, evaluate=local.evaluate))
     cfg = {**RUNS["sentence"], "num-server-rounds": 1, "fraction-train": 1.0}
     problems, _ = audit(simulate("dishonest", cfg, data_dir, cache_dir, tmp_path))
     assert any(p.endswith("undeclared field release/raw-norms") for p in problems), problems

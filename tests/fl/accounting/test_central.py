@@ -16,14 +16,9 @@ from dp_accounting.gaussian_mechanism import get_epsilon_gaussian
 from dp_accounting.pld import PLDAccountant
 from dp_accounting.rdp import RdpAccountant
 
-from fl.accounting.central import (
-    central_epsilon,
-    check_central_config,
-    noise_for_epsilon,
-    num_sampled_nodes,
-    privacy_record,
-)
+from fl.accounting.central import central_epsilon, noise_for_epsilon, num_sampled_nodes, privacy_record
 from fl.config import resolve
+from fl.config.rules import check_central_config
 
 REPLACE_ONE = dp_accounting.NeighboringRelation.REPLACE_ONE
 

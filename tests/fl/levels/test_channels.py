@@ -74,6 +74,33 @@ EXTRAS = {
 CASES = [(level, name) for level in ("sentence", "word", "document") for name in _names(level)]
 
 
+#: Each channel's pure-epsilon cost of the 4 rows of EXTRAS at the test epsilons (sentence 2, word 5,
+#: document 2). Sentence: epsilon for a pure or (epsilon, delta) release, epsilon times the unit sphere's
+#: diameter for a metric one (2 in the Euclidean metric, pi in the angular one). Word: per word, times the
+#: words (3, 0, 7, 3); the metric mechanisms times the vocabulary's diameter in their metric (GloVe 6B
+#: 50d). Document: per document with (2, 5, 5, 9) sentences.
+PINNED_COSTS = {
+    ("sentence", "class_rr"): [2.0] * 4,
+    ("sentence", "gaussian"): [2.0] * 4,
+    ("sentence", "laplace"): [2.0] * 4,
+    ("sentence", "planar_laplace"): [4.0] * 4,
+    ("sentence", "privemb"): [4.0] * 4,
+    ("sentence", "privunit"): [2.0] * 4,
+    ("sentence", "purkayastha"): [2 * math.pi] * 4,
+    ("word", "cmp"): [156.119846, 0.0, 364.27964, 156.119846],
+    ("word", "mahalanobis"): [151.696529, 0.0, 353.958567, 151.696529],
+    ("word", "trlaplace"): [15.0, 0.0, 35.0, 15.0],
+    ("word", "word_gaussian"): [15.0, 0.0, 35.0, 15.0],
+    ("word", "word_laplace"): [15.0, 0.0, 35.0, 15.0],
+    ("document", "deepcandidate"): [2.0, 5.0, 5.0, 9.0],
+    ("document", "truncation"): [4.0, 10.0, 10.0, 18.0],
+}
+
+
+def test_every_channel_s_cost_is_pinned() -> None:
+    assert sorted(PINNED_COSTS) == sorted(CASES)  # a new mechanism gets its pinned cost
+
+
 @pytest.mark.parametrize(("level", "name"), CASES)
 def test_cost_equals_the_ledger_charge_and_survives_the_wire(level: str, name: str) -> None:
     """Budget cost per row == what the ledger records from the wire; the wire round trip keeps
@@ -84,7 +111,7 @@ def test_cost_equals_the_ledger_charge_and_survives_the_wire(level: str, name: s
     extras = EXTRAS[level]
     n = 4
     costs = channel.costs(n, extras)
-    assert costs.shape == (n,) and np.isfinite(costs).all() and (costs >= 0).all()
+    assert costs.shape == (n,) and costs == pytest.approx(PINNED_COSTS[(level, name)], rel=1e-6)
     charges, index = channel.charges(n, extras)
     users = np.arange(n)
     ids = np.arange(n) if isinstance(channel, DocumentChannel) else None
@@ -140,6 +167,19 @@ def test_label_channel_contract(name: str) -> None:
     assert out.shape == (3,) and set(out.tolist()) <= {0, 1}
     if name == "none":
         assert np.array_equal(out, y.numpy())
+
+
+def test_the_rr_label_channel_keeps_a_label_with_the_probability_its_epsilon_gives() -> None:
+    """2-ary randomized response at epsilon 1.5 keeps a label with probability e^1.5 / (e^1.5 + 1) = 0.8176:
+    20,000 releases land within 4 standard deviations of it (power: epsilon 1.0 keeps 0.7311, 3.0 keeps
+    0.9526, both more than 30 standard deviations away)."""
+    channel = LabelChannel(config.resolve({"label-mechanism": "rr", "label-epsilon": 1.5}), num_classes=2)
+    n = 20_000
+    y = torch.arange(n) % 2
+    out = channel.release(y, torch.zeros(n, 2), None, 2, torch.Generator().manual_seed(3))
+    kept = float((torch.as_tensor(out) == y).double().mean())
+    p = math.exp(1.5) / (math.exp(1.5) + 1)
+    assert abs(kept - p) < 4 * math.sqrt(p * (1 - p) / n), (kept, p)
 
 
 def test_one_factory_decides_the_level() -> None:

@@ -23,7 +23,7 @@ from fl.maps import input_map as maps
 from fl.maps.public_start import choose_map_scale, public_embeddings, supervised_start
 from strategies.local.accounting import LocalDPAccounting
 from strategies.local.release_training import ReleaseTraining
-from strategies.server_app import guarantee_statement
+from strategies.modes.local import guarantee_statement
 from tests.support.grids import FakeGrid, task_identity  # noqa: F401  (the fixture, by name)
 
 GOOD = ["wonderful", "moving", "brilliant", "delightful", "superb", "charming", "funny", "gorgeous"]

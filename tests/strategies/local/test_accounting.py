@@ -118,11 +118,14 @@ def test_leaky_mode_records_no_guarantee() -> None:
 def test_the_accounting_is_always_outermost() -> None:
     """The ServerApp wraps whatever strategy the config names (a subclass, or a Flower-style
     wrapper) in LocalDPAccounting; the innermost strategy must be a ReleaseTraining."""
-    from strategies.server_app import local_run
+    from strategies.modes import MODES
 
-    run = local_run(None, ledger_cfg(strategy="tests.strategies.local.test_accounting:Halves"), None)  # type: ignore[arg-type]
+    cfg = ledger_cfg(strategy="tests.strategies.local.test_accounting:Halves")
+    run = MODES["local"].start(None, cfg, None, 0.0)  # type: ignore[arg-type]
     assert isinstance(run.strategy, LocalDPAccounting) and isinstance(run.strategy.strategy, Halves)
-    with pytest.raises(TypeError, match="innermost strategy must be a ReleaseTraining"):
+    with pytest.raises(
+        TypeError, match="innermost strategy must be a ReleaseTraining or provide .* lacks .*'channels'"
+    ):
         LocalDPAccounting(NotReleaseTraining(), ledger_cfg())
 
 
@@ -154,3 +157,28 @@ def test_reply_order_does_not_change_training() -> None:
     (x0, y0, m0), (x1, y1, m1) = models
     assert np.array_equal(x0, x1) and np.array_equal(y0, y1)
     assert all(np.array_equal(m0[k].numpy(), m1[k].numpy()) for k in m0)
+
+
+class OwnCore(NotReleaseTraining):
+    """A strategy of one's own, not a ReleaseTraining, with what the accounting reads (AccountedCore)."""
+
+    leaky = False
+    channels = None
+    nodes: dict = {}
+    info = None
+    num_train_users = 0
+    num_test_users = 0
+    public_info: dict = {}
+    train_info: dict = {}
+    evaluation: dict = {}
+
+
+def test_a_strategy_of_one_s_own_is_accounted_through_the_public_protocol_alone() -> None:
+    from strategies.local.accounting import AccountedCore
+
+    accounted = LocalDPAccounting(OwnCore(), ledger_cfg())
+    assert accounted.core.__class__ is OwnCore and not isinstance(accounted.core, ReleaseTraining)
+    assert set(AccountedCore.__annotations__) == {
+        "leaky", "channels", "nodes", "info", "num_train_users", "num_test_users", "public_info", "train_info",
+        "evaluation",
+    }  # fmt: skip
