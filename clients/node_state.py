@@ -30,7 +30,7 @@ from fl.reporting.results import write_atomic
 RESUMED_FROM = "resumed-from"  # strategies.checkpoint.RESUMED_FROM (clients may not import strategies)
 RESTORED_KEY = "sanitas.restored"
 #: Each snapshot is on disk (fsync) before the node replies. A runtime that runs many nodes in one
-#: process (``simulations.local_runtime``) turns this off and flushes a round's snapshots with one
+#: process (``simulations.runtime.local_runtime``) turns this off and flushes a round's snapshots with one
 #: ``os.sync()`` before the replies reach the server, which then saves its own checkpoint: the same
 #: order on disk (nodes' state, then the server's), without a disk flush per node.
 SYNC_EACH_SNAPSHOT = True

@@ -1,5 +1,5 @@
 """The ``sanitas`` CLI, run configs, sweeps, and :func:`run`: one simulation from Python."""
 
-from simulations.api import RunResult, run
+from simulations.runtime.api import RunResult, run
 
 __all__ = ["RunResult", "run"]

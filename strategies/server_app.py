@@ -104,7 +104,7 @@ def encoder_note(encoder: Mapping[str, Any]) -> str:
 
 def run_timings(grid: Grid) -> dict[str, Any]:
     """The summary's ``timings``: seconds per phase of this process so far (``fl.reporting.timing``) and, on the
-    local backend, the nodes' own seconds and what crossed the wire (``simulations.local_runtime``)."""
+    local backend, the nodes' own seconds and what crossed the wire (``simulations.runtime.local_runtime``)."""
     timings: dict[str, Any] = {"phases": PHASES.snapshot()}
     points = getattr(grid, "shared_by_points", None)
     if points:  # strategies.points: the phases and the wire are the whole federation's, all points together

@@ -16,5 +16,5 @@ Pure functions on arrays and models, one module per attack family:
   trained it).
 
 The driver that rebuilds targets and releases from a results folder is
-``simulations.attack`` (``sanitas attack``): it needs the node's release code.
+``simulations.analyses.attack`` (``sanitas attack``): it needs the node's release code.
 """

@@ -6,7 +6,7 @@ progress (once it has run :data:`QUIET_FOR` seconds: every tenth of the way, and
 :data:`LOG_EVERY` seconds) with an estimate of the time left, and its end, to the ``fl.progress``
 logger (so to ``run.log``). On the console:
 
-* quiet (``sanitas run``'s default; ``simulations.console``): no bar of its own; the phase is published
+* quiet (``sanitas run``'s default; ``simulations.runtime.console``): no bar of its own; the phase is published
   as :func:`current` and the run's one display shows it (what it is doing, how far, how long left);
 * otherwise (``--verbose``, or a command outside a run): a ``tqdm`` bar.
 

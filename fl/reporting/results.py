@@ -69,7 +69,7 @@ def read_status(folder: Path) -> dict[str, Any]:
     return json.loads(path.read_text()) if path.is_file() else {}
 
 
-#: The run's log (``simulations.console``), opened by the launcher before the server writes anything.
+#: The run's log (``simulations.runtime.console``), opened by the launcher before the server writes anything.
 RUN_LOG = "run.log"
 
 

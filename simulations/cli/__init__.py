@@ -73,7 +73,7 @@ def parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Parse ``argv`` and run the subcommand; the exit code (0 done, 1 a run or check failed, 2 bad
     input). Bad input never reaches a traceback: one line ``sanitas: error: ...`` on stderr."""
-    from simulations.api import Interrupted, RunFailed
+    from simulations.runtime.api import Interrupted, RunFailed
 
     words = list(sys.argv[1:] if argv is None else argv)
     try:

@@ -1,5 +1,5 @@
 """``sanitas attack RESULTS_DIR``: membership, attribute and inversion attacks on finished runs (logic
-in :mod:`simulations.attack`)."""
+in :mod:`simulations.analyses.attack`)."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ def add_parser(sub: Any) -> None:
         NAME,
         help="membership, attribute and inversion attacks on a results folder (one run, a sweep or a comparison)",
         description="Rebuild targets from each run's config and attack/state.pt and run the attacks "
-        "(simulations.attack): attacks.json per run; for a folder of runs also attacks.csv and "
+        "(simulations.analyses.attack): attacks.json per run; for a folder of runs also attacks.csv and "
         "attacks_vs_epsilon.png. Every result records the attacker knowledge it assumes.",
     )
     p.add_argument("results_dir", type=existing_dir, help="a run folder, or a sweep / comparison folder of runs")
@@ -32,7 +32,7 @@ def add_parser(sub: Any) -> None:
 
 
 def handle(args: argparse.Namespace) -> int:
-    from simulations.attack import attack_folder
+    from simulations.analyses.attack import attack_folder
 
     if not args.attacks:
         raise ValueError("--attacks names no attack (give mia, lira, attribute, inversion or all)")
@@ -53,7 +53,7 @@ def attack_table(rows: list[dict[str, Any]]) -> Any:
     """The attacks' headline figures, one row per run, each attack beside its chance level."""
     from rich.table import Table
 
-    from simulations.attack import MD_COLUMNS
+    from simulations.analyses.attack import MD_COLUMNS
 
     columns = ["run", *(c for c in MD_COLUMNS if any(r.get(c) is not None for r in rows))]
     table = Table(title="sanitas attack", title_justify="left")

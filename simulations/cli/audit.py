@@ -1,5 +1,5 @@
 """``sanitas audit CONFIG``: the end-to-end audit of the per-user epsilon a run prints (logic in
-:mod:`simulations.audit_run`); exit 1 when the lower bound eps_LB exceeds it."""
+:mod:`simulations.analyses.audit_run`); exit 1 when the lower bound eps_LB exceeds it."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ def add_parser(sub: Any) -> None:
         help="end-to-end audit of the per-user epsilon a run of CONFIG prints (eps_LB vs printed)",
         description="Run the client's real release code for a canary user many times (fresh node secrets, "
         "every round of the config) and report a Clopper-Pearson lower bound eps_LB on the epsilon the flow "
-        "needs, next to the per-user epsilon the run's ledger prints (simulations.audit_run).",
+        "needs, next to the per-user epsilon the run's ledger prints (simulations.analyses.audit_run).",
     )
     p.add_argument("config", help="flat TOML run config (local mode)")
     add_set_option(p, "override a config key (repeatable); values parse as TOML")
@@ -44,8 +44,8 @@ def add_parser(sub: Any) -> None:
 
 def handle(args: argparse.Namespace) -> int:
     """Print eps_LB next to the printed per-user epsilon; exit 1 when eps_LB exceeds it."""
-    from simulations.audit_run import audit_run
-    from simulations.overrides import parse_overrides
+    from simulations.analyses.audit_run import audit_run
+    from simulations.runtime.overrides import parse_overrides
 
     result = audit_run(
         args.config,

@@ -1,5 +1,5 @@
 """``sanitas audit-levels``: the end-to-end audit at every level, as one table (logic in
-:mod:`simulations.audit_levels`)."""
+:mod:`simulations.analyses.audit_levels`)."""
 
 from __future__ import annotations
 
@@ -27,7 +27,7 @@ def add_parser(sub: Any) -> None:
 
 
 def handle(args: argparse.Namespace) -> int:
-    from simulations.audit_levels import run_rows, write
+    from simulations.analyses.audit_levels import run_rows, write
 
     if not os.environ.get("SANITAS_DATA_DIR"):
         raise ValueError("set SANITAS_DATA_DIR (e.g. ../shared/data): the configs read SST-2 and AG News")

@@ -1,5 +1,5 @@
 """``sanitas compare CONFIG --out DIR``: local DP vs central DP at the same per-user unit (logic in
-:mod:`simulations.compare`)."""
+:mod:`simulations.drivers.compare`)."""
 
 from __future__ import annotations
 
@@ -30,7 +30,7 @@ def add_parser(sub: Any) -> None:
     p.add_argument(
         "--epsilons",
         default="1,3.14,6.28",
-        help="local points: whole-record pure epsilons per user (embedding + label; checked by simulations.compare)",
+        help="local points: whole-record pure epsilons per user (embedding + label; simulations.drivers.compare)",
     )
     p.add_argument(
         "--label-share",
@@ -94,7 +94,7 @@ def add_parser(sub: Any) -> None:
 
 
 def handle(args: argparse.Namespace) -> int:
-    from simulations.compare import compare
+    from simulations.drivers.compare import compare
 
     def split(text: str) -> list[str]:
         return [v for v in text.split(",") if v.strip()]

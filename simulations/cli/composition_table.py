@@ -1,5 +1,5 @@
 """``sanitas composition-table``: composed per-user figures before and after mechanism-specific
-dp-accounting events (logic in :mod:`simulations.composition_table`)."""
+dp-accounting events (logic in :mod:`simulations.analyses.composition_table`)."""
 
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ def add_parser(sub: Any) -> None:
 
 
 def handle(args: argparse.Namespace) -> int:
-    from simulations.composition_table import rows, write
+    from simulations.analyses.composition_table import rows, write
 
     _, md_path = write(rows(), Path(args.out), command_line(args))
     print(md_path.read_text())

@@ -1,5 +1,5 @@
 """``sanitas init-config FILE [--out CONFIG.toml] [--text-column C] [--label-column C] [--force]``: a
-starting run config for your own data file (logic in :mod:`simulations.init_config`)."""
+starting run config for your own data file (logic in :mod:`simulations.drivers.init_config`)."""
 
 from __future__ import annotations
 
@@ -36,7 +36,7 @@ def add_parser(sub: Any) -> None:
 def handle(args: argparse.Namespace) -> int:
     """Write the config and say what was found; bad input is one line ``sanitas: error: init-config: ...``
     (exit 2, from :func:`simulations.cli.main`)."""
-    from simulations.init_config import InitConfigError, init_config
+    from simulations.drivers.init_config import InitConfigError, init_config
 
     try:
         target, summary = init_config(args.file, args.out, args.text_column, args.label_column, args.force)

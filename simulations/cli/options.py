@@ -151,8 +151,8 @@ def choices_list(known: tuple[str, ...], what: str, everything: str | None = Non
 
 
 def attack_names(text: str) -> list[str]:
-    """``--attacks``: names from ``simulations.attack.ATTACKS``, or ``all``; empty for none."""
-    from simulations.attack import ATTACKS
+    """``--attacks``: names from ``simulations.analyses.attack.ATTACKS``, or ``all``; empty for none."""
+    from simulations.analyses.attack import ATTACKS
 
     return choices_list(tuple(ATTACKS), "attack", everything="all")(text)
 
@@ -164,7 +164,7 @@ def add_set_option(p: argparse.ArgumentParser, help_text: str) -> None:
 
 def add_timeout_option(p: argparse.ArgumentParser) -> None:
     """``--timeout SECONDS`` and ``--jobs N`` of the subcommands that run many points (warm workers,
-    :mod:`simulations.warm`)."""
+    :mod:`simulations.runtime.warm`)."""
     p.add_argument(
         "--timeout", type=positive_float, default=None, help="seconds before a run is killed and marked failed"
     )
@@ -177,7 +177,7 @@ def add_timeout_option(p: argparse.ArgumentParser) -> None:
 
 
 def add_attacks_option(p: argparse.ArgumentParser) -> None:
-    """``--attacks mia,lira,...``: attack every finished run afterwards (``simulations.attack``)."""
+    """``--attacks mia,lira,...``: attack every finished run afterwards (``simulations.analyses.attack``)."""
     p.add_argument(
         "--attacks",
         type=attack_names,

@@ -1,6 +1,6 @@
 """``sanitas privemb-errors --out DIR``: distance and inner-product errors of PrivEmb against
 full-dimensional noise (Feyisetan & Kasiviswanathan 2021, §5.1-5.2; logic in
-:mod:`simulations.privemb_errors`)."""
+:mod:`simulations.analyses.privemb_errors`)."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ NAME = "privemb-errors"
 
 
 def add_parser(sub: Any) -> None:
-    from simulations.privemb_errors import BETAS, EPSILONS, SOURCES
+    from simulations.analyses.privemb_errors import BETAS, EPSILONS, SOURCES
 
     p = sub.add_parser(
         NAME,
@@ -52,7 +52,7 @@ def add_parser(sub: Any) -> None:
 
 
 def handle(args: argparse.Namespace) -> int:
-    from simulations import privemb_errors as pe
+    from simulations.analyses import privemb_errors as pe
 
     t_start = time.perf_counter()
     seeds = [int(s) for s in args.seeds.split(",") if s.strip()]

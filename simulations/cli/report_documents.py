@@ -1,5 +1,5 @@
 """``sanitas report-documents SWEEP_DIR``: the document level's macro-F1 against epsilon and against the
-number of sentences (Meehan et al. 2022, Figure 4; logic in :mod:`simulations.doc_report`)."""
+number of sentences (Meehan et al. 2022, Figure 4; logic in :mod:`simulations.analyses.doc_report`)."""
 
 from __future__ import annotations
 
@@ -23,6 +23,6 @@ def add_parser(sub: Any) -> None:
 
 
 def handle(args: argparse.Namespace) -> int:
-    from simulations.doc_report import report
+    from simulations.analyses.doc_report import report
 
     return report(args.sweep_dir, args.epsilon)

@@ -1,5 +1,5 @@
 """``sanitas reproduce NAME --out DIR``: a registered paper reproduction, run and tabulated beside the
-paper (logic in :mod:`simulations.reproduce`, specs in ``simulations/experiments/reproductions``)."""
+paper (logic in :mod:`simulations.drivers.reproduce`, specs in ``simulations/experiments/reproductions``)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ NAME = "reproduce"
 
 
 def add_parser(sub: Any) -> None:
-    from simulations.reproductions import REPRODUCTIONS
+    from simulations.drivers.reproductions import REPRODUCTIONS
 
     p = sub.add_parser(
         NAME,
@@ -36,7 +36,7 @@ def add_parser(sub: Any) -> None:
 
 
 def handle(args: argparse.Namespace) -> int:
-    from simulations.reproduce import reproduce
+    from simulations.drivers.reproduce import reproduce
 
     return reproduce(
         args.name,

@@ -1,7 +1,7 @@
 """``sanitas run CONFIG.toml [--set key=value ...] [--out DIR]``, or ``sanitas run --resume DIR``.
 
 Resolves the config (file, then ``--set`` overrides), checks it and the data before anything is
-written, and runs one simulation through :func:`simulations.api.run` (the Python API) with a quiet
+written, and runs one simulation through :func:`simulations.runtime.api.run` (the Python API) with a quiet
 console and a final summary table.
 """
 
@@ -35,11 +35,11 @@ def add_parser(sub: Any) -> None:
 
 
 def handle(args: argparse.Namespace) -> int:
-    """The TOML file with ``--set`` applied, through :func:`simulations.api.run`; or, with ``--resume
-    DIR``, continue that incomplete run (:func:`simulations.api.resume`)."""
-    from simulations import api
-    from simulations.console import print_summary
-    from simulations.overrides import load_with_overrides
+    """The TOML file with ``--set`` applied, through :func:`simulations.runtime.api.run`; or, with ``--resume
+    DIR``, continue that incomplete run (:func:`simulations.runtime.api.resume`)."""
+    from simulations.runtime import api
+    from simulations.runtime.console import print_summary
+    from simulations.runtime.overrides import load_with_overrides
 
     if args.resume:
         if args.config or args.sets or args.out:

@@ -1,5 +1,5 @@
 """``sanitas shuffle-table CONFIG ...``: a sentence-level run's shuffled figures by every bound Sanitas
-has (logic in :mod:`simulations.shuffle_table`). What-if figures: Sanitas has no shuffler."""
+has (logic in :mod:`simulations.analyses.shuffle_table`). What-if figures: Sanitas has no shuffler."""
 
 from __future__ import annotations
 
@@ -35,7 +35,7 @@ def add_parser(sub: Any) -> None:
 
 
 def handle(args: argparse.Namespace) -> int:
-    from simulations.shuffle_table import median_angle, rows_for, write
+    from simulations.analyses.shuffle_table import median_angle, rows_for, write
 
     epsilons = [float(e) for e in args.epsilons.split(",") if e.strip()]
     rows: list[dict[str, Any]] = []

@@ -1,5 +1,5 @@
 """``sanitas sweep CONFIG --grid KEY=V1,V2 ... --out DIR``: one run per grid point and seed (logic in
-:mod:`simulations.sweep`)."""
+:mod:`simulations.drivers.sweep`)."""
 
 from __future__ import annotations
 
@@ -54,8 +54,8 @@ def add_parser(sub: Any) -> None:
 
 
 def handle(args: argparse.Namespace) -> int:
-    """``--grid`` specs split into products at each ``--also``, then :func:`simulations.sweep.sweep`."""
-    from simulations.sweep import sweep
+    """``--grid`` specs split into products at each ``--also``, then :func:`simulations.drivers.sweep.sweep`."""
+    from simulations.drivers.sweep import sweep
 
     blocks: list[list[str]] = [[]]
     for spec in args.grid:

@@ -1,5 +1,5 @@
 """``sanitas tune CONFIG --epsilons E,... --out DIR``: the local-DP recipe for each whole-record budget,
-chosen on public data only (logic in :mod:`simulations.tune` and :mod:`fl.maps.recipes`)."""
+chosen on public data only (logic in :mod:`simulations.drivers.tune` and :mod:`fl.maps.recipes`)."""
 
 from __future__ import annotations
 
@@ -34,6 +34,6 @@ def add_parser(sub: Any) -> None:
 
 
 def handle(args: argparse.Namespace) -> int:
-    from simulations.tune import tune
+    from simulations.drivers.tune import tune
 
     return tune(args.config, args.epsilons, args.sets, args.out)

@@ -1,5 +1,5 @@
 """``sanitas word-survival CONFIG --out DIR``: how large a per-word epsilon keeps words (logic in
-:mod:`simulations.word_survival`)."""
+:mod:`simulations.analyses.word_survival`)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ NAME = "word-survival"
 
 
 def add_parser(sub: Any) -> None:
-    from simulations.word_survival import EPSILONS, MECHANISMS
+    from simulations.analyses.word_survival import EPSILONS, MECHANISMS
 
     p = sub.add_parser(
         NAME,
@@ -33,8 +33,8 @@ def add_parser(sub: Any) -> None:
 
 def handle(args: argparse.Namespace) -> int:
     from fl import config
-    from simulations.tables import write_table
-    from simulations.word_survival import COLUMNS, NOTES, rows
+    from simulations.analyses.word_survival import COLUMNS, NOTES, rows
+    from simulations.drivers.tables import write_table
 
     out = Path(args.out)
     table = rows(

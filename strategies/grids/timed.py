@@ -2,7 +2,7 @@
 
 A round trip is everything between the server's send and the last reply: the messages'
 serialisation, the transport, queueing on the backend and the nodes' own work. The local
-backend reports the nodes' own work and the serialisation apart (``simulations.local_runtime``).
+backend reports the nodes' own work and the serialisation apart (``simulations.runtime.local_runtime``).
 """
 
 from __future__ import annotations

@@ -19,8 +19,8 @@ import pytest
 
 import simulations
 from fl.config import ConfigError
-from simulations import api
-from simulations.overrides import load_with_overrides, parse_override, parse_overrides, split_override
+from simulations.runtime import api
+from simulations.runtime.overrides import load_with_overrides, parse_override, parse_overrides, split_override
 from tests.conftest import REPO
 
 SMALL = {

@@ -18,9 +18,9 @@ import torch
 from fl.attacks.state import AttackState, from_model
 from fl.data import datasets as data
 from fl.maps.pipeline import build_model, train_epochs
-from simulations.api import resolve_config
-from simulations.attack import Pipeline
+from simulations.analyses.attack import Pipeline
 from simulations.cli import main
+from simulations.runtime.api import resolve_config
 
 RUN = {
     "dataset": "sst2",

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from simulations.audit_levels import DOCUMENT, LABEL, WORD
-from simulations.audit_run import audit_run
+from simulations.analyses.audit_levels import DOCUMENT, LABEL, WORD
+from simulations.analyses.audit_run import audit_run
 from simulations.cli import main
 
 CONFIG = LABEL  # SST-2, 400 users, 3 rounds, random M1 (m' = 2), Purkayastha eps1 0.5, RR eps 1
@@ -117,10 +117,10 @@ def test_level_must_match_the_run() -> None:
 
 
 def test_the_audit_table_rows_are_valid_configs(tmp_path: Path) -> None:
-    """simulations.audit_levels: every row's config resolves and matches its level; the table writes."""
+    """simulations.analyses.audit_levels: every row's config resolves and matches its level; the table writes."""
     from fl.levels.channels import channel_class
-    from simulations.api import resolve_config
-    from simulations.audit_levels import ROWS, write
+    from simulations.analyses.audit_levels import ROWS, write
+    from simulations.runtime.api import resolve_config
 
     for name, cfg, level, tamper, trials in ROWS:
         want = {"word": "WordChannel", "document": "DocumentChannel"}.get(level, "SentenceChannel")

@@ -1,4 +1,4 @@
-"""The local backend (in this process, ``simulations.local_runtime``) and Flower's Ray backend run the
+"""The local backend (in this process, ``simulations.runtime.local_runtime``) and Flower's Ray backend run the
 same computation: for a fixed seed their ``rounds.jsonl`` are identical, timings aside, in each mode.
 
 These are also the suite's end-to-end Ray runs (one per mode); the other end-to-end tests use the

@@ -1,7 +1,7 @@
 """Bad input, table-driven: every row is refused before anything runs or is written.
 
 One table of bad inputs fed through the ``sanitas`` CLI (a TOML run config, ``--set``
-arguments, data files), the Python API (``simulations.run``, ``simulations.api.resolve_config``)
+arguments, data files), the Python API (``simulations.run``, ``simulations.runtime.api.resolve_config``)
 and the mechanisms' public release API (``mechanisms.create(...).sanitize(...)``). A CLI row
 must exit with code 2 and print exactly one line on stderr, ``sanitas: error: ...``, naming the
 key or file and the problem, with no traceback and no results folder left behind; an API row
@@ -95,7 +95,7 @@ def _api_run(config: Mapping[str, object], **overrides: object) -> Callable[[Pat
 
 def _resolve(config: Mapping[str, object]) -> Callable[[Path], object]:
     def call(folder: Path) -> object:
-        from simulations.api import resolve_config
+        from simulations.runtime.api import resolve_config
 
         return resolve_config(config)
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from fl.config import ConfigError
-from simulations import compare as cmp
+from simulations.drivers import compare as cmp
 
 NOISE = {1.0: 3.5, 4.0: 1.2}  # target per-user epsilon -> noise multiplier (as the accountant would give)
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from fl import config as config_mod
-from simulations.api import launch, launch_points
+from simulations.runtime.api import launch, launch_points
 from tests.support.runs import MODES, SMALL_RUN, comparable
 
 NODE_LEVEL = {

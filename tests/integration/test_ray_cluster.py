@@ -27,7 +27,7 @@ from pathlib import Path
 import pytest
 
 from fl import config
-from simulations.api import backend_config
+from simulations.runtime.api import backend_config
 from tests.conftest import REPO
 from tests.support.simulation import rounds_of, run_cli
 

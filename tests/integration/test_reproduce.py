@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 
 from fl import config
-from simulations import reproduce as rp
-from simulations import sweep
 from simulations.cli import main
-from simulations.reproductions import REPRODUCTIONS, get
+from simulations.drivers import reproduce as rp
+from simulations.drivers import sweep
+from simulations.drivers.reproductions import REPRODUCTIONS, get
 
 
 @pytest.mark.parametrize("name", sorted(REPRODUCTIONS))

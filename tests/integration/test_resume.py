@@ -92,7 +92,7 @@ def test_a_killed_run_resumes_to_the_uninterrupted_result(tmp_path: Path, data_d
 
 
 def test_resume_refuses_complete_and_foreign_folders(tmp_path: Path) -> None:
-    from simulations import api
+    from simulations.runtime import api
 
     (tmp_path / "done").mkdir()
     (tmp_path / "done" / "config.json").write_text(json.dumps({"config": {}}))

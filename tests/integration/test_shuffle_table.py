@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from fl.accounting import compose_shuffled_pld, shuffle_amplification
+from simulations.analyses.shuffle_table import median_angle, rows_for
 from simulations.cli import main
-from simulations.shuffle_table import median_angle, rows_for
 
 SMALL = {
     "dataset": "sst2",

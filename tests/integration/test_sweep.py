@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from fl.config import ConfigError
-from simulations import sweep as sw
+from simulations.drivers import sweep as sw
 
 GRID = [
     'sentence-mechanism="purkayastha","planar_laplace"',
@@ -370,7 +370,7 @@ def test_runs_that_share_a_federation_run_together_and_are_recorded_each(tmp_pat
 
 
 def test_the_warm_runner_maps_each_point_outcome_to_the_sweep_record(tmp_path: Path) -> None:
-    from simulations.warm import PointOutcome
+    from simulations.runtime.warm import PointOutcome
 
     class Pool:  # what WarmPool.run answers, point by point
         def __init__(self, outcomes: list[PointOutcome]) -> None:

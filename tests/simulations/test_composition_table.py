@@ -1,4 +1,4 @@
-"""simulations.composition_table: mechanism-specific events never loosen a composed figure, and say so."""
+"""simulations.analyses.composition_table: mechanism-specific events never loosen a composed figure, and say so."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
+from simulations.analyses.composition_table import rows
 from simulations.cli import main
-from simulations.composition_table import rows
 
 
 def test_specific_events_are_never_looser_and_name_their_accountant(tmp_path: Path) -> None:

@@ -7,7 +7,7 @@ import logging
 from pathlib import Path
 
 from fl.reporting import progress
-from simulations.console import privacy_text, run_console, summary_table
+from simulations.runtime.console import privacy_text, run_console, summary_table
 
 
 def test_the_run_log_gets_everything_and_the_console_only_warnings(tmp_path: Path) -> None:

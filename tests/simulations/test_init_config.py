@@ -15,7 +15,7 @@ from fl import config
 from fl.data import datasets
 from fl.data.user_files import read_user_files
 from simulations import cli
-from simulations.init_config import CENTRAL_SETS, DataSummary, Entry, config_entries, summarise
+from simulations.drivers.init_config import CENTRAL_SETS, DataSummary, Entry, config_entries, summarise
 from tests.conftest import REPO
 
 #: 40 ham and 6 spam messages: always answering 'ham' scores 40 / 46 = 0.8696.
@@ -239,7 +239,7 @@ def test_the_example_config_runs_on_the_example_file_as_init_config_would_write_
 def test_a_column_that_is_no_label_is_refused(tmp_path: Path) -> None:
     """Would catch an id column (all values distinct) taken for a label, or a huge integer id counted
     class by class."""
-    from simulations.init_config import InitConfigError
+    from simulations.drivers.init_config import InitConfigError
 
     path = tmp_path / "notes.jsonl"
     path.write_text("".join(json.dumps({"id": i, "note": f"note {i}"}) + "\n" for i in range(5)))

@@ -10,7 +10,7 @@ from flwr.app import Array, ArrayRecord, ConfigRecord, Context, Message, RecordD
 from flwr.clientapp import ClientApp
 from flwr.serverapp import ServerApp
 
-from simulations.local_runtime import LocalGrid, run_local, wire
+from simulations.runtime.local_runtime import LocalGrid, run_local, wire
 
 
 def _app() -> ClientApp:

@@ -1,4 +1,4 @@
-"""simulations.privemb_errors: the --quick run on a tiny synthetic input, checked against theory.
+"""simulations.analyses.privemb_errors: the --quick run on a tiny synthetic input, checked against theory.
 
 The checks would fail on a wrong implementation:
 
@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 from simulations import cli
-from simulations import privemb_errors as pe
+from simulations.analyses import privemb_errors as pe
 
 DIM, N_SIDE, SEEDS = 128, 30, (1, 2, 3)
 EPS_HUGE, EPS_TINY = 1e8, 1e-3

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from fl import config
-from simulations import reproductions as reg
-from simulations import sweep
+from simulations.drivers import reproductions as reg
+from simulations.drivers import sweep
 
 REPO = Path(__file__).resolve().parents[2]
 SPECS = sorted(reg.SPEC_DIR.glob("*.toml"))

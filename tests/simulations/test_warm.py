@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from simulations.warm import WarmPool
+from simulations.runtime.warm import WarmPool
 
 FAKE = "tests.simulations.fake_cli:main"
 

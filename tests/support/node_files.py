@@ -17,7 +17,7 @@ def run_with_node_files(cfg: Mapping[str, Any], node_configs: Sequence[Mapping[s
     """The run of ``cfg`` on two nodes in this process (the local backend's grid) with these node
     configs (e.g. ``data-path``); its results folder."""
     from clients.app import make_client_app
-    from simulations.local_runtime import run_local
+    from simulations.runtime.local_runtime import run_local
     from strategies.server_app import make_server_app
 
     run_local(make_server_app(cfg), make_client_app(cfg), 2, dict(cfg), node_configs=node_configs)

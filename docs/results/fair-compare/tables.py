@@ -16,7 +16,7 @@ import shutil
 import sys
 from pathlib import Path
 
-from simulations.compare import plot
+from simulations.drivers.compare import plot
 
 HERE = Path(__file__).resolve().parent
 NAMES = ("fair-sst2", "fair-sst2-imdb-public", "fair-agnews")

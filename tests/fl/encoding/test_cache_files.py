@@ -557,7 +557,7 @@ def test_a_results_folder_is_never_overwritten(tmp_path: Path) -> None:
     (folder / "summary.json").write_text('{"accuracy": 0.9}')
     with pytest.raises(FileExistsError, match="already exists"):
         RunWriter(folder)
-    from simulations.api import launch
+    from simulations.runtime.api import launch
 
     cfg = config.resolve({"dataset": "synthetic", "num-users": 20, "out-dir": str(tmp_path / "out"), "run-name": "r"})
     with pytest.raises(FileExistsError, match="already exists"):

@@ -52,8 +52,8 @@ def test_word_survival_table_finds_where_words_survive(data_dir: Path, tmp_path:
     """sanitas word-survival: Laplace on the clipped 50-d GloVe ball keeps no word at epsilon 1 and most
     words at 500; TrLaplace keeps none even at 500 (its per-coordinate noise support is at least [-4C, 4C],
     docs/SPEC.md §7.4), with the attained per-word delta in the table."""
+    from simulations.analyses.word_survival import rows
     from simulations.cli import main
-    from simulations.word_survival import rows
 
     base = {"data-dir": str(data_dir), "cache-dir": str(tmp_path), "dataset": "sst2", "sentence-mechanism": "none"}
     base["word-options"] = "vocab_size = 10000"

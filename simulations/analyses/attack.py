@@ -140,7 +140,7 @@ class Pipeline:
 
 # ---------------------------------------------------------------------------- one run
 def _load_run(folder: Path) -> tuple[Any, AttackState]:
-    from simulations.api import resolve_config
+    from simulations.runtime.api import resolve_config
 
     raw = json.loads((folder / "config.json").read_text())
     return resolve_config(raw["config"], {}), AttackState.load(folder)
@@ -411,7 +411,7 @@ MD_COLUMNS = (
 
 def write_markdown(folder: str | Path) -> Path:
     """``attacks.md``: the headline columns of ``attacks.csv``, numbers rounded, sorted by mode and epsilon."""
-    from simulations.tables import markdown_table
+    from simulations.drivers.tables import markdown_table
 
     folder = Path(folder)
     with (folder / "attacks.csv").open() as fh:

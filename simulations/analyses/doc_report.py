@@ -29,7 +29,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from simulations import aggregate as agg
+from simulations.drivers import aggregate as agg
 
 
 def _rows(sweep_dir: Path) -> list[dict[str, Any]]:

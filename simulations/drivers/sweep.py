@@ -45,7 +45,7 @@ encodes those new documents once, on its first run.
 Output
 ------
 Each run is ``sanitas run CONFIG --set ... --out <out>/<name>``, executed in a warm worker
-process that serves one point after another (:mod:`simulations.warm`: imports, datasets and
+process that serves one point after another (:mod:`simulations.runtime.warm`: imports, datasets and
 caches load once; a failing point fails that run only, a point that kills its worker is retried
 once in a fresh one; ``--jobs N`` runs N points at once) and writes
 ``<out>/<name>/<run-name>/``; the run name is ``key=value`` pairs joined by
@@ -84,9 +84,9 @@ from pathlib import Path
 from typing import Any
 
 from fl import config as config_mod
-from simulations import aggregate as agg
-from simulations.api import resolve_config
-from simulations.overrides import load_with_overrides, override_key, split_override
+from simulations.drivers import aggregate as agg
+from simulations.runtime.api import resolve_config
+from simulations.runtime.overrides import load_with_overrides, override_key, split_override
 
 #: Metric columns of ``sweep.csv`` / ``sweep.jsonl``, after the grid keys.
 #: ``epsilon`` is the mechanism's own per-unit epsilon (per release, per word or per sentence in a
@@ -353,7 +353,7 @@ def run_sets(run: Run, sets: Sequence[str]) -> list[str]:
 
 def resolve_run(config: str, run: Run, sets: Sequence[str], sweep_dir: Path) -> Mapping[str, Any]:
     """The resolved config ``sanitas run`` will build for ``run``: the same functions as the CLI
-    and :func:`simulations.api.run` (no simulation module is imported: those imports take seconds)."""
+    and :func:`simulations.runtime.api.run` (no simulation module is imported: those imports take seconds)."""
     return resolve_config(load_with_overrides(config, run_sets(run, sets)), out=str(sweep_dir))
 
 
@@ -627,7 +627,7 @@ def plot_accuracy(points: Sequence[Mapping[str, Any]], keys: Sequence[str], path
                     ax.axhspan(mean - sd, mean + sd, color=color, alpha=0.12, linewidth=0)
     majority = agg.finite(p.get("majority_class_rate") for p in done)
     if majority:  # what a model that learned nothing scores (above 1 / classes where classes are imbalanced)
-        from simulations.findings import mark_not_learned, not_learned
+        from simulations.drivers.findings import mark_not_learned, not_learned
 
         flat = [p for p in not_learned(done, max(majority)) if p.get("epsilon") is not None]
         mark_not_learned(ax, [p["epsilon"] for p in flat], [p["accuracy_mean"] for p in flat])
@@ -701,7 +701,7 @@ def _plot_not_ldp(ax: Any, points: Sequence[Mapping[str, Any]], keys: Sequence[s
 
 
 def findings_points(points: Sequence[Mapping[str, Any]], keys: Sequence[str]) -> list[dict[str, Any]]:
-    """:func:`summarize`'s finished points as :mod:`simulations.findings` rows: ``series`` the grid values
+    """:func:`summarize`'s finished points as :mod:`simulations.drivers.findings` rows: ``series`` the grid values
     other than the epsilons, ``value`` the epsilon setting (or the mechanism when there is none)."""
     out = []
     for p in points:
@@ -718,8 +718,8 @@ def findings_points(points: Sequence[Mapping[str, Any]], keys: Sequence[str]) ->
 
 
 def print_findings(runs: Sequence[Run], sweep_dir: Path) -> None:
-    """The sweep's final table (:mod:`simulations.findings`), from ``sweep_summary.jsonl``'s points."""
-    from simulations.findings import print_findings as show
+    """The sweep's final table (:mod:`simulations.drivers.findings`), from ``sweep_summary.jsonl``'s points."""
+    from simulations.drivers.findings import print_findings as show
 
     keys = point_keys(runs)
     points = findings_points(summarize([collect_row(r, sweep_dir, grid_keys(runs)) for r in runs], keys), keys)
@@ -860,7 +860,7 @@ def run_sweep(
 
 def warm_runner(config: str, sets: Sequence[str], sweep_dir: Path, pool: Any, timeout: float | None) -> Runner:
     """A :data:`Runner` that runs each point as ``sanitas run`` in a warm worker of ``pool``
-    (:class:`simulations.warm.WarmPool`)."""
+    (:class:`simulations.runtime.warm.WarmPool`)."""
 
     def runner(run: Run, log_path: Path) -> Outcome:
         command = run_command(config, run, sets, sweep_dir)
@@ -881,10 +881,10 @@ def warm_runner(config: str, sets: Sequence[str], sweep_dir: Path, pool: Any, ti
 
 def shared_runner(config: str, sets: Sequence[str], sweep_dir: Path, pool: Any, timeout: float | None) -> Shared:
     """:class:`Shared` for ``sanitas run`` points in warm workers of ``pool``: points whose resolved
-    configs agree on :func:`simulations.api.shared_federation`, on the local backend, simulating no
+    configs agree on :func:`simulations.runtime.api.shared_federation`, on the local backend, simulating no
     faults (a fault's timing is a node's own), run in one federation in one worker. A group that fails
     as a whole (its worker died or it timed out) is run again one point at a time."""
-    from simulations.api import shared_federation
+    from simulations.runtime.api import shared_federation
 
     alone = warm_runner(config, sets, sweep_dir, pool, timeout)
 
@@ -933,7 +933,7 @@ def sweep(
     jobs: int = 1,
 ) -> int:
     """The ``sanitas sweep`` command: parse, check every run's config, run, report (and, with
-    ``attacks``, attack every finished run: ``simulations.attack``).
+    ``attacks``, attack every finished run: ``simulations.analyses.attack``).
 
     ``blocks`` are the ``--grid`` specs of each product (split at ``--also``); ``seeds`` (``"1,2,3"``
     or a list; ``None``: one run per point at the config's seeds) runs each point once per seed.
@@ -949,7 +949,7 @@ def sweep(
     per_seed = f" ({len(runs) // len(seed_list)} points x {len(seed_list)} seeds)" if seed_list else ""
     print(f"sanitas: sweep of {len(runs)} runs{per_seed} into {sweep_dir}", flush=True)
 
-    from simulations.warm import WarmPool
+    from simulations.runtime.warm import WarmPool
 
     with WarmPool(jobs) as pool:
         runner, shared = (
@@ -967,7 +967,7 @@ def sweep(
     if failed:
         print(f"sanitas: not done: {', '.join(failed)}", file=sys.stderr, flush=True)
     if attacks:
-        from simulations.attack import attack_folder
+        from simulations.analyses.attack import attack_folder
 
         attack_folder(sweep_dir, attacks)
         print(f"sanitas: attacks in {sweep_dir / 'attacks.csv'}", flush=True)

@@ -1,9 +1,9 @@
 """Several ``sanitas run`` command lines in one federation (``strategies.points``): what a warm worker
-runs for the points of a sweep that share their nodes (``simulations.sweep``).
+runs for the points of a sweep that share their nodes (``simulations.drivers.sweep``).
 
 Each command line is parsed and resolved exactly as ``sanitas run`` does it, then all run together
-(:func:`simulations.api.launch_points`); each writes its own results folder, identical to its run
-alone. Which points may share is :func:`simulations.api.shared_federation`.
+(:func:`simulations.runtime.api.launch_points`); each writes its own results folder, identical to its run
+alone. Which points may share is :func:`simulations.runtime.api.shared_federation`.
 """
 
 from __future__ import annotations
@@ -15,9 +15,9 @@ from typing import Any
 
 def resolve_command(argv: Sequence[str]) -> Any:
     """The resolved config of ``sanitas run CONFIG [--set K=V ...] [--out DIR]`` (``argv`` without ``sanitas``)."""
-    from simulations.api import resolve_config
     from simulations.cli import parser
-    from simulations.overrides import load_with_overrides
+    from simulations.runtime.api import resolve_config
+    from simulations.runtime.overrides import load_with_overrides
 
     args = parser().parse_args(list(argv))
     if args.command != "run" or getattr(args, "resume", None):
@@ -27,7 +27,7 @@ def resolve_command(argv: Sequence[str]) -> Any:
 
 def run_together(argvs: Sequence[Sequence[str]]) -> list[int]:
     """Run the command lines in one federation; each one's exit code (0: its summary was written)."""
-    from simulations.api import launch_points
+    from simulations.runtime.api import launch_points
 
     outcomes = launch_points([resolve_command(a) for a in argvs], verbose=False)
     codes = []

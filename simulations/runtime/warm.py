@@ -52,7 +52,7 @@ class PointOutcome:
 
 #: What a worker runs for each point: the ``sanitas`` command line.
 CLI = "simulations.cli:main"
-#: A job of several points that share one federation (``simulations.shared.run_together``).
+#: A job of several points that share one federation (``simulations.runtime.shared.run_together``).
 POINTS_JOB = "points"
 
 
@@ -87,7 +87,7 @@ def _serve(conn: Connection, threads: int, target: str) -> None:
 
 
 def _run_together(argvs: Sequence[Sequence[str]]) -> list[int]:
-    from simulations.shared import run_together
+    from simulations.runtime.shared import run_together
 
     return run_together(argvs)
 
@@ -173,7 +173,7 @@ class Worker:
         return self._exchange((list(argv), str(log_path)), 1, timeout)[0]
 
     def run_points(self, argvs: Sequence[Sequence[str]], log_path: Path, timeout: float | None) -> list[PointOutcome]:
-        """Run several points in one federation (``simulations.shared``); one outcome each. A worker that
+        """Run several points in one federation (``simulations.runtime.shared``); one outcome each. A worker that
         dies or times out fails them all (``crashed``, or 124)."""
         return self._exchange((POINTS_JOB, [list(a) for a in argvs], str(log_path)), len(argvs), timeout)
 

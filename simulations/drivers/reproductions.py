@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 #: The flat run-config files a spec's ``config`` names (by file name).
-CONFIG_DIR = Path(__file__).resolve().parent / "experiments" / "reproductions"
+CONFIG_DIR = Path(__file__).resolve().parents[1] / "experiments" / "reproductions"
 #: The reproduction specs, one ``NAME.toml`` per reproduction.
 SPEC_DIR = CONFIG_DIR / "specs"
 

@@ -30,8 +30,8 @@ def tune(config: str, epsilons: Sequence[float], sets: Sequence[str], out: str) 
     from fl.encoding.public_tuning import with_tuned_encoder
     from fl.maps import recipes
     from fl.maps.public_start import public_embeddings
-    from simulations.api import resolve_config
-    from simulations.overrides import load_with_overrides
+    from simulations.runtime.api import resolve_config
+    from simulations.runtime.overrides import load_with_overrides
 
     raw = load_with_overrides(config, list(sets))
     cfg = config_mod.as_run_config(resolve_config(raw))

@@ -5,7 +5,7 @@
     sanitas reproduce NAME [--seeds 1,2,3] [--set key=value ...] --out DIR [--docs docs/results]
                       [--quick] [--timeout SECONDS]
 
-The reproduction (:mod:`simulations.reproductions`) is a seeded ``sanitas sweep`` of its config
+The reproduction (:mod:`simulations.drivers.reproductions`) is a seeded ``sanitas sweep`` of its config
 file under ``simulations/experiments/reproductions/`` over its grid, into ``DIR/NAME`` (resumable: finished
 runs are skipped). From the sweep's per-point summary it writes, into the same folder:
 
@@ -38,10 +38,10 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from simulations import aggregate as agg
-from simulations.doc_report import report as report_documents
-from simulations.reproductions import Reproduction, get
-from simulations.sweep import parse_seeds, sweep
+from simulations.analyses.doc_report import report as report_documents
+from simulations.drivers import aggregate as agg
+from simulations.drivers.reproductions import Reproduction, get
+from simulations.drivers.sweep import parse_seeds, sweep
 
 COLUMNS: tuple[str, ...] = (
     "series",
@@ -90,7 +90,7 @@ def point_series(rep: Reproduction, point: Mapping[str, Any]) -> str:
 
 
 def table(rep: Reproduction, points: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """One row per sweep point (:func:`simulations.sweep.summarize`), with the paper's number
+    """One row per sweep point (:func:`simulations.drivers.sweep.summarize`), with the paper's number
     for (series, x) when the paper reports it."""
     rows = []
     for p in points:

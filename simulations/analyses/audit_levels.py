@@ -1,6 +1,6 @@
 """The end-to-end audit at every level, as one table: ``sanitas audit-levels``.
 
-Each row runs ``simulations.audit_run.audit_run`` (the node's real release code
+Each row runs ``simulations.analyses.audit_run.audit_run`` (the node's real release code
 for a canary user, every round of the config, fresh node secrets per batch) on
 a small run config of one level, honest or with a power check, and records
 (config, printed per-user epsilon, the pair's own epsilon, eps_LB, trials,
@@ -14,8 +14,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from simulations.audit_run import audit_run
-from simulations.tables import write_table
+from simulations.analyses.audit_run import audit_run
+from simulations.drivers.tables import write_table
 
 SENTENCE = {
     "dataset": "sst2",

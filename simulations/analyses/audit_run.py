@@ -244,7 +244,7 @@ def audit_run(
     from fl.config import level_of
     from fl.levels.channels import channel_class, make_channels
     from mechanisms.audit import audit_pair
-    from simulations.api import resolve_config
+    from simulations.runtime.api import resolve_config
 
     if level not in LEVELS:
         raise ValueError(f"level must be one of {LEVELS} (document: per mechanism, mechanisms.audit), got {level!r}")

@@ -26,7 +26,7 @@ Runs, all from the same config (same data, users, rounds), once per seed
   noise multipliers (its figure holds per user too);
 * a non-private reference (``sentence-mechanism = "none"``, labels in the clear): the same pipeline.
 
-Every run is an ordinary ``sanitas run`` (through :mod:`simulations.sweep`, so an interrupted
+Every run is an ordinary ``sanitas run`` (through :mod:`simulations.drivers.sweep`, so an interrupted
 comparison resumes). The x-axis is the privacy of **one user**:
 
 * ``local-ldp``: the per-user pure-LDP epsilon0 of the whole record (embedding + label), with the
@@ -59,9 +59,9 @@ from typing import Any
 import numpy as np
 
 from fl import config as config_mod
-from simulations import aggregate as agg
-from simulations import sweep as sw
-from simulations.overrides import split_override
+from simulations.drivers import aggregate as agg
+from simulations.drivers import sweep as sw
+from simulations.runtime.overrides import split_override
 
 #: Columns of compare.csv: one row per point (series, value), aggregated over seeds.
 COLUMNS = (
@@ -120,7 +120,7 @@ def _fixed(items: Sequence[str]) -> list[sw.GridAxis]:
 
 def _seeded(runs: Sequence[sw.Run], seeds: Sequence[int]) -> list[sw.Run]:
     """Each run once per seed, with ``seed`` and ``noise-seed`` both set to it (paired, not crossed):
-    :func:`simulations.sweep.with_seeds`, the names keeping both keys (``__seed=1__noise-seed=1``,
+    :func:`simulations.drivers.sweep.with_seeds`, the names keeping both keys (``__seed=1__noise-seed=1``,
     the folders of comparisons already on disk)."""
     return sw.with_seeds(runs, seeds, name_keys=SEED_KEYS)
 
@@ -358,7 +358,7 @@ def _stats(values: Sequence[Any]) -> tuple[float | None, float | None]:
 
 
 def aggregate(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """One point per (series, value): mean and sample sd over seeds (:mod:`simulations.aggregate`) of
+    """One point per (series, value): mean and sample sd over seeds (:mod:`simulations.drivers.aggregate`) of
     accuracy, macro-F1 and wall time; the privacy figures, which do not depend on the seed, from
     the first run (checked equal; a shuffled figure, which depends on how many users the seed
     sampled, is the largest over the seeds)."""
@@ -552,7 +552,7 @@ def plot(
     if random_guess is not None:
         ax.axhline(random_guess, color="crimson", linestyle="-.", alpha=0.6, label=f"{baseline} {random_guess:.3f}")
         if baseline == "majority class":
-            from simulations.findings import mark_not_learned, not_learned
+            from simulations.drivers.findings import mark_not_learned, not_learned
 
             flat = [p for p in not_learned(points, random_guess) if p.get("epsilon") is not None]
             mark_not_learned(ax, [p["epsilon"] for p in flat], [p["accuracy_mean"] for p in flat])
@@ -601,10 +601,10 @@ def compare(
     missing ones on stderr, and return 0 (the table says n per point).
 
     ``central_check``: before anything runs, emulate each user-level central point on the central runs'
-    public data (:mod:`simulations.central_check`) and refuse points that learn nothing there, naming
+    public data (:mod:`simulations.drivers.central_check`) and refuse points that learn nothing there, naming
     what to change.
 
-    ``attacks``: then run those attacks on every finished run (``simulations.attack``: attacks.csv and
+    ``attacks``: then run those attacks on every finished run (``simulations.analyses.attack``: attacks.csv and
     attacks_vs_epsilon.png in the comparison folder)."""
     from fl.accounting.delta import population_delta
     from fl.accounting.user_level import sampling_rate
@@ -652,7 +652,7 @@ def compare(
     sw.check_runs(config, runs, sets, sweep_dir)
     checked: dict[str, Any] = {"unchecked": "--central-check off"}
     if central_check and not collect and any(r.values.get("central-unit") == "user" for r in runs):
-        from simulations.central_check import check_central_points
+        from simulations.drivers.central_check import check_central_points
 
         checked = check_central_points(central_cfg, noise, seed_list[0])  # refuses before anything runs
         note = checked.get("unchecked") or (
@@ -671,7 +671,7 @@ def compare(
     else:
         print(f"sanitas: comparison of {len(runs)} runs into {sweep_dir}", flush=True)
 
-        from simulations.warm import WarmPool
+        from simulations.runtime.warm import WarmPool
 
         with WarmPool(jobs) as pool:
             runner = sw.warm_runner(config, sets, sweep_dir, pool, timeout)
@@ -708,12 +708,12 @@ def compare(
         rows,
         "majority class",
     )
-    from simulations.findings import print_findings
+    from simulations.drivers.findings import print_findings
 
     print_findings(points_out, majority, f"{Path(config).stem}: local vs central DP per user")
     print(f"sanitas: {csv_path}, {json_path} and {png}", flush=True)
     if attacks:
-        from simulations.attack import attack_folder
+        from simulations.analyses.attack import attack_folder
 
         attack_folder(sweep_dir, attacks)
         print(f"sanitas: attacks in {sweep_dir / 'attacks.csv'}", flush=True)

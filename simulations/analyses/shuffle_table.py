@@ -30,7 +30,7 @@ import torch
 
 from fl.accounting import compose_shuffled, compose_shuffled_pld, mechanism_amplification, shuffle_bound
 from fl.accounting.analysis.variation_ratio import general_ldp, metric_ldp, purkayastha
-from simulations.tables import write_table
+from simulations.drivers.tables import write_table
 
 COLUMNS = (
     "config",
@@ -55,8 +55,8 @@ def median_angle(config: str | Path, pool: int = 2000, seed: int = 0) -> tuple[f
 
     Returns (median, a description of the map, the number of pairs).
     """
-    from simulations.api import resolve_config
-    from simulations.audit_run import mechanism_inputs, node_zero_and_map
+    from simulations.analyses.audit_run import mechanism_inputs, node_zero_and_map
+    from simulations.runtime.api import resolve_config
 
     cfg = resolve_config(config, {})
     real, matrix = node_zero_and_map(cfg)

@@ -16,7 +16,7 @@ the data are checked before anything is written (a :class:`fl.config.ConfigError
 ``ValueError``, ``FileNotFoundError`` or ``FileExistsError``, with a one-line message), the
 federation is sized (``ceil(users / users-per-node)`` nodes), and the ServerApp and ClientApp run
 on the configured backend (``backend``, :func:`fl.config.simulation_backend`): in this process
-(``"local"``, :mod:`simulations.local_runtime`; the default) or on Flower's Ray simulation
+(``"local"``, :mod:`simulations.runtime.local_runtime`; the default) or on Flower's Ray simulation
 engine (``"ray"``: for a Ray cluster, GPUs shared across nodes, or heavy node work spread over
 many cores). Both give the same results for a fixed seed. :class:`RunResult` is read back from the
 results folder the run wrote.
@@ -218,7 +218,7 @@ def _warn(cfg: Any, prepared: _Prepared) -> None:
 def _start(server_app: Any, client_app: Any, first: _Prepared, verbose: bool) -> None:
     """Run the apps on the run's backend (its failures end up in the runs' ``status.json``)."""
     if first.backend == "local":
-        from simulations.local_runtime import run_local
+        from simulations.runtime.local_runtime import run_local
 
         PHASES.mark("backend start")
         try:
@@ -266,7 +266,7 @@ def launch(cfg: Mapping[str, Any], resume: bool = False, verbose: bool = True) -
     """Run one simulation of a resolved config; returns its results folder.
 
     ``verbose = False`` keeps the console quiet (one progress display; Flower's and the libraries'
-    output in ``<folder>/run.log`` only, :mod:`simulations.console`); the log is written either way.
+    output in ``<folder>/run.log`` only, :mod:`simulations.runtime.console`); the log is written either way.
 
     The data source and the data are checked, and an existing non-empty results folder is
     refused, before anything is written or Ray starts. ``resume``: the folder must hold an
@@ -286,7 +286,7 @@ def launch(cfg: Mapping[str, Any], resume: bool = False, verbose: bool = True) -
     _warn(cfg, run)
     server_app, client_app = make_server_app(cfg, resume=resume), make_client_app(cfg)
     PHASES.add("launcher (imports, config and data checks)", time.perf_counter() - checks_started)
-    from simulations.console import run_console
+    from simulations.runtime.console import run_console
 
     try:
         with run_console(run.folder, int(cfg["num-server-rounds"]), verbose):
@@ -340,7 +340,7 @@ def launch_points(cfgs: Sequence[Mapping[str, Any]], verbose: bool = True) -> li
     configs = [r.cfg for r in ready]
     server_app, client_app = make_points_server_app(configs), points_client_app(configs)
     PHASES.add("launcher (imports, config and data checks)", time.perf_counter() - checks_started)
-    from simulations.console import points_console
+    from simulations.runtime.console import points_console
 
     rounds = max(int(c["num-server-rounds"]) for c in configs)
     with points_console([r.folder for r in ready], rounds, verbose):
@@ -390,7 +390,7 @@ def run(
     keys as keyword arguments, ``_`` for ``-``; ``out``: the results parent folder (``out-dir``).
     The console is quiet, as ``sanitas run``'s: one progress display and the warnings, Flower's,
     absl's and tqdm's output in the run's ``run.log`` only; ``verbose = True`` shows everything
-    (:mod:`simulations.console`).
+    (:mod:`simulations.runtime.console`).
     """
     cfg = resolve_config(config, keyword_overrides(overrides), out)
     return RunResult.from_folder(launch(cfg, verbose=verbose))

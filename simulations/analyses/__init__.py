@@ -1,0 +1,1 @@
+"""Analyses: attacks, audits, and the tables and figures of the papers and the documentation."""

@@ -1,0 +1,2 @@
+"""The runtime and the Python API: launching runs (local backend, Ray, warm workers, shared federations), the
+console, overrides."""
