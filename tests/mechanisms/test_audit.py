@@ -1,6 +1,6 @@
 """Empirical privacy audit (docs/SPEC.md §11.1 item 8): epsilon_lb <= claimed epsilon.
 
-The audit is a sanity lower bound, not a proof (see ``mechanisms/audit.py``).
+The audit is a sanity lower bound, not a proof (see ``mechanisms/audit/``).
 These tests check three things:
 
 * every registered private sentence/label mechanism passes its audit, and the

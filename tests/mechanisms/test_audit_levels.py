@@ -1,4 +1,4 @@
-"""Empirical audit of the word- and document-level mechanisms (issue 16 item 2; ``mechanisms/audit.py``).
+"""Empirical audit of the word- and document-level mechanisms (issue 16 item 2; ``mechanisms/audit/``).
 
 For each mechanism: the 1x audit on its pair gives epsilon_lb <= the claimed
 epsilon (times d(w, w') for the metric ones), and the power check, the same
@@ -195,7 +195,7 @@ def _tight_deepcandidate(epsilon: float, others: int = 100) -> tuple[DeepCandida
 
 def test_truncation_audit_and_power() -> None:
     """Opposite box corners, k = 2, d = 2: epsilon_lb near eps at 1x (the pair is tight; 0.96 at
-    N = 1e5, 0.95 at 5e4), 3x caught. The statistic is rounded: see ``mechanisms.audit._audit_document``."""
+    N = 1e5, 0.95 at 5e4), 3x caught. The statistic is rounded: see ``mechanisms.audit.documents._audit_document``."""
     mech = _truncation(1.0)
     doc, doc_prime = document_pair(mech)
     assert int((doc != doc_prime).any(dim=1).sum()) == 1
