@@ -164,9 +164,23 @@ def mode_name(cfg: Mapping[str, Any]) -> str:
 
 
 def validate(cfg: Mapping[str, Any]) -> None:
-    """Check ranges, choices and mechanism parameters before anything runs."""
-    import mechanisms  # local import: fl may import mechanisms, never the reverse
+    """Check ranges, choices and mechanism parameters before anything runs: one named step per concern, in
+    this order (the first problem found is the one line the user sees)."""
+    _check_choices_and_sizes(cfg)
+    _check_tuning(cfg)
+    _check_maps_and_splits(cfg)
+    _check_public_data(cfg)
+    _check_accounting_and_central(cfg)
+    _check_levels(cfg)
+    _check_server(cfg)
+    _check_simulation(cfg)
+    _check_mechanisms(cfg)
+    _check_paths(cfg)
+    _check_encoder(cfg)
 
+
+def _check_choices_and_sizes(cfg: Mapping[str, Any]) -> None:
+    """Every key with a fixed set of values has one of them; counts and sizes are in range."""
     for key, options in CHOICES.items():
         if cfg[key] not in options:
             raise ConfigError(f"{key} must be one of {options}, got {cfg[key]!r}{did_you_mean(cfg[key], options)}")
@@ -194,7 +208,10 @@ def validate(cfg: Mapping[str, Any]) -> None:
     for key in ("train-size", "test-size", "num-users"):
         if cfg[key] < 0:
             raise ConfigError(f"{key} must be >= 0, got {cfg[key]}")
-    _check_tuning(cfg)
+
+
+def _check_maps_and_splits(cfg: Mapping[str, Any]) -> None:
+    """The input map's settings, what needs a public split, and the fractions of the splits."""
     if cfg["map-in"] != "identity" and cfg["map-dim"] < 2:
         raise ConfigError(f"map-dim must be >= 2, got {cfg['map-dim']}")
     if cfg["map-in"] == "leaky" and not cfg["allow-unaccounted-leakage"]:
@@ -221,7 +238,11 @@ def validate(cfg: Mapping[str, Any]) -> None:
         raise ConfigError(f"test-fraction must lie in (0, 1), got {cfg['test-fraction']}")
     if not 0.0 <= cfg["public-fraction"] < 1.0:
         raise ConfigError(f"public-fraction must lie in [0, 1), got {cfg['public-fraction']}")
-    _check_public_data(cfg)
+
+
+def _check_accounting_and_central(cfg: Mapping[str, Any]) -> None:
+    """The accountants' and central mode's parameters, and the cross-section rules of central mode
+    (``fl.config.rules``)."""
     if not (cfg["dirichlet-alpha"] > 0 and math.isfinite(cfg["dirichlet-alpha"])):
         raise ConfigError(f"dirichlet-alpha must be > 0, got {cfg['dirichlet-alpha']}")
     if not (cfg["max-epsilon"] >= 0 and math.isfinite(cfg["max-epsilon"])):
@@ -246,6 +267,11 @@ def validate(cfg: Mapping[str, Any]) -> None:
             check_central_config(cfg)
         except ValueError as err:
             raise ConfigError(str(err)) from None
+
+
+def _check_levels(cfg: Mapping[str, Any]) -> None:
+    """The word and document levels' settings and what they cannot be combined with; a budget needs every
+    channel protected."""
     for key in ("word-quality-docs", "word-support-words"):
         if cfg[key] < 0:
             raise ConfigError(f"{key} must be >= 0, got {cfg[key]}")
@@ -294,6 +320,10 @@ def validate(cfg: Mapping[str, Any]) -> None:
                     f"max-epsilon needs every released channel protected, but {channel}-mechanism is 'none' "
                     "(a release in the clear has no finite epsilon)"
                 )
+
+
+def _check_server(cfg: Mapping[str, Any]) -> None:
+    """The server's learning rate, the round timeout, and secure-rng against a fixed noise seed."""
     if cfg["learning-rate"] <= 0:
         raise ConfigError(f"learning-rate must be > 0, got {cfg['learning-rate']}")
     if not (cfg["node-timeout"] > 0 and math.isfinite(cfg["node-timeout"])):
@@ -302,7 +332,13 @@ def validate(cfg: Mapping[str, Any]) -> None:
         raise ConfigError(
             f"secure-rng = true seeds every generator from the OS CSPRNG: remove noise-seed (got {cfg['noise-seed']})"
         )
-    _check_simulation(cfg)
+
+
+def _check_mechanisms(cfg: Mapping[str, Any]) -> None:
+    """Every channel's mechanism: a known name of the channel's level with a valid epsilon (their
+    constructors check)."""
+    import mechanisms  # local import: fl may import mechanisms, never the reverse
+
     # Mechanisms: known names, right level, valid epsilon (their constructors check).
     for channel, level in (("sentence", "sentence"), ("label", "label"), ("word", "word"), ("document", "document")):
         name = cfg[f"{channel}-mechanism"]
@@ -326,12 +362,15 @@ def validate(cfg: Mapping[str, Any]) -> None:
             raise ConfigError(f"{channel}-mechanism {name!r}: {err}") from None
         if mech.level != level:
             raise ConfigError(f"{channel}-mechanism {name!r} is a {mech.level}-level mechanism")
+
+
+def _check_paths(cfg: Mapping[str, Any]) -> None:
+    """``data-dir`` is a folder and ``strategy`` names a class."""
     data_dir = cfg["data-dir"]
     if data_dir and not Path(data_dir).expanduser().is_dir():
         raise ConfigError(f"data-dir {data_dir!r} does not exist or is not a folder")
     if cfg["strategy"] and not _STRATEGY.fullmatch(cfg["strategy"]):
         raise ConfigError(f"strategy must look like 'package.module:Class' (or \"\"), got {cfg['strategy']!r}")
-    _check_encoder(cfg)
 
 
 #: ``strategy``: ``package.module:Class`` (whether the module imports is checked where the ServerApp starts).
