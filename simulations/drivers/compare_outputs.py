@@ -1,0 +1,360 @@
+"""What ``sanitas compare`` reads and writes: each run's rows from its results folder, the points (mean and sd
+over seeds), ``compare.csv`` / ``compare.json`` and ``compare.png``. Part of :mod:`simulations.drivers.compare`."""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from simulations.drivers import aggregate as agg
+from simulations.drivers import sweep as sw
+
+#: Columns of compare.csv: one row per point (series, value), aggregated over seeds.
+COLUMNS = (
+    "series",
+    "parameter",
+    "value",
+    "n",
+    "seeds",
+    "epsilon",
+    "delta",
+    "metric_epsilon",
+    "noise_multiplier",
+    "label_protected",
+    "epsilon_embedding_only",
+    "test_release_epsilon",
+    "ceiling_bound",
+    "ceiling_public_rr",
+    "accuracy_mean",
+    "accuracy_sd",
+    "macro_f1_mean",
+    "macro_f1_sd",
+    "wall_seconds_mean",
+    "start",
+    "ldp_guarantee_holds",
+    "evaluation_covered",
+    "runs",
+)
+
+#: Series whose privacy figure depends on the seed (the point reports the largest over the seeds).
+SEED_DEPENDENT = ("local-shuffled", "local-shuffled-labels-clear", "central-user", "central-user-encoder")
+
+
+def _summary(folder: Path) -> dict[str, Any] | None:
+    try:
+        return json.loads((folder / "summary.json").read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def _local_start(summary: Mapping[str, Any]) -> str:
+    """Where a local run's server model started: from the public split's training, or seeded."""
+    text = (summary.get("guarantee") or {}).get("sentence", {}).get("text", "")
+    return "public-trained M1, M2 and classifier" if "trained on the public split" in text else "seeded start"
+
+
+def rows_for(run: sw.Run, sweep_dir: Path, targets: Mapping[str, float] | None = None) -> list[dict[str, Any]]:
+    """The comparison rows of one finished run (none while it has no summary). ``targets`` maps a
+    user-level central run's name to the per-user epsilon its noise was calibrated for."""
+    folder = sweep_dir / run.name
+    summary = _summary(folder)
+    if summary is None:
+        return []
+    final, privacy = summary.get("final") or {}, summary.get("privacy") or {}
+    base = {
+        "accuracy": final.get("accuracy"),
+        "macro_f1": final.get("macro_f1"),
+        "seed": run.values.get("seed"),
+        "wall_seconds": summary.get("wall_seconds"),
+        "run_name": run.name,
+        "results_folder": str(folder),
+        "ldp_guarantee_holds": summary.get("ldp_guarantee_holds"),
+        "evaluation_covered": summary.get("evaluation_covered", False),
+        "training_moved": (summary.get("outcome") or {}).get("training_moved"),
+    }
+    if run.values.get("mode") == "central":
+        unit = run.values.get("central-unit", "user")
+        z = run.values["central-noise-multiplier"]
+        encoder = "-encoder" if run.values.get("central-train") == "encoder" else ""
+        return [
+            {
+                **base,
+                "series": f"central-{unit}{encoder}",
+                "parameter": "target-epsilon" if unit == "user" else "central-noise-multiplier",
+                "value": (targets or {}).get(run.name, z) if unit == "user" else z,
+                "noise_multiplier": z,
+                "epsilon": privacy.get("epsilon"),
+                "delta": privacy.get("delta"),
+                "label_protected": True,
+                "start": summary.get("start", ""),
+            }
+        ]
+    labels = bool(privacy.get("label_protected"))
+    if run.values.get("sentence-mechanism") == "none":
+        return [
+            {
+                **base,
+                "series": "non-private",
+                "parameter": "sentence-mechanism",
+                "value": "none",
+                "epsilon": None,
+                "delta": None,
+                "label_protected": labels,
+                "start": _local_start(summary),
+            }
+        ]
+    eps = run.values["sentence-epsilon"]
+    total = (targets or {}).get(run.name)  # the whole-record budget the point was planned for
+    release = ((summary.get("guarantee") or {}).get("sentence") or {}).get("pure_ldp_per_release")
+    if summary.get("ldp_guarantee_holds") is not True:  # e.g. a leaky M1: no local epsilon to report
+        privacy = {}
+    # Only a protected label makes the local figure a whole-record epsilon, comparable with central DP.
+    ldp = privacy.get("epsilon_total") if labels else None
+    shuffled = privacy.get("epsilon_shuffled_joint_total") if labels else None
+    shuffled_delta = privacy.get("delta_shuffled_joint_total") if labels else None
+    local = {
+        **base,
+        "parameter": "sentence-epsilon" if total is None else "whole-record-epsilon",
+        "value": eps if total is None else total,
+        "label_protected": labels,
+        "test_release_epsilon": release,  # what a test user's sanitized input spends: the ceiling's epsilon
+    }
+    local["metric_epsilon"] = eps if privacy else None
+    local["start"] = _local_start(summary)
+    clear = "" if labels else "-labels-clear"
+    return [
+        {
+            **local,
+            "series": f"local-ldp{clear}",
+            "epsilon": ldp,
+            "delta": privacy.get("delta_total", 0.0) if labels else None,
+            "epsilon_embedding_only": privacy.get("epsilon_ldp"),
+        },
+        {
+            **local,
+            "series": f"local-shuffled{clear}",
+            "epsilon": shuffled,
+            "delta": shuffled_delta,
+            "epsilon_embedding_only": privacy.get("epsilon_shuffled_total"),
+        },
+    ]
+
+
+def _stats(values: Sequence[Any]) -> tuple[float | None, float | None]:
+    mean, sd, _ = agg.mean_sd(values)
+    return mean, sd
+
+
+def aggregate(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """One point per (series, value): mean and sample sd over seeds (:mod:`simulations.drivers.aggregate`) of
+    accuracy, macro-F1 and wall time; the privacy figures, which do not depend on the seed, from
+    the first run (checked equal; a shuffled figure, which depends on how many users the seed
+    sampled, is the largest over the seeds)."""
+    points = []
+    for (series, value), members in agg.group(rows, lambda r: (r["series"], r["value"])).items():
+        first = dict(members[0])
+        eps = agg.finite(m.get("epsilon") for m in members)
+        if series in SEED_DEPENDENT and eps:
+            # The number of shuffled reports depends on the seeded user sampling, and a user-level
+            # central run's q on the seed's population (the public split is drawn per seed), so the
+            # seeds' figures differ slightly: the point gets the largest, the bound every seed's run meets.
+            first["epsilon"] = max(eps)
+        elif agg.differing(members, ["epsilon"]):
+            raise ValueError(f"{series} at {value}: the seeds' runs report different epsilons {sorted(eps)}")
+        acc, acc_sd = _stats([m.get("accuracy") for m in members])
+        ceiling_rr, _ = _stats([m.get("ceiling_public_rr") for m in members])
+        f1, f1_sd = _stats([m.get("macro_f1") for m in members])
+        wall, _ = _stats([m.get("wall_seconds") for m in members])
+        moved = [m.get("training_moved") for m in members if m.get("training_moved") is not None]
+        points.append(
+            {
+                "series": series,
+                "parameter": first["parameter"],
+                "value": value,
+                "n": len(members),
+                "seeds": " ".join(str(m.get("seed")) for m in members),
+                **{
+                    k: first.get(k)
+                    for k in (
+                        "epsilon",
+                        "delta",
+                        "metric_epsilon",
+                        "noise_multiplier",
+                        "label_protected",
+                        "epsilon_embedding_only",
+                        "test_release_epsilon",
+                        "ceiling_bound",
+                        "start",
+                        "ldp_guarantee_holds",
+                        "evaluation_covered",
+                    )
+                },
+                "ceiling_public_rr": ceiling_rr,
+                "accuracy_mean": acc,
+                "accuracy_sd": acc_sd,
+                "macro_f1_mean": f1,
+                "macro_f1_sd": f1_sd,
+                "wall_seconds_mean": wall,
+                "training_moved": all(moved) if moved else None,  # False: some seed's scores never moved
+                "runs": " ".join(m["run_name"] for m in members),
+            }
+        )
+    return points
+
+
+def write(
+    points: Sequence[Mapping[str, Any]],
+    sweep_dir: Path,
+    title: str,
+    random_guess: float | None = None,
+    extra: Mapping[str, Any] | None = None,
+    rows: Sequence[Mapping[str, Any]] = (),
+    baseline: str = "random guess",
+) -> tuple[Path, Path, Path]:
+    """``compare.csv``, ``compare.json`` and ``compare.png`` in ``sweep_dir``."""
+    csv_path = sweep_dir / "compare.csv"
+    with csv_path.open("w", newline="") as fh:
+        writer = csv.DictWriter(fh, fieldnames=COLUMNS)
+        writer.writeheader()
+        writer.writerows({k: _cell(p.get(k)) for k in COLUMNS} for p in points)
+    json_path = sweep_dir / "compare.json"
+    document = {**dict(extra or {}), "random_guess_accuracy": random_guess, "points": list(points), "runs": list(rows)}
+    json_path.write_text(json.dumps(document, indent=2, default=str) + "\n")
+    return csv_path, json_path, plot(points, sweep_dir / "compare.png", title, random_guess, baseline)
+
+
+def _cell(value: Any) -> Any:
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return value
+
+
+def _points(points: Sequence[Mapping[str, Any]], series: str, key: str) -> list[tuple[float, float, float, int]]:
+    """(x, mean accuracy, sd or 0, n) of one series, sorted by x; only finite positive x."""
+    return sorted(
+        (p[key], p["accuracy_mean"], p.get("accuracy_sd") or 0.0, int(p.get("n") or 1))
+        for p in points
+        if p["series"] == series
+        and p.get(key) is not None
+        and p.get("accuracy_mean") is not None
+        and math.isfinite(p[key])
+        and p[key] > 0
+    )
+
+
+STYLES = {
+    "local-ldp": ("o", "-", "local DP: per-user pure epsilon0 (embedding + label)"),
+    "local-shuffled": ("s", "--", "local DP, shuffled: central epsilon (what-if, needs a shuffler)"),
+    "local-ldp-labels-clear": ("o", "-", "local DP, labels in the clear: embedding-only epsilon"),
+    "local-shuffled-labels-clear": ("s", "--", "local DP, labels in the clear, shuffled (embedding only)"),
+    "central-user": ("^", "-", "central DP, user level (DP-FedAvg, Poisson users)"),
+    "central-user-encoder": ("D", "-", "central DP, user level, encoder trained too (LoRA + head)"),
+    "central-node": ("v", ":", "central DP, node level (DP-FedAvg over nodes)"),
+}
+
+
+def _draw(ax: Any, points: Sequence[Mapping[str, Any]], key: str, gray: bool = False) -> None:
+    for series, (marker, line, label) in STYLES.items():
+        pts = _points(points, series, key)
+        if not pts:
+            continue
+        x, y, sd, n = zip(*pts, strict=True)
+        kwargs = {"color": "gray"} if gray else {}
+        # a one-seed point: hollow marker, no error bar
+        agg.draw_errorbars(ax, x, y, sd, n, marker=marker, linestyle=line, label=label, **kwargs)
+
+
+def _draw_ceiling(ax: Any, points: Sequence[Mapping[str, Any]], series: str, key: str) -> None:
+    """The ceiling beside a local series: the pure-LDP bound of its test release and the achievable public
+    class + K-RR point, at the series' x."""
+    rows = sorted(
+        (p[key], p.get("ceiling_bound"), p.get("ceiling_public_rr"))
+        for p in points
+        if p["series"] == series and p.get(key) is not None and p.get("ceiling_bound") is not None
+    )
+    if not rows:
+        return
+    x, bound, public_rr = zip(*rows, strict=True)
+    ax.plot(
+        x,
+        bound,
+        color="black",
+        linestyle=(0, (4, 2)),
+        marker="_",
+        linewidth=1,
+        label="ceiling: best classifier of a sanitized input (pure-LDP bound)",
+    )
+    if all(v is not None for v in public_rr):
+        ax.plot(
+            x,
+            public_rr,
+            color="darkgreen",
+            linestyle=":",
+            marker="x",
+            linewidth=1,
+            label="achievable: public model's class + K-ary RR",
+        )
+
+
+def plot(
+    points: Sequence[Mapping[str, Any]],
+    path: Path,
+    title: str,
+    random_guess: float | None = None,
+    baseline: str = "random guess",
+) -> Path:
+    """Accuracy (mean +- sd over seeds; hollow markers: one seed) against per-user epsilon (log x) for
+    local DP (epsilon0 and shuffled) and central DP, with the non-private and baseline lines (the
+    majority-class rate) and each local point's ceiling.
+
+    Only whole-record epsilons share the axis; local runs with labels in the clear go to a second
+    panel labelled "labels in the clear" (their figure protects the embedding only).
+    """
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    clear = [p for p in points if p.get("label_protected") is False and p.get("epsilon_embedding_only") is not None]
+    if clear:
+        fig, (ax, ax_clear) = plt.subplots(1, 2, figsize=(13, 5), sharey=True)
+        _draw(ax_clear, clear, "epsilon_embedding_only", gray=True)
+        ax_clear.set_xscale("log")
+        ax_clear.set_title(
+            "labels in the clear: embedding-only epsilon,\nnot a whole-record guarantee", fontsize=8, color="crimson"
+        )
+        ax_clear.set_xlabel("epsilon of the embedding alone (log scale)")
+        ax_clear.grid(alpha=0.3, which="both")
+    else:
+        fig, ax = plt.subplots(figsize=(8, 5))
+    _draw(ax, points, "epsilon")
+    _draw_ceiling(ax, points, "local-ldp", "epsilon")
+    if clear:
+        _draw_ceiling(ax_clear, points, "local-ldp-labels-clear", "epsilon_embedding_only")
+    reference = [p for p in points if p["series"] == "non-private" and p.get("accuracy_mean") is not None]
+    for p in reference:
+        sd = f" +- {p['accuracy_sd']:.3f}" if p.get("accuracy_sd") is not None else ""
+        ax.axhline(p["accuracy_mean"], color="gray", linestyle=":", label=f"non-private {p['accuracy_mean']:.3f}{sd}")
+    if random_guess is not None:
+        ax.axhline(random_guess, color="crimson", linestyle="-.", alpha=0.6, label=f"{baseline} {random_guess:.3f}")
+        if baseline == "majority class":
+            from simulations.drivers.findings import mark_not_learned, not_learned
+
+            flat = [p for p in not_learned(points, random_guess) if p.get("epsilon") is not None]
+            mark_not_learned(ax, [p["epsilon"] for p in flat], [p["accuracy_mean"] for p in flat])
+    ax.set_xscale("log")
+    ax.set_xlabel("per-user epsilon (log scale; delta in compare.csv)")
+    ax.set_ylabel("final test accuracy (mean +- sd over seeds)")
+    ax.set_title(title, fontsize=9)
+    ax.grid(alpha=0.3, which="both")
+    ax.legend(fontsize=7, loc="best")
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path
