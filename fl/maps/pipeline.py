@@ -70,40 +70,27 @@ def train_epochs(
     hook = POINT_TRAINING.get()
     if hook is not None and forward is None:  # a point of a shared federation: trained with the others
         return hook(TrainJob(model, optimizer, x, y, int(epochs), int(batch_size), generator, progress))
+    forward = forward or model
     with sized_threads(model, batch_size, x.device):  # a small model's steps on one thread (fl.threads)
-        return _train_epochs(model, optimizer, x, y, epochs, batch_size, generator, progress, forward or model)
-
-
-def _train_epochs(
-    model: nn.Module,
-    optimizer: torch.optim.Optimizer,
-    x: torch.Tensor,
-    y: torch.Tensor,
-    epochs: int,
-    batch_size: int,
-    generator: torch.Generator,
-    progress: Any,
-    forward: Callable[[torch.Tensor], torch.Tensor],
-) -> float:
-    model.train()
-    loss_fn = nn.CrossEntropyLoss()
-    n = x.shape[0]
-    last = float("nan")
-    for _ in range(epochs):
-        order = torch.randperm(n, generator=generator).to(x.device)
-        total = 0.0
-        for start in range(0, n, batch_size):
-            idx = order[start : start + batch_size]
-            optimizer.zero_grad(set_to_none=True)
-            loss = loss_fn(forward(x[idx]), y[idx])
-            loss.backward()
-            optimizer.step()
-            total += float(loss.detach()) * idx.numel()
-        last = total / max(n, 1)
-        if progress is not None:
-            progress()
-    model.eval()
-    return last
+        model.train()
+        loss_fn = nn.CrossEntropyLoss()
+        n = x.shape[0]
+        last = float("nan")
+        for _ in range(epochs):
+            order = torch.randperm(n, generator=generator).to(x.device)
+            total = 0.0
+            for start in range(0, n, batch_size):
+                idx = order[start : start + batch_size]
+                optimizer.zero_grad(set_to_none=True)
+                loss = loss_fn(forward(x[idx]), y[idx])
+                loss.backward()
+                optimizer.step()
+                total += float(loss.detach()) * idx.numel()
+            last = total / max(n, 1)
+            if progress is not None:
+                progress()
+        model.eval()
+        return last
 
 
 def train_and_score(

@@ -34,13 +34,12 @@ def learned(accuracy: float | None, majority: float | None) -> bool | None:
 def moved(records: Sequence[Mapping[str, Any]]) -> bool | None:
     """Whether the test scores changed over the rounds (None for fewer than two scored rounds): a model
     whose accuracy and macro-F1 are identical after every round answers the same way throughout."""
-    scores = {
+    scored = [
         (r.get("accuracy"), r.get("macro_f1"))
         for r in records
         if r.get("accuracy") is not None and r.get("accuracy") == r.get("accuracy")
-    }
-    scored = sum(1 for r in records if r.get("accuracy") is not None and r.get("accuracy") == r.get("accuracy"))
-    return None if scored < 2 else len(scores) > 1
+    ]
+    return None if len(scored) < 2 else len(set(scored)) > 1
 
 
 def outcome(records: Sequence[Mapping[str, Any]], class_counts: Sequence[int] | None) -> dict[str, Any]:

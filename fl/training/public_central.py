@@ -113,8 +113,9 @@ def emulate_user_level(
                 total = {k: torch.zeros_like(p) for k, p in model.named_parameters() if p.requires_grad}
             mean = noisy_mean(total, float(noise_multiplier), clip, q * users, gen)
             optimizer.zero_grad(set_to_none=True)
-            for k, p in ((k, p) for k, p in model.named_parameters() if p.requires_grad):
-                p.grad = -mean[k].to(p.dtype)  # the mean update points downhill
+            for k, p in model.named_parameters():
+                if p.requires_grad:
+                    p.grad = -mean[k].to(p.dtype)  # the mean update points downhill
             optimizer.step()
             accuracy.append(float((predict(model, hold_out) == yh).double().mean()))
     majority = majority_rate(np.bincount(yh.numpy(), minlength=num_classes).tolist()) or 0.0

@@ -225,24 +225,6 @@ def audit_mechanism(
 
 
 __all__ = [
-    "AuditResult",
-    "audit_mechanism",
-    "audit_pair",
-    "claimed_epsilon",
-    "clopper_pearson",
-    "cp_lower",
-    "cp_upper",
-    "default_pair",
-    "document_pair",
-    "pair_distance",
-    "quantile_grid",
-    "threshold_audit",
-    "threshold_counts",
-    "word_pair",
-    "word_statistic",
-]
-
-__all__ = [
     "audit_mechanism",
     "AuditResult",
     "DEFAULT_ALPHA",

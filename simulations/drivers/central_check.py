@@ -27,20 +27,16 @@ LR_FACTORS = (1.0, 3.0, 10.0, 30.0, 100.0)
 def _public_embeddings(cfg: config_mod.RunConfig) -> tuple[Any, Any, int] | None:
     """The central runs' public embeddings (their encoder), labels and number of classes; None without
     public documents."""
-    import numpy as np
     import torch
 
     from fl.data import datasets as data
-    from fl.encoding.encoder import embed_texts
     from fl.encoding.public_tuning import with_tuned_encoder
+    from fl.maps.public_start import public_embeddings
 
     loaded = data.load(cfg)
-    public = getattr(loaded, "public", None)
-    if public is None:
+    if getattr(loaded, "public", None) is None:
         return None
-    tuned = with_tuned_encoder(cfg)
-    x = torch.as_tensor(np.asarray(embed_texts(public["text"][:], tuned, "cpu", progress=False)), dtype=torch.float32)
-    y = torch.as_tensor(np.asarray(public["label"][:], dtype=np.int64))
+    x, y = public_embeddings(with_tuned_encoder(cfg), torch.device("cpu"))
     return x, y, int(loaded.num_classes)
 
 

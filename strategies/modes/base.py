@@ -141,3 +141,9 @@ def run_folder(cfg: RunConfig) -> Path:
     noise, epsilon) and a timestamp."""
     name = cfg.output.run_name or f"{server_mode(cfg).run_name(cfg)}-{time.strftime('%Y%m%d-%H%M%S')}"
     return Path(cfg.output.out_dir).expanduser().resolve() / name
+
+
+def any_node_local(infos: Any) -> bool:
+    """Whether any of these node descriptions (``fl.wire.CohortInfo``) trained on the node's own file
+    (``data-path``): a mode's ``holds_own_files``."""
+    return any(getattr(v, "node_local", 0) for v in infos)

@@ -24,7 +24,7 @@ from fl.reporting.results import RunWriter
 from strategies.loading import make_strategy
 from strategies.local.accounting import LEAKY_WARNING, LocalDPAccounting
 from strategies.local.release_training import ReleaseTraining
-from strategies.modes.base import ModeRun, final_fields
+from strategies.modes.base import ModeRun, any_node_local, final_fields
 
 log = logging.getLogger(__name__)
 
@@ -132,7 +132,7 @@ class LocalMode:
 
     def holds_own_files(self, run: ModeRun) -> bool:
         assert isinstance(run.strategy, LocalDPAccounting)
-        return any(getattr(v, "node_local", 0) for v in getattr(run.strategy.core, "nodes", {}).values())
+        return any_node_local(getattr(run.strategy.core, "nodes", {}).values())
 
     def run_name(self, cfg: RunConfig) -> str:
         """The dataset and the level's mechanism and epsilon."""

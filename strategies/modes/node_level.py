@@ -25,7 +25,7 @@ from fl.maps.pipeline import build_model
 from fl.reporting.results import RunWriter
 from strategies import discovery
 from strategies.central_node import CentralDPAccounting, central_guarantee, make_central_strategy
-from strategies.modes.base import ModeRun, data_fields, final_fields, user_documents
+from strategies.modes.base import ModeRun, any_node_local, data_fields, final_fields, user_documents
 from strategies.modes.user_level import EVERYONE, FINAL_KEYS
 
 log = logging.getLogger(__name__)
@@ -109,7 +109,7 @@ class NodeLevelMode:
     def holds_own_files(self, run: ModeRun) -> bool:
         assert isinstance(run.strategy, CentralDPAccounting)
         infos = [*getattr(run.strategy, "nodes", {}).values(), *([run.info] if run.info is not None else [])]
-        return any(getattr(v, "node_local", 0) for v in infos)
+        return any_node_local(infos)
 
     def run_name(self, cfg: RunConfig) -> str:
         """The dataset and the noise multiplier."""

@@ -26,7 +26,7 @@ from fl.reporting.results import RunWriter
 from fl.training.central_start import central_start
 from strategies import discovery
 from strategies.central_user import UserLevelDPFedAvg, user_level_guarantee
-from strategies.modes.base import ModeRun, data_fields, final_fields, user_documents
+from strategies.modes.base import ModeRun, any_node_local, data_fields, final_fields, user_documents
 
 log = logging.getLogger(__name__)
 
@@ -113,7 +113,7 @@ class UserLevelMode:
 
     def holds_own_files(self, run: ModeRun) -> bool:
         assert isinstance(run.strategy, UserLevelDPFedAvg)
-        return any(getattr(v, "node_local", 0) for v in run.strategy.nodes.values())
+        return any_node_local(run.strategy.nodes.values())
 
     def run_name(self, cfg: RunConfig) -> str:
         """The dataset and the noise multiplier."""
