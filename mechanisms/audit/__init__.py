@@ -22,8 +22,8 @@ from typing import Any
 import torch
 
 from mechanisms.audit.documents import _audit_document, document_pair
+from mechanisms.audit.labels import _audit_label
 from mechanisms.audit.pairs import (
-    _check_prior,
     _no_sanitize,
     claimed_epsilon,
     default_pair,
@@ -33,6 +33,7 @@ from mechanisms.audit.sampling import (
     audit_pair,
     quantile_grid,
 )
+from mechanisms.audit.sentences import _audit_sentence
 from mechanisms.audit.statistics import (
     DEFAULT_ALPHA,
     DEFAULT_CHUNK,
@@ -56,7 +57,6 @@ from mechanisms.audit.words import (
 
 from ..base import Mechanism
 from ..guarantee import Guarantee
-from ..rr_prior import LabelPrior
 
 
 def audit_mechanism(
@@ -122,106 +122,29 @@ def audit_mechanism(
     log-likelihood ratio of the release.
     """
     guarantee = mech.guarantee if claim is None else claim
-    delta = float(guarantee.delta)
-    # Label and sentence mechanisms release through ``sanitize``; word and document mechanisms are
-    # audited through their own entry points below and never call it.
-    sanitize: Callable[..., torch.Tensor] = getattr(mech, "sanitize", _no_sanitize)
     if prior is not None and mech.level != "label":
         raise ValueError("a label prior only applies to label mechanisms")
+    # Label and sentence mechanisms release through ``sanitize``; word and document mechanisms are
+    # audited through their own entry points and never call it.
+    sanitize: Callable[..., torch.Tensor] = getattr(mech, "sanitize", _no_sanitize)
+    common: dict[str, Any] = {
+        "alpha": alpha,
+        "pilot_samples": pilot_samples,
+        "num_thresholds": num_thresholds,
+        "chunk_size": chunk_size,
+        "device": device,
+    }
     if mech.level == "label":
-        k = int(num_classes)
-        y0, y1 = (0, 1) if pair is None else (int(pair[0]), int(pair[1]))
-        if y0 == y1:
-            raise ValueError("the two labels of the pair must differ")
-        prior_row = None if prior is None else _check_prior(mech, prior, k)
-
-        def label_sampler(label: int) -> Sampler:
-            def draw(n: int, gen: torch.Generator) -> torch.Tensor:
-                y = torch.full((n,), label, dtype=torch.int64, device=gen.device)
-                if prior_row is None:
-                    return sanitize(y, num_classes=k, generator=gen)
-                probs = prior_row.to(gen.device).unsqueeze(0).expand(n, k)
-                return sanitize(y, num_classes=k, generator=gen, prior=LabelPrior(probs, "public"))
-
-            return draw
-
-        def is_first(out: torch.Tensor) -> torch.Tensor:
-            return (out == y0).to(torch.float64)
-
-        result = audit_pair(
-            label_sampler(y0),
-            label_sampler(y1),
-            num_samples,
-            seed,
-            statistic=is_first,
-            thresholds=[0.5],
-            pilot_samples=pilot_samples or 0,
-            delta=delta,
-            alpha=alpha,
-            claimed_epsilon=claimed_epsilon(guarantee),
-            chunk_size=chunk_size,
-            device=device,
-        )
-        return result.with_info(
-            mechanism=mech.name,
-            level=mech.level,
-            guarantee=guarantee.to_dict(),
-            num_classes=k,
-            prior=None if prior_row is None else prior_row.tolist(),
-        )
-
-    if mech.level in ("word", "document"):
-        common: dict[str, Any] = {
-            "alpha": alpha,
-            "pilot_samples": pilot_samples,
-            "num_thresholds": num_thresholds,
-            "chunk_size": chunk_size,
-            "device": device,
-        }
-        if mech.level == "word":
-            result = _audit_word(mech, guarantee, num_samples, seed, pair, common)
-        else:
-            result = _audit_document(mech, guarantee, num_samples, seed, pair, num_sentences, common)
-        return result.with_info(mechanism=mech.name, level=mech.level, guarantee=guarantee.to_dict())
-    if mech.level != "sentence":
-        raise ValueError(f"audit_mechanism handles sentence, label, word and document mechanisms, not {mech.level!r}")
-    if pair is None:
-        x, x_prime = default_pair(mech, dim)
+        result = _audit_label(mech, guarantee, sanitize, num_samples, seed, pair, num_classes, prior, common)
+    elif mech.level == "word":
+        result = _audit_word(mech, guarantee, num_samples, seed, pair, common)
+    elif mech.level == "document":
+        result = _audit_document(mech, guarantee, num_samples, seed, pair, num_sentences, common)
+    elif mech.level == "sentence":
+        result = _audit_sentence(mech, guarantee, sanitize, num_samples, seed, pair, dim, common)
     else:
-        x, x_prime = (torch.as_tensor(p, dtype=torch.float64).reshape(-1) for p in pair)
-        if x.shape != x_prime.shape:
-            raise ValueError("the two inputs of the pair must have the same shape")
-    m = int(x.numel())
-
-    def sentence_sampler(v: torch.Tensor) -> Sampler:
-        def draw(n: int, gen: torch.Generator) -> torch.Tensor:
-            rows = v.to(gen.device).unsqueeze(0).expand(n, m).contiguous()
-            return sanitize(rows, generator=gen)
-
-        return draw
-
-    out_dim = int(sentence_sampler(x)(1, torch.Generator(device=device).manual_seed(0)).reshape(1, -1).shape[1])
-    result = audit_pair(
-        sentence_sampler(x),
-        sentence_sampler(x_prime),
-        num_samples,
-        seed,
-        pilot_samples=pilot_samples,
-        num_thresholds=num_thresholds,
-        delta=delta,
-        alpha=alpha,
-        claimed_epsilon=claimed_epsilon(guarantee, x, x_prime),
-        chunk_size=chunk_size,
-        device=device,
-    )
-    return result.with_info(
-        mechanism=mech.name,
-        level=mech.level,
-        guarantee=guarantee.to_dict(),
-        input_dim=m,
-        output_dim=out_dim,
-        pair_distance=pair_distance(guarantee, x, x_prime),
-    )
+        raise ValueError(f"audit_mechanism handles sentence, label, word and document mechanisms, not {mech.level!r}")
+    return result.with_info(mechanism=mech.name, level=mech.level, guarantee=guarantee.to_dict())
 
 
 __all__ = [

@@ -59,6 +59,7 @@ import numpy as np
 import torch
 
 from fl.reporting.progress import bar as progress_bar
+from mechanisms.audit import audit_pair
 from mechanisms.base import LEVELS
 
 TAMPERS = ("", "epsilon-3x", "redraw-uncharged", "leaky-map", "unsanitized")
@@ -215,6 +216,23 @@ def _document_canary(setup: Any, mech: Any, docs: Any, pool: int, max_docs: int 
     return pick
 
 
+@dataclass
+class CanaryPair:
+    """The two neighbouring inputs of the canary user: embeddings ``emb``, labels ``labels``; at the word level
+    the two one-word ``texts`` (``words`` = 1), at the document level the two sentence ``blocks``. ``pair`` says
+    what they are; ``distance`` is their distance in the mechanism's geometry where the claim scales with it,
+    ``word_claim`` the word mechanism's (distance, epsilon) for the pair."""
+
+    emb: tuple[torch.Tensor, torch.Tensor]
+    labels: tuple[int, int]
+    pair: str
+    texts: tuple[str, str] = ("", "")
+    words: int = 0
+    blocks: tuple[Any, Any] = (None, None)
+    distance: float | None = None
+    word_claim: tuple[float, float] | None = None
+
+
 def audit_run(
     config: str | Path | Mapping[str, Any],
     *,
@@ -235,15 +253,54 @@ def audit_run(
     document of the fewest sentences >= 2, and the same with its first sentence
     replaced by the sentence of the pool farthest from it). Deterministic for a fixed ``seed``.
     """
-    import tempfile
+    cfg = _audit_config(config, level, tamper, overrides)
+    rounds = int(cfg["num-server-rounds"])
+    real, matrix = node_zero_and_map(cfg)
+    setup = _document_setup(cfg) if level == "document" else None
+    canary = _choose_pair(cfg, level, real, matrix, setup, pool)
+    flow = _TamperedFlow(cfg, tamper, real, matrix, setup, canary.words, rounds)
+    fresh_rounds = rounds if cfg["fresh-noise-per-round"] else 1  # redraw-uncharged: charged as cached
+    printed, delta = _printed_figure(cfg, level, canary, flow.charged_channels, fresh_rounds)
+    pilot = int(pilot_trials) if pilot_trials is not None else max(int(trials) // 4, 2)  # audit_pair's default
+    bar = progress_bar(total=2 * (int(trials) + pilot), desc=f"auditing the {level} level's flow", unit="draws")
+    try:
+        result = audit_pair(
+            _counted(flow.sampler(canary, 0), bar),
+            _counted(flow.sampler(canary, 1), bar),
+            int(trials),
+            seed=int(seed),
+            pilot_samples=pilot_trials,
+            alpha=float(alpha),
+            delta=delta,
+            claimed_epsilon=printed,
+            chunk_size=4096,
+        )
+    finally:
+        bar.close()
+        flow.close()
+    return FlowAudit(
+        level=level,
+        pair=canary.pair,
+        rounds=rounds,
+        fresh_noise_per_round=bool(flow.released_cfg["fresh-noise-per-round"]),
+        tamper=tamper,
+        printed_epsilon=printed,
+        pair_epsilon=_pair_epsilon(cfg, level, canary, flow.charged_channels, fresh_rounds),
+        epsilon_lb=float(result.epsilon_lb),
+        trials=int(trials),
+        pilot_trials=int(result.pilot_samples),
+        alpha=float(alpha),
+        passed=bool(result.epsilon_lb <= printed),
+    )
 
-    from flwr.app import Context, RecordDict
 
-    from clients.ldp_client import charges_by_extras, release
-    from fl.accounting import PrivacyLedger
+def _audit_config(
+    config: str | Path | Mapping[str, Any], level: str, tamper: str, overrides: Mapping[str, Any] | None
+) -> Any:
+    """The run's resolved config, refused (ValueError, one line) where the audit does not apply: a central run,
+    a level other than the run's, a leaky M1, a power check that does not fit the level. A public-tuned
+    encoder is tuned (or read from its cache) first: the nodes embed with the server's published encoder."""
     from fl.config import level_of
-    from fl.levels.channels import channel_class, make_channels
-    from mechanisms.audit import audit_pair
     from simulations.runtime.api import resolve_config
 
     if level not in LEVELS:
@@ -269,89 +326,124 @@ def audit_run(
         cfg = cfg.replace(encoder=str(tune_public(cfg, best_device(cfg["device"]), progress=False).folder))
     if level == "label" and cfg["label-mechanism"] == "none":
         raise ValueError("level = 'label' needs a label mechanism (labels in the clear have no finite epsilon)")
-    rounds = int(cfg["num-server-rounds"])
+    return cfg
 
-    real, matrix = node_zero_and_map(cfg)
-    pool_emb = real.train_emb[: min(pool, real.train_emb.shape[0])]
-    texts, words, word_claim = ("", ""), 0, None
-    blocks: tuple[Any, Any] = (None, None)
-    setup = None
+
+def _document_setup(cfg: Any) -> Any:
+    """The document level's public setup (its recoder, if any, trained on public data), as the nodes build it."""
+    from fl.levels.channels import channel_class
+
+    return channel_class(cfg).public_setup(cfg, "cpu")
+
+
+def _choose_pair(cfg: Any, level: str, real: Any, matrix: torch.Tensor | None, setup: Any, pool: int) -> CanaryPair:
+    """The canary's neighbouring inputs at ``level`` (module docstring), from node 0's real documents."""
     if level == "document":
-        from fl.encoding.documents import SentenceDocs
-
-        setup = channel_class(cfg).public_setup(cfg, "cpu")
-        docs: SentenceDocs = real.train_docs
-        mech = setup.mechanism(cfg.release)
-        if setup.recoder is None:  # truncation sees the sentence rows as they are: the box's tight pair
-            from mechanisms.audit import document_pair
-
-            block, swapped = (t.to(torch.float32) for t in document_pair(mech, 2))
-            pair = "two 2-sentence documents at opposite corners of the public box, one sentence apart (tight)"
-        else:
-            i, far = _document_canary(setup, mech, docs, pool)
-            block = docs.docs([i])[0].clone()
-            swapped = block.clone()
-            swapped[0] = docs.emb[far]
-            pair = (
-                f"training document {i} of node 0 ({block.shape[0]} sentences) and the same with its first "
-                f"sentence replaced by sentence {far} of node 0 (the swap whose output laws differ most)"
-            )
-        blocks, words = (block, swapped), 0
-        ex, ep, yx = block.mean(0), swapped.mean(0), int(real.train_y[0])  # one label for both: text differs
-        yp = yx
-        pair_distance = None
-    elif level == "word":
-        from fl.encoding.encoder import best_device, embed_texts
-        from fl.levels.word import rewrite as rewrite_mod
-        from mechanisms.audit import word_pair, word_pair_claim
-
-        mech = rewrite_mod.word_mechanism(cfg)
-        w, wp = word_pair(mech, alphabetic=True)
-        texts, words = (mech.space.words[w], mech.space.words[wp]), 1
-        word_claim = word_pair_claim(mech, mech.guarantee, w, wp)
-        clean = torch.as_tensor(
-            np.asarray(embed_texts(list(texts), cfg, best_device(cfg["device"]), store=False)), dtype=torch.float32
-        )
-        ex, ep, yx = clean[0], clean[1], int(real.train_y[0])
-        yp = yx
-        pair = f"one-word documents {texts[0]!r} and {texts[1]!r} (farthest pair of {mech.name}'s geometry)"
-        pair_distance = word_claim[0]
-    elif level == "sentence":
+        return _document_pair(cfg, real, setup, pool)
+    if level == "word":
+        return _word_pair(cfg, real)
+    pool_emb = real.train_emb[: min(pool, real.train_emb.shape[0])]
+    if level == "sentence":
         dist = torch.cdist(*(2 * [mechanism_inputs(pool_emb, matrix)]))
         i, j = divmod(int(torch.argmax(dist)), dist.shape[1])
         # Same label: the neighbours differ in the text (a label in the clear would tell them apart).
-        ex, ep, yx = pool_emb[i], pool_emb[j], int(real.train_y[i])
-        yp = yx
+        y = int(real.train_y[i])
         pair = f"training documents {i} and {j} of node 0 (farthest of {pool_emb.shape[0]} after M1)"
-        pair_distance = float(dist[i, j])
-    else:
-        ex, ep = pool_emb[0], pool_emb[0]
-        yx, yp = int(real.train_y[0]), (int(real.train_y[0]) + 1) % real.num_classes
-        pair = f"training document 0 of node 0 with labels {yx} and {yp}"
-        pair_distance = None
+        return CanaryPair((pool_emb[i], pool_emb[j]), (y, y), pair, distance=float(dist[i, j]))
+    yx, yp = int(real.train_y[0]), (int(real.train_y[0]) + 1) % real.num_classes
+    pair = f"training document 0 of node 0 with labels {yx} and {yp}"
+    return CanaryPair((pool_emb[0], pool_emb[0]), (yx, yp), pair)
 
-    charged_channels = make_channels(cfg, real.map_dim, setup, real.num_classes)
-    released_cfg = _release_cfg(cfg, tamper)
-    released_setup = setup
-    if setup is not None and tamper == "epsilon-3x":  # the node's mechanism comes from the setup's epsilon
+
+def _document_pair(cfg: Any, real: Any, setup: Any, pool: int) -> CanaryPair:
+    """Truncation: the box's tight pair; a recoding mechanism (DeepCandidate): node 0's document and the
+    sentence swap whose exact output laws differ most (:func:`_document_canary`). One label for both."""
+    from fl.encoding.documents import SentenceDocs
+
+    docs: SentenceDocs = real.train_docs
+    mech = setup.mechanism(cfg.release)
+    if setup.recoder is None:  # truncation sees the sentence rows as they are: the box's tight pair
+        from mechanisms.audit import document_pair
+
+        block, swapped = (t.to(torch.float32) for t in document_pair(mech, 2))
+        pair = "two 2-sentence documents at opposite corners of the public box, one sentence apart (tight)"
+    else:
+        i, far = _document_canary(setup, mech, docs, pool)
+        block = docs.docs([i])[0].clone()
+        swapped = block.clone()
+        swapped[0] = docs.emb[far]
+        pair = (
+            f"training document {i} of node 0 ({block.shape[0]} sentences) and the same with its first "
+            f"sentence replaced by sentence {far} of node 0 (the swap whose output laws differ most)"
+        )
+    y = int(real.train_y[0])  # one label for both: the text differs
+    return CanaryPair((block.mean(0), swapped.mean(0)), (y, y), pair, blocks=(block, swapped))
+
+
+def _word_pair(cfg: Any, real: Any) -> CanaryPair:
+    """One-word documents: the two words farthest apart in the word mechanism's geometry, encoded clean."""
+    from fl.encoding.encoder import best_device, embed_texts
+    from fl.levels.word import rewrite as rewrite_mod
+    from mechanisms.audit import word_pair, word_pair_claim
+
+    mech = rewrite_mod.word_mechanism(cfg)
+    w, wp = word_pair(mech, alphabetic=True)
+    texts = (mech.space.words[w], mech.space.words[wp])
+    word_claim = word_pair_claim(mech, mech.guarantee, w, wp)
+    clean = torch.as_tensor(
+        np.asarray(embed_texts(list(texts), cfg, best_device(cfg["device"]), store=False)), dtype=torch.float32
+    )
+    y = int(real.train_y[0])
+    pair = f"one-word documents {texts[0]!r} and {texts[1]!r} (farthest pair of {mech.name}'s geometry)"
+    return CanaryPair(
+        (clean[0], clean[1]), (y, y), pair, texts=texts, words=1, distance=word_claim[0], word_claim=word_claim
+    )
+
+
+class _TamperedFlow:
+    """The node's release flow for canary cohorts, with the power check ``tamper`` applied to what is released
+    (``release_channels``, ``released_cfg``), while the ledger charges the honest ``charged_channels``."""
+
+    def __init__(
+        self, cfg: Any, tamper: str, real: Any, matrix: torch.Tensor | None, setup: Any, words: int, rounds: int
+    ) -> None:
+        import tempfile
         from dataclasses import replace
 
-        released_setup = replace(setup, epsilon=3 * setup.epsilon)
-    release_channels = make_channels(released_cfg, real.map_dim, released_setup, real.num_classes)
-    model = None
-    if tamper == "leaky-map":
-        from fl.maps.pipeline import build_model
+        from fl.levels.channels import make_channels
 
-        model = build_model(cfg, real.release_dim, real.encoder_dim, real.num_classes)
+        self.cfg, self.real, self.matrix, self.words, self.rounds = cfg, real, matrix, words, rounds
+        self.charged_channels = make_channels(cfg, real.map_dim, setup, real.num_classes)
+        self.released_cfg = _release_cfg(cfg, tamper)
+        released_setup = setup
+        if setup is not None and tamper == "epsilon-3x":  # the node's mechanism comes from the setup's epsilon
+            released_setup = replace(setup, epsilon=3 * setup.epsilon)
+        self.release_channels = make_channels(self.released_cfg, real.map_dim, released_setup, real.num_classes)
+        self.model = None
+        if tamper == "leaky-map":
+            from fl.maps.pipeline import build_model
 
-    # word level: the node's rewrites of the canary (new at every batch) go to a scratch cache
-    scratch = tempfile.TemporaryDirectory(prefix="sanitas-audit-")
+            self.model = build_model(cfg, real.release_dim, real.encoder_dim, real.num_classes)
+        # word level: the node's rewrites of the canary (new at every batch) go to a scratch cache
+        self.scratch = tempfile.TemporaryDirectory(prefix="sanitas-audit-")
 
-    def sampler(emb: torch.Tensor, label: int, text: str = "", sentences: Any = None):  # type: ignore[no-untyped-def]
+    def close(self) -> None:
+        self.scratch.cleanup()
+
+    def sampler(self, canary: CanaryPair, side: int) -> Any:
+        """``draw(n, gen)``: n trials of input ``side`` (0: x, 1: x'), each a user on a node of its own with a
+        fresh node secret; a row holds what the server sees of that user over the rounds."""
+        from flwr.app import Context, RecordDict
+
+        from clients.ldp_client import release
+
+        emb, label = canary.emb[side], canary.labels[side]
+        text, sentences = canary.texts[side], canary.blocks[side]
+
         def draw(n: int, gen: torch.Generator) -> torch.Tensor:
-            cohort = _canary_cohort(real, emb, label, n, text, words, sentences)
+            cohort = _canary_cohort(self.real, emb, label, n, text, self.words, sentences)
             secret = int(torch.randint(0, 2**62, (1,), generator=gen))  # a fresh node secret per batch
-            run_cfg = released_cfg.replace(**{"noise-seed": secret, "cache-dir": scratch.name})
+            run_cfg = self.released_cfg.replace(**{"noise-seed": secret, "cache-dir": self.scratch.name})
             ctx = Context(
                 run_id=0,
                 node_id=0,
@@ -359,105 +451,80 @@ def audit_run(
                 state=RecordDict(),
                 run_config={},
             )
+            if self.model is not None:
+                return torch.cat([self._leaky_trial(ctx, run_cfg, cohort, i) for i in range(n)])
             rows = np.arange(n, dtype=np.int64)
-            if model is not None:
-                return torch.cat([_leaky_trial(ctx, run_cfg, cohort, i) for i in range(n)])
             seen = []
-            for _ in range(rounds):
-                rel = release(ctx, run_cfg, "train", cohort, rows, release_channels, matrix)
+            for _ in range(self.rounds):
+                rel = release(ctx, run_cfg, "train", cohort, rows, self.release_channels, self.matrix)
                 parts = [torch.as_tensor(rel.emb, dtype=torch.float64)]
-                if rel.labels is not None and cfg["label-mechanism"] != "none":
-                    parts.append(torch.nn.functional.one_hot(torch.as_tensor(rel.labels), real.num_classes).double())
+                if rel.labels is not None and self.cfg["label-mechanism"] != "none":
+                    labels = torch.as_tensor(rel.labels)
+                    parts.append(torch.nn.functional.one_hot(labels, self.real.num_classes).double())
                 seen.append(torch.cat(parts, dim=1))
             return torch.cat(seen, dim=1)
 
         return draw
 
-    def _leaky_trial(ctx: Any, run_cfg: Any, cohort: Any, i: int) -> torch.Tensor:
+    def _leaky_trial(self, ctx: Any, run_cfg: Any, cohort: Any, i: int) -> torch.Tensor:
         """One leaky user on a node of its own: its release and the gradient its reply carries."""
-        rel = release(ctx, run_cfg, "train", cohort, np.array([i]), release_channels, matrix, model)
-        assert rel.grad is not None
-        return torch.cat([torch.as_tensor(rel.emb, dtype=torch.float64).reshape(-1), rel.grad.double().reshape(-1)])[
-            None
-        ]
+        from clients.ldp_client import release
 
-    # What the ledger prints for the canary: the charges of its fresh rows over the rounds.
+        rel = release(ctx, run_cfg, "train", cohort, np.array([i]), self.release_channels, self.matrix, self.model)
+        assert rel.grad is not None
+        flat = [torch.as_tensor(rel.emb, dtype=torch.float64).reshape(-1), rel.grad.double().reshape(-1)]
+        return torch.cat(flat)[None]
+
+
+def _printed_figure(cfg: Any, level: str, canary: CanaryPair, channels: Any, fresh_rounds: int) -> tuple[float, float]:
+    """(epsilon, delta) the run's ledger prints for the canary: the charges of its fresh rows over the rounds."""
+    from clients.ldp_client import charges_by_extras
+    from fl.accounting import PrivacyLedger
+
     ledger = PrivacyLedger({"train": 1}, target_delta=cfg["accounting-delta"])
-    fresh_rounds = rounds if (cfg["fresh-noise-per-round"]) else 1  # redraw-uncharged: charged as cached
+    extras = (
+        {"num-words": np.array([canary.words], dtype=np.int64)}
+        if level == "word"
+        else {"num-sentences": np.array([canary.blocks[0].shape[0]], dtype=np.int64)}
+        if level == "document"
+        else {}
+    )
+    user = np.zeros(1, dtype=np.int64)
     for _ in range(fresh_rounds):
-        extras = (
-            {"num-words": np.array([words], dtype=np.int64)}
-            if level == "word"
-            else {"num-sentences": np.array([blocks[0].shape[0]], dtype=np.int64)}
-            if level == "document"
-            else {}
-        )
-        table, index = charges_by_extras(charged_channels.embedding, 1, extras)
-        ledger.record("train", np.zeros(1, dtype=np.int64), table[int(index[0])].guarantee, "embedding")
+        table, index = charges_by_extras(channels.embedding, 1, extras)
+        ledger.record("train", user, table[int(index[0])].guarantee, "embedding")
         if cfg["label-mechanism"] != "none":
-            ltable, lindex = charged_channels.label.charges(1)
-            ledger.record("train", np.zeros(1, dtype=np.int64), ltable[int(lindex[0])].guarantee, "label")
+            ltable, lindex = channels.label.charges(1)
+            ledger.record("train", user, ltable[int(lindex[0])].guarantee, "label")
     snap = ledger.snapshot()
     printed = snap["epsilon_total"] if cfg["label-mechanism"] != "none" else snap["epsilon_ldp"]
-    pair_eps = None
-    guarantee = charged_channels.embedding.guarantee
-    if word_claim is not None and cfg["label-mechanism"] == "none":
-        pair_eps = fresh_rounds * word_claim[1]  # one word differs: its guarantee for this pair, per fresh draw
-    elif level == "document" and cfg["label-mechanism"] == "none":
-        pair_eps = fresh_rounds * float(guarantee.epsilon)  # one sentence differs: the SentDP epsilon
-    elif (
-        level == "sentence"
-        and guarantee.notion == "metric"
-        and pair_distance is not None
-        and cfg["label-mechanism"] == "none"
-    ):
-        pair_eps = (
-            fresh_rounds
-            * guarantee.epsilon
-            * (
-                2 * float(np.arcsin(min(1.0, pair_distance / 2)))
-                if "angular" in (guarantee.metric or "")
-                else pair_distance
-            )
-        )
+    return float(printed), float(snap["delta_total"])
 
-    pilot = int(pilot_trials) if pilot_trials is not None else max(int(trials) // 4, 2)  # audit_pair's default
-    bar = progress_bar(total=2 * (int(trials) + pilot), desc=f"auditing the {level} level's flow", unit="draws")
 
-    def counted(draw: Any) -> Any:
-        def sample(n: int, gen: torch.Generator) -> torch.Tensor:
-            out = draw(n, gen)
-            bar.update(n)
-            return out
+def _pair_epsilon(cfg: Any, level: str, canary: CanaryPair, channels: Any, fresh_rounds: int) -> float | None:
+    """The pair's own epsilon where one is defined (labels in the clear): one word differs (its guarantee for
+    this pair), one sentence differs (the SentDP epsilon), or a metric sentence guarantee at the pair's distance;
+    per fresh draw."""
+    if cfg["label-mechanism"] != "none":
+        return None
+    guarantee = channels.embedding.guarantee
+    if canary.word_claim is not None:
+        return fresh_rounds * canary.word_claim[1]
+    if level == "document":
+        return fresh_rounds * float(guarantee.epsilon)
+    if level == "sentence" and guarantee.notion == "metric" and canary.distance is not None:
+        d = canary.distance
+        scale = 2 * float(np.arcsin(min(1.0, d / 2))) if "angular" in (guarantee.metric or "") else d
+        return fresh_rounds * guarantee.epsilon * scale
+    return None
 
-        return sample
 
-    try:
-        result = audit_pair(
-            counted(sampler(ex, yx, texts[0], blocks[0])),
-            counted(sampler(ep, yp, texts[1], blocks[1])),
-            int(trials),
-            seed=int(seed),
-            pilot_samples=pilot_trials,
-            alpha=float(alpha),
-            delta=float(snap["delta_total"]),
-            claimed_epsilon=float(printed),
-            chunk_size=4096,
-        )
-    finally:
-        bar.close()
-        scratch.cleanup()
-    return FlowAudit(
-        level=level,
-        pair=pair,
-        rounds=rounds,
-        fresh_noise_per_round=bool(released_cfg["fresh-noise-per-round"]),
-        tamper=tamper,
-        printed_epsilon=float(printed),
-        pair_epsilon=pair_eps,
-        epsilon_lb=float(result.epsilon_lb),
-        trials=int(trials),
-        pilot_trials=int(result.pilot_samples),
-        alpha=float(alpha),
-        passed=bool(result.epsilon_lb <= printed),
-    )
+def _counted(draw: Any, bar: Any) -> Any:
+    """``draw`` that also advances the progress ``bar`` by the draws it makes."""
+
+    def sample(n: int, gen: torch.Generator) -> torch.Tensor:
+        out = draw(n, gen)
+        bar.update(n)
+        return out
+
+    return sample

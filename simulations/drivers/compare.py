@@ -52,6 +52,7 @@ import json
 import math
 import sys
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -271,39 +272,108 @@ def compare(
 
     ``attacks``: then run those attacks on every finished run (``simulations.analyses.attack``: attacks.csv and
     attacks_vs_epsilon.png in the comparison folder)."""
-    from fl.accounting.delta import population_delta
-    from fl.accounting.user_level import sampling_rate
-    from fl.cohort import population_sizes
-
     totals = epsilon_list(epsilons, "--epsilons")
-    trains = [t.strip() for t in central_trains]
-    allowed = config_mod.CHOICES["central-train"]
-    if not trains or any(t not in allowed for t in trains) or len(set(trains)) != len(trains):
-        raise config_mod.ConfigError(f"--central-trains takes distinct values of {allowed}, got {','.join(trains)!r}")
+    trains = _central_trains(central_trains)
     targets = sorted(set(epsilon_list(central_epsilons, "--central-epsilons")))
     seed_list = sw.parse_seeds(list(seeds))
     sweep_dir = Path(out).expanduser().resolve() / (name or f"{Path(config).stem}-compare")
     local_cfg = config_mod.as_run_config(sw.resolve_run(config, sw.Run("probe", {}, {}), sets, sweep_dir))
     _check_label_share(local_cfg, label_share)  # one line, before any work
-    central_cfg = sw.resolve_run(config, sw.Run("probe", {}, {}), [*sets, *central_sets], sweep_dir)
-    # The population (hence q) depends on the seed (the public split is drawn per seed): the noise is
-    # calibrated at the largest q over the seeds, so every seed's run meets each target, and at the
-    # delta of the largest population (the smallest delta, so delta < 1/N for every seed).
+    central_cfg = config_mod.as_run_config(
+        sw.resolve_run(config, sw.Run("probe", {}, {}), [*sets, *central_sets], sweep_dir)
+    )
+    cal = _calibrate(central_cfg, targets, seed_list)
+    num_classes, dim, public = _local_context(local_cfg, seed_list[0])
+    shares = _label_shares(local_cfg, totals, label_share, public, num_classes)
+    points = local_points(local_cfg, totals, shares, _map_dim(local_cfg, dim), num_classes, labels_clear)
+    runs = plan([keys for keys, _ in points], cal.noise, seed_list, central_sets, node_multipliers, trains, cal.delta)
+    run_targets = _run_targets(runs, cal.noise, points)
+    sw.check_runs(config, runs, sets, sweep_dir)
+    checked: dict[str, Any] = {"unchecked": "--central-check off"}
+    if central_check and not collect and any(r.values.get("central-unit") == "user" for r in runs):
+        checked = _check_central(central_cfg, cal.noise, seed_list[0])  # refuses before anything runs
+    if collect:
+        finished = _collect(runs, sweep_dir)
+    else:
+        finished = _run_all(config, runs, sets, sweep_dir, jobs, timeout, progress)
+    rows = [row for run in runs for row in rows_for(run, sweep_dir, run_targets)]
+    priors, public_accuracy = _ceiling_inputs(local_cfg, seed_list, rows)
+    add_ceilings(rows, priors, public_accuracy)
+    extra = {
+        "config": str(config),
+        "sets": list(sets),
+        "central_sets": list(central_sets),
+        "users": cal.num_users,
+        "users_by_seed": {str(k): v for k, v in cal.populations.items()},
+        "sampling_rate": cal.q,
+        "rounds": cal.rounds,
+        "central_delta": cal.delta,
+        "noise_for_target_epsilon": {str(t): z for t, z in cal.noise.items()},
+        "label_share": {f"{t:g}": shares[t] for t in totals},
+        "label_share_chosen_on": "public data (fl.maps.recipes)" if label_share == "auto" else "given (--label-share)",
+        "public_model_accuracy": {str(k): v for k, v in public_accuracy.items()},
+        "test_class_priors": priors,
+        "seeds": list(seeds),
+        "central_check": checked,
+    }
+    _write_outputs(config, sweep_dir, rows, priors, extra)
+    if attacks:
+        from simulations.analyses.attack import attack_folder
+
+        attack_folder(sweep_dir, attacks)
+        print(f"sanitas: attacks in {sweep_dir / 'attacks.csv'}", flush=True)
+    return 0 if all(r["status"] == "ok" for r in finished) else 1
+
+
+def _central_trains(central_trains: Sequence[str]) -> list[str]:
+    """``--central-trains`` as a list: distinct values of the ``central-train`` choices (ConfigError otherwise)."""
+    trains = [t.strip() for t in central_trains]
+    allowed = config_mod.CHOICES["central-train"]
+    if not trains or any(t not in allowed for t in trains) or len(set(trains)) != len(trains):
+        raise config_mod.ConfigError(f"--central-trains takes distinct values of {allowed}, got {','.join(trains)!r}")
+    return trains
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """The central runs' accounting inputs and the noise multiplier found for each target epsilon."""
+
+    populations: dict[int, int]  # training users per seed
+    num_users: int
+    q: float
+    rounds: int
+    delta: float
+    noise: dict[float, float]
+
+
+def _calibrate(central_cfg: config_mod.RunConfig, targets: Sequence[float], seed_list: Sequence[int]) -> Calibration:
+    """The noise per target per-user epsilon, at the largest ``q`` over the seeds and the smallest delta.
+
+    The population (hence q) depends on the seed (the public split is drawn per seed): the noise is
+    calibrated at the largest q over the seeds, so every seed's run meets each target, and at the
+    delta of the largest population (the smallest delta, so delta < 1/N for every seed)."""
+    from fl.accounting.delta import population_delta
+    from fl.accounting.user_level import sampling_rate
+    from fl.cohort import population_sizes
+
     populations = {s: population_sizes(central_cfg.replace(seed=s))[0] for s in seed_list}
     num_users = min(populations.values())
     q = sampling_rate(float(central_cfg["central-cohort-size"]), num_users)
     rounds = int(central_cfg["num-server-rounds"])
     delta = population_delta(float(central_cfg["central-delta"]), max(populations.values()))
     print(
-        f"sanitas: calibrating the noise for per-user epsilon {targets} (q = {q:.4g}, the largest over the seeds' "
-        f"{sorted(set(populations.values()))} users; {rounds} rounds; delta {delta:.3g})",
+        f"sanitas: calibrating the noise for per-user epsilon {list(targets)} (q = {q:.4g}, the largest over the "
+        f"seeds' {sorted(set(populations.values()))} users; {rounds} rounds; delta {delta:.3g})",
         flush=True,
     )
     noise = central_noise_table(targets, q, rounds, delta)
-    num_classes, dim, public = _local_context(local_cfg, seed_list[0])
-    shares = _label_shares(local_cfg, totals, label_share, public, num_classes)
-    points = local_points(local_cfg, totals, shares, _map_dim(local_cfg, dim), num_classes, labels_clear)
-    runs = plan([keys for keys, _ in points], noise, seed_list, central_sets, node_multipliers, trains, delta)
+    return Calibration(populations, num_users, q, rounds, delta, noise)
+
+
+def _run_targets(
+    runs: Sequence[sw.Run], noise: Mapping[float, float], points: Sequence[tuple[Mapping[str, Any], float]]
+) -> dict[str, float]:
+    """Each run's intended per-user epsilon: a user-level central run's target, a local run's whole-record total."""
     by_noise = {f"{z:.6g}": t for t, z in noise.items()}
     run_targets = {
         r.name: by_noise[f"{r.values['central-noise-multiplier']:.6g}"]
@@ -314,75 +384,67 @@ def compare(
         total = point_total(r, points) if r.values.get("mode") == "local" else None
         if total is not None:
             run_targets[r.name] = total
-    sw.check_runs(config, runs, sets, sweep_dir)
-    checked: dict[str, Any] = {"unchecked": "--central-check off"}
-    if central_check and not collect and any(r.values.get("central-unit") == "user" for r in runs):
-        from simulations.drivers.central_check import check_central_points
+    return run_targets
 
-        checked = check_central_points(central_cfg, noise, seed_list[0])  # refuses before anything runs
-        note = checked.get("unchecked") or (
-            f"learn on public data ({len(checked['emulations'])} emulated, server-learning-rate "
-            f"{checked['server_learning_rate']:g})"
-        )
-        print(f"sanitas: central points: {note}", flush=True)
-    if collect:
-        missing = [r.name for r in runs if _summary(sweep_dir / r.name) is None]
-        print(f"sanitas: collecting {len(runs) - len(missing)} of {len(runs)} runs from {sweep_dir}", flush=True)
-        for run_name in missing:
-            print(f"sanitas: not run yet: {run_name}", file=sys.stderr)
-        finished = [{"status": "ok"}]
-        if len(missing) == len(runs):
-            raise config_mod.ConfigError(f"--collect: none of the {len(runs)} runs has finished in {sweep_dir}")
-    else:
-        print(f"sanitas: comparison of {len(runs)} runs into {sweep_dir}", flush=True)
 
-        from simulations.runtime.warm import WarmPool
+def _check_central(central_cfg: config_mod.RunConfig, noise: Mapping[float, float], seed: int) -> dict[str, Any]:
+    """Emulate the user-level central points on public data (:mod:`simulations.drivers.central_check`);
+    raises, naming what to change, when one learns nothing there."""
+    from simulations.drivers.central_check import check_central_points
 
-        with WarmPool(jobs) as pool:
-            runner = sw.warm_runner(config, sets, sweep_dir, pool, timeout)
-            shared = sw.shared_runner(config, sets, sweep_dir, pool, timeout)
-            finished = sw.run_sweep(runs, sweep_dir, runner, progress=progress, jobs=jobs, shared=shared)
-    rows = [row for run in runs for row in rows_for(run, sweep_dir, run_targets)]
-    priors, public_accuracy = _ceiling_inputs(local_cfg, seed_list, rows)
-    add_ceilings(rows, priors, public_accuracy)
-    points_out = aggregate(rows)
-    extra = {
-        "config": str(config),
-        "sets": list(sets),
-        "central_sets": list(central_sets),
-        "users": num_users,
-        "users_by_seed": {str(k): v for k, v in populations.items()},
-        "sampling_rate": q,
-        "rounds": rounds,
-        "central_delta": delta,
-        "noise_for_target_epsilon": {str(t): z for t, z in noise.items()},
-        "label_share": {f"{t:g}": shares[t] for t in totals},
-        "label_share_chosen_on": "public data (fl.maps.recipes)" if label_share == "auto" else "given (--label-share)",
-        "public_model_accuracy": {str(k): v for k, v in public_accuracy.items()},
-        "test_class_priors": priors,
-        "seeds": list(seeds),
-        "central_check": checked,
-    }
-    majority = max(priors) if priors else None  # the rate a model that learned nothing reaches
-    csv_path, json_path, png = write(
-        points_out,
-        sweep_dir,
-        f"{Path(config).stem}: local vs central DP per user (whole record)",
-        majority,
-        extra,
-        rows,
-        "majority class",
+    checked = check_central_points(central_cfg, dict(noise), seed)
+    note = checked.get("unchecked") or (
+        f"learn on public data ({len(checked['emulations'])} emulated, server-learning-rate "
+        f"{checked['server_learning_rate']:g})"
     )
+    print(f"sanitas: central points: {note}", flush=True)
+    return checked
+
+
+def _collect(runs: Sequence[sw.Run], sweep_dir: Path) -> list[dict[str, Any]]:
+    """``--collect``: run nothing; name the runs without a summary (ConfigError when none has one)."""
+    missing = [r.name for r in runs if _summary(sweep_dir / r.name) is None]
+    print(f"sanitas: collecting {len(runs) - len(missing)} of {len(runs)} runs from {sweep_dir}", flush=True)
+    for run_name in missing:
+        print(f"sanitas: not run yet: {run_name}", file=sys.stderr)
+    if len(missing) == len(runs):
+        raise config_mod.ConfigError(f"--collect: none of the {len(runs)} runs has finished in {sweep_dir}")
+    return [{"status": "ok"}]
+
+
+def _run_all(
+    config: str,
+    runs: Sequence[sw.Run],
+    sets: Sequence[str],
+    sweep_dir: Path,
+    jobs: int,
+    timeout: float | None,
+    progress: bool,
+) -> list[dict[str, Any]]:
+    """Every run of the plan through the sweep (warm workers; an interrupted comparison resumes)."""
+    from simulations.runtime.warm import WarmPool
+
+    print(f"sanitas: comparison of {len(runs)} runs into {sweep_dir}", flush=True)
+    with WarmPool(jobs) as pool:
+        runner = sw.warm_runner(config, sets, sweep_dir, pool, timeout)
+        shared = sw.shared_runner(config, sets, sweep_dir, pool, timeout)
+        return sw.run_sweep(list(runs), sweep_dir, runner, progress=progress, jobs=jobs, shared=shared)
+
+
+def _write_outputs(
+    config: str, sweep_dir: Path, rows: list[dict[str, Any]], priors: Sequence[float], extra: dict[str, Any]
+) -> None:
+    """compare.csv, compare.json and compare.png, and the findings table against the majority-class rate."""
     from simulations.drivers.findings import print_findings
 
-    print_findings(points_out, majority, f"{Path(config).stem}: local vs central DP per user")
+    points_out = aggregate(rows)
+    majority = max(priors) if priors else None  # the rate a model that learned nothing reaches
+    title = f"{Path(config).stem}: local vs central DP per user"
+    csv_path, json_path, png = write(
+        points_out, sweep_dir, f"{title} (whole record)", majority, extra, rows, "majority class"
+    )
+    print_findings(points_out, majority, title)
     print(f"sanitas: {csv_path}, {json_path} and {png}", flush=True)
-    if attacks:
-        from simulations.analyses.attack import attack_folder
-
-        attack_folder(sweep_dir, attacks)
-        print(f"sanitas: attacks in {sweep_dir / 'attacks.csv'}", flush=True)
-    return 0 if all(r["status"] == "ok" for r in finished) else 1
 
 
 def _map_dim(cfg: config_mod.RunConfig, d: int) -> int:
