@@ -5,23 +5,25 @@ Each section is a frozen dataclass; each field is one key (``sentence_epsilon`` 
 keys that take a fixed set of values, ``choices``. Everything else is generated from these classes:
 ``DEFAULTS``, ``SECTIONS``, ``CHOICES`` and ``DOCS`` below, the ``[tool.flwr.app.config]`` block of
 ``pyproject.toml`` and the tables of ``docs/configuration.md`` (:mod:`fl.config.reference`; tests check
-both files against it). A new key is one field here plus its check in
-:func:`fl.config.run_config.validate`.
+both files against it). Each section checks its own keys (``check``); rules that read keys of two sections
+are in :mod:`fl.config.rules`. A new key is one field here plus its check in its section's ``check`` (or a
+rule there).
 """
 
 from __future__ import annotations
 
-from dataclasses import MISSING, dataclass, field, fields
+import math
+from dataclasses import MISSING, dataclass, fields
+from pathlib import Path
 from typing import Any
 
-
-def key(default: Any, doc: str, choices: tuple[str, ...] | None = None) -> Any:
-    """One run-config key: its default, its documentation, and its allowed values (if a fixed set)."""
-    return field(default=default, metadata={"doc": doc, "choices": choices})
+from fl.config.errors import ConfigError
+from fl.config.section import STRATEGY_FORM, Section, at_least, attribute, declared_default, kebab, key
+from fl.config.values import is_user_file, label_name_list, make_mechanism, mechanism_options, public_label_pairs
 
 
 @dataclass(frozen=True)
-class DataConfig:
+class DataConfig(Section):
     """Where the documents come from and how they are split: the dataset, users' files, subsampling and the
     public split."""
 
@@ -70,9 +72,55 @@ class DataConfig:
     synthetic_dim: int = key(384, 'dataset = "synthetic": embedding dimension d (no encoder)')
     synthetic_test_users: int = key(2000, 'dataset = "synthetic": test users (one document each)')
 
+    def check(self) -> None:
+        """Sizes and fractions in range; one source of public documents, described only where it is
+        another dataset; a user's file for the keys that describe one; ``data-dir`` a folder."""
+        super().check()
+        if self.synthetic_dim < 2 or self.synthetic_test_users < 1:
+            raise ConfigError(
+                f"synthetic-dim must be >= 2 and synthetic-test-users >= 1, got {self.synthetic_dim} and "
+                f"{self.synthetic_test_users}"
+            )
+        at_least(self, 0, "train-size", "test-size")
+        if not 0.0 < self.test_fraction < 1.0:
+            raise ConfigError(f"test-fraction must lie in (0, 1), got {self.test_fraction}")
+        if not 0.0 <= self.public_fraction < 1.0:
+            raise ConfigError(f"public-fraction must lie in [0, 1), got {self.public_fraction}")
+        self._check_public_data()
+        if self.data_dir and not Path(self.data_dir).expanduser().is_dir():
+            raise ConfigError(f"data-dir {self.data_dir!r} does not exist or is not a folder")
+
+    def _check_public_data(self) -> None:
+        """The public-data keys: one source of public documents, sizes, and the label mapping's form."""
+        if self.public_dataset and self.public_fraction > 0:
+            raise ConfigError(
+                f"public-dataset = {self.public_dataset!r} and public-fraction = {self.public_fraction} both "
+                "name public documents: set public-fraction = 0 to take them from the other dataset only"
+            )
+        if self.public_size < 0:
+            raise ConfigError(f"public-size must be >= 0 (0 = all), got {self.public_size}")
+        if not self.public_dataset:
+            for name in ("public-size", "public-sentences", "public-labels"):
+                value, default = getattr(self, attribute(name)), declared_default(self, name)
+                if value != default:
+                    raise ConfigError(f"{name} = {value!r} needs public-dataset (the other dataset it describes)")
+        if self.public_dataset == "synthetic" or (self.dataset == "synthetic" and self.public_dataset):
+            raise ConfigError('public-dataset needs text: dataset = "synthetic" has none')
+        public_label_pairs(self.public_labels)
+        if self.group_column and not is_user_file(self.dataset):
+            raise ConfigError(
+                f"group-column = {self.group_column!r} names a column of your own data file; dataset = "
+                f"{self.dataset!r} is a registry dataset (its groups are found by containment)"
+            )
+        if label_name_list(self.label_names) and not is_user_file(self.dataset):
+            raise ConfigError(
+                f"label-names = {self.label_names!r} names the classes of your own data file; dataset = "
+                f"{self.dataset!r} has fixed class names (leave label-names empty)"
+            )
+
 
 @dataclass(frozen=True)
-class UsersConfig:
+class UsersConfig(Section):
     """Users and nodes: how documents become users and users are partitioned over simulated nodes."""
 
     num_users: int = key(0, "training users (0 = one user per training document)")
@@ -84,9 +132,17 @@ class UsersConfig:
     users_per_node: int = key(1000, "cohort size of a simulated node (sanitas run)")
     seed: int = key(42, "data shuffling, splits, partitioning, user sampling, model init")
 
+    def check(self) -> None:
+        """Node cohorts of at least one user, a count of users >= 0 and a positive Dirichlet concentration."""
+        super().check()
+        at_least(self, 1, "users-per-node")
+        at_least(self, 0, "num-users")
+        if not (self.dirichlet_alpha > 0 and math.isfinite(self.dirichlet_alpha)):
+            raise ConfigError(f"dirichlet-alpha must be > 0, got {self.dirichlet_alpha}")
+
 
 @dataclass(frozen=True)
-class EncoderConfig:
+class EncoderConfig(Section):
     """The sentence encoder G, its cache, and its optional public fine-tuning."""
 
     encoder: str = key("all-MiniLM-L6-v2", "sentence-transformers name or path")
@@ -131,9 +187,23 @@ class EncoderConfig:
         "noise; public data only",
     )
 
+    def check(self) -> None:
+        """Batch sizes, layers, rank and epochs >= 1; the tuning step size >= 0 and its hold-out in [0, 1)."""
+        super().check()
+        at_least(
+            self, 1, "encode-batch-size", "tuning-layers", "tuning-lora-rank", "tuning-epochs", "tuning-batch-size"
+        )
+        if not (self.tuning_learning_rate >= 0 and math.isfinite(self.tuning_learning_rate)):
+            raise ConfigError(
+                "tuning-learning-rate must be >= 0 and finite (0 = the part's default), got "
+                f"{self.tuning_learning_rate}"
+            )
+        if not 0.0 <= self.tuning_holdout < 1.0:
+            raise ConfigError(f"tuning-holdout must lie in [0, 1), got {self.tuning_holdout}")
+
 
 @dataclass(frozen=True)
-class ReleaseConfig:
+class ReleaseConfig(Section):
     """What leaves a node in local mode: the input map M1, the level's mechanism, the label mechanism, the
     noise and the budget."""
 
@@ -201,9 +271,89 @@ class ReleaseConfig:
         "evaluation count not covered by a DP guarantee); false = sanitized evaluation only",
     )
 
+    def check(self) -> None:
+        """The input map's settings, the accounting's budget and delta, the word and document levels'
+        parameters, one level at a time, every channel protected under a budget, secure-rng without a seed,
+        and every channel's mechanism: a known name of the channel's level with a valid epsilon."""
+        super().check()
+        at_least(self, 1, "public-epochs")
+        if self.map_in != "identity" and self.map_dim < 2:
+            raise ConfigError(f"map-dim must be >= 2, got {self.map_dim}")
+        if self.map_in == "leaky" and not self.allow_unaccounted_leakage:
+            raise ConfigError(
+                "map-in = 'leaky' sends unsanitized gradients of M1 to the server, so no local-DP guarantee "
+                "holds; set allow-unaccounted-leakage = true to run it anyway"
+            )
+        if not (self.map_scale >= 0 and math.isfinite(self.map_scale)):
+            raise ConfigError(f"map-scale must be >= 0 and finite (0 = chosen on public data), got {self.map_scale}")
+        if not (self.max_epsilon >= 0 and math.isfinite(self.max_epsilon)):
+            raise ConfigError(f"max-epsilon must be >= 0 and finite (0 = no budget), got {self.max_epsilon}")
+        if not 0.0 < self.accounting_delta < 1.0:
+            raise ConfigError(f"accounting-delta must lie in (0, 1), got {self.accounting_delta}")
+        self._check_levels()
+        if self.secure_rng and self.noise_seed >= 0:
+            raise ConfigError(
+                f"secure-rng = true seeds every generator from the OS CSPRNG: remove noise-seed (got {self.noise_seed})"
+            )
+        self._check_mechanisms()
+
+    def _check_levels(self) -> None:
+        """The word and document levels' parameters; a word rewrite without a sentence mechanism on top; a
+        budget needs every released channel protected."""
+        at_least(self, 0, "word-quality-docs", "word-support-words")
+        if self.word_mechanism != "none" and self.sentence_mechanism != "none":
+            raise ConfigError(
+                f"word-mechanism = {self.word_mechanism!r} releases the embedding of the rewritten text "
+                f'without further noise: set sentence-mechanism = "none" (got {self.sentence_mechanism!r}; '
+                "stacking a word- and a sentence-level mechanism is not supported)"
+            )
+        at_least(self, 2, "num-candidates", "candidate-min-sentences")
+        at_least(self, 1, "recoder-epochs")
+        at_least(self, 2, "recoder-clusters")
+        if not 0 <= self.num_projections <= 10_000:
+            raise ConfigError(f"num-projections must lie in [0, 10000] (0 = tune), got {self.num_projections}")
+        if self.max_epsilon > 0:
+            for channel in ("sentence", "label"):
+                if channel == "sentence" and (self.word_mechanism != "none" or self.document_mechanism != "none"):
+                    continue  # the embedding is covered by the word-level guarantee
+                if getattr(self, f"{channel}_mechanism") == "none":
+                    raise ConfigError(
+                        f"max-epsilon needs every released channel protected, but {channel}-mechanism is 'none' "
+                        "(a release in the clear has no finite epsilon)"
+                    )
+
+    def _check_mechanisms(self) -> None:
+        """Every channel's mechanism: a known name of the channel's level with a valid epsilon (their
+        constructors check)."""
+        import mechanisms  # local import: fl may import mechanisms, never the reverse
+
+        keys = self.flat()
+        for channel in ("sentence", "label", "word", "document"):
+            name = keys[f"{channel}-mechanism"]
+            if channel == "document" and name != "none":
+                # Document mechanisms are built from public data (candidates, box) at run time: check
+                # the name, the level, epsilon and the options' syntax here.
+                try:
+                    cls = mechanisms.mechanism_class(name)
+                    mechanisms.check_epsilon(self.document_epsilon, "document-epsilon")
+                except ValueError as err:
+                    raise ConfigError(f"document-mechanism {name!r}: {err}") from None
+                mechanism_options(self.document_options, "document-options")
+                if cls.level != "document":
+                    raise ConfigError(f"document-mechanism {name!r} is a {cls.level}-level mechanism")
+                continue
+            try:
+                if name != "none":  # the key itself in the message: "sentence-epsilon must be > 0 ..."
+                    mechanisms.check_epsilon(keys[f"{channel}-epsilon"], f"{channel}-epsilon")
+                mech = make_mechanism(keys, channel, input_dim=None if self.map_in == "identity" else self.map_dim)
+            except ValueError as err:
+                raise ConfigError(f"{channel}-mechanism {name!r}: {err}") from None
+            if mech.level != channel:
+                raise ConfigError(f"{channel}-mechanism {name!r} is a {mech.level}-level mechanism")
+
 
 @dataclass(frozen=True)
-class CentralConfig:
+class CentralConfig(Section):
     """Central-DP mode (DP-FedAvg over users or nodes) and its training."""
 
     mode: str = key(
@@ -247,9 +397,28 @@ class CentralConfig:
         choices=("top", "lora"),
     )
 
+    def check(self) -> None:
+        """Epochs >= 1, central-delta in [0, 1), and the noise, clipping, cohort and step sizes > 0 and finite."""
+        super().check()
+        at_least(self, 1, "local-epochs")
+        if not 0.0 <= self.central_delta < 1.0:
+            raise ConfigError(
+                f"central-delta must lie in [0, 1) (0 = 1 / (10 N), at most 1e-5), got {self.central_delta}"
+            )
+        for name in (
+            "central-noise-multiplier",
+            "central-clip",
+            "central-cohort-size",
+            "client-learning-rate",
+            "server-learning-rate",
+        ):
+            value = getattr(self, attribute(name))
+            if not (value > 0 and math.isfinite(value)):
+                raise ConfigError(f"{name} must be > 0 and finite, got {value}")
+
 
 @dataclass(frozen=True)
-class ServerConfig:
+class ServerConfig(Section):
     """The server's strategy and the training of M2 + classifier."""
 
     strategy: str = key("", '"" = sanitas ReleaseTraining, or "package.module:Class"')
@@ -262,9 +431,23 @@ class ServerConfig:
     device: str = key("auto", '"auto", "cpu", "cuda", "cuda:1", ...')
     node_timeout: float = key(3600.0, "seconds the server waits for a round's replies; later replies count as lost")
 
+    def check(self) -> None:
+        """Rounds, epochs, batch and width >= 1, the sampled fraction in (0, 1], a positive step size and
+        round timeout, and ``strategy`` of the form ``package.module:Class``."""
+        super().check()
+        at_least(self, 1, "num-server-rounds", "server-epochs", "batch-size", "hidden-dim")
+        if not 0.0 < self.fraction_train <= 1.0:
+            raise ConfigError(f"fraction-train must lie in (0, 1], got {self.fraction_train}")
+        if self.learning_rate <= 0:
+            raise ConfigError(f"learning-rate must be > 0, got {self.learning_rate}")
+        if not (self.node_timeout > 0 and math.isfinite(self.node_timeout)):
+            raise ConfigError(f"node-timeout must be > 0 seconds and finite, got {self.node_timeout}")
+        if self.strategy and not STRATEGY_FORM.fullmatch(self.strategy):
+            raise ConfigError(f"strategy must look like 'package.module:Class' (or \"\"), got {self.strategy!r}")
+
 
 @dataclass(frozen=True)
-class SimulationConfig:
+class SimulationConfig(Section):
     """How ``sanitas run`` simulates the federation: the backend, Ray resources and fault injection."""
 
     backend: str = key(
@@ -282,18 +465,63 @@ class SimulationConfig:
         choices=("raise", "timeout", "drop-reply"),
     )
 
+    def check(self) -> None:
+        """The Ray resources of a simulated node and the cluster address (Ray counts resources in 0.0001
+        units), the fault rate in [0, 1), and no cluster for the in-process backend."""
+        super().check()
+        cpus, gpus = self.node_cpus, self.node_gpus
+        if not 0.0 <= self.fault_rate < 1.0:
+            raise ConfigError(
+                f"fault-rate (fraction of sampled nodes failing each round) must lie in [0, 1), got {self.fault_rate}"
+            )
+        if not (cpus >= 0.0001 and math.isfinite(cpus)):
+            raise ConfigError(
+                f"node-cpus (CPUs Ray reserves per simulated node) must be >= 0.0001 and finite, got {cpus}"
+            )
+        if gpus != -1.0 and not (gpus == 0.0 or (gpus >= 0.0001 and math.isfinite(gpus))):
+            raise ConfigError(
+                "node-gpus must be -1 (auto: 0.25 when the run uses CUDA, else 0), 0, or a GPU share >= 0.0001, "
+                f"got {gpus}"
+            )
+        address = self.ray_address
+        host, colon, port = address.rpartition(":")
+        if address not in ("", "auto") and not (
+            colon
+            and host
+            and "/" not in address
+            and not any(c.isspace() for c in address)
+            and port.isdigit()
+            and 0 < int(port) < 65536
+        ):
+            raise ConfigError(
+                'ray-address must be "" (start a local Ray instance), "auto" (the cluster $RAY_ADDRESS names, else '
+                'the last one `ray start` started on this machine) or the head\'s "host:port" (e.g. '
+                f'"10.0.0.5:6379"), got {address!r}'
+            )
+        if self.backend == "local" and address:
+            raise ConfigError(
+                f"backend = 'local' runs in this process and cannot attach to the Ray cluster ray-address = "
+                f'{address!r} names: set backend = "ray" (or "auto")'
+            )
+
 
 @dataclass(frozen=True)
-class OutputConfig:
+class OutputConfig(Section):
     """Where a run's results folder goes and what its plot shows."""
 
     out_dir: str = key("results", "a new folder <out-dir>/<run-name> per run")
     run_name: str = key("", '"" = <dataset>-<mechanism>-<timestamp>')
     reference_accuracy: float = key(0.0, "a measured non-private accuracy drawn on the run's plot (0 = none)")
 
+    def check(self) -> None:
+        """The reference accuracy drawn on the plot is a rate in [0, 1] (0 = none)."""
+        super().check()
+        if not 0.0 <= self.reference_accuracy <= 1.0:
+            raise ConfigError(f"reference-accuracy must lie in [0, 1] (0 = none), got {self.reference_accuracy}")
+
 
 #: Section name -> its dataclass, in the order of the documentation and of ``DEFAULTS``.
-SECTION_CLASSES: dict[str, type] = {
+SECTION_CLASSES: dict[str, type[Section]] = {
     "data": DataConfig,
     "users": UsersConfig,
     "encoder": EncoderConfig,
@@ -303,11 +531,6 @@ SECTION_CLASSES: dict[str, type] = {
     "simulation": SimulationConfig,
     "output": OutputConfig,
 }
-
-
-def kebab(attribute: str) -> str:
-    """The run-config key of a section field (``sentence_epsilon`` -> ``sentence-epsilon``)."""
-    return attribute.replace("_", "-")
 
 
 def _declared() -> list[tuple[str, str, Any, str, tuple[str, ...] | None]]:

