@@ -29,7 +29,6 @@ Every result records the attacker knowledge it assumes.
 
 from __future__ import annotations
 
-import csv
 import json
 import logging
 import time
@@ -45,6 +44,7 @@ from fl.attacks import inversion as inversion_mod
 from fl.attacks import mia
 from fl.attacks.state import AttackState
 from fl.reporting.progress import bar as progress_bar
+from simulations.outputs.writers import columns_of, pyplot, read_csv, save_figure, write_csv
 
 log = logging.getLogger(__name__)
 
@@ -380,11 +380,7 @@ def attack_folder(folder: str | Path, attacks: Sequence[str] = ATTACKS, **kw: An
         summary = json.loads((run / "summary.json").read_text())
         cfg = json.loads((run / "config.json").read_text())["config"]
         rows.append({"run": run.name, **_run_facts(cfg, summary), **headline(result)})
-    keys = list(dict.fromkeys(k for r in rows for k in r))
-    with (folder / "attacks.csv").open("w", newline="") as fh:
-        w = csv.DictWriter(fh, fieldnames=keys)
-        w.writeheader()
-        w.writerows(rows)
+    write_csv(folder / "attacks.csv", rows, columns_of(rows))
     write_markdown(folder)
     if len(rows) > 1:
         plot_attacks(rows, folder / "attacks_vs_epsilon.png")
@@ -411,11 +407,10 @@ MD_COLUMNS = (
 
 def write_markdown(folder: str | Path) -> Path:
     """``attacks.md``: the headline columns of ``attacks.csv``, numbers rounded, sorted by mode and epsilon."""
-    from simulations.drivers.tables import markdown_table
+    from simulations.outputs.writers import markdown_table
 
     folder = Path(folder)
-    with (folder / "attacks.csv").open() as fh:
-        rows = list(csv.DictReader(fh))
+    rows = read_csv(folder / "attacks.csv")
 
     def show(v: str) -> str:
         try:
@@ -456,10 +451,7 @@ def _run_facts(cfg: Mapping[str, Any], summary: Mapping[str, Any]) -> dict[str, 
 
 def plot_attacks(rows: list[dict[str, Any]], path: Path) -> None:
     """Accuracy and attack success vs per-user epsilon, side by side, one line per mechanism."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     fig, axes = plt.subplots(1, 2, figsize=(11, 4))
     groups: dict[str, list[dict[str, Any]]] = {}
@@ -480,5 +472,4 @@ def plot_attacks(rows: list[dict[str, Any]], path: Path) -> None:
     for ax in axes:
         ax.legend(fontsize=7)
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    save_figure(fig, path)

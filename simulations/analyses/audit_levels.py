@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from simulations.analyses.audit_run import audit_run
-from simulations.drivers.tables import write_table
+from simulations.outputs.writers import write_table
 
 SENTENCE = {
     "dataset": "sst2",

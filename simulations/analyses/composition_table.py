@@ -17,7 +17,7 @@ from typing import Any
 from fl.accounting.analysis.composition import compose
 from fl.accounting.charges import Charge
 from mechanisms.guarantee import Guarantee
-from simulations.drivers.tables import write_table
+from simulations.outputs.writers import write_table
 
 TARGET_DELTA = 1e-6
 

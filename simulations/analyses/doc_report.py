@@ -23,13 +23,13 @@ one-seed point hollow. A sweep without seeds gives n = 1 everywhere.
 
 from __future__ import annotations
 
-import csv
 import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from simulations.drivers import aggregate as agg
+from simulations.outputs.writers import columns_of, pyplot, save_figure, write_csv
 
 
 def _rows(sweep_dir: Path) -> list[dict[str, Any]]:
@@ -75,36 +75,25 @@ def _label(row: Mapping[str, Any]) -> str:
     return f"{row.get('dataset') or ''} {_mechanism(row)}".strip()
 
 
-def _write_csv(path: Path, rows: Sequence[Mapping[str, Any]]) -> None:
-    fields = list(dict.fromkeys(k for r in rows for k in r))
-    with path.open("w", newline="") as fh:
-        writer = csv.DictWriter(fh, fieldnames=fields)
-        writer.writeheader()
-        writer.writerows(
-            {k: ("true" if v else "false") if isinstance(v, bool) else v for k, v in r.items()} for r in rows
-        )
-
-
 def _finish(fig: Any, ax: Any, stem: Path, table: Sequence[Mapping[str, Any]]) -> None:
     """Grid, legend outside the axes, ``<stem>.png`` and ``<stem>.csv``."""
-    import matplotlib.pyplot as plt
-
     ax.grid(alpha=0.3)
     if table:
         ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     fig.tight_layout()
-    fig.savefig(stem.with_suffix(".png"), dpi=120)
-    plt.close(fig)
-    _write_csv(stem.with_suffix(".csv"), table)
+    save_figure(fig, stem.with_suffix(".png"))
+    write_csv(stem.with_suffix(".csv"), table, columns_of(table), cell=_bool_text)
+
+
+def _bool_text(value: Any) -> Any:
+    """Booleans as ``true``/``false``; every other value as it is."""
+    return ("true" if value else "false") if isinstance(value, bool) else value
 
 
 def f1_vs_epsilon(rows: Sequence[Mapping[str, Any]], out: Path) -> list[dict[str, Any]]:
     """Plot and tabulate macro-F1 (mean +- sd over seeds) against the per-sentence epsilon;
     returns the table rows (one per grid point)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     done = [r for r in rows if r.get("status") == "ok" and r.get("macro_f1") is not None]
     table = []
@@ -168,10 +157,7 @@ def f1_vs_sentences(rows: Sequence[Mapping[str, Any]], out: Path, epsilon: float
     """Plot and tabulate macro-F1 per k bucket at ``epsilon`` (per sentence for document runs, per word
     for word runs; and the non-private runs), the scores of a bucket averaged over the seeds of a grid
     point (``macro_f1_sd``, ``n``)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     chosen = [
         r

@@ -30,7 +30,7 @@ import torch
 
 from fl.accounting import compose_shuffled, compose_shuffled_pld, mechanism_amplification, shuffle_bound
 from fl.accounting.analysis.variation_ratio import general_ldp, metric_ldp, purkayastha
-from simulations.drivers.tables import write_table
+from simulations.outputs.writers import write_table
 
 COLUMNS = (
     "config",

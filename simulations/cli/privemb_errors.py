@@ -53,6 +53,7 @@ def add_parser(sub: Any) -> None:
 
 def handle(args: argparse.Namespace) -> int:
     from simulations.analyses import privemb_errors as pe
+    from simulations.analyses import privemb_report as pr
 
     t_start = time.perf_counter()
     seeds = [int(s) for s in args.seeds.split(",") if s.strip()]
@@ -90,11 +91,11 @@ def handle(args: argparse.Namespace) -> int:
         "betas": betas,
         "quick": args.quick,
         "wall_s": time.perf_counter() - t_start,
-        "notes": pe.table_notes(aggs, sources, betas),
+        "notes": pr.table_notes(aggs, sources, betas),
     }
-    pe.write_csv(aggs, out / "errors.csv")
-    pe.write_markdown(aggs, claims, sources, meta, out / "errors.md")
-    pe.plot(aggs, args.sources, epsilons, out / "errors.png")
+    pr.write_csv(aggs, out / "errors.csv")
+    pr.write_markdown(aggs, claims, sources, meta, out / "errors.md")
+    pr.plot(aggs, args.sources, epsilons, out / "errors.png")
     for c in claims:
         log(f"{c['verdict']:>14}  {c['source']:<9} {c['mechanism']:<13} {c['claim']}  [{c['test']}]")
     log(f"wrote {out / 'errors.csv'}, errors.md, errors.png ({time.perf_counter() - t_start:.0f} s)")

@@ -34,7 +34,7 @@ def add_parser(sub: Any) -> None:
 def handle(args: argparse.Namespace) -> int:
     from fl import config
     from simulations.analyses.word_survival import COLUMNS, NOTES, rows
-    from simulations.drivers.tables import write_table
+    from simulations.outputs.writers import write_table
 
     out = Path(args.out)
     table = rows(

@@ -3,7 +3,6 @@ over seeds), ``compare.csv`` / ``compare.json`` and ``compare.png``. Part of :mo
 
 from __future__ import annotations
 
-import csv
 import json
 import math
 from collections.abc import Mapping, Sequence
@@ -12,6 +11,7 @@ from typing import Any
 
 from simulations.drivers import aggregate as agg
 from simulations.drivers import sweep as sw
+from simulations.outputs.writers import pyplot, save_figure, write_csv
 
 #: Columns of compare.csv: one row per point (series, value), aggregated over seeds.
 COLUMNS = (
@@ -217,10 +217,7 @@ def write(
 ) -> tuple[Path, Path, Path]:
     """``compare.csv``, ``compare.json`` and ``compare.png`` in ``sweep_dir``."""
     csv_path = sweep_dir / "compare.csv"
-    with csv_path.open("w", newline="") as fh:
-        writer = csv.DictWriter(fh, fieldnames=COLUMNS)
-        writer.writeheader()
-        writer.writerows({k: _cell(p.get(k)) for k in COLUMNS} for p in points)
+    write_csv(csv_path, ({k: p.get(k) for k in COLUMNS} for p in points), COLUMNS, cell=_cell)
     json_path = sweep_dir / "compare.json"
     document = {**dict(extra or {}), "random_guess_accuracy": random_guess, "points": list(points), "runs": list(rows)}
     json_path.write_text(json.dumps(document, indent=2, default=str) + "\n")
@@ -316,10 +313,7 @@ def plot(
     Only whole-record epsilons share the axis; local runs with labels in the clear go to a second
     panel labelled "labels in the clear" (their figure protects the embedding only).
     """
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     clear = [p for p in points if p.get("label_protected") is False and p.get("epsilon_embedding_only") is not None]
     if clear:
@@ -355,6 +349,5 @@ def plot(
     ax.grid(alpha=0.3, which="both")
     ax.legend(fontsize=7, loc="best")
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    save_figure(fig, path)
     return path

@@ -29,7 +29,6 @@ folder is ``NAME-quick`` and ``--docs`` is refused).
 
 from __future__ import annotations
 
-import csv
 import json
 import math
 import shutil
@@ -42,6 +41,7 @@ from simulations.analyses.doc_report import report as report_documents
 from simulations.drivers import aggregate as agg
 from simulations.drivers.reproductions import Reproduction, get
 from simulations.drivers.sweep import parse_seeds, sweep
+from simulations.outputs.writers import pyplot, save_figure, write_csv
 
 COLUMNS: tuple[str, ...] = (
     "series",
@@ -193,10 +193,7 @@ def y_range(rep: Reproduction, rows: Sequence[Mapping[str, Any]]) -> tuple[float
 
 def plot(rep: Reproduction, rows: Sequence[Mapping[str, Any]], path: Path) -> Path:
     """Ours (mean +- sd per series) and the paper's numbers against the x key."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     fig, ax = plt.subplots(figsize=(8.5, 4.8))
     colors = plt.get_cmap("tab10").colors
@@ -232,8 +229,7 @@ def plot(rep: Reproduction, rows: Sequence[Mapping[str, Any]], path: Path) -> Pa
     ax.grid(alpha=0.3)
     ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    save_figure(fig, path)
     return path
 
 
@@ -245,10 +241,7 @@ def write_report(rep: Reproduction, sweep_dir: Path, command: str) -> list[Path]
     points = [json.loads(line) for line in summary.read_text().splitlines() if line.strip()]
     rows = table(rep, points)
     csv_path = sweep_dir / "reproduction.csv"
-    with csv_path.open("w", newline="") as fh:
-        writer = csv.DictWriter(fh, fieldnames=COLUMNS)
-        writer.writeheader()
-        writer.writerows({k: ("" if r[k] is None else r[k]) for k in COLUMNS} for r in rows)
+    write_csv(csv_path, ({k: r[k] for k in COLUMNS} for r in rows), COLUMNS)  # None: an empty cell
     md_path = sweep_dir / "reproduction.md"
     md_path.write_text(markdown(rep, rows, command))
     paths = [csv_path, md_path, plot(rep, rows, sweep_dir / "reproduction.png")]

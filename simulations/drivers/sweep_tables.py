@@ -4,7 +4,6 @@ and sd over seeds (``sweep_summary``), the accuracy-vs-epsilon plot and the fina
 
 from __future__ import annotations
 
-import csv
 import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -12,6 +11,7 @@ from typing import Any
 
 from simulations.drivers import aggregate as agg
 from simulations.drivers.grid import EPSILON_KEYS, SEED_KEYS, Run, format_value, grid_keys, point_keys
+from simulations.outputs.writers import columns_of, pyplot, save_figure, text_cell, write_csv, write_jsonl
 
 #: Metric columns of ``sweep.csv`` / ``sweep.jsonl``, after the grid keys.
 #: ``epsilon`` is the mechanism's own per-unit epsilon (per release, per word or per sentence in a
@@ -169,22 +169,11 @@ def _word_columns(summary: Mapping[str, Any]) -> dict[str, Any]:
 
 def write_tables(rows: Sequence[Mapping[str, Any]], sweep_dir: Path, stem: str = "sweep") -> tuple[Path, Path]:
     """Write ``<stem>.csv`` and ``<stem>.jsonl`` (``None`` is an empty cell / ``null``)."""
-    fields = list(dict.fromkeys(k for r in rows for k in r)) or list(METRIC_COLUMNS)
+    fields = columns_of(rows) or list(METRIC_COLUMNS)
     csv_path, jsonl_path = sweep_dir / f"{stem}.csv", sweep_dir / f"{stem}.jsonl"
-    with csv_path.open("w", newline="") as fh:
-        writer = csv.DictWriter(fh, fieldnames=fields)
-        writer.writeheader()
-        writer.writerows({k: _cell(v) for k, v in r.items()} for r in rows)
-    jsonl_path.write_text("".join(json.dumps(dict(r), allow_nan=False) + "\n" for r in rows))
+    write_csv(csv_path, rows, fields, cell=text_cell)
+    write_jsonl(jsonl_path, rows)
     return csv_path, jsonl_path
-
-
-def _cell(value: Any) -> Any:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, list | dict):
-        return json.dumps(value)
-    return value
 
 
 def summarize(rows: Sequence[Mapping[str, Any]], keys: Sequence[str]) -> list[dict[str, Any]]:
@@ -270,10 +259,7 @@ def plot_accuracy(points: Sequence[Mapping[str, Any]], keys: Sequence[str], path
     finite epsilon (mechanism ``none``) are horizontal dashed lines with a shaded sd band. Points
     whose LDP guarantee does not hold (``map-in = "leaky"``) are never drawn on the epsilon axis:
     they go to a separate panel labelled "not LDP", against their mechanism setting."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     groups, not_ldp = plot_groups(points, keys)
     done = [p for group in groups.values() for p in group]
@@ -337,8 +323,7 @@ def plot_accuracy(points: Sequence[Mapping[str, Any]], keys: Sequence[str], path
         else:
             ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))  # outside: no line hidden
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    save_figure(fig, path)
     return path
 
 

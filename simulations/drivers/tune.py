@@ -12,13 +12,13 @@ and the test split are never read), and the best is written as a config beside i
 
 from __future__ import annotations
 
-import csv
 import json
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from fl import config as config_mod
+from simulations.outputs.writers import write_csv
 
 
 def tune(config: str, epsilons: Sequence[float], sets: Sequence[str], out: str) -> int:
@@ -80,10 +80,7 @@ def tune(config: str, epsilons: Sequence[float], sets: Sequence[str], out: str) 
             f"accuracy {best.accuracy:.4f} -> {toml}",
             flush=True,
         )
-    with (folder / "tune.csv").open("w", newline="") as fh:
-        writer = csv.DictWriter(fh, fieldnames=["epsilon", "candidate", "public_accuracy", "chosen", *_KEYS])
-        writer.writeheader()
-        writer.writerows(rows)
+    write_csv(folder / "tune.csv", rows, ["epsilon", "candidate", "public_accuracy", "chosen", *_KEYS])
     document = {
         "config": config,
         "sets": list(sets),

@@ -20,6 +20,7 @@ import pytest
 
 from simulations import cli
 from simulations.analyses import privemb_errors as pe
+from simulations.analyses import privemb_report as pr
 
 DIM, N_SIDE, SEEDS = 128, 30, (1, 2, 3)
 EPS_HUGE, EPS_TINY = 1e8, 1e-3
@@ -32,7 +33,7 @@ def quick_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[list[dict], obj
     argv += ["--epsilons", f"{EPS_TINY:g},1,{EPS_HUGE:g}", "--betas", "0.5,0.9", "--n-side", str(N_SIDE)]
     argv += ["--seeds", ",".join(map(str, SEEDS))]
     assert cli.main(["privemb-errors", *argv]) == 0
-    return pe.read_csv(out / "errors.csv"), out
+    return pr.read_csv(out / "errors.csv"), out
 
 
 def _row(rows: list[dict], mech: str, eps: float, beta: float | None = None) -> dict:

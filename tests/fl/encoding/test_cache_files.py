@@ -20,7 +20,7 @@ import pytest
 import torch
 
 from fl import config
-from fl.encoding import cache_files, encoder
+from fl.encoding import cache_files, embedding_cache, encoder
 from fl.encoding.documents import SentenceDocs
 from fl.levels.document import setup as document_level
 from fl.levels.document.recoder import Recoder, RecoderTraining
@@ -58,7 +58,7 @@ def _install_fake() -> FakeModel:
 def fake(monkeypatch: pytest.MonkeyPatch) -> FakeModel:
     model = FakeModel()
     monkeypatch.setattr(encoder, "load_encoder", lambda *args, **kwargs: model)
-    monkeypatch.setattr(encoder, "_CACHES", {})  # no instance (and index) shared between tests
+    monkeypatch.setattr(embedding_cache, "_CACHES", {})  # no instance (and index) shared between tests
     return model
 
 
@@ -72,7 +72,7 @@ def _fresh(texts: list[str]) -> np.ndarray:
 
 def _new_process() -> None:
     """Forget every in-process cache instance, as a new run would start."""
-    encoder._CACHES.clear()
+    embedding_cache._CACHES.clear()
 
 
 def _shard_files(root: Path) -> tuple[Path, Path]:
@@ -190,7 +190,7 @@ def _legacy_shard(root: Path, texts: list[str], vectors: np.ndarray, name: str =
     """A shard in the format written before checksums: uint8 [n, 32] keys, float32 [n, d] vectors."""
     cache = encoder.EmbeddingCache(root, encoder.model_id(FAKE))
     np.save(cache.folder / f"{name}.emb.npy", vectors.astype(np.float32))
-    np.save(cache.folder / f"{name}.keys.npy", encoder._digests(cache.model, texts))
+    np.save(cache.folder / f"{name}.keys.npy", embedding_cache.text_keys(cache.model, texts))
     return cache.folder
 
 
@@ -227,7 +227,7 @@ def test_a_checked_copy_wins_over_an_old_one(tmp_path: Path, fake: FakeModel) ->
     wrong = _fresh(TEXTS) + 1.0  # finite, well-shaped, wrong: an old shard cannot prove otherwise
     _legacy_shard(tmp_path, TEXTS, wrong)
     cache = encoder.EmbeddingCache(tmp_path, encoder.model_id(FAKE))
-    cache.store(encoder._digests(cache.model, TEXTS), _fresh(TEXTS))
+    cache.store(embedding_cache.text_keys(cache.model, TEXTS), _fresh(TEXTS))
     assert np.array_equal(_encode(TEXTS, tmp_path), _fresh(TEXTS)) and fake.calls == []
 
 
@@ -235,7 +235,7 @@ def test_a_spare_copy_is_used_when_the_first_fails(
     tmp_path: Path, fake: FakeModel, caplog: pytest.LogCaptureFixture
 ) -> None:
     cache = encoder.EmbeddingCache(tmp_path, encoder.model_id(FAKE))
-    digests = encoder._digests(cache.model, TEXTS)
+    digests = embedding_cache.text_keys(cache.model, TEXTS)
     cache.store(digests, _fresh(TEXTS))
     cache.store(digests[:3], _fresh(TEXTS[:3]))  # a second checked copy of three entries
     shards = sorted(cache.folder.glob("*.emb.npy"))
@@ -257,7 +257,7 @@ def _writer(root: str, worker: int, barrier: mp.synchronize.Barrier, queue: mp.Q
     """Encode overlapping and distinct texts in many small shards, checking each read back."""
     try:
         _install_fake()
-        encoder._CACHES.clear()
+        embedding_cache._CACHES.clear()
         encoder.STORE_EVERY = 3  # many shards, many renames racing on the same names
         own = [f"worker {worker} text {i}" for i in range(30)]
         overlap = [f"pair {worker // 2} text {i}" for i in range(30)]  # written by two workers
@@ -287,7 +287,7 @@ def _reader(root: str, barrier: mp.synchronize.Barrier, queue: mp.Queue) -> None
         barrier.wait()
         hits = 0
         for _ in range(60):
-            encoder._CACHES.clear()  # also index from scratch, as a new run would
+            embedding_cache._CACHES.clear()  # also index from scratch, as a new run would
             cache = encoder.EmbeddingCache.shared(Path(root), FAKE)
             _, found = cache.lookup(texts)
             for text, vector in zip(texts, found, strict=True):
