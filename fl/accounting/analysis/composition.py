@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass, field, replace
 from functools import lru_cache
 from typing import Any
 
@@ -392,45 +392,14 @@ def compose_worst(kinds: list[tuple], counts: np.ndarray, target_delta: float) -
         "over": "every user",
     }
     if not np.isfinite(eps_b).all() or delta_common >= 1.0:
-        vacuous = delta_common >= 1.0
-        note = NOTE_VACUOUS if vacuous else NOTE_CLEAR
-        return {
-            **out,
-            "epsilon_advanced": None,
-            "epsilon_advanced_note": note,
-            "epsilon_pld": None,
-            "epsilon_pld_note": note,
-            "epsilon_best_approx": None,
-            "delta_approx": min(1.0, delta_common),
-            "method": "vacuous: the composed delta reaches 1" if vacuous else "basic",
-            "accountant": "vacuous: the composed delta reaches 1" if vacuous else ACCOUNTANT_BASIC,
-            "epsilon_pld_accountant": None,
-            "users_composed": 0,
-        }
+        return {**out, **_no_approx(delta_common)}
     single = (profiles > 0).sum(axis=1) == 1
     adv = np.full(len(profiles), np.nan)
     for i in np.flatnonzero(single):
         j = int(np.flatnonzero(profiles[i])[0])
         adv[i] = advanced(eps[j], deltas[j], int(profiles[i, j]), delta_common - delta_b[i])[0]
     bound = np.where(np.isnan(adv), eps_b, np.minimum(eps_b, adv))  # >= each user's best figure
-    best = pld_max = -math.inf
-    method, accountant, evaluated, pld_note = "basic", ACCOUNTANT_BASIC, 0, None
-    pld_names: list[str] = []
-    for i in np.argsort(-bound, kind="stable"):
-        if bound[i] <= best:
-            break  # no remaining user can have a larger best figure
-        row = zip(eps, deltas, profiles[i], events, strict=True)
-        parts = [(float(e), float(d), int(c), ev) for e, d, c, ev in row if c > 0]
-        c = _compose_raw(parts, target_delta, delta_common)  # raw: a user's PLD above its basic still bounds it
-        evaluated += 1
-        if c.epsilon_pld is None:
-            pld_note = pld_note or c.epsilon_pld_note
-        else:
-            pld_max = max(pld_max, c.epsilon_pld)
-        if c.epsilon_pld_accountant is not None and c.epsilon_pld_accountant not in pld_names:
-            pld_names.append(c.epsilon_pld_accountant)
-        if c.epsilon_best_approx is not None and c.epsilon_best_approx > best:
-            best, method, accountant = c.epsilon_best_approx, c.method, c.accountant
+    worst = _worst_user(profiles, eps, deltas, events, bound, target_delta, delta_common)
     if single.all():
         adv_max = float(adv.max())
         adv_why = "advanced composition beats basic only for many releases of small epsilon (below ln 2 each)"
@@ -440,20 +409,82 @@ def compose_worst(kinds: list[tuple], counts: np.ndarray, target_delta: float) -
         epsilon_adv, adv_note = _judge("advanced", adv_max, epsilon_basic, adv_why)
     else:
         epsilon_adv, adv_note = None, NOTE_MIXED
-    if pld_note is None:
-        epsilon_pld, pld_note = _judge("PLD", pld_max, epsilon_basic, None)
+    if worst.pld_note is None:
+        epsilon_pld, pld_note = _judge("PLD", worst.pld_max, epsilon_basic, None)
     else:
-        epsilon_pld = None
+        epsilon_pld, pld_note = None, worst.pld_note
     return {
         **out,
         "epsilon_advanced": epsilon_adv,
         "epsilon_advanced_note": adv_note,
         "epsilon_pld": epsilon_pld,
         "epsilon_pld_note": pld_note,
-        "epsilon_best_approx": float(best),
+        "epsilon_best_approx": float(worst.best),
         "delta_approx": delta_common,
-        "method": method,
-        "accountant": accountant,
-        "epsilon_pld_accountant": "; ".join(pld_names) if pld_names else None,
-        "users_composed": evaluated,
+        "method": worst.method,
+        "accountant": worst.accountant,
+        "epsilon_pld_accountant": "; ".join(worst.pld_names) if worst.pld_names else None,
+        "users_composed": worst.evaluated,
     }
+
+
+def _no_approx(delta_common: float) -> dict[str, Any]:
+    """The approximate figures of a population with a release in the clear (infinite basic epsilon) or a
+    composed delta of 1 or more: none, with the reason."""
+    vacuous = delta_common >= 1.0
+    note = NOTE_VACUOUS if vacuous else NOTE_CLEAR
+    return {
+        "epsilon_advanced": None,
+        "epsilon_advanced_note": note,
+        "epsilon_pld": None,
+        "epsilon_pld_note": note,
+        "epsilon_best_approx": None,
+        "delta_approx": min(1.0, delta_common),
+        "method": "vacuous: the composed delta reaches 1" if vacuous else "basic",
+        "accountant": "vacuous: the composed delta reaches 1" if vacuous else ACCOUNTANT_BASIC,
+        "epsilon_pld_accountant": None,
+        "users_composed": 0,
+    }
+
+
+@dataclass
+class _Worst:
+    """What composing the users in decreasing order of their bound found."""
+
+    best: float = -math.inf  # the largest best figure over the users composed
+    method: str = "basic"
+    accountant: str = ACCOUNTANT_BASIC
+    pld_max: float = -math.inf
+    pld_note: str | None = None
+    pld_names: list[str] = field(default_factory=list)
+    evaluated: int = 0
+
+
+def _worst_user(
+    profiles: np.ndarray,
+    eps: np.ndarray,
+    deltas: np.ndarray,
+    events: list[Any],
+    bound: np.ndarray,
+    target_delta: float,
+    delta_common: float,
+) -> _Worst:
+    """Compose each release profile at ``delta_common`` in decreasing order of ``bound`` (>= its best figure),
+    stopping once the bound falls below the largest best figure found: no remaining user can exceed it."""
+    worst = _Worst()
+    for i in np.argsort(-bound, kind="stable"):
+        if bound[i] <= worst.best:
+            break  # no remaining user can have a larger best figure
+        row = zip(eps, deltas, profiles[i], events, strict=True)
+        parts = [(float(e), float(d), int(c), ev) for e, d, c, ev in row if c > 0]
+        c = _compose_raw(parts, target_delta, delta_common)  # raw: a user's PLD above its basic still bounds it
+        worst.evaluated += 1
+        if c.epsilon_pld is None:
+            worst.pld_note = worst.pld_note or c.epsilon_pld_note
+        else:
+            worst.pld_max = max(worst.pld_max, c.epsilon_pld)
+        if c.epsilon_pld_accountant is not None and c.epsilon_pld_accountant not in worst.pld_names:
+            worst.pld_names.append(c.epsilon_pld_accountant)
+        if c.epsilon_best_approx is not None and c.epsilon_best_approx > worst.best:
+            worst.best, worst.method, worst.accountant = c.epsilon_best_approx, c.method, c.accountant
+    return worst
