@@ -53,8 +53,8 @@ def insecure(tmp_path_factory: pytest.TempPathFactory, data_dir: Path, cache_dir
         yield deployment
 
 
-# The local mode runs by default; central-user (about 65 s) and the levels are slow-marked, and .ci/run
-# runs this file's slow tests after the default suite (which stays under 10 minutes).
+# The local mode runs by default; central-user (about 65 s), the levels and the TLS deployment are
+# slow-marked, and .ci/run runs central-user and TLS after the default suite (which stays under 10 minutes).
 SLOW_HERE = {"central-user", *LEVELS}
 
 
@@ -80,6 +80,7 @@ def test_a_deployment_equals_the_simulation(
     assert summaries[0]["users"] == summaries[1]["users"] and summaries[0]["users"]["nodes"] == NODES
 
 
+@pytest.mark.slow  # about 75 s on 2 cores; .ci/run runs it after the default suite
 def test_a_tls_deployment_of_authenticated_nodes_reading_their_own_files_equals_the_simulation(
     tmp_path: Path, data_dir: Path, cache_dir: Path
 ) -> None:
