@@ -28,7 +28,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from simulations.drivers import aggregate as agg
+from simulations.outputs import aggregate as agg
 from simulations.outputs.writers import columns_of, pyplot, save_figure, write_csv
 
 

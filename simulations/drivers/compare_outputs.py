@@ -9,8 +9,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from simulations.drivers import aggregate as agg
 from simulations.drivers import sweep as sw
+from simulations.outputs import aggregate as agg
 from simulations.outputs.writers import pyplot, save_figure, write_csv
 
 #: Columns of compare.csv: one row per point (series, value), aggregated over seeds.
@@ -150,7 +150,7 @@ def _stats(values: Sequence[Any]) -> tuple[float | None, float | None]:
 
 
 def aggregate(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """One point per (series, value): mean and sample sd over seeds (:mod:`simulations.drivers.aggregate`) of
+    """One point per (series, value): mean and sample sd over seeds (:mod:`simulations.outputs.aggregate`) of
     accuracy, macro-F1 and wall time; the privacy figures, which do not depend on the seed, from
     the first run (checked equal; a shuffled figure, which depends on how many users the seed
     sampled, is the largest over the seeds)."""

@@ -9,8 +9,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from simulations.drivers import aggregate as agg
 from simulations.drivers.grid import EPSILON_KEYS, SEED_KEYS, Run, format_value, grid_keys, point_keys
+from simulations.outputs import aggregate as agg
 from simulations.outputs.writers import columns_of, pyplot, save_figure, text_cell, write_csv, write_jsonl
 
 #: Metric columns of ``sweep.csv`` / ``sweep.jsonl``, after the grid keys.
