@@ -65,12 +65,12 @@ from simulations.drivers.compare_outputs import (  # noqa: F401 - the comparison
     SEED_DEPENDENT,
     STYLES,
     _local_start,
-    _summary,
     aggregate,
     plot,
     rows_for,
     write,
 )
+from simulations.outputs.writers import read_json
 from simulations.runtime.overrides import split_override
 
 SEED_KEYS = sw.SEED_KEYS
@@ -403,7 +403,7 @@ def _check_central(central_cfg: config_mod.RunConfig, noise: Mapping[float, floa
 
 def _collect(runs: Sequence[sw.Run], sweep_dir: Path) -> list[dict[str, Any]]:
     """``--collect``: run nothing; name the runs without a summary (ConfigError when none has one)."""
-    missing = [r.name for r in runs if _summary(sweep_dir / r.name) is None]
+    missing = [r.name for r in runs if read_json(sweep_dir / r.name / "summary.json") is None]
     print(f"sanitas: collecting {len(runs) - len(missing)} of {len(runs)} runs from {sweep_dir}", flush=True)
     for run_name in missing:
         print(f"sanitas: not run yet: {run_name}", file=sys.stderr)

@@ -11,7 +11,7 @@ from typing import Any
 
 from simulations.drivers import sweep as sw
 from simulations.outputs import aggregate as agg
-from simulations.outputs.writers import pyplot, save_figure, write_csv
+from simulations.outputs.writers import pyplot, read_json, save_figure, write_csv
 
 #: Columns of compare.csv: one row per point (series, value), aggregated over seeds.
 COLUMNS = (
@@ -44,13 +44,6 @@ COLUMNS = (
 SEED_DEPENDENT = ("local-shuffled", "local-shuffled-labels-clear", "central-user", "central-user-encoder")
 
 
-def _summary(folder: Path) -> dict[str, Any] | None:
-    try:
-        return json.loads((folder / "summary.json").read_text())
-    except (OSError, ValueError):
-        return None
-
-
 def _local_start(summary: Mapping[str, Any]) -> str:
     """Where a local run's server model started: from the public split's training, or seeded."""
     text = (summary.get("guarantee") or {}).get("sentence", {}).get("text", "")
@@ -61,7 +54,7 @@ def rows_for(run: sw.Run, sweep_dir: Path, targets: Mapping[str, float] | None =
     """The comparison rows of one finished run (none while it has no summary). ``targets`` maps a
     user-level central run's name to the per-user epsilon its noise was calibrated for."""
     folder = sweep_dir / run.name
-    summary = _summary(folder)
+    summary = read_json(folder / "summary.json")
     if summary is None:
         return []
     final, privacy = summary.get("final") or {}, summary.get("privacy") or {}

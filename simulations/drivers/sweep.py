@@ -103,7 +103,6 @@ from simulations.drivers.sweep_tables import (  # noqa: F401
     SEED_FREE_COLUMNS,
     STAT_COLUMNS,
     WORD_COLUMNS,
-    _read_json,
     collect_row,
     findings_points,
     plot_accuracy,
@@ -113,6 +112,7 @@ from simulations.drivers.sweep_tables import (  # noqa: F401
     write_outputs,
     write_tables,
 )
+from simulations.outputs.writers import read_json
 from simulations.runtime.api import resolve_config
 from simulations.runtime.overrides import load_with_overrides, override_key
 
@@ -355,7 +355,7 @@ def shared_runner(config: str, sets: Sequence[str], sweep_dir: Path, pool: Any, 
 
 def _point_error(folder: Path, log: Path) -> str:
     """Why a point of a shared federation failed: its own status, else the group's log."""
-    status = _read_json(folder / "status.json") or {}
+    status = read_json(folder / "status.json") or {}
     return str(status.get("error") or last_error(log.read_text(errors="replace")))
 
 

@@ -4,14 +4,13 @@ and sd over seeds (``sweep_summary``), the accuracy-vs-epsilon plot and the fina
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from simulations.drivers.grid import EPSILON_KEYS, SEED_KEYS, Run, format_value, grid_keys, point_keys
 from simulations.outputs import aggregate as agg
-from simulations.outputs.writers import columns_of, pyplot, save_figure, text_cell, write_csv, write_jsonl
+from simulations.outputs.writers import columns_of, pyplot, read_json, save_figure, text_cell, write_csv, write_jsonl
 
 #: Metric columns of ``sweep.csv`` / ``sweep.jsonl``, after the grid keys.
 #: ``epsilon`` is the mechanism's own per-unit epsilon (per release, per word or per sentence in a
@@ -81,13 +80,6 @@ SEED_FREE_COLUMNS = (
 POINT_COLUMNS = ("level", "label_protected", "ldp_guarantee_holds", "evaluation_covered")
 
 
-def _read_json(path: Path) -> dict[str, Any] | None:
-    try:
-        return json.loads(path.read_text())
-    except (OSError, ValueError):
-        return None
-
-
 def collect_row(run: Run, sweep_dir: Path, keys: Sequence[str]) -> dict[str, Any]:
     """One table row from ``<sweep_dir>/<run>/summary.json`` and ``logs/<run>.status.json``.
 
@@ -96,8 +88,8 @@ def collect_row(run: Run, sweep_dir: Path, keys: Sequence[str]) -> dict[str, Any
     row: dict[str, Any] = {k: run.values.get(k) for k in keys}
     row.update(dict.fromkeys(METRIC_COLUMNS))
     folder = sweep_dir / run.name
-    status = _read_json(sweep_dir / "logs" / f"{run.name}.status.json") or {}
-    summary = _read_json(folder / "summary.json")
+    status = read_json(sweep_dir / "logs" / f"{run.name}.status.json") or {}
+    summary = read_json(folder / "summary.json")
     row.update(
         point=run.point, run_name=run.name, results_folder=str(folder), process_seconds=status.get("process_seconds")
     )

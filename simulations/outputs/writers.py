@@ -1,7 +1,7 @@
 """The one module that writes tables and plots for every driver (sweep, compare, reproduce, tune) and
 analysis (attacks, document reports, PrivEmb errors, the paper tables).
 
-Tables: :func:`write_csv` (one header, rows as dicts, a cell rule per caller), :func:`read_csv`,
+Tables: :func:`write_csv` (one header, rows as dicts, a cell rule per caller), :func:`read_csv`, :func:`read_json`,
 :func:`write_jsonl`, :func:`markdown_table` and :func:`write_table` (a CSV with every column and the same
 rows as Markdown, headed by the command that wrote them). Plots: :func:`pyplot` (matplotlib on the
 file-only Agg backend, so a run on a machine without a display never opens a window) and
@@ -56,6 +56,14 @@ def read_csv(path: Path, encoding: str | None = None) -> list[dict[str, str]]:
     """The rows of a CSV file with a header, as text."""
     with Path(path).open(encoding=encoding) as fh:
         return list(csv.DictReader(fh))
+
+
+def read_json(path: Path) -> dict[str, Any] | None:
+    """The JSON document in ``path``, or ``None`` when it is missing or unreadable (a run still writing it)."""
+    try:
+        return json.loads(Path(path).read_text())
+    except (OSError, ValueError):
+        return None
 
 
 def write_jsonl(path: Path, rows: Iterable[Mapping[str, Any]]) -> Path:
