@@ -15,6 +15,7 @@ from mechanisms.audit.pairs import (
 )
 from mechanisms.audit.sampling import (
     audit_pair,
+    fixed_threshold_options,
 )
 from mechanisms.audit.statistics import (
     AuditResult,
@@ -93,8 +94,7 @@ def _audit_document(
         def statistic(out: torch.Tensor) -> torch.Tensor:
             return score.to(out.device)[out.long()]
 
-        common = {**common, "pilot_samples": common.get("pilot_samples") or 0}
-        common.pop("num_thresholds", None)
+        common = fixed_threshold_options(common)
         result = audit_pair(
             sampler(doc),
             sampler(doc_prime),

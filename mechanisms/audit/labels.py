@@ -10,7 +10,7 @@ from typing import Any
 import torch
 
 from mechanisms.audit.pairs import _check_prior, claimed_epsilon
-from mechanisms.audit.sampling import audit_pair
+from mechanisms.audit.sampling import audit_pair, fixed_threshold_options
 from mechanisms.audit.statistics import AuditResult, Sampler
 
 from ..guarantee import Guarantee
@@ -56,11 +56,8 @@ def _audit_label(
         seed,
         statistic=is_first,
         thresholds=[0.5],
-        pilot_samples=common["pilot_samples"] or 0,
         delta=float(guarantee.delta),
-        alpha=common["alpha"],
         claimed_epsilon=claimed_epsilon(guarantee),
-        chunk_size=common["chunk_size"],
-        device=common["device"],
+        **fixed_threshold_options(common),
     )
     return result.with_info(num_classes=k, prior=None if prior_row is None else prior_row.tolist())

@@ -70,6 +70,14 @@ def quantile_grid(pooled: np.ndarray, num_thresholds: int) -> np.ndarray:
     return np.unique(np.quantile(pooled, levels))
 
 
+def fixed_threshold_options(common: dict[str, Any]) -> dict[str, Any]:
+    """The level audits' shared :func:`audit_pair` options for a statistic tested at thresholds given in
+    advance (a discrete release): no pilot sample unless one is asked for, no threshold count."""
+    out = {**common, "pilot_samples": common.get("pilot_samples") or 0}
+    out.pop("num_thresholds", None)
+    return out
+
+
 def audit_pair(
     sample_x: Sampler,
     sample_x_prime: Sampler,

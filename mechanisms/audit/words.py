@@ -15,6 +15,7 @@ from mechanisms.audit.pairs import (
 from mechanisms.audit.sampling import (
     _flat,
     audit_pair,
+    fixed_threshold_options,
 )
 from mechanisms.audit.statistics import (
     AuditResult,
@@ -187,8 +188,7 @@ def _audit_word(
 
             return draw
 
-        common = {**common, "pilot_samples": common.get("pilot_samples") or 0}
-        common.pop("num_thresholds", None)
+        common = fixed_threshold_options(common)
         result = audit_pair(
             id_sampler(w),
             id_sampler(w_prime),
