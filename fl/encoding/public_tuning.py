@@ -4,7 +4,7 @@ Before round 1 the server fine-tunes the sentence encoder with a classification 
 *public* split only, picks the epoch on a seeded public hold-out, and publishes the tuned
 encoder as a content-addressed artifact: a sentence-transformers folder under
 ``<cache-dir>/encoders/<digest>`` whose name is the digest of the whole folder a node loads
-(``fl.encoding.encoder.folder_digest``: every file, the weights, the tokenizer files, the
+(``fl.encoding.published.folder_digest``: every file, the weights, the tokenizer files, the
 model, pooling and sentence-transformers configuration and ``modules.json``, by relative
 path, length and SHA-256 of its bytes; only the manifest :data:`MANIFEST`, which records
 the digest and each file's hash, is left out). Every node loads the encoder the server names
@@ -50,17 +50,15 @@ from torch import nn
 
 from fl.config import SECTIONS, EncoderConfig, RunConfig, cache_dir
 from fl.encoding.cache_files import atomic_write
-from fl.encoding.encoder import (
+from fl.encoding.encoder import embedding_dim, model_id, resolve_model
+from fl.encoding.published import (
     MANIFEST,
     Fingerprint,
     check_published,
-    embedding_dim,
     folder_digest,
     folder_fingerprint,
     is_digest,
-    model_id,
     published_digest,
-    resolve_model,
 )
 from mechanisms.base import SentenceMechanism, straight_through
 
@@ -317,7 +315,7 @@ def fine_tune(
 
 def _base_identity(name: str) -> str:
     """What the recipe knows of the base encoder: the digest of every file of its folder
-    (``fl.encoding.encoder.folder_digest``; its tokenizer and configuration as well as its weights),
+    (``fl.encoding.published.folder_digest``; its tokenizer and configuration as well as its weights),
     or its name when it is not a local folder."""
     path = Path(resolve_model(name))
     if published_digest(path) is not None:
@@ -378,7 +376,7 @@ def encoders_root(cfg: RunConfig) -> Path:
 
 def publish(model: Any, root: Path, base: str, info: Mapping[str, Any]) -> TunedEncoder:
     """Save ``model`` under ``root/<digest>``, the digest of the folder as saved
-    (``fl.encoding.encoder.folder_digest``: every file), with its manifest (the digest, each file's
+    (``fl.encoding.published.folder_digest``: every file), with its manifest (the digest, each file's
     length and SHA-256, ``base`` and ``info``). A folder of that digest already there is kept when
     its files match it (the same encoder) and replaced, with a warning, when they do not."""
     root.mkdir(parents=True, exist_ok=True)
@@ -408,7 +406,7 @@ def publish(model: Any, root: Path, base: str, info: Mapping[str, Any]) -> Tuned
 
 def published_encoder(root: Path, digest: str) -> str:
     """The folder of the published encoder ``digest`` under ``root``, its files checked against the
-    digest (``fl.encoding.encoder.check_published``: hashed again whenever a file of it changed
+    digest (``fl.encoding.published.check_published``: hashed again whenever a file of it changed
     on disk). ``ValueError``, naming the expected and the found digest, when it is missing or
     does not match."""
     if not is_digest(digest):

@@ -1,4 +1,4 @@
-"""The integrity of a published encoder folder (``fl.encoding.encoder.folder_digest``, ``check_published``):
+"""The integrity of a published encoder folder (``fl.encoding.published.folder_digest``, ``check_published``):
 its digest covers every file a node loads, and a node refuses a folder whose files are not its digest's,
 on every path that reads it (the node's request handler, the loader on any device, the embedding-cache
 identity, the dimension).
