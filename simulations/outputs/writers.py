@@ -14,7 +14,7 @@ import csv
 import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 
 def text_cell(value: Any) -> Any:
@@ -39,14 +39,14 @@ def write_csv(
     columns: Sequence[str],
     *,
     cell: Callable[[Any], Any] | None = None,
-    extra: str = "raise",
+    extra: Literal["raise", "ignore"] = "raise",
     encoding: str | None = None,
 ) -> Path:
     """``path``: a header of ``columns`` and one line per row (``cell`` applied to each value; ``None`` is an
     empty cell). A key outside ``columns`` raises ``ValueError`` (``extra = "raise"``) or is left out
     (``"ignore"``); a missing key is an empty cell."""
     with Path(path).open("w", newline="", encoding=encoding) as fh:
-        writer = csv.DictWriter(fh, fieldnames=list(columns), extrasaction=extra)  # type: ignore[arg-type]
+        writer = csv.DictWriter(fh, fieldnames=list(columns), extrasaction=extra)
         writer.writeheader()
         writer.writerows(rows if cell is None else ({k: cell(v) for k, v in r.items()} for r in rows))
     return Path(path)
