@@ -56,12 +56,24 @@ class DataConfig(Section):
         "",
         "public data from another registry dataset or file (its training split; needs public-fraction = 0)",
     )
-    public_size: int = key(0, "public-dataset: seeded subsample of its documents (0 = all)")
+    public_size: int = key(
+        0,
+        "seeded number of public documents: a public-dataset's subsample, or (public-fraction = 0) whole source "
+        "groups (public-split = source) or rows of the training split drawn until this many texts are public "
+        "(0 = all of public-dataset / public-fraction); more than there are is refused",
+    )
     public_sentences: bool = key(False, "public-dataset: split its documents into sentences, each keeping its label")
     public_labels: str = key(
         "",
         'public-dataset: its class names -> the run\'s, "neg = negative, pos = positive" ("" = equal names or '
         "unambiguous prefixes)",
+    )
+    user_unit: str = key(
+        "row",
+        'who a private user is: "row" (every training row, e.g. a GLUE SST-2 phrase) or "source" (one user per '
+        "source group, holding its longest text, which contains the group's other texts verbatim: the user's record "
+        "is the whole group, released once under one budget)",
+        choices=("row", "source"),
     )
     empty_documents: str = key("error", '"error" or "drop" (dropped documents are counted)', choices=("error", "drop"))
     short_documents: str = key(
@@ -211,8 +223,10 @@ class ReleaseConfig(Section):
         "random",
         'input map M1: "random" (public seed), "identity", "public" (trained on the public split, then '
         'frozen), "supervised" (affine: the public split\'s logistic-regression logits and a constant, '
-        'fl.maps.input_map.supervised_map) or "leaky" (trained through the noise: NOT local DP)',
-        choices=("random", "identity", "public", "supervised", "leaky"),
+        'fl.maps.input_map.supervised_map), "projection" (affine: centred on the public mean, the public '
+        "logistic regression's logit directions, then the top principal directions of what they leave; "
+        'fl.maps.input_map.projection_map) or "leaky" (trained through the noise: NOT local DP)',
+        choices=("random", "identity", "public", "supervised", "projection", "leaky"),
     )
     map_dim: int = key(16, 'm\', output dimension of M1 (ignored by "identity"; "supervised": >= number of classes)')
     map_scale: float = key(0.0, 'map-in = "supervised": the constant coordinate (0 = chosen on a public hold-out)')
@@ -266,9 +280,10 @@ class ReleaseConfig(Section):
     max_epsilon: float = key(0.0, "per-user lifetime budget (pure-LDP epsilon, embedding + label); 0 = none")
     accounting_delta: float = key(1e-06, "delta of the approximate-DP figures (PLD/advanced composition, shuffling)")
     clean_evaluation: bool = key(
-        True,
-        "also score the model on unsanitized test embeddings (a diagnostic from raw data, like every "
-        "evaluation count not covered by a DP guarantee); false = sanitized evaluation only",
+        False,
+        "on-device inference too: each node also scores the model on its test users' clean inputs and returns "
+        "the confusion counts (a measurement outside the guarantee, like every evaluation count); false = "
+        "server-side inference on sanitized test inputs only",
     )
 
     def check(self) -> None:
@@ -391,6 +406,12 @@ class CentralConfig(Section):
         "the head)",
         choices=("head", "encoder"),
     )
+    central_start: str = key(
+        "seeded",
+        'user unit: where the head starts: "seeded" (a seeded random head) or "public" (M1 and a head fitted on the '
+        "public split's clean embeddings, the public data the local side fits on)",
+        choices=("seeded", "public"),
+    )
     central_tuning_part: str = key(
         "lora",
         'central-train = "encoder": "lora" adapters or the "top" tuning-layers layers',
@@ -428,6 +449,13 @@ class ServerConfig(Section):
     batch_size: int = key(128, "server training batch size (releases per step)")
     learning_rate: float = key(0.001, "Adam step size of the server's M2 + classifier")
     hidden_dim: int = key(256, "hidden width of M2")
+    server_model: str = key(
+        "mlp",
+        'local mode: "mlp" (M2 + tanh + MLP, trained by Adam on the releases) or "class-means" (the releases\' '
+        "class means debiased by the mechanisms' known noise laws, combined with the public class means by their "
+        "variances, scored as a linear discriminant; fl.maps.class_means)",
+        choices=("mlp", "class-means"),
+    )
     device: str = key("auto", '"auto", "cpu", "cuda", "cuda:1", ...')
     node_timeout: float = key(3600.0, "seconds the server waits for a round's replies; later replies count as lost")
 
