@@ -141,9 +141,13 @@ def handle_query(msg: Message, context: Context, cfg: RunConfig) -> Message:
 def noise_secret(context: Context, release: ReleaseConfig) -> ConfigRecord:
     """This node's noise state: its secret (from the OS, or ``noise-seed``) and draw counter.
 
-    With ``noise-seed = -1`` the secret comes from the OS and never leaves the
-    node; a fixed ``noise-seed >= 0`` makes simulations reproducible, and a
-    server that knew it could remove the noise.
+    With ``noise-seed = -1`` (the default) the secret comes from the OS CSPRNG
+    (``secrets``) and never leaves the node: no message carries it. A fixed
+    ``noise-seed >= 0`` makes a simulation reproducible, and whoever knows it
+    (the run config, which the server holds) can replay every draw of every
+    node and remove the noise: the run's epsilon is then no guarantee against
+    them (``summary.json``'s ``noise`` block and the console say so,
+    :func:`fl.accounting.scope.noise_block`).
     """
     state = context.state
     if NOISE_KEY in state:

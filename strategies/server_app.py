@@ -21,6 +21,7 @@ from flwr.app import ArrayRecord, Context
 from flwr.serverapp import Grid, ServerApp
 
 from fl import config as config_mod
+from fl.accounting.scope import summary_scope
 from fl.attacks.state import AttackState
 from fl.config import RunConfig
 from fl.data import datasets as data
@@ -195,6 +196,7 @@ def run_server(grid: Grid, cfg: RunConfig, timeout: float = 3600.0, resume: bool
             "timings": run_timings(grid),
             **({"resumed_after_round": done} if resume else {}),
         }
+        summary.update(summary_scope(summary, cfg))  # noise: secret or seeded; the guarantee in words
         with PHASES.measure("writing results"):
             writer.write_json("summary.json", summary)
             writer.plot(title, test_label=test_label, reference=cfg.output.reference_accuracy or None)

@@ -20,6 +20,7 @@ from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any
 
+from fl.accounting.scope import guarantee_statement
 from fl.reporting.progress import set_quiet
 from fl.reporting.results import RUN_LOG
 
@@ -173,23 +174,13 @@ def _show_rounds(folder: Path, num_rounds: int, stop: threading.Event) -> None:
 
 
 def privacy_text(summary: Mapping[str, Any]) -> str:
-    """The run's per-user privacy in one line: epsilon, its unit and delta (or why there is none)."""
-    p = summary.get("privacy") or {}
-    if summary.get("mode") == "central":
-        unit = p.get("unit") or summary.get("central_unit") or "user"
-        if p.get("epsilon") is None:
-            return "no finite epsilon"
-        return f"({p['epsilon']:.3g}, {p.get('delta', 0):g})-DP per {unit} (central)"
-    if not summary.get("ldp_guarantee_holds", True):
-        return "NOT LDP (leaky map): no guarantee"
-    total, delta = p.get("epsilon_total"), p.get("delta_total", 0.0)
-    if total is not None:
-        return f"epsilon {total:.3g} per user, delta {delta:g} (local DP, everything a user releases)"
-    embedding = p.get("epsilon_ldp")
-    if embedding is None:
-        return "no finite epsilon"
-    composed = (p.get("composition_embedding") or {}).get("epsilon_best_approx", embedding)
-    return f"epsilon {composed:.3g} per user for the embedding (local DP); labels in the clear: no finite epsilon"
+    """The run's guarantee in words (:func:`fl.accounting.scope.guarantee_statement`): epsilon, its unit
+    and delta, the messages it covers, whether the noise is secret from the server, and the evaluation
+    counts outside it. A summary that already states it (``guarantee_statement``) is shown as written."""
+    stated = summary.get("guarantee_statement")
+    if isinstance(stated, str) and stated:
+        return stated
+    return guarantee_statement(summary)
 
 
 def outcome_verdict(block: Mapping[str, Any]) -> str:
@@ -204,7 +195,8 @@ def outcome_verdict(block: Mapping[str, Any]) -> str:
 
 
 def summary_table(summary: Mapping[str, Any]) -> Any:
-    """The final summary as a rich table: accuracy, macro-F1, per-user epsilon, wall time, folder."""
+    """The final summary as a rich table: accuracy, macro-F1, the guarantee (:func:`privacy_text`, wrapped
+    over several lines), wall time, folder."""
     from rich.table import Table
 
     final = summary.get("final") or {}

@@ -31,11 +31,82 @@ def test_the_run_log_gets_everything_and_the_console_only_warnings(tmp_path: Pat
     assert not any(isinstance(h, logging.FileHandler) for h in flwr.handlers)
 
 
+SECRET = {"secret": True, "source": "each node's OS CSPRNG, never sent"}
+SEEDED = {
+    "secret": False,
+    "noise_seed": 0,
+    "note": "reproducible simulation: whoever knows noise-seed (the run config, which the server holds) can replay "
+    "every node's noise; the printed epsilon is not a guarantee against them",
+}
+COVERS = (
+    "Covers: the training releases (sanitized embedding and label) and the test users' sanitized evaluation inputs."
+)
+OUTSIDE = " Outside the guarantee (measurements): the evaluation confusion counts, from the test users' true labels"
+SST2_PHRASE = (
+    "per phrase (a GLUE SST-2 training row; one review sentence can hold up to 35 phrases, each released under its "
+    "own budget)"
+)
+
+
+def _local(dataset: str, noise: dict, **extra: object) -> dict:
+    return {
+        "dataset": dataset,
+        "ldp_guarantee_holds": True,
+        "privacy": {"epsilon_total": 6.28, "delta_total": 0.0, "epsilon_ldp": 5.652},
+        "noise": noise,
+        **extra,
+    }
+
+
+def test_a_local_run_with_secret_noise_names_what_it_covers_and_what_it_does_not() -> None:
+    summary = _local("agnews", SECRET)
+    assert privacy_text(summary) == (
+        f"epsilon 6.28 per training row, delta 0, local DP. {COVERS} Noise: secret from the server: each node's OS "
+        f"CSPRNG, never sent.{OUTSIDE}."
+    )
+    clean = privacy_text(_local("agnews", SECRET, clean_evaluation=True))
+    assert clean.endswith(
+        "from the test users' true labels, and on-device inference on their clean inputs (clean-evaluation = true)."
+    )
+
+
+def test_a_seeded_run_says_it_is_reproducible_and_no_guarantee_against_whoever_knows_the_seed() -> None:
+    assert privacy_text(_local("agnews", SEEDED)) == (
+        f"epsilon 6.28 per training row, delta 0, local DP. {COVERS} Noise: NOT secret, noise-seed = 0: a "
+        "reproducible simulation; whoever knows the seed (the run config, which the server holds) can replay the "
+        f"noise, and this epsilon is no guarantee against them.{OUTSIDE}."
+    )
+
+
+def test_an_sst2_row_user_is_a_phrase_and_a_source_user_a_source_sentence() -> None:
+    row = _local("sst2", SECRET, data={"user_unit": "row"})
+    assert privacy_text(row) == (
+        f"epsilon 6.28 {SST2_PHRASE}, delta 0, local DP. {COVERS} Noise: secret from the server: each node's OS "
+        f"CSPRNG, never sent.{OUTSIDE}."
+    )
+    assert privacy_text(_local("sst2", SECRET)) == privacy_text(row)  # row: the default unit
+    source = _local("sst2", SECRET, data={"user_unit": "source"})
+    assert privacy_text(source) == (
+        f"epsilon 6.28 per source sentence, delta 0, local DP. {COVERS} Noise: secret from the server: each node's "
+        f"OS CSPRNG, never sent.{OUTSIDE}."
+    )
+
+
 def test_the_privacy_line_names_the_unit_and_what_is_covered() -> None:
     central = {"mode": "central", "privacy": {"epsilon": 1.9946, "delta": 1e-5, "unit": "user"}}
-    assert privacy_text(central) == "(1.99, 1e-05)-DP per user (central)"
+    assert privacy_text(central) == (
+        "(1.99, 1e-05)-DP per training row, central DP (user level). Covers: the noised global models (and "
+        "everything computed from them). Outside the guarantee (measurements): the evaluation confusion counts, "
+        "from the test users' true labels and clean inputs."
+    )
+    node = {"mode": "central", "dataset": "sst2", "privacy": {"epsilon": 2.0, "delta": 1e-5, "unit": "node"}}
+    assert privacy_text(node).startswith("(2, 1e-05)-DP per node, central DP (node level).")
+    seeded_central = {**central, "dataset": "sst2", "noise": {**SEEDED, "note": "..."}}
+    text = privacy_text(seeded_central)
+    assert text.startswith("(1.99, 1e-05)-DP per phrase (a GLUE SST-2 training row; one review sentence can hold")
+    assert "each protected under its own budget" in text and "NOT secret, noise-seed = 0" in text
     both = {"ldp_guarantee_holds": True, "privacy": {"epsilon_total": 8.0, "delta_total": 0.0, "epsilon_ldp": 6.0}}
-    assert privacy_text(both).startswith("epsilon 8 per user, delta 0")
+    assert privacy_text(both).startswith("epsilon 8 per training row, delta 0, local DP")
     clear = {
         "ldp_guarantee_holds": True,
         "privacy": {
@@ -44,8 +115,11 @@ def test_the_privacy_line_names_the_unit_and_what_is_covered() -> None:
             "composition_embedding": {"epsilon_best_approx": 31.4159},
         },
     }
-    assert "31.4 per user for the embedding" in privacy_text(clear) and "labels in the clear" in privacy_text(clear)
+    assert privacy_text(clear).startswith(
+        "epsilon 31.4 per training row for the embedding, local DP; labels in the clear: no finite epsilon"
+    )
     assert privacy_text({"ldp_guarantee_holds": False, "privacy": {"epsilon_ldp": 3.0}}).startswith("NOT LDP")
+    assert privacy_text({**both, "guarantee_statement": "as written"}) == "as written"  # summary.json's own
 
 
 def test_the_summary_table_has_the_five_rows() -> None:
@@ -61,5 +135,5 @@ def test_the_summary_table_has_the_five_rows() -> None:
     console = Console(record=True, width=120)
     console.print(summary_table(summary))
     text = console.export_text()
-    for expected in ("accuracy", "0.7900", "macro-F1", "0.7800", "(2, 1e-05)-DP per user", "3.2 s", "/tmp/r"):
+    for expected in ("accuracy", "0.7900", "macro-F1", "0.7800", "(2, 1e-05)-DP per", "3.2 s", "/tmp/r"):
         assert expected in text
