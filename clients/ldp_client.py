@@ -9,7 +9,8 @@ label (label channel). M1 is derived locally from public values (``identity``,
 carries the unsanitized M1 gradient and no local-DP guarantee holds). On an
 *evaluate* message it releases its test users' embeddings the same way, scores
 the server's model on them (and, with ``clean-evaluation``, on the clean
-ones) and returns only confusion counts.
+ones: on-device inference), with the models fitted on the public data alone beside it
+(the public-only line), and returns only confusion counts.
 
 Privacy bookkeeping on the node:
 
@@ -48,7 +49,7 @@ from fl.levels.document import setup as document_level
 from fl.levels.document.setup import DocumentSetup
 from fl.levels.word import rewrite as rewrite_mod
 from fl.maps import input_map as maps
-from fl.maps.pipeline import ServerModel, confusion_matrix, predict
+from fl.maps.pipeline import confusion_matrix, empty_head, predict
 
 
 def _rewrite(context: Context, cfg: RunConfig, purpose: str, c: Cohort, fresh: bool) -> rewrite_mod.RewrittenSplit:
@@ -85,12 +86,24 @@ def _local_map(kind: str, d: int, m_prime: int, seed: int) -> torch.Tensor | Non
     return maps.input_map(kind, d, m_prime, seed)
 
 
-def _server_model(msg: Message, hidden_dim: int, c: Cohort) -> ServerModel | None:
-    if wire.MODEL not in msg.content:
+def _server_model(msg: Message, cfg: RunConfig, c: Cohort, key: str = wire.MODEL) -> torch.nn.Module | None:
+    """The model the request carries under ``key`` (the run's, or the public-only one), of the kind
+    ``server-model`` names; ``None`` when it carries none."""
+    if key not in msg.content:
         return None
-    model = ServerModel(c.release_dim, c.encoder_dim, int(hidden_dim), c.num_classes)
-    model.load_state_dict(wire.array_record(msg.content, wire.MODEL).to_torch_state_dict())
+    model = empty_head(cfg.server.server_model, c.release_dim, c.encoder_dim, int(cfg.server.hidden_dim), c.num_classes)
+    model.load_state_dict(wire.array_record(msg.content, key).to_torch_state_dict())
     return model.eval()
+
+
+def _public_clean_predictions(msg: Message, c: Cohort, rows: np.ndarray) -> np.ndarray | None:
+    """The public logistic regression's classes of the clean test inputs ``rows`` (``None`` when the request
+    carries no public model)."""
+    if wire.PUBLIC_MODEL not in msg.content:
+        return None
+    matrix = wire.array_record(msg.content, wire.PUBLIC_MODEL)["matrix"].numpy()
+    x = np.asarray(c.test_emb[rows], dtype=np.float64)
+    return np.asarray((x @ matrix[:-1] + matrix[-1]).argmax(axis=1), dtype=np.int64)
 
 
 _CHANNELS: dict[tuple[Any, int, int, str | None], Channels] = {}
@@ -202,7 +215,7 @@ def release(
     rows: np.ndarray,
     channels: Channels,
     matrix: torch.Tensor | None,
-    model: ServerModel | None = None,
+    model: torch.nn.Module | None = None,
     setup_version: str = "",
 ) -> NodeRelease:
     """Released embeddings (and, for training, labels) of ``rows``, drawn by ``channels``.
@@ -304,7 +317,7 @@ def handle_train(msg: Message, context: Context, cfg: RunConfig) -> Message:
     requested = np.asarray(msg.content[wire.CONFIG]["user-ids"], dtype=np.int64)
     rows = np.flatnonzero(np.isin(c.train_doc_user, requested))
     matrix = node_map(msg, cfg.release.map_in, cfg.release.map_seed, c)
-    model = _server_model(msg, cfg.server.hidden_dim, c)
+    model = _server_model(msg, cfg, c)
     setup = node_document_setup(msg, context, cfg)
     channels = node_channels(cfg, c, setup)
     rel = release(context, cfg, "train", c, rows, channels, matrix, model, setup.version() if setup else "")
@@ -334,7 +347,7 @@ def handle_evaluate(msg: Message, context: Context, cfg: RunConfig) -> Message:
     k = c.num_classes
     rows = np.arange(c.test_emb.shape[0])
     matrix = node_map(msg, cfg.release.map_in, cfg.release.map_seed, c)
-    model = _server_model(msg, cfg.server.hidden_dim, c)
+    model = _server_model(msg, cfg, c)
     if model is None:
         raise ValueError("the evaluate message carries no model")
     setup = node_document_setup(msg, context, cfg)
@@ -348,6 +361,10 @@ def handle_evaluate(msg: Message, context: Context, cfg: RunConfig) -> Message:
         "refused-releases": rel.refused,
         "confusion": confusion_matrix(truth, sanitized, k).reshape(-1).tolist(),
     }
+    public_model = _server_model(msg, cfg, c, wire.PUBLIC_RELEASE_MODEL)  # fitted on public data alone
+    if public_model is not None:
+        public = predict(public_model, torch.as_tensor(rel.emb, dtype=torch.float32)).numpy()
+        metrics["public-confusion"] = confusion_matrix(truth, public, k).reshape(-1).tolist()
     sizes = channels.embedding.breakdown(rel.extras)  # scores by sentences per document (document level)
     if sizes is None and cfg.encoder.doc_embedding == "sentence-mean":
         # A document task run without a document mechanism (non-private, word level): the same
@@ -363,6 +380,9 @@ def handle_evaluate(msg: Message, context: Context, cfg: RunConfig) -> Message:
     if rows_clean is not None:
         clean = predict(model, rows_clean).numpy()
         metrics["clean-confusion"] = confusion_matrix(truth, clean, k).reshape(-1).tolist()
+    public_clean = _public_clean_predictions(msg, c, rel.rows) if cfg.release.clean_evaluation else None
+    if public_clean is not None:
+        metrics["public-clean-confusion"] = confusion_matrix(truth, public_clean, k).reshape(-1).tolist()
         if sizes is not None:
             metrics["clean-confusion-by-k"] = document_level.confusion_by_k(truth, clean, sizes, k).reshape(-1).tolist()
     user_ids = np.arange(c.test_users.start, c.test_users.stop, dtype=np.int64)[rel.rows]

@@ -43,6 +43,9 @@ CHARGES = "charges"  # replies: ConfigRecord, the release's distinct charges per
 METRICS = "metrics"  # replies: MetricRecord (counts, confusion matrices)
 UPDATE_SUM = "update-sum"  # user-level central replies: ArrayRecord, the sum of the sampled users' clipped updates
 MAP_GRAD = "map-in-grad"  # leaky mode only: ArrayRecord {"grad", "count"}, an unsanitized gradient
+# Evaluate requests: the model fitted on the public data alone (fl.maps.public_model), held against the run.
+PUBLIC_MODEL = "public-model"  # ArrayRecord {"matrix"}: the public logistic regression, [d + 1, K] (clean inputs)
+PUBLIC_RELEASE_MODEL = "public-release-model"  # ArrayRecord: the server model fitted on public releases alone
 
 #: Privacy channels of a release, as named on the wire and in the ledger.
 CHANNELS = ("embedding", "label")
@@ -367,8 +370,12 @@ _RELEASE_COUNTS = {
 _LOCAL_EVAL_COUNTS = {
     "confusion": "confusion counts of the server model on the node's sanitized test releases (README: "
     "evaluation counts use true labels and are not covered by the guarantee)",
-    "clean-confusion": "confusion counts on the clean test embeddings (README: the clean-evaluation "
-    "diagnostic, off with clean-evaluation = false)",
+    "clean-confusion": "confusion counts of the server model on the clean test inputs (on-device inference, "
+    "clean-evaluation = true; a measurement outside the guarantee)",
+    "public-confusion": "confusion counts of the model fitted on the public data alone on the same sanitized test "
+    "releases (the public-only line)",
+    "public-clean-confusion": "confusion counts of the public logistic regression on the clean test inputs "
+    "(clean-evaluation = true: the public-only line of on-device inference)",
 }
 _BY_K_COUNTS = {
     "confusion-by-k": "confusion counts by sentences per document (document tasks: doc-embedding = sentence-mean)",
@@ -553,6 +560,8 @@ __all__ = [
     "MODEL",
     "MODEL_PARAMETER",
     "NODE_UPDATE",
+    "PUBLIC_MODEL",
+    "PUBLIC_RELEASE_MODEL",
     "QUERY",
     "RELEASE",
     "REPLY_RECORD_TYPES",

@@ -162,6 +162,15 @@ class SentenceMechanism(Mechanism):
         """
         return x
 
+    def unbiased_moments(self, d: int) -> float | None:
+        """E||release||^2 for a unit input of dimension ``d`` when every release is an unbiased estimate
+        of its input (E[release | u] = u for each unit row u); ``None`` when it is not.
+
+        What a server needs to average releases without bias and to know the variance of the average
+        (``fl.maps.class_means``): declared by the mechanism, so no caller tests mechanism names.
+        """
+        return None
+
     @abstractmethod
     def sanitize(self, x: torch.Tensor, generator: torch.Generator | None = None) -> torch.Tensor:
         """Return one independent release per row of ``x`` ([n, m]), without a

@@ -41,6 +41,10 @@ class NoPrivacy(Mechanism):
         """The release itself (as ``SentenceMechanism.clean``)."""
         return x
 
+    def unbiased_moments(self, d: int) -> float | None:
+        """The release is its unit input: unbiased, second moment 1 (as ``SentenceMechanism.unbiased_moments``)."""
+        return 1.0
+
     @torch.no_grad()
     def sanitize(
         self,

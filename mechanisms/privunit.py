@@ -243,6 +243,18 @@ class PrivUnit(SentenceMechanism):
     def guarantee(self) -> Guarantee:
         return Guarantee(notion="pure", epsilon=self.epsilon, granularity="sentence")
 
+    def unbiased_moments(self, d: int) -> float | None:
+        """With ``unbiased``: E[V / m] = u and ||V / m||^2 = 1 / m^2 exactly (V is a unit vector), so the
+        release's second moment is 1 / m^2 for the m of dimension ``d``; ``None`` without ``unbiased``
+        (E[V] = m u)."""
+        if not self.unbiased:
+            return None
+        if self._params is None:
+            self._fix_dim(int(d))
+        elif d != self.input_dim:
+            raise ValueError(f"PrivUnit was set up for dimension {self.input_dim}, asked about {d}")
+        return 1.0 / self.m**2
+
     # ------------------------------------------------------------------ sampling
     def sample_inner_products(
         self, n: int, generator: torch.Generator | None = None, device: torch.device | str = "cpu"

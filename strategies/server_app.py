@@ -178,12 +178,21 @@ def run_server(grid: Grid, cfg: RunConfig, timeout: float = 3600.0, resume: bool
             fields, title, test_label = mode.summary(cfg, run)
         if "users" in fields:
             fields["users"]["nodes_hold_own_files"] = mode.holds_own_files(run)
-        fields["outcome"] = outcome(run.records, (fields.get("data") or {}).get("test_class_counts"))
+        test_inputs = "clean" if mode.scope == "central" else "sanitized"
+        fields["outcome"] = outcome(run.records, (fields.get("data") or {}).get("test_class_counts"), test_inputs)
         if fields["outcome"]["learned_nothing"]:
             log.warning(
                 "THIS RUN LEARNED NOTHING: %s",
                 outcome_text(fields["outcome"], fields["final"]["accuracy"], mode.scope),
             )
+        for scored in (fields["outcome"], fields["outcome"].get("on_device") or {}):
+            if scored.get("adds_over_public") is False:
+                log.warning(
+                    "THIS RUN ADDS NOTHING OVER THE PUBLIC DATA (%s test inputs): accuracy %.4f, public-only %.4f",
+                    scored["test_inputs"],
+                    scored["public_only_accuracy"] + scored["gain_over_public"],
+                    scored["public_only_accuracy"],
+                )
         fields["guarantee"]["encoder"] = encoder
         fields["guarantee"]["notes"].append(encoder_note(encoder))
         summary = {

@@ -20,7 +20,8 @@ import torch
 from torch import nn
 
 from fl.encoding.cache_files import atomic_write
-from fl.maps.pipeline import ServerModel
+from fl.maps.class_means import LinearHead
+from fl.maps.pipeline import ServerModel, empty_head
 
 STATE_FILE = Path("attack") / "state.pt"
 VERSION = 1
@@ -36,10 +37,11 @@ class AttackState:
     matrix: torch.Tensor | None  # M1 [d, m'] (None: identity)
     members: np.ndarray  # int64 rows of the training split the model learnt from
     members_are: str  # how ``members`` was determined (mode-dependent)
+    kind: str = "mlp"  # server-model: "mlp" (ServerModel) or "class-means" (LinearHead)
 
-    def model(self) -> ServerModel:
+    def model(self) -> nn.Module:
         """The final server model, in eval mode on the CPU."""
-        model = ServerModel(self.m_prime, self.d, self.hidden, self.num_classes)
+        model = empty_head(self.kind, self.m_prime, self.d, self.hidden, self.num_classes)
         model.load_state_dict(self.model_state)
         return model.eval()
 
@@ -53,6 +55,7 @@ class AttackState:
             "matrix": None if self.matrix is None else self.matrix.detach().cpu(),
             "members": np.asarray(self.members, dtype=np.int64),
             "members_are": self.members_are,
+            "kind": self.kind,
         }
         atomic_write(path, lambda fh: torch.save(payload, fh))
         return path
@@ -70,11 +73,28 @@ class AttackState:
         if raw.get("version") != VERSION:
             raise ValueError(f"{path}: attack state version {raw.get('version')!r}, expected {VERSION}")
         m_prime, d, hidden, k = raw["shape"]
-        return cls(raw["model_state"], m_prime, d, hidden, k, raw["matrix"], raw["members"], raw["members_are"])
+        return cls(
+            raw["model_state"],
+            m_prime,
+            d,
+            hidden,
+            k,
+            raw["matrix"],
+            raw["members"],
+            raw["members_are"],
+            raw.get("kind", "mlp"),
+        )
 
 
-def from_model(model: ServerModel, matrix: torch.Tensor | None, members: np.ndarray, members_are: str) -> AttackState:
-    """The state of a trained ``ServerModel``."""
+def from_model(model: nn.Module, matrix: torch.Tensor | None, members: np.ndarray, members_are: str) -> AttackState:
+    """The state of a trained ``ServerModel`` or ``class-means`` ``LinearHead``."""
+    if isinstance(model, LinearHead):
+        m_prime, k = int(model.linear.in_features), int(model.linear.out_features)
+        state = {key: v.detach().cpu().clone() for key, v in model.state_dict().items()}
+        return AttackState(
+            state, m_prime, m_prime, 0, k, matrix, np.asarray(members, np.int64), members_are, "class-means"
+        )
+    assert isinstance(model, ServerModel)
     return AttackState(
         {k: v.detach().cpu().clone() for k, v in model.state_dict().items()},
         int(model.restore.in_features),

@@ -35,6 +35,7 @@ def check_across_sections(cfg: Mapping[str, Any]) -> None:
         except ValueError as err:
             raise ConfigError(str(err)) from None
     _check_levels(cfg)
+    _check_server_model(cfg)
     _check_encoder(cfg)
 
 
@@ -103,7 +104,7 @@ def _check_tuning(cfg: Mapping[str, Any]) -> None:
 
 def _check_public_needs(cfg: Mapping[str, Any]) -> None:
     """The release keys that build something from public documents need them (data section)."""
-    if cfg["map-in"] in ("public", "supervised") and not has_public(cfg):
+    if cfg["map-in"] in ("public", "supervised", "projection") and not has_public(cfg):
         raise ConfigError(
             f"map-in = {cfg['map-in']!r} builds M1 from the public split: set public-fraction > 0 or public-dataset"
         )
@@ -142,6 +143,41 @@ def _check_levels(cfg: Mapping[str, Any]) -> None:
             f"document-mechanism = {cfg['document-mechanism']!r} builds its recoder, candidates or "
             "clipping box from public documents: set public-fraction > 0 or public-dataset"
         )
+
+
+def _check_server_model(cfg: Mapping[str, Any]) -> None:
+    """``server-model = "class-means"`` (local mode) averages releases without bias: it needs the sentence
+    level, a sentence mechanism that declares its releases unbiased (``unbiased_moments``: PrivUnit with
+    ``unbiased = true``, or ``none``), a label law it can invert (randomized response, or labels in the
+    clear), and public data for the public class means and covariance."""
+    if cfg["server-model"] != "class-means" or cfg["mode"] != "local":
+        return
+    from fl.config.values import make_mechanism
+
+    need = (
+        'server-model = "class-means" debiases the releases\' class means: it needs the sentence level, a sentence '
+        'mechanism whose releases are unbiased (privunit with sentence-options = "unbiased = true", or "none"), '
+        'label-mechanism "rr" or "none", map-in other than "leaky", and public data'
+    )
+    clashes = [f"{k} = {cfg[k]!r}" for k in ("word-mechanism", "document-mechanism") if cfg[k] != "none"]
+    if cfg["label-mechanism"] not in ("rr", "none"):
+        clashes.append(f"label-mechanism = {cfg['label-mechanism']!r}")
+    if cfg["map-in"] == "leaky":
+        clashes.append("map-in = 'leaky'")
+    if not has_public(cfg):
+        clashes.append("no public data (public-fraction, public-size or public-dataset)")
+    if not clashes and cfg["sentence-mechanism"] != "none":
+        dim = cfg["map-dim"] if cfg["map-in"] != "identity" else ENCODER_DIMS.get(cfg["encoder"], cfg["synthetic-dim"])
+        try:
+            mech = make_mechanism(cfg, "sentence", input_dim=int(dim))
+            unbiased = getattr(mech, "unbiased_moments", lambda d: None)(int(dim)) is not None
+        except (TypeError, ValueError):
+            unbiased = False
+        if not unbiased:
+            opts = f", sentence-options = {cfg['sentence-options']!r}" if cfg["sentence-options"] else ""
+            clashes.append(f"sentence-mechanism = {cfg['sentence-mechanism']!r}{opts}")
+    if clashes:
+        raise ConfigError(f"{need} (got {', '.join(clashes)})")
 
 
 def _looks_like_path(name: str) -> bool:

@@ -124,13 +124,18 @@ class EmbeddingChannel(ABC):
         """Draw one release per row with ``generator`` (fresh noise per row)."""
 
     def clean(self, inputs: ReleaseInputs, rows: np.ndarray) -> torch.Tensor | None:
-        """Noise-free rows in the release space, for the clean-evaluation diagnostic (never released);
-        ``None`` when releases do not live in M1's output space."""
+        """Noise-free rows in the release space, for on-device inference (the model applied to the clean
+        test input; never released): the mechanism's noise-free counterpart of n(M1 x) (``clean``: the
+        public class's one-hot row for class_rr, the row itself for the others); ``None`` when that does
+        not live in the release space."""
         c = inputs.cohort
-        if c.release_dim != c.map_dim:
-            return None
         emb = c.train_emb if inputs.purpose == "train" else c.test_emb
-        return maps.apply_input_map(emb[rows], inputs.matrix).to(torch.float32)
+        mech = getattr(self, "mechanism", None)
+        rows_in = maps.apply_input_map(emb[rows], inputs.matrix)
+        out = mech.clean(rows_in) if mech is not None else rows_in
+        if out.shape[1] != c.release_dim:
+            return None
+        return out.to(torch.float32)
 
     def breakdown(self, extras: Mapping[str, np.ndarray]) -> np.ndarray | None:
         """Per-row sizes to break evaluation scores down by (sentences per document), if any."""

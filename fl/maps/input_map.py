@@ -1,4 +1,4 @@
-"""The input map M1 (d -> m') of Du et al. (2023), in the five ``map-in`` modes.
+"""The input map M1 (d -> m') of Du et al. (2023), in the six ``map-in`` modes.
 
 Only a map that does not depend on private data keeps the sanitizer's local-DP
 guarantee meaningful for the released vector (docs/SPEC.md §3.2-3.3):
@@ -13,6 +13,10 @@ guarantee meaningful for the released vector (docs/SPEC.md §3.2-3.3):
   logistic regression's logit coordinates and a constant coordinate (the
   ``map-scale``), so that n(M1 x + b) places a document on the sphere by how
   confidently the public classifier labels it. Frozen and sent to the clients.
+* ``projection``: an *affine* map from the public split only
+  (:func:`fl.maps.public_model.projection_map`): centred on the public mean, the public model's
+  logit directions, then the top principal directions of what they leave; frozen and sent to the
+  clients. The release space of the ``class-means`` server model (``fl.maps.class_means``).
 * ``leaky``: the behaviour of Du et al.'s Sentence-LDP code (docs/SPEC.md §3.1,
   §13.1). Clients send the gradient of the loss with respect to M1, computed
   from their raw embeddings and true labels through the noise. Those gradients
@@ -53,8 +57,8 @@ from mechanisms.identity import NoPrivacy
 #: What trains M1 through its noise: a sentence mechanism, or ``"none"`` (``NoPrivacy``) standing in for one.
 SentenceRelease = SentenceMechanism | NoPrivacy
 
-MODES: tuple[str, ...] = ("identity", "random", "public", "supervised", "leaky")
-FROM_SERVER: tuple[str, ...] = ("public", "supervised", "leaky")  # modes where the clients receive M1
+MODES: tuple[str, ...] = ("identity", "random", "public", "supervised", "projection", "leaky")
+FROM_SERVER: tuple[str, ...] = ("public", "supervised", "projection", "leaky")  # modes where the clients receive M1
 #: map-scale candidates tried on the public validation split when map-scale = 0 (units: the RMS
 #: of the public logit coordinates; small = nearly a sign, large = nearly constant).
 SCALE_CANDIDATES: tuple[float, ...] = (0.03125, 0.0625, 0.125, 0.25, 0.5, 1.0, 2.0)
@@ -84,8 +88,8 @@ def input_map(kind: str, d: int, m_prime: int, seed: int) -> torch.Tensor | None
         raise ValueError(f"unknown map-in {kind!r}; use one of {MODES}")
     if kind == "identity":
         return None
-    if kind == "supervised":
-        raise ValueError("map-in = 'supervised' is computed from the public split (fl.maps.input_map.supervised_map)")
+    if kind in ("supervised", "projection"):
+        raise ValueError(f"map-in = {kind!r} is computed from the public split (fl.maps.public_start)")
     gen = torch.Generator().manual_seed(int(seed))
     return torch.randn(d, m_prime, generator=gen, dtype=torch.float64) / math.sqrt(m_prime)
 

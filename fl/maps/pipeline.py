@@ -43,6 +43,17 @@ def build_model(cfg: RunConfig, m_prime: int, d: int, num_classes: int) -> Serve
     return ServerModel(m_prime, d, int(cfg.server.hidden_dim), num_classes)
 
 
+def empty_head(server_model: str, m_prime: int, d: int, hidden: int, num_classes: int) -> nn.Module:
+    """An unfitted model of the kind ``server-model`` names, to load a state dict into: the MLP
+    (:class:`ServerModel`) or the ``class-means`` linear head (``fl.maps.class_means.LinearHead``).
+    Both ends build the model they exchange with this one function."""
+    if server_model == "class-means":
+        from fl.maps.class_means import LinearHead
+
+        return LinearHead(m_prime, num_classes)
+    return ServerModel(m_prime, d, hidden, num_classes)
+
+
 #: Set in the threads of a shared federation's points (``strategies.points``): their server training
 #: goes to the federation, which trains the points' models stacked (``fl.maps.stacked``), each
 #: exactly as here. Unset everywhere else.

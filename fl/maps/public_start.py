@@ -28,6 +28,7 @@ from fl.data import datasets as data
 from fl.encoding.encoder import embed_texts
 from fl.maps import input_map as maps
 from fl.maps.pipeline import train_and_score
+from fl.maps.public_model import PublicModel
 from fl.reporting.progress import bar as progress_bar
 
 log = logging.getLogger(__name__)
@@ -214,3 +215,70 @@ def supervised_start(
         info["map_scale_chosen_on_public_validation"] = chosen
     info["map_scale"] = scale
     return maps.supervised_map(x, y, num_classes, m_prime, scale), info
+
+
+def public_groups(cfg: RunConfig) -> np.ndarray:
+    """Each public document's source group (containment of the public texts, ``fl.data.sources``): the folds
+    of every choice made on public data keep a text and the texts containing it together."""
+    from fl.data import sources
+
+    public = data.load(cfg).public
+    if public is None or len(public) == 0:
+        return np.zeros(0, dtype=np.int64)
+    return np.asarray(sources.containment_groups(public["text"][:]), dtype=np.int64)
+
+
+def cached_public_model(cfg: RunConfig, x: torch.Tensor, y: torch.Tensor, num_classes: int) -> PublicModel:
+    """:func:`fl.maps.public_model.fit_public_model` on the public split (folds by source group), computed
+    once per public split and encoder: kept under ``<cache-dir>/public-start/`` keyed by the digest of the
+    embeddings, labels, groups and grid (a damaged entry is recomputed)."""
+    from fl.config import cache_dir
+    from fl.encoding.cache_files import atomic_write, content_digest, seal, unseal
+    from fl.maps import public_model as pm
+
+    groups = public_groups(cfg)
+    key = content_digest(
+        {"x": x, "y": y, "groups": groups, "k": num_classes, "grid": repr(pm.C_GRID), "folds": pm.FOLDS}
+    )
+    path = cache_dir(cfg) / "public-start" / f"public-model-{key[:32]}.pt"
+    if path.is_file():
+        try:
+            opened = unseal(torch.load(path, weights_only=True), path)
+        except (OSError, RuntimeError, ValueError, EOFError) as err:
+            opened = None
+            log.warning("cache entry %s unreadable (%s); recomputing it", path, err)
+        if opened is not None and opened[1]:
+            e = opened[0]
+            cv = float(e["cv"])
+            return pm.PublicModel(e["weight"].numpy(), e["bias"].numpy(), float(e["l2"]), None if cv < 0 else cv)
+    with progress_bar(total=1, desc=f"fitting the public model on {len(y)} public documents", leave=False) as bar:
+        model = pm.fit_public_model(x, y, num_classes, groups if groups.size == len(y) else None)
+        bar.update(1)
+    entry = {
+        "weight": torch.as_tensor(model.weight),
+        "bias": torch.as_tensor(model.bias),
+        "l2": repr(model.l2),
+        "cv": repr(-1.0 if model.cv_accuracy is None else model.cv_accuracy),
+    }
+    atomic_write(path, lambda fh: torch.save(seal(entry), fh))
+    return model
+
+
+def projection_start(
+    cfg: RunConfig, num_classes: int, m_prime: int, device: torch.device
+) -> tuple[torch.Tensor, PublicModel, dict[str, Any]]:
+    """M1 of ``map-in = "projection"`` (:func:`fl.maps.public_model.projection_map`) from the public split
+    only, with the public model it starts from; returns (frozen affine M1 [d + 1, m'] float64, the public
+    model, what was done)."""
+    from fl.maps.public_model import projection_map
+
+    x, y = public_embeddings(cfg, device)
+    model = cached_public_model(cfg, x, y, num_classes)
+    info: dict[str, Any] = {
+        "public_documents": int(len(y)),
+        "map": "projection",
+        "map_dim": int(m_prime),
+        "public_model_l2": model.l2,
+        "public_model_cv_accuracy": model.cv_accuracy,
+    }
+    return projection_map(x, model, m_prime), model, info

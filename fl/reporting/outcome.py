@@ -42,20 +42,66 @@ def moved(records: Sequence[Mapping[str, Any]]) -> bool | None:
     return None if len(scored) < 2 else len(set(scored)) > 1
 
 
-def outcome(records: Sequence[Mapping[str, Any]], class_counts: Sequence[int] | None) -> dict[str, Any]:
+def _number(value: Any) -> float | None:
+    return None if value is None or value != value else float(value)
+
+
+def standard_error(accuracy: float | None, n: int | None) -> float | None:
+    """The binomial standard error sqrt(p (1 - p) / n) of an accuracy ``p`` on ``n`` test users."""
+    if accuracy is None or not n:
+        return None
+    return (max(accuracy * (1 - accuracy), 0.0) / n) ** 0.5
+
+
+def against_public(accuracy: float | None, public_only: float | None, n: int | None) -> dict[str, Any]:
+    """The run's accuracy against the model fitted on its public data alone, on the same test inputs:
+    ``public_only_accuracy``, ``gain_over_public`` (the difference) and ``adds_over_public``: whether the gain
+    exceeds one binomial standard error of the accuracy on the ``n`` test users (None: not measured). A run
+    whose gain does not is flagged "adds nothing over the public data" like one at the majority class."""
+    gain = None if accuracy is None or public_only is None else accuracy - public_only
+    se = standard_error(accuracy, n)
+    return {
+        "public_only_accuracy": public_only,
+        "gain_over_public": gain,
+        "adds_over_public": None if gain is None or se is None else bool(gain > se),
+    }
+
+
+def outcome(
+    records: Sequence[Mapping[str, Any]], class_counts: Sequence[int] | None, test_inputs: str = "sanitized"
+) -> dict[str, Any]:
     """A run's ``outcome`` block: the test split's majority-class rate, whether the final accuracy beats
     it (:func:`learned`), whether the scores moved (:func:`moved`), and ``learned_nothing``: true when the
     final accuracy does not beat the majority class, or, where that rate is unknown, the scores never moved
-    (a run above the majority class whose scores stood still after its first round did learn)."""
+    (a run above the majority class whose scores stood still after its first round did learn).
+
+    Beside it, the model fitted on the public data alone on the same test inputs (:func:`against_public`;
+    ``test_inputs``: what ``accuracy`` scored, ``"sanitized"`` releases in local mode, ``"clean"`` inputs in
+    central mode) and, where the nodes also scored clean test inputs (local mode with clean-evaluation),
+    ``on_device``: on-device inference (the model applied to the clean test input) against the public
+    logistic regression on the same clean inputs."""
     majority = majority_rate(class_counts) if class_counts else None
-    final = records[-1].get("accuracy") if records else None
+    last = records[-1] if records else {}
+    final = last.get("accuracy") if records else None
     beats, changed = learned(final, majority), moved(records)
-    return {
+    n = last.get("test_users")
+    block: dict[str, Any] = {
         "majority_class_rate": majority,
         "beats_majority_class": beats,
         "training_moved": changed,
         "learned_nothing": beats is False or (beats is None and changed is False),
+        "test_inputs": test_inputs,
+        **against_public(_number(final), _number(last.get("public_only_accuracy")), n),
     }
+    clean = _number(last.get("clean_accuracy"))
+    if test_inputs == "sanitized" and clean is not None:
+        block["on_device"] = {
+            "test_inputs": "clean",
+            "accuracy": clean,
+            "beats_majority_class": learned(clean, majority),
+            **against_public(clean, _number(last.get("public_only_clean_accuracy")), n),
+        }
+    return block
 
 
 #: What to change when a run learned nothing, by mode: the keys that decide whether its model moves.
@@ -78,4 +124,9 @@ def outcome_text(block: Mapping[str, Any], accuracy: float | None, mode: str = "
         )
     if block.get("training_moved") is False:
         reasons.append("accuracy and macro-F1 are the same after every round")
+    if not reasons and block.get("adds_over_public") is False:
+        reasons.append(
+            f"it adds nothing over the public data: {block['public_only_accuracy']:.4f} for the model fitted on the "
+            "public data alone, on the same test inputs"
+        )
     return "; ".join(reasons) + f". Change its settings: {ADVICE.get(mode, ADVICE['local'])}"

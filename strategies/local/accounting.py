@@ -424,7 +424,16 @@ class LocalDPAccounting(Strategy):
             "round": server_round,
             **{
                 k: ev.get(k)
-                for k in ("accuracy", "macro_f1", "clean_accuracy", "clean_macro_f1", "test_users", "random_guess_f1")
+                for k in (
+                    "accuracy",
+                    "macro_f1",
+                    "clean_accuracy",
+                    "clean_macro_f1",
+                    "public_only_accuracy",
+                    "public_only_clean_accuracy",
+                    "test_users",
+                    "random_guess_f1",
+                )
             },
             **core.train_info,
             "fresh_test_releases": ev.get("fresh_test_releases", 0),

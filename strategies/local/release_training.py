@@ -42,9 +42,17 @@ from fl.encoding.encoder import best_device
 from fl.levels.channels import Channels, channel_class, make_channels
 from fl.levels.document import setup as document_level
 from fl.levels.document.setup import DocumentSetup
+from fl.maps import class_means
 from fl.maps import input_map as maps
-from fl.maps.pipeline import ServerModel, build_model, scores, train_epochs
-from fl.maps.public_start import supervised_start, train_public_start
+from fl.maps.pipeline import build_model, scores, train_epochs
+from fl.maps.public_model import PublicModel
+from fl.maps.public_start import (
+    cached_public_model,
+    projection_start,
+    public_embeddings,
+    supervised_start,
+    train_public_start,
+)
 from fl.reporting.progress import bar as progress_bar
 from strategies.discovery import discover_nodes, raise_on_errors
 
@@ -74,8 +82,13 @@ class ReleaseTraining(Strategy):
         self.nodes: dict[int, wire.CohortInfo] = {}
         self.info: wire.CohortInfo | None = None  # shapes shared by every node
         self.channels: Channels | None = None
-        self.model: ServerModel | None = None
+        self.model: torch.nn.Module | None = None  # ServerModel, or class_means.LinearHead (server-model)
         self.optimizer: torch.optim.Optimizer | None = None
+        # The model fitted on the public data alone (fl.maps.public_model), held against the run: the public
+        # logistic regression (clean test inputs) and the server model fitted on public releases alone.
+        self.public_model: PublicModel | None = None
+        self.public_head: torch.nn.Module | None = None
+        self.public_stats: class_means.PublicStatistics | None = None
         self.map_matrix: torch.Tensor | None = None  # M1 [d, m'] as the clients use it (None: identity)
         self.document_setup: DocumentSetup | None = None
         self.public_info: dict[str, Any] = {}
@@ -103,8 +116,11 @@ class ReleaseTraining(Strategy):
         """Find the nodes, then build the model, M1 and the document level's public material."""
         self.nodes = discover_nodes(grid, self.timeout, self.nodes)
         self.info = info = next(iter(self.nodes.values()))
-        self.model = build_model(self.cfg, info.release_dim, info.encoder_dim, info.num_classes).to(self.device)
-        self.optimizer = torch.optim.Adam(self.model.parameters(), lr=self.cfg.server.learning_rate, foreach=True)
+        if self.class_means:
+            self.model = class_means.LinearHead(info.release_dim, info.num_classes).to(self.device)
+        else:
+            self.model = build_model(self.cfg, info.release_dim, info.encoder_dim, info.num_classes).to(self.device)
+            self.optimizer = torch.optim.Adam(self.model.parameters(), lr=self.cfg.server.learning_rate, foreach=True)
         self._x_buf = np.zeros((0, info.release_dim), dtype=np.float32)
         self._x = self._x_buf[:0]
         self.setup_map()
@@ -117,6 +133,7 @@ class ReleaseTraining(Strategy):
                 json.dumps({k: v for k, v in self.document_setup.info.items() if k != "recoder"}),
             )
         self.channels = make_channels(self.cfg, info.map_dim, self.document_setup, info.num_classes)
+        self.setup_public_only()
         log.info(
             "%d nodes hold %d training users and %d test users; releases are %d-dimensional",
             len(self.nodes),
@@ -137,6 +154,11 @@ class ReleaseTraining(Strategy):
 
     # ------------------------------------------------------------------ M1
     @property
+    def class_means(self) -> bool:
+        """True when the server model is the debiased class means (``server-model = "class-means"``)."""
+        return self.cfg.server.server_model == "class-means"
+
+    @property
     def leaky(self) -> bool:
         """True when M1 is trained on clients' unsanitized gradients: no LDP guarantee holds."""
         return self.cfg.release.map_in == "leaky"
@@ -153,6 +175,17 @@ class ReleaseTraining(Strategy):
         kind = self.cfg.release.map_in
         if kind == "supervised":
             self.map_matrix = self.supervised_public_map()
+            return
+        if kind == "projection":
+            self.map_matrix, self.public_model, self.public_info = projection_start(
+                self.cfg, self.info.num_classes, self.info.map_dim, self.device
+            )
+            log.info(
+                "M1 = the public projection on %d public documents (m' = %d: the public model's logit directions "
+                "and principal directions), frozen",
+                self.public_info["public_documents"],
+                self.info.map_dim,
+            )
             return
         self.map_matrix = maps.input_map(kind, self.info.encoder_dim, self.info.map_dim, self.cfg.release.map_seed)
         if kind == "public":
@@ -209,6 +242,55 @@ class ReleaseTraining(Strategy):
         self._map_optimizer.step()
         self.map_matrix = self._map_param.detach().to("cpu", torch.float64)
 
+    # ------------------------------------------------------------------ the public-only line
+    def setup_public_only(self) -> None:
+        """Fit the models of the public data alone, held against the run (no private user in them):
+
+        * the public logistic regression on the encoder's embeddings (:mod:`fl.maps.public_model`), which
+          the nodes score on clean test inputs (on-device inference);
+        * the server model fitted on releases of the public documents alone, which the nodes score on the
+          same sanitized test releases as the run's model (server-side inference): with ``class-means``
+          the public class means' discriminant, with the MLP a fresh model trained on the server's own
+          sanitized releases of the public documents (their labels are public), at the sentence level.
+
+        Only public documents are read; nothing here costs privacy. Runs without public data have none."""
+        assert self.info is not None and self.channels is not None
+        if not config_mod.has_public(self.cfg):
+            return
+        x, y = public_embeddings(self.cfg, self.device)
+        k = self.info.num_classes
+        if self.public_model is None:
+            self.public_model = cached_public_model(self.cfg, x, y, k)
+        mech = getattr(self.channels.embedding, "mechanism", None)
+        if channel_class(self.cfg).level != "sentence" or mech is None or self.leaky:
+            return  # the server can sanitize public documents itself only at the sentence level
+        rows = maps.apply_input_map(x.cpu(), self.map_matrix)
+        if self.class_means:
+            self.public_stats = class_means.public_statistics(rows.numpy(), y.cpu().numpy(), k)
+            empty = np.zeros((0, rows.shape[1]))
+            fitted = class_means.fit(empty, np.zeros(0, np.int64), np.eye(k), 1.0, self.public_stats)
+            self.public_head = fitted.head().to(self.device)
+            return
+        gen = torch.Generator().manual_seed(int(self.cfg.users.seed) + 7919)  # apart from the run's stream
+        z = mech.sanitize(rows, generator=gen).to(torch.float32).to(self.device)
+        with torch.random.fork_rng(devices=[]):  # build_model seeds the global generator: leave it as it was
+            head = build_model(self.cfg, self.info.release_dim, self.info.encoder_dim, k).to(self.device)
+        optimizer = torch.optim.Adam(head.parameters(), lr=self.cfg.server.learning_rate, foreach=True)
+        epochs, batch = int(self.cfg.server.server_epochs), int(self.cfg.server.batch_size)
+        with progress_bar(total=epochs, desc=f"public-only model on {len(y)} public releases", leave=False) as bar:
+            train_epochs(head, optimizer, z, y.to(self.device), epochs, batch, gen, progress=lambda: bar.update(1))
+        self.public_head = head
+
+    def _public_records(self) -> dict[str, ArrayRecord]:
+        """The public-only models for an evaluate request (the logistic regression only when the nodes
+        score clean test inputs)."""
+        out: dict[str, ArrayRecord] = {}
+        if self.public_model is not None and self.cfg.release.clean_evaluation:
+            out[wire.PUBLIC_MODEL] = ArrayRecord({"matrix": Array(self.public_model.as_matrix().numpy())})
+        if self.public_head is not None:
+            out[wire.PUBLIC_RELEASE_MODEL] = ArrayRecord(self.public_head.state_dict())
+        return out
+
     # ------------------------------------------------------------------ what requests carry
     def _map_record(self) -> dict[str, ArrayRecord]:
         """M1 for the clients in the modes where the server provides it."""
@@ -243,7 +325,10 @@ class ReleaseTraining(Strategy):
         return np.sort(rng.choice(self.num_train_users, size=k, replace=False))
 
     def fit(self, server_round: int, x: np.ndarray, y: np.ndarray) -> float:
-        """Train the server model on all releases received so far; returns the loss."""
+        """Train the server model on all releases received so far; returns the loss (NaN for
+        ``class-means``, which fits in closed form: :meth:`fit_class_means`)."""
+        if self.class_means:
+            return self.fit_class_means(x, y)
         assert self.model is not None and self.optimizer is not None
         epochs = int(self.cfg.server.server_epochs)
         xt = torch.as_tensor(x, device=self.device)
@@ -260,6 +345,26 @@ class ReleaseTraining(Strategy):
                 self._gen,
                 progress=lambda: bar.update(1),
             )
+
+    def fit_class_means(self, x: np.ndarray, y: np.ndarray) -> float:
+        """``server-model = "class-means"``: the releases' class means, debiased by the sentence mechanism's
+        and the label mechanism's known laws, combined with the public class means
+        (:func:`fl.maps.class_means.fit`), loaded into the server's linear head. Returns NaN (no loss)."""
+        assert self.channels is not None and self.model is not None and self.info is not None
+        if self.public_stats is None:
+            raise ValueError(
+                'server-model = "class-means" needs public data (public-fraction, public-size or public-dataset)'
+            )
+        k = self.info.num_classes
+        second = self.channels.embedding.mechanism.unbiased_moments(self.info.map_dim)  # type: ignore[attr-defined]
+        if second is None:
+            raise ValueError('server-model = "class-means" needs a sentence mechanism whose releases are unbiased')
+        label = self.channels.label.mechanism
+        law = label.log_transition_matrix(k) if self.cfg.release.label_mechanism != "none" else None
+        fitted = class_means.fit(x, y, class_means.label_transition(law, k), second, self.public_stats)
+        self.model.load_state_dict(fitted.head().state_dict())
+        self.train_info["class_means"] = fitted.describe()
+        return float("nan")
 
     # ------------------------------------------------------------------ Flower Strategy API
     def configure_train(
@@ -365,7 +470,13 @@ class ReleaseTraining(Strategy):
         return [
             Message(
                 content=RecordDict(
-                    {wire.MODEL: arrays, wire.CONFIG: request, **self._map_record(), **self._document_record(node_id)}
+                    {
+                        wire.MODEL: arrays,
+                        wire.CONFIG: request,
+                        **self._map_record(),
+                        **self._document_record(node_id),
+                        **self._public_records(),
+                    }
                 ),
                 dst_node_id=node_id,
                 message_type=MessageType.EVALUATE,
@@ -382,6 +493,7 @@ class ReleaseTraining(Strategy):
         k = self.info.num_classes
         conf = np.zeros((k, k), dtype=np.int64)
         clean = np.zeros((k, k), dtype=np.int64)
+        public = {name: np.zeros((k, k), dtype=np.int64) for name in ("public-confusion", "public-clean-confusion")}
         by_k: dict[str, Any] = {}
         fresh_total = refused = 0
         for reply in replies:
@@ -391,6 +503,9 @@ class ReleaseTraining(Strategy):
             conf += np.asarray(metrics["confusion"], dtype=np.int64).reshape(k, k)
             if "clean-confusion" in metrics:  # absent when releases are not in M1's output space
                 clean += np.asarray(metrics["clean-confusion"], dtype=np.int64).reshape(k, k)
+            for name in public:
+                if name in metrics:
+                    public[name] += np.asarray(metrics[name], dtype=np.int64).reshape(k, k)
             for name in ("confusion-by-k", "clean-confusion-by-k"):
                 if name in metrics:
                     counts = np.asarray(metrics[name], dtype=np.int64).reshape(-1, k, k)
@@ -401,6 +516,13 @@ class ReleaseTraining(Strategy):
             "macro_f1": sanitized["macro_f1"],
             "clean_accuracy": clean_scores["accuracy"],
             "clean_macro_f1": clean_scores["macro_f1"],
+            # The models fitted on the public data alone, on the same test inputs (None: not scored).
+            "public_only_accuracy": scores(public["public-confusion"])["accuracy"]
+            if public["public-confusion"].sum()
+            else None,
+            "public_only_clean_accuracy": scores(public["public-clean-confusion"])["accuracy"]
+            if public["public-clean-confusion"].sum()
+            else None,
             "test_users": int(conf.sum()),
             "random_guess_f1": random_guess(conf),
             "fresh_test_releases": fresh_total,
