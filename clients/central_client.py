@@ -36,6 +36,7 @@ from collections.abc import Mapping
 from functools import lru_cache
 from typing import Any
 
+import numpy as np
 import torch
 from flwr.app import Array, ArrayRecord, Context, Message, MessageType, MetricRecord, RecordDict
 from flwr.clientapp.mod import fixedclipping_mod
@@ -253,13 +254,16 @@ def handle_central_evaluate(msg: Message, context: Context, cfg: RunConfig) -> M
         pred = predict(model, central_features(cfg, c, c.test_emb, matrix)).numpy()
     if cfg.central.central_unit == "user" and arrays is not None:
         keep_model(msg, context, arrays)
-    metrics = MetricRecord(
-        {
-            "num-examples": int(truth.size),
-            UNIFORM_WEIGHT_KEY: 1.0,
-            "confusion": confusion_matrix(truth, pred, c.num_classes).reshape(-1).tolist(),
-        }
-    )
+    counts: dict[str, Any] = {
+        "num-examples": int(truth.size),
+        UNIFORM_WEIGHT_KEY: 1.0,
+        "confusion": confusion_matrix(truth, pred, c.num_classes).reshape(-1).tolist(),
+    }
+    if wire.PUBLIC_MODEL in msg.content:  # the model fitted on the public data alone, on the same clean inputs
+        matrix_pub = wire.array_record(msg.content, wire.PUBLIC_MODEL)["matrix"].numpy()
+        public = (np.asarray(c.test_emb, dtype=np.float64) @ matrix_pub[:-1] + matrix_pub[-1]).argmax(axis=1)
+        counts["public-confusion"] = confusion_matrix(truth, public, c.num_classes).reshape(-1).tolist()
+    metrics = MetricRecord(counts)
     return Message(content=RecordDict({"metrics": metrics}), reply_to=msg)
 
 

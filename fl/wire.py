@@ -467,6 +467,16 @@ DECLARED_FIELDS: tuple[DeclaredField, ...] = (
     *_fields(
         EVALUATE, CENTRAL_SCOPES, METRICS, CONSTANT, {"uniform-weight": "always 1.0 (equal weights, as in training)"}
     ),
+    *_fields(
+        EVALUATE,
+        CENTRAL_SCOPES,
+        METRICS,
+        AGGREGATE,
+        {
+            "public-confusion": "confusion counts of the public logistic regression (fitted on the public data "
+            "alone) on the same clean test inputs: the public-only line"
+        },
+    ),
 )
 
 

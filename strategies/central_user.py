@@ -47,6 +47,7 @@ from fl.accounting.user_level import sampling_rate, user_privacy_record
 from fl.config import RunConfig, as_run_config
 from fl.encoding.encoder import best_device
 from fl.encoding.public_tuning import part_learning_rate
+from fl.maps.public_model import PublicModel
 from fl.reporting.results import RunWriter, keep_round
 from fl.training.encoder import trainable_state
 from fl.training.user_updates import hash_seed, noisy_mean
@@ -136,6 +137,8 @@ class UserLevelDPFedAvg(Strategy):
         # .requested_model): its next train request names the model instead of carrying it again.
         self._held: dict[int, str] = {}
         self._noise_secret = int(cfg.release.noise_seed) if cfg.release.noise_seed >= 0 else secrets.randbits(62)
+        # The model fitted on the public data alone (fl.maps.public_model), scored by the nodes beside the run's.
+        self.public_model: PublicModel | None = None
 
     # ------------------------------------------------------------------ requests
     def _extras(self) -> dict[str, ArrayRecord]:
@@ -236,7 +239,12 @@ class UserLevelDPFedAvg(Strategy):
     ) -> Iterable[Message]:
         self._eval_started = time.time()
         request = ConfigRecord({"server-round": server_round})
-        content = RecordDict({wire.MODEL: self._arrays(), wire.CONFIG: request, **self._extras()})
+        public = (
+            {}
+            if self.public_model is None
+            else {wire.PUBLIC_MODEL: ArrayRecord({"matrix": Array(self.public_model.as_matrix().numpy())})}
+        )
+        content = RecordDict({wire.MODEL: self._arrays(), wire.CONFIG: request, **self._extras(), **public})
         return [Message(content=content, dst_node_id=n, message_type=MessageType.EVALUATE) for n in self.test_nodes]
 
     def aggregate_evaluate(self, server_round: int, replies: Iterable[Message]) -> MetricRecord | None:
@@ -253,6 +261,7 @@ class UserLevelDPFedAvg(Strategy):
             else:
                 self._held.pop(node, None)
         s, conf = sum_confusions(outcome.ok, self.num_classes)
+        public_only = sum_confusions(outcome.ok, self.num_classes, "public-confusion")[0]["accuracy"]
         started = time.time()
         privacy = user_privacy_record(self.cfg.central, self.q, self.num_users, self.released)
         self.timing["accounting"] = time.time() - started
@@ -263,6 +272,7 @@ class UserLevelDPFedAvg(Strategy):
             # Central mode evaluates on noise-free test embeddings: the clean scores are the scores.
             "clean_accuracy": s["accuracy"],
             "clean_macro_f1": s["macro_f1"],
+            "public_only_accuracy": None if public_only != public_only else public_only,
             "test_users": int(conf.sum()),
             "mode": "central",
             "central_unit": "user",

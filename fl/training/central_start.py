@@ -7,27 +7,32 @@ from dataclasses import dataclass
 
 import torch
 
-from fl.config import RunConfig
+from fl.config import RunConfig, has_public
 from fl.encoding.encoder import best_device
 from fl.maps import input_map as maps
-from fl.maps.pipeline import ServerModel, build_model
-from fl.maps.public_start import supervised_start, train_public_start
+from fl.maps.pipeline import ServerModel, build_model, train_epochs
+from fl.maps.public_model import PublicModel
+from fl.maps.public_start import cached_public_model, public_embeddings, supervised_start, train_public_start
 
 
 @dataclass
 class CentralStart:
-    """The head (seeded, or trained on the public split), M1 when the server provides it, and a sentence
-    saying how they were obtained."""
+    """The head (seeded, or trained on the public split), M1 when the server provides it, a sentence
+    saying how they were obtained, and the model fitted on the public data alone (the public logistic
+    regression, held against the run; ``None`` without public data)."""
 
     model: ServerModel
     matrix: torch.Tensor | None
     text: str
+    public_model: PublicModel | None = None
 
 
 def central_start(cfg: RunConfig, map_dim: int, encoder_dim: int, num_classes: int) -> CentralStart:
     """The start of user-level DP-FedAvg: a seeded head, M1 by ``map-in`` (``public``: M1, M2 and the
     head trained on the public split's clean embeddings, M1 then frozen; ``supervised``: the public
-    logistic regression's affine map). Reads public documents only."""
+    logistic regression's affine map); with ``central-start = "public"`` the head is then fitted on the
+    public split's clean embeddings (``public-epochs`` epochs of Adam at ``learning-rate``), so that the
+    central side starts from the public data the local side fits on. Reads public documents only."""
     from mechanisms.identity import NoPrivacy
 
     model = build_model(cfg, map_dim, encoder_dim, num_classes)
@@ -51,4 +56,21 @@ def central_start(cfg: RunConfig, map_dim: int, encoder_dim: int, num_classes: i
             f"map on {info['public_documents']} public documents (m' = {info['map_dim']}, scale "
             f"{info['map_scale']:g}), frozen"
         )
-    return CentralStart(model, matrix, text)
+    public_model = None
+    if has_public(cfg):
+        x, y = public_embeddings(cfg, device)
+        public_model = cached_public_model(cfg, x, y, num_classes)
+        if cfg.central.central_start == "public" and cfg.release.map_in != "public":  # "public" trained it already
+            epochs = int(cfg.release.public_epochs)
+            m1 = matrix  # as the nodes map their embeddings (a random M1 they derive from its public seed)
+            if m1 is None and cfg.release.map_in == "random":
+                m1 = maps.input_map("random", encoder_dim, map_dim, cfg.release.map_seed)
+            rows = maps.apply_input_map(x.cpu(), m1).to(device=device, dtype=torch.float32)
+            model = model.to(device)
+            optimizer = torch.optim.Adam(model.parameters(), lr=cfg.server.learning_rate, foreach=True)
+            train_epochs(model, optimizer, rows, y.to(device), epochs, int(cfg.server.batch_size), gen)
+            text += (
+                f"; M2 and the classifier then fitted on the {len(y)} public documents' clean embeddings "
+                f"({epochs} epochs, central-start = public): the public data the local side fits on"
+            )
+    return CentralStart(model, matrix, text, public_model)

@@ -61,6 +61,7 @@ class UserLevelMode:
                 f"{encoder_part} trainable parameters) train with the head under the same per-user clipping and noise"
             )
         strategy = UserLevelDPFedAvg(cfg, nodes, trained, matrix, writer)
+        strategy.public_model = begin.public_model  # held against the run on the same clean test inputs
         log.info(
             "%d nodes hold %d training users and %d test users; about %.0f users sampled per round; start: %s",
             len(nodes),
