@@ -26,8 +26,9 @@ def test_the_console_is_quiet_and_the_log_has_everything(tmp_path: Path, data_di
     proc = _cli(tmp_path / "quiet", data_dir, cache_dir, "--set", 'run-name="r"')
     assert proc.returncode == 0, proc.stderr[-3000:]
     shown = proc.stdout + proc.stderr
-    for row in ("accuracy", "macro-F1", "privacy", "per user", "wall time", "results"):
+    for row in ("accuracy", "macro-F1", "privacy", "phrase", "wall time", "results"):  # an SST-2 row: a phrase
         assert row in proc.stdout, row
+    assert "reproducible" in proc.stdout  # BASE pins noise-seed = 0: the privacy row says so
     assert "[ROUND" not in shown and "Starting RoundCheckpoints" not in shown and "training on" not in shown
     log = (tmp_path / "quiet" / "out" / "r" / "run.log").read_text()
     assert "[ROUND 1/2]" in log and "Starting RoundCheckpoints" in log

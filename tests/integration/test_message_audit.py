@@ -74,6 +74,7 @@ BASE = {
     "hidden-dim": 32,
     "noise-seed": 0,
     "device": "cpu",
+    "clean-evaluation": True,  # on-device inference too (off by default): the audit sees its clean-confusion
 }
 RUNS: dict[str, dict[str, Any]] = {
     # sentence level: Purkayastha on n(M1 x) (random M1, m' = 16) and RR labels at a low epsilon

@@ -17,7 +17,7 @@ from tests.support.simulation import rounds_of, run_cli
 
 
 def test_end_to_end_run_writes_a_complete_results_folder(tmp_path: Path, data_dir: Path, cache_dir: Path) -> None:
-    proc = run_cli(tmp_path, data_dir, cache_dir, {})
+    proc = run_cli(tmp_path, data_dir, cache_dir, {"clean-evaluation": "true"})  # on-device inference too
     assert proc.returncode == 0, proc.stderr[-3000:]
     folder = tmp_path / "out" / "r"
     for name in ("config.json", "rounds.jsonl", "rounds.csv", "summary.json", "accuracy_vs_round.png"):
