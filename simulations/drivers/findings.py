@@ -47,12 +47,14 @@ def findings_table(
 
     rate = "" if majority is None else f" ({majority:.3f})"
     table = Table(title=title, title_justify="left")
-    for name in (label, "value", "epsilon", "n", "accuracy", "macro-F1", f"beats the majority class{rate}"):
+    columns = (label, "value", "epsilon", "n", "accuracy", "macro-F1", f"beats the majority class{rate}")
+    public = any(p.get("public_only_accuracy") is not None for p in points)
+    for name in (*columns, *(("public-only", "gain over public", "adds over public") if public else ())):
         table.add_column(name)
     for p in points:
         sd = p.get("accuracy_sd")
         accuracy = _number(p.get("accuracy_mean")) + (f" +- {sd:.3f}" if sd is not None and sd == sd else "")
-        table.add_row(
+        cells = [
             str(p.get("series", "")),
             str(p.get("value", "")),
             _number(p.get("epsilon"), 3),
@@ -60,7 +62,17 @@ def findings_table(
             accuracy,
             _number(p.get("macro_f1_mean")),
             verdict(p, majority),
-        )
+        ]
+        if public:
+            gain_sd = p.get("gain_over_public_sd")
+            gain = _number(p.get("gain_over_public")) + (f" +- {gain_sd:.3f}" if gain_sd is not None else "")
+            adds = p.get("adds_over_public")
+            cells += [
+                _number(p.get("public_only_accuracy")),
+                gain,
+                "-" if adds is None else ("yes" if adds else "NO: adds nothing over the public data"),
+            ]
+        table.add_row(*cells)
     return table
 
 
@@ -73,6 +85,15 @@ def print_findings(
 
     Console(width=max(120, Console().width)).print(findings_table(points, majority, title, label))
     flat = not_learned(points, majority)
+    nothing = [p for p in points if p.get("adds_over_public") is False and p not in flat]
+    if nothing:
+        names = ", ".join(str(p.get("name") or f"{p.get('series')} {p.get('value')}".strip()) for p in nothing)
+        print(
+            f"sanitas: WARNING: {len(nothing)} point(s) do not beat the model fitted on the public data alone beyond "
+            f"seed noise, so the private users added nothing there: {names}",
+            file=sys.stderr,
+            flush=True,
+        )
     if flat:
         names = ", ".join(str(p.get("name") or f"{p.get('series')} {p.get('value')}".strip()) for p in flat)
         rate = "" if majority is None else f" {majority:.3f}"
