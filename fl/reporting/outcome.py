@@ -67,6 +67,21 @@ def against_public(accuracy: float | None, public_only: float | None, n: int | N
     }
 
 
+def adds_over_public(
+    gain: float | None, gain_sd: float | None, n: int, accuracy: float | None, test_users: int | None
+) -> bool | None:
+    """Whether a point beats the model fitted on its public data alone beyond seed noise: its mean gain
+    (paired per seed, on the same test inputs) is positive and above the gains' sample sd over the seeds; with
+    one seed, above one binomial standard error of the accuracy on the test users (872 SST-2 test users:
+    about 0.013). ``None`` where the public-only accuracy was not measured."""
+    if gain is None:
+        return None
+    if n >= 2 and gain_sd is not None:
+        return bool(gain > 0 and gain > gain_sd)
+    se = standard_error(accuracy, test_users or 872)
+    return bool(gain > (se or 0.0))
+
+
 def outcome(
     records: Sequence[Mapping[str, Any]], class_counts: Sequence[int] | None, test_inputs: str = "sanitized"
 ) -> dict[str, Any]:

@@ -9,6 +9,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from fl.reporting.outcome import adds_over_public
 from simulations.drivers import sweep as sw
 from simulations.outputs import aggregate as agg
 from simulations.outputs.writers import pyplot, read_json, save_figure, write_csv
@@ -168,23 +169,6 @@ def rows_for(run: sw.Run, sweep_dir: Path, targets: Mapping[str, float] | None =
             "epsilon_embedding_only": privacy.get("epsilon_shuffled_total"),
         },
     ]
-
-
-def adds_over_public(
-    gain: float | None, gain_sd: float | None, n: int, accuracy: float | None, test_users: int | None
-) -> bool | None:
-    """Whether a point beats the model fitted on its public data alone beyond seed noise: its mean gain
-    (paired per seed, on the same test inputs) is positive and above the gains' sample sd over the seeds; with
-    one seed, above one binomial standard error of the accuracy on the test users (872 SST-2 test users:
-    about 0.013). ``None`` where the public-only accuracy was not measured."""
-    if gain is None:
-        return None
-    if n >= 2 and gain_sd is not None:
-        return bool(gain > 0 and gain > gain_sd)
-    from fl.reporting.outcome import standard_error
-
-    se = standard_error(accuracy, test_users or 872)
-    return bool(gain > (se or 0.0))
 
 
 def _stats(values: Sequence[Any]) -> tuple[float | None, float | None]:

@@ -27,6 +27,12 @@ METRIC_COLUMNS: tuple[str, ...] = (
     "macro_f1",
     "best_accuracy",
     "clean_accuracy",
+    "public_only_accuracy",
+    "gain_over_public",
+    "public_only_clean_accuracy",
+    "gain_over_public_clean",
+    "test_inputs",
+    "public_documents",
     "level",
     "epsilon",
     "sentence_epsilon",
@@ -61,7 +67,17 @@ WORD_COLUMNS: tuple[str, ...] = (
     "bleu",
 )
 #: Columns of ``sweep_summary.csv`` averaged over seeds (``<column>_mean``, ``<column>_sd``).
-STAT_COLUMNS = ("accuracy", "macro_f1", "clean_accuracy", "best_accuracy", "N_w")
+STAT_COLUMNS = (
+    "accuracy",
+    "macro_f1",
+    "clean_accuracy",
+    "best_accuracy",
+    "N_w",
+    "public_only_accuracy",
+    "gain_over_public",
+    "public_only_clean_accuracy",
+    "gain_over_public_clean",
+)
 #: Privacy columns, the same for every seed of a point: recorded once (the largest when seeds disagree).
 SEED_FREE_COLUMNS = (
     "epsilon",
@@ -103,6 +119,8 @@ def collect_row(run: Run, sweep_dir: Path, keys: Sequence[str]) -> dict[str, Any
     word = guarantee.get("word")
     document = guarantee.get("document")
     holds = summary.get("ldp_guarantee_holds") is True  # leaky and central runs have no local guarantee
+    scored = summary.get("outcome") or {}
+    on_device = scored.get("on_device") or {}
     privacy = (summary.get("privacy") or {}) if holds else {}
     row.update(
         status="ok",
@@ -110,6 +128,13 @@ def collect_row(run: Run, sweep_dir: Path, keys: Sequence[str]) -> dict[str, Any
         macro_f1=final.get("macro_f1"),
         best_accuracy=summary.get("best_accuracy"),
         clean_accuracy=final.get("clean_accuracy"),
+        # The model fitted on the public data alone, on the same test inputs (fl.reporting.outcome).
+        public_only_accuracy=scored.get("public_only_accuracy"),
+        gain_over_public=scored.get("gain_over_public"),
+        public_only_clean_accuracy=on_device.get("public_only_accuracy"),
+        gain_over_public_clean=on_device.get("gain_over_public"),
+        test_inputs=scored.get("test_inputs"),
+        public_documents=((summary.get("data") or {}).get("public") or {}).get("documents"),
         level="word" if word else "document" if document else "sentence",
         epsilon=(word or document or sentence).get("epsilon") if holds else None,
         sentence_epsilon=None if word or document or not holds else sentence.get("epsilon"),
@@ -168,6 +193,19 @@ def write_tables(rows: Sequence[Mapping[str, Any]], sweep_dir: Path, stem: str =
     return csv_path, jsonl_path
 
 
+def _adds(done: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """``adds_over_public`` (and ``_clean``): whether the point's paired gains over the public-only model beat
+    it beyond seed noise (:func:`fl.reporting.outcome.adds_over_public`)."""
+    from fl.reporting.outcome import adds_over_public
+
+    out = {}
+    for suffix, acc in (("", "accuracy"), ("_clean", "clean_accuracy")):
+        gain, sd, n = agg.mean_sd(m.get(f"gain_over_public{suffix}") for m in done)
+        mean, _, _ = agg.mean_sd(m.get(acc) for m in done)
+        out[f"adds_over_public{suffix}"] = adds_over_public(gain, sd, n, mean, None)
+    return out
+
+
 def summarize(rows: Sequence[Mapping[str, Any]], keys: Sequence[str]) -> list[dict[str, Any]]:
     """One row per grid point (the rows' ``point``, else their run name), in first-seen order.
 
@@ -213,6 +251,7 @@ def summarize(rows: Sequence[Mapping[str, Any]], keys: Sequence[str]) -> list[di
                 # every run's scores moved over its rounds: what "learned nothing" is judged by.
                 "majority_class_rate": max(majorities) if majorities else None,
                 "training_moved": all(moved) if moved else None,
+                **_adds(done),
                 **agg.stat_columns(done, ["wall_seconds"]),
                 "runs": " ".join(str(m.get("run_name")) for m in members),
             }
@@ -372,7 +411,12 @@ def findings_points(points: Sequence[Mapping[str, Any]], keys: Sequence[str]) ->
             if k not in EPSILON_KEYS and k not in SEED_KEYS and p.get(k) is not None
         )
         value = next((format_value(p[k]) for k in EPSILON_KEYS if p.get(k) is not None), "")
-        out.append({**p, "series": series, "value": value, "name": p.get("point", "")})
+        public = {
+            "public_only_accuracy": p.get("public_only_accuracy_mean"),
+            "gain_over_public": p.get("gain_over_public_mean"),
+            "gain_over_public_sd": p.get("gain_over_public_sd"),
+        }
+        out.append({**p, **public, "series": series, "value": value, "name": p.get("point", "")})
     return out
 
 
