@@ -103,7 +103,9 @@ class DataConfig(Section):
             raise ConfigError(f"data-dir {self.data_dir!r} does not exist or is not a folder")
 
     def _check_public_data(self) -> None:
-        """The public-data keys: one source of public documents, sizes, and the label mapping's form."""
+        """The public-data keys: one source of public documents (``public-size`` sizes a public-dataset's
+        subsample or, with public-fraction = 0, the training split's public part; never both with
+        public-fraction), sizes, text where they need it, and the label mapping's form."""
         if self.public_dataset and self.public_fraction > 0:
             raise ConfigError(
                 f"public-dataset = {self.public_dataset!r} and public-fraction = {self.public_fraction} both "
@@ -111,13 +113,22 @@ class DataConfig(Section):
             )
         if self.public_size < 0:
             raise ConfigError(f"public-size must be >= 0 (0 = all), got {self.public_size}")
+        if self.public_size > 0 and self.public_fraction > 0:
+            raise ConfigError(
+                f"public-size = {self.public_size} and public-fraction = {self.public_fraction} both size the public "
+                "split of the training data: set public-fraction = 0 to draw public-size documents"
+            )
         if not self.public_dataset:
-            for name in ("public-size", "public-sentences", "public-labels"):
+            for name in ("public-sentences", "public-labels"):
                 value, default = getattr(self, attribute(name)), declared_default(self, name)
                 if value != default:
                     raise ConfigError(f"{name} = {value!r} needs public-dataset (the other dataset it describes)")
         if self.public_dataset == "synthetic" or (self.dataset == "synthetic" and self.public_dataset):
             raise ConfigError('public-dataset needs text: dataset = "synthetic" has none')
+        if self.dataset == "synthetic":
+            for name, value in (("public-size", self.public_size), ("user-unit", self.user_unit)):
+                if value != declared_default(self, name):
+                    raise ConfigError(f'{name} = {value!r} needs text: dataset = "synthetic" has none')
         public_label_pairs(self.public_labels)
         if self.group_column and not is_user_file(self.dataset):
             raise ConfigError(

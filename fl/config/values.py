@@ -23,8 +23,9 @@ def is_user_file(name: str) -> bool:
 
 
 def has_public(cfg: Mapping[str, Any]) -> bool:
-    """Whether the run has public documents (a public split of its dataset, or another public dataset)."""
-    return cfg["public-fraction"] > 0 or bool(cfg["public-dataset"])
+    """Whether the run has public documents (a public split of its dataset by ``public-fraction`` or
+    ``public-size``, or another public dataset)."""
+    return cfg["public-fraction"] > 0 or cfg["public-size"] > 0 or bool(cfg["public-dataset"])
 
 
 def level_of(cfg: Mapping[str, Any]) -> str:

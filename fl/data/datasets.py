@@ -213,12 +213,17 @@ class TextDataset:
     dropped_empty: dict[str, int] = field(default_factory=dict)
     dropped_short: dict[str, int] = field(default_factory=dict)  # document level: < 2 sentences
     public_info: dict[str, Any] = field(default_factory=dict)  # how the public documents were obtained, overlap
+    user_unit: str = "row"  # user-unit: a private user is a training row, or a whole source group
+    folded_into_root: int = 0  # user-unit = "source": private rows dropped for their group's longest text
 
     def describe(self) -> dict[str, Any]:
+        """What the run's summary reports of its data (``summary.json``'s ``data`` block)."""
         return {
             "public": self.public_info,
             "dataset": self.name,
             "source": self.source,
+            "user_unit": self.user_unit,
+            "folded_into_root": self.folded_into_root,
             "train_documents": len(self.train),
             "test_documents": len(self.test),
             "public_documents": 0 if self.public is None else len(self.public),
@@ -334,11 +339,46 @@ def _read_hub(spec: DatasetSpec) -> tuple[dict[str, datasets.Dataset], list[str]
     return splits, label_names, {role: f"{hub_id} split {split!r}" for role, split in spec.hub_splits.items()}
 
 
-def _subsample(ds: datasets.Dataset, size: int, seed: int) -> datasets.Dataset:
+def _subsample(ds: datasets.Dataset, size: int, seed: int, by_group: bool = False) -> datasets.Dataset:
+    """A seeded subsample of ``size`` rows in their order (all rows when ``size`` is 0 or too large);
+    ``by_group``: whole groups of the ``group`` column (:func:`_with_groups`) until at least ``size``
+    rows (:func:`fl.data.sources.whole_groups`)."""
     if size <= 0 or size >= len(ds):
         return ds
+    if by_group:
+        return ds.select(sources.whole_groups(np.asarray(ds["group"][:]), size, seed))
     order = np.random.default_rng(seed).permutation(len(ds))[:size]
     return ds.select(np.sort(order))
+
+
+#: How ``group`` ids are found where the data has no ``group-column``.
+CONTAINMENT = "containment (each text joins the longest text containing it)"
+
+
+def _needs_groups(cfg: Mapping[str, Any]) -> bool:
+    """Whether the training split is grouped by source (on the whole split, before ``train-size``):
+    its own public split is drawn by source group, or a private user is a whole group."""
+    own_public = not cfg["public-dataset"] and (cfg["public-fraction"] > 0 or cfg["public-size"] > 0)
+    return cfg["user-unit"] == "source" or (own_public and cfg["public-split"] == "source")
+
+
+def _with_groups(cfg: Mapping[str, Any], train: datasets.Dataset) -> tuple[datasets.Dataset, str]:
+    """``train`` with an int64 ``group`` column, the source group of every row computed on the whole
+    split (the ``group-column`` of a user's file, else :func:`fl.data.sources.containment_groups`),
+    and how the groups were found."""
+    if "group" in train.column_names:
+        _, ids = np.unique(np.asarray(train["group"][:], dtype=str), return_inverse=True)
+        train, how = train.remove_columns("group"), f"group-column {cfg['group-column']!r}"
+    else:
+        ids, how = sources.containment_groups(train["text"][:]), CONTAINMENT
+    return train.add_column("group", np.asarray(ids, dtype=np.int64)), how
+
+
+def _fold_to_roots(train: datasets.Dataset) -> tuple[datasets.Dataset, int]:
+    """``user-unit = "source"``: the private rows reduced to one per source group, its longest text
+    (ties: the first row; :func:`fl.data.sources.group_roots`), and how many rows were folded."""
+    keep = sources.group_roots(train["text"][:], np.asarray(train["group"][:]))
+    return train.select(keep), len(train) - len(keep)
 
 
 @lru_cache(maxsize=8)
@@ -372,9 +412,17 @@ def _load(cfg: dict[str, Any]) -> TextDataset:
     dropped: dict[str, int] = {}
     train = handle_empty(splits["train"], cfg["empty-documents"], "train", dropped)
     test = handle_empty(splits["test"], cfg["empty-documents"], "test", dropped)
-    train = _subsample(train, cfg["train-size"], seed)
+    if "group" in test.column_names:  # a pool's test part: groups matter where the public split is drawn
+        test = test.remove_columns("group")
+    grouping = ""
+    if _needs_groups(cfg):  # before the subsample: no source group straddles its boundary
+        train, grouping = _with_groups(cfg, train)
+    train = _subsample(train, cfg["train-size"], seed, by_group=bool(grouping))
     test = _subsample(test, cfg["test-size"], seed + 1)
-    train, public, public_info = _public_part(cfg, train, test, label_names, seed)
+    train, public, public_info = _public_part(cfg, train, test, label_names, seed, grouping)
+    folded = 0
+    if cfg["user-unit"] == "source":  # after the public split: the public side keeps every row
+        train, folded = _fold_to_roots(train)
     # After subsampling and the public split, so that a document-level run and its non-private
     # reference (document-mechanism = "none") draw the same documents, less the short ones.
     short: dict[str, int] = {}
@@ -387,39 +435,27 @@ def _load(cfg: dict[str, Any]) -> TextDataset:
         raise ValueError(f"dataset {name!r} has an empty train or test split after filtering")
     if "group" in train.column_names:
         train = train.remove_columns("group")
-    return TextDataset(name, train, test, public, len(label_names), label_names, source, dropped, short, public_info)
+    return TextDataset(
+        name, train, test, public, len(label_names), label_names, source, dropped, short, public_info,
+        cfg["user-unit"], folded,
+    )  # fmt: skip
 
 
 def _public_part(
-    cfg: dict[str, Any], train: datasets.Dataset, test: datasets.Dataset, label_names: list[str], seed: int
+    cfg: dict[str, Any],
+    train: datasets.Dataset,
+    test: datasets.Dataset,
+    label_names: list[str],
+    seed: int,
+    grouping: str,
 ) -> tuple[datasets.Dataset, datasets.Dataset | None, dict[str, Any]]:
     """The private training documents, the public documents and how they were obtained, with their
     measured overlap (:func:`fl.data.sources.measure_overlap`): public documents come from another
-    dataset (``public-dataset``) or from the run's training split, by source group (``public-split =
-    "source"``: containment groups, or the ``group-column`` of a user file) or by row."""
+    dataset (``public-dataset``) or from the run's training split (:func:`_own_public`)."""
     if cfg["public-dataset"]:
         public, info = _other_public(cfg, label_names, seed)
-    elif cfg["public-fraction"] > 0:
-        texts = train["text"][:]
-        if cfg["public-split"] == "row":
-            is_public = np.random.default_rng(seed + 2).random(len(train)) < cfg["public-fraction"]
-            info = {"source": "a seeded share of the training rows (public-split = row)", "split": "row"}
-        else:
-            if "group" in train.column_names:
-                _, groups = np.unique(np.asarray(train["group"][:], dtype=str), return_inverse=True)
-                how = f"group-column {cfg['group-column']!r}"
-            else:
-                groups = sources.containment_groups(texts)
-                how = "containment (each text joins the longest text containing it)"
-            split = sources.source_split(texts, groups, cfg["public-fraction"], seed + 2)
-            is_public = split.is_public
-            info = {
-                "source": "a seeded share of the training split's source groups (public-split = source)",
-                "split": "source",
-                "grouping": how,
-                "groups": split.groups,
-                "moved_to_public": split.moved_to_public,
-            }
+    elif cfg["public-fraction"] > 0 or cfg["public-size"] > 0:
+        is_public, info = _own_public(cfg, train, seed, grouping)
         public = train.select(np.flatnonzero(is_public))
         train = train.select(np.flatnonzero(~is_public))
         info["public_share"] = float(is_public.mean())
@@ -435,6 +471,40 @@ def _public_part(
     return train, public, info
 
 
+def _own_public(
+    cfg: Mapping[str, Any], train: datasets.Dataset, seed: int, grouping: str
+) -> tuple[np.ndarray, dict[str, Any]]:
+    """Which training rows are public (bool [n]) and how they were drawn: a seeded ``public-fraction``
+    of the source groups (``public-split = "source"``, the ``group`` column of :func:`_with_groups`) or
+    of the rows, or (``public-size``) whole groups or rows in a seeded order until at least that many
+    texts. A ``public-size`` that leaves no private row is a one-line ``ConfigError``."""
+    size, fraction = int(cfg["public-size"]), float(cfg["public-fraction"])
+    if size >= len(train):
+        raise ConfigError(
+            f"public-size = {size}: the training split has {len(train)} documents"
+            + (f" (train-size = {cfg['train-size']})" if cfg["train-size"] else "")
+            + f" and the private users need at least one: set public-size below {len(train)}"
+        )
+    until = f"in a seeded order until public-size = {size} texts"
+    if cfg["public-split"] == "row":
+        rng = np.random.default_rng(seed + 2)
+        if size:
+            is_public = np.zeros(len(train), dtype=bool)
+            is_public[rng.permutation(len(train))[:size]] = True
+            return is_public, {"source": f"training rows {until} (public-split = row)", "split": "row"}
+        is_public = rng.random(len(train)) < fraction
+        return is_public, {"source": "a seeded share of the training rows (public-split = row)", "split": "row"}
+    texts, groups = train["text"][:], np.asarray(train["group"][:])
+    if size:
+        split = sources.source_split_size(texts, groups, size, seed + 2)
+        how = f"whole source groups of the training split {until} (public-split = source)"
+    else:
+        split = sources.source_split(texts, groups, fraction, seed + 2)
+        how = "a seeded share of the training split's source groups (public-split = source)"
+    info = {"source": how, "split": "source", "grouping": grouping, "groups": split.groups}
+    return split.is_public, {**info, "moved_to_public": split.moved_to_public}
+
+
 def _other_public(cfg: dict[str, Any], label_names: list[str], seed: int) -> tuple[datasets.Dataset, dict[str, Any]]:
     """``public-dataset``: the training split of another registry dataset or file (seeded
     ``public-size`` subsample, optionally split into sentences), its labels mapped onto the run's."""
@@ -445,6 +515,8 @@ def _other_public(cfg: dict[str, Any], label_names: list[str], seed: int) -> tup
         "dataset": cfg["public-dataset"],
         "public-dataset": "",
         "public-fraction": 0.0,
+        "public-size": 0,
+        "user-unit": "row",
         "train-size": 0,
         "test-size": 0,
         "test-file": "",
@@ -458,6 +530,11 @@ def _other_public(cfg: dict[str, Any], label_names: list[str], seed: int) -> tup
     except (ConfigError, FileNotFoundError, ValueError) as err:
         raise type(err)(f"public-dataset: {err}") from None
     mapping = public_label_map(loaded.label_names, label_names, cfg["public-labels"], cfg["public-dataset"])
+    if cfg["public-size"] > len(loaded.train):
+        raise ConfigError(
+            f"public-size = {cfg['public-size']} is more than the {len(loaded.train)} documents of public-dataset "
+            f"{cfg['public-dataset']!r} (its training split): set public-size <= {len(loaded.train)} (0 = all)"
+        )
     public = _subsample(loaded.train, cfg["public-size"], seed + 7)
     labels = np.asarray([mapping[int(v)] for v in public["label"][:]], dtype=np.int64)
     texts = public["text"][:]
@@ -534,12 +611,25 @@ DATA_KEYS = (
     "public-size",
     "public-sentences",
     "public-labels",
+    "user-unit",
     "empty-documents",
     "word-mechanism",  # with document-mechanism, the level (fl.config.level_of): the document level
     "document-mechanism",  # drops short documents
     "short-documents",
     "seed",
 )
+
+
+def public_groups(cfg: Mapping[str, Any]) -> np.ndarray:
+    """The source group of every public document of the run, in the order of ``load(cfg).public`` (and of
+    :func:`fl.maps.public_start.public_embeddings`): the containment groups of the public texts
+    (:func:`fl.data.sources.containment_groups`), for splits of the public documents that keep a
+    group on one side (``sanitas tune``'s hold-out). ``ValueError`` when the run has none."""
+    loaded = load(cfg)
+    public = getattr(loaded, "public", None)
+    if public is None or len(public) == 0:
+        raise ValueError("the run has no public documents: set public-fraction, public-size or public-dataset")
+    return sources.containment_groups(public["text"][:])
 
 
 def load(cfg: Mapping[str, Any]) -> TextDataset | SyntheticDataset:

@@ -7,9 +7,13 @@ by row puts private users' sentences, word for word, into the public split. This
 
 * groups items by source from the data alone (:func:`containment_groups`): every text belongs to
   the *longest* text of the collection that contains it verbatim (word-aligned), its *root*;
-* splits groups, not rows, into public and private (:func:`source_split`); an item whose text is
-  contained in a public root is public text, so it goes to the public side too, whatever its
-  group (a private user never holds a text that occurs verbatim in a public document);
+* draws whole groups (:func:`whole_groups`), so that a subsample of the training split (``train-size``)
+  never cuts a group in two: a group is grouped on the whole split, before any subsample;
+* splits groups, not rows, into public and private (:func:`source_split` by a share of the groups,
+  :func:`source_split_size` until a number of texts); an item whose text is contained in a public
+  root is public text, so it goes to the public side too, whatever its group (a private user never
+  holds a text that occurs verbatim in a public document);
+* keeps one item per group (:func:`group_roots`: its longest text) where a user is a whole group;
 * measures what is left (:func:`measure_overlap`): exact duplicates and verbatim containment of
   private texts in public texts, on a seeded sample, for every run's summary.
 
@@ -99,6 +103,30 @@ class SourceSplit:
     moved_to_public: int  # private-group items whose text occurs in a public text
 
 
+def whole_groups(groups: np.ndarray, size: int, seed: int) -> np.ndarray:
+    """Sorted indices of whole groups drawn in a seeded order until they hold at least ``size`` items.
+
+    Guarantees: every group is either wholly in or wholly out; the count is ``size`` plus less than
+    the last group's size (all items when ``size`` reaches the total). Deterministic for ``seed``.
+    """
+    labels = np.asarray(groups)
+    if size >= len(labels):
+        return np.arange(len(labels))
+    chosen = _first_groups_holding(labels, size, np.random.default_rng(seed))
+    return np.flatnonzero(chosen)
+
+
+def _first_groups_holding(labels: np.ndarray, size: int, rng: np.random.Generator) -> np.ndarray:
+    """bool [n]: the items of the first groups of a random order of ``labels``' groups that hold at
+    least ``size`` items together (none when ``size`` <= 0)."""
+    unique, inverse, counts = np.unique(labels, return_inverse=True, return_counts=True)
+    order = rng.permutation(len(unique))
+    taken = int(np.searchsorted(np.cumsum(counts[order]), size)) + 1 if size > 0 else 0
+    chosen_group = np.zeros(len(unique), dtype=bool)
+    chosen_group[order[:taken]] = True
+    return chosen_group[inverse]
+
+
 def source_split(texts: Sequence[str], groups: np.ndarray, fraction: float, seed: int) -> SourceSplit:
     """Public/private split by source group (any labels: containment roots or a group column): a seeded
     ``fraction`` of the groups is public.
@@ -110,6 +138,25 @@ def source_split(texts: Sequence[str], groups: np.ndarray, fraction: float, seed
     unique, inverse = np.unique(np.asarray(groups), return_inverse=True)
     public_group = np.random.default_rng(seed).random(len(unique)) < fraction
     is_public = public_group[inverse]
+    return SourceSplit(is_public, len(unique), _move_contained(texts, is_public))
+
+
+def source_split_size(texts: Sequence[str], groups: np.ndarray, size: int, seed: int) -> SourceSplit:
+    """Public/private split by source group: whole groups, in a seeded order, until at least ``size``
+    texts are public (``public-size`` of the training split).
+
+    Guarantees those of :func:`source_split`; at least ``size`` items are public (all when ``size``
+    reaches the total): ``size`` plus less than the last group drawn, plus the moved items.
+    Deterministic for ``seed``.
+    """
+    labels = np.asarray(groups)
+    is_public = _first_groups_holding(labels, size, np.random.default_rng(seed))
+    return SourceSplit(is_public, len(np.unique(labels)), _move_contained(texts, is_public))
+
+
+def _move_contained(texts: Sequence[str], is_public: np.ndarray) -> int:
+    """Mark public (in place) every private item whose text is contained verbatim in a public text;
+    returns how many moved."""
     index = _WordIndex()
     for i in np.flatnonzero(is_public):
         index.add(int(i), normalise(texts[int(i)]))
@@ -118,7 +165,21 @@ def source_split(texts: Sequence[str], groups: np.ndarray, fraction: float, seed
         if index.containers(normalise(texts[int(i)])):
             is_public[i] = True
             moved += 1
-    return SourceSplit(is_public, len(unique), moved)
+    return moved
+
+
+def group_roots(texts: Sequence[str], groups: np.ndarray) -> np.ndarray:
+    """Sorted indices of one item per group: its longest text (after :func:`normalise`), ties to the
+    first item. For containment groups that is the group's root, which contains the group's other
+    texts verbatim. Deterministic."""
+    labels = np.asarray(groups)
+    if len(labels) == 0:
+        return np.zeros(0, dtype=np.int64)
+    lengths = np.array([len(normalise(t)) for t in texts], dtype=np.int64)
+    order = np.lexsort((np.arange(len(labels)), -lengths, labels))  # by group, longest first, first row
+    first = np.ones(len(order), dtype=bool)
+    first[1:] = labels[order][1:] != labels[order][:-1]
+    return np.sort(order[first])
 
 
 def measure_overlap(

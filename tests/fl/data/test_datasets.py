@@ -65,11 +65,19 @@ def test_empty_documents_policy(data_dir: Path) -> None:
 
 
 def test_subsample_and_public_split(data_dir: Path) -> None:
+    """A public split by source subsamples whole source groups (of the whole split) until train-size
+    rows: 1,018 rows of 96 groups here; by row, or with no public split of the training data, exactly
+    train-size rows."""
     ds = datasets.load(_cfg(data_dir, **{"train-size": 1000, "test-size": 100, "public-fraction": 0.25}))
     assert len(ds.test) == 100
-    assert ds.public is not None and len(ds.public) + len(ds.train) == 1000
-    assert 150 < len(ds.public) < 350
+    assert ds.public is not None and (len(ds.train), len(ds.public)) == (798, 220)
+    assert (ds.public_info["groups"], ds.public_info["moved_to_public"]) == (96, 1)
     assert list(ds.train["row"]) == list(range(len(ds.train)))
+    by_row = datasets.load(
+        _cfg(data_dir, **{"train-size": 1000, "test-size": 100, "public-fraction": 0.25, "public-split": "row"})
+    )
+    assert by_row.public is not None and (len(by_row.train), len(by_row.public)) == (723, 277)
+    assert len(datasets.load(_cfg(data_dir, **{"train-size": 1000})).train) == 1000
 
 
 def test_user_csv_with_string_labels_and_one_split(tmp_path: Path) -> None:

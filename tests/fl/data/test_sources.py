@@ -52,6 +52,75 @@ def test_a_private_text_never_occurs_in_a_public_root() -> None:
             assert not any(sources.normalise(texts[i]) in root for root in public_roots)
 
 
+#: Ten items in four groups (ids 5, 1, 7, 3 of sizes 3, 2, 1, 4).
+GROUPS = np.array([5, 5, 5, 1, 1, 7, 3, 3, 3, 3])
+
+
+@pytest.mark.parametrize(
+    ("size", "seed", "rows"),
+    [
+        (1, 0, [0, 1, 2]),  # a group of 3 is drawn whole for one item
+        (4, 0, [0, 1, 2, 3, 4]),
+        (6, 0, [0, 1, 2, 3, 4, 6, 7, 8, 9]),
+        (4, 1, [3, 4, 6, 7, 8, 9]),
+        (4, 2, [0, 1, 2, 5]),
+        (10, 0, list(range(10))),
+        (11, 0, list(range(10))),
+    ],
+)
+def test_a_subsample_draws_whole_groups_until_it_holds_the_size(size: int, seed: int, rows: list[int]) -> None:
+    chosen = sources.whole_groups(GROUPS, size, seed)
+    assert chosen.tolist() == rows
+    assert len(chosen) >= min(size, len(GROUPS))
+    for g in np.unique(GROUPS):  # every group wholly in or wholly out
+        assert (
+            np.isin(np.flatnonzero(GROUPS == g), chosen).all() or not np.isin(np.flatnonzero(GROUPS == g), chosen).any()
+        )
+
+
+#: Phrases of four sources; "the film" is inside two of them (0 and 6) and belongs to the longer, 0.
+PHRASES = [
+    "the film is a charming delight",  # 0: root of {0, 1, 2, 7}
+    "a charming delight",  # 1
+    "the film",  # 2: also inside 6
+    "a dull and tedious mess of a movie",  # 3: root of {3, 4, 5}
+    "dull and tedious",  # 4
+    "a movie",  # 5
+    "i saw the film twice",  # 6: its own root
+    "charming delight",  # 7
+    "a loud noisy and long ride",  # 8: root of {8, 9}
+    "noisy and long",  # 9
+]
+
+
+def test_a_public_size_draws_whole_groups_until_that_many_texts_are_public() -> None:
+    groups = sources.containment_groups(PHRASES)
+    assert groups.tolist() == [0, 0, 0, 3, 3, 3, 6, 0, 8, 8]
+    picked = {}
+    for size in (1, 2, 3, 5):
+        split = sources.source_split_size(PHRASES, groups, size, 3)
+        picked[size] = (np.flatnonzero(split.is_public).tolist(), split.moved_to_public)
+    # Seed 3 draws the groups in the order 8, 6, 3, 0; group 6 makes "the film" (of group 0) public text.
+    assert picked == {
+        1: ([8, 9], 0),
+        2: ([8, 9], 0),
+        3: ([2, 6, 8, 9], 1),
+        5: ([2, 3, 4, 5, 6, 8, 9], 1),
+    }
+    for size in (1, 2, 3, 5):
+        split = sources.source_split_size(PHRASES, groups, size, 3)
+        assert split.is_public.sum() >= size and split.groups == 4
+        public = [sources.normalise(PHRASES[i]) for i in np.flatnonzero(split.is_public)]
+        for i in np.flatnonzero(~split.is_public):  # no private text inside a public one
+            assert not any(sources.normalise(PHRASES[i]) in t for t in public)
+
+
+def test_one_row_per_group_keeps_its_longest_text_ties_to_the_first() -> None:
+    assert sources.group_roots(PHRASES, sources.containment_groups(PHRASES)).tolist() == [0, 3, 6, 8]
+    assert sources.group_roots(["ab", "cd", "x", "abc", "yy", "zz"], np.array([0, 0, 1, 1, 2, 2])).tolist() == [0, 3, 4]
+    assert sources.group_roots([], np.zeros(0, dtype=np.int64)).tolist() == []
+
+
 def test_overlap_counts_duplicates_and_containment() -> None:
     public = ["the movie was great fun", "an awful mess", "short"]
     private = ["the movie was great", "an awful mess", "An  awful mess", "nothing shared here", "fun", "was great fun"]
@@ -126,7 +195,10 @@ def test_a_public_dataset_that_does_not_fit_is_refused(data_dir: Path, overrides
     ("overrides", "message"),
     [
         ({"public-dataset": "imdb", "public-fraction": 0.2}, "both name public documents"),
-        ({"public-size": 10}, "needs public-dataset"),
+        ({"public-size": 10, "public-fraction": 0.2}, "public-size = 10 and public-fraction = 0.2 both size"),
+        ({"public-sentences": True}, "public-sentences = True needs public-dataset"),
+        ({"dataset": "synthetic", "public-size": 10}, 'public-size = 10 needs text: dataset = "synthetic"'),
+        ({"dataset": "synthetic", "user-unit": "source"}, "user-unit = 'source' needs text"),
         ({"public-dataset": "imdb", "public-labels": "neg"}, "not of the form"),
         ({"group-column": "g"}, "names a column of your own data file"),
         ({"central-delta": -1.0}, "central-delta must lie in"),
