@@ -8,7 +8,9 @@ would spend privacy nobody counted; here every candidate is scored by emulating 
 *public* documents alone (Papernot & Steinke 2022 on the cost of tuning on private data):
 
 1. the public documents are split (seeded) into a fitting part and a hold-out (the stand-in for
-   the run's test users);
+   the run's test users) by source group (``groups``: the containment groups of the public texts,
+   :func:`fl.data.datasets.public_groups`), so that no near-duplicate phrase of one source sits on
+   both sides (split by row, SST-2's public hold-out read 0.845 against 0.798 on the test split);
 2. M1 is built from the fitting part as the run would build it from all public documents;
 3. the fitting part is resampled to the run's number of private users ``N`` (at most
    ``MAX_EMULATED_USERS``), each row sanitized afresh at the candidate's sentence epsilon and
@@ -125,12 +127,25 @@ def split_budget(cfg: RunConfig, total: float, label_share: float, input_dim: in
     return out
 
 
-def _holdout(n: int, generator: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
-    order = torch.randperm(n, generator=generator)
-    n_val = max(1, round(HOLDOUT_FRACTION * n))
-    if n - n_val < 2:
-        raise ValueError(f"choosing a recipe needs more than {n} public documents")
-    return order[n_val:], order[:n_val]
+def _holdout(groups: np.ndarray, generator: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
+    """(fitting rows, hold-out rows), sorted: whole source groups in a seeded order go to the hold-out
+    until it holds at least ``HOLDOUT_FRACTION`` of the rows (at least one). Guarantees that no group
+    has rows on both sides and at least 2 fitting rows, else a ``ValueError``. Deterministic for the
+    generator's state."""
+    labels = np.asarray(groups)
+    n = len(labels)
+    unique, inverse, counts = np.unique(labels, return_inverse=True, return_counts=True)
+    order = torch.randperm(len(unique), generator=generator).numpy()
+    taken = int(np.searchsorted(np.cumsum(counts[order]), max(1, round(HOLDOUT_FRACTION * n)))) + 1
+    held = np.zeros(len(unique), dtype=bool)
+    held[order[:taken]] = True
+    is_val = held[inverse]
+    if int((~is_val).sum()) < 2:
+        raise ValueError(
+            f"choosing a recipe needs more public documents: {n} in {len(unique)} source group(s) leave "
+            f"{int((~is_val).sum())} to fit on beside the hold-out"
+        )
+    return torch.from_numpy(np.flatnonzero(~is_val)), torch.from_numpy(np.flatnonzero(is_val))
 
 
 def _start_map(cfg: RunConfig, x: torch.Tensor, y: torch.Tensor, num_classes: int) -> torch.Tensor | None:
@@ -182,13 +197,16 @@ def choose(
     y: torch.Tensor,
     num_classes: int,
     num_users: int,
+    groups: Sequence[int] | np.ndarray,
     candidates: Sequence[Candidate] | None = None,
     repeats: int = 3,
 ) -> tuple[Scored, list[Scored]]:
     """The candidate with the best emulated public hold-out accuracy at whole-record pure ``total`` per
-    user (the mean over ``repeats`` seeded public fitting/hold-out splits, the same splits and maps for
-    every candidate), and every candidate's score. Ties go to the earlier candidate. Deterministic for
-    the run's ``seed``."""
+    user (the mean over ``repeats`` seeded public fitting/hold-out splits by source group, ``groups``
+    [n] naming each public document's group, the same splits and maps for every candidate), and every
+    candidate's score. Ties go to the earlier candidate. Deterministic for the run's ``seed``."""
+    if len(groups) != int(y.shape[0]):
+        raise ValueError(f"groups names {len(groups)} public documents, the embeddings {int(y.shape[0])}")
     grid = list(candidates or default_candidates(num_classes))
     trials = []
     for cand in grid:
@@ -199,7 +217,7 @@ def choose(
     accs: list[list[float]] = [[] for _ in grid]
     for r in range(repeats):
         gen = torch.Generator().manual_seed(int(cfg["seed"]) * 1000 + r)
-        split = _holdout(int(y.shape[0]), gen)
+        split = _holdout(np.asarray(groups), gen)
         matrices: dict[tuple[Any, ...], torch.Tensor | None] = {}
         for i, (_, _, trial) in enumerate(trials):
             key = (trial["map-in"], trial["map-dim"], trial["map-scale"], trial["map-seed"])

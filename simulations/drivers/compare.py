@@ -489,12 +489,14 @@ def _label_shares(
         return {t: float(config_mod.parse_value(label_share)) for t in totals}
     import torch
 
+    from fl.data import datasets as data
     from fl.encoding.public_tuning import with_tuned_encoder
     from fl.maps import recipes
     from fl.maps.public_start import public_embeddings
 
     tuned = with_tuned_encoder(cfg)
     x, y = public_embeddings(tuned, torch.device("cpu"))
+    groups = data.public_groups(tuned)  # the hold-out keeps each source group on one side
     from fl.cohort import population_sizes
 
     users = population_sizes(tuned)[0]
@@ -503,7 +505,7 @@ def _label_shares(
     grid = [recipes.Candidate(f"label-share {s:g}", keys, s) for s in recipes.LABEL_SHARES]
     out = {}
     for total in totals:
-        best, _ = recipes.choose(tuned, total, x, y, num_classes, users, candidates=grid)
+        best, _ = recipes.choose(tuned, total, x, y, num_classes, users, groups, candidates=grid)
         out[total] = best.candidate.label_share
         print(f"sanitas: label share {out[total]:g} of epsilon {total:g}, chosen on public data", flush=True)
     return out

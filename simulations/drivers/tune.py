@@ -36,7 +36,9 @@ def tune(config: str, epsilons: Sequence[float], sets: Sequence[str], out: str) 
     raw = load_with_overrides(config, list(sets))
     cfg = config_mod.as_run_config(resolve_config(raw))
     if not config_mod.has_public(cfg):
-        raise config_mod.ConfigError("sanitas tune chooses on public data: set public-fraction > 0 or public-dataset")
+        raise config_mod.ConfigError(
+            "sanitas tune chooses on public data: set public-fraction > 0, public-size > 0 or public-dataset"
+        )
     if cfg["mode"] != "local" or config_mod.level_of(cfg) != "sentence":
         raise config_mod.ConfigError(
             "sanitas tune chooses sentence-level local-DP recipes: mode = 'local', no word or document mechanism"
@@ -45,6 +47,7 @@ def tune(config: str, epsilons: Sequence[float], sets: Sequence[str], out: str) 
     assert isinstance(loaded, data.TextDataset)
     cfg = with_tuned_encoder(cfg)  # the public embeddings the run's nodes will compute
     x, y = public_embeddings(cfg, torch.device("cpu"))
+    groups = data.public_groups(cfg)  # the hold-out keeps each source group on one side
     num_users = population_sizes(cfg)[0]
     folder = Path(out).expanduser().resolve()
     folder.mkdir(parents=True, exist_ok=True)
@@ -56,7 +59,7 @@ def tune(config: str, epsilons: Sequence[float], sets: Sequence[str], out: str) 
     rows: list[dict[str, Any]] = []
     chosen: dict[str, Any] = {}
     for eps in epsilons:
-        best, table = recipes.choose(cfg, float(eps), x, y, loaded.num_classes, num_users)
+        best, table = recipes.choose(cfg, float(eps), x, y, loaded.num_classes, num_users, groups)
         for s in table:
             rows.append(
                 {
