@@ -194,6 +194,28 @@ def outcome_verdict(block: Mapping[str, Any]) -> str:
     return f"yes (majority-class rate {majority:.4f})"
 
 
+def public_only_rows(block: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """The summary rows that hold the run against the model fitted on its public data alone (``summary.json``'s
+    ``outcome``): its gain on the run's own test inputs and, where the nodes also scored clean inputs,
+    on-device. A gain within one binomial standard error is named as adding nothing."""
+    rows = []
+    for label, scored in (("vs public-only", block), ("on-device", block.get("on_device") or {})):
+        public = scored.get("public_only_accuracy")
+        if public is None:
+            continue
+        inputs = scored.get("test_inputs", "sanitized")
+        accuracy = f"accuracy {scored['accuracy']:.4f}, " if label == "on-device" else ""
+        verdict = "" if scored.get("adds_over_public") is not False else ": ADDS NOTHING over the public data"
+        rows.append(
+            (
+                label,
+                f"{accuracy}gain over public-only {scored['gain_over_public']:+.4f} (public-only {public:.4f}, "
+                f"{inputs} test inputs){verdict}",
+            )
+        )
+    return rows
+
+
 def summary_table(summary: Mapping[str, Any]) -> Any:
     """The final summary as a rich table: accuracy, macro-F1, the guarantee (:func:`privacy_text`, wrapped
     over several lines), wall time, folder."""
@@ -212,6 +234,8 @@ def summary_table(summary: Mapping[str, Any]) -> Any:
     verdict = outcome_verdict(summary.get("outcome") or {})
     if verdict:
         table.add_row("learned", verdict)
+    for label, text in public_only_rows(summary.get("outcome") or {}):
+        table.add_row(label, text)
     table.add_row("privacy", privacy_text(summary))
     table.add_row("wall time", f"{summary.get('wall_seconds', float('nan')):.1f} s")
     table.add_row("results", str(summary.get("results_folder", "")))

@@ -148,6 +148,18 @@ RUNS["sentence-class-rr"] = {
     "sentence-epsilon": 2.0,
 }
 RUNS["sentence-privunit"] = {**RUNS["sentence"], "sentence-mechanism": "privunit", "sentence-epsilon": 3.0}
+# the class-means server: PrivUnit (unbiased) on the public projection, RR labels; the server fits in closed
+# form and sends the public-only models with every evaluate request (the nodes score them: public-confusion)
+RUNS["sentence-class-means"] = {
+    **RUNS["sentence"],
+    "public-fraction": 0.5,
+    "map-in": "projection",
+    "map-dim": 4,
+    "sentence-mechanism": "privunit",
+    "sentence-options": "unbiased = true",
+    "sentence-epsilon": 3.0,
+    "server-model": "class-means",
+}
 # the sentence level again, each node reading its documents from its own file (node config data-path)
 RUNS["sentence-own-files"] = RUNS["sentence"]
 OWN_FILES = {"sentence-own-files"}
@@ -708,15 +720,22 @@ def audit(run: Captured, allow_unsanitized: bool = False) -> tuple[list[str], Ru
 #: Declared fields of a scope that a run legitimately never sends (the other document mechanism's array).
 # Scores by k are sent for document tasks (doc-embedding = "sentence-mean") only.
 _BY_K = {(wire.EVALUATE, wire.METRICS, key) for key in ("confusion-by-k", "clean-confusion-by-k")}
+# The public-only line is scored only where the run has public data (the release-space one at the sentence level).
+_PUBLIC = {(wire.EVALUATE, wire.METRICS, key) for key in ("public-confusion", "public-clean-confusion")}
+_PUBLIC_RELEASE = {(wire.EVALUATE, wire.METRICS, "public-confusion")}
 ABSENT = {
-    "sentence": _BY_K,
+    "sentence": _BY_K | _PUBLIC,
     "sentence-tuned": _BY_K,
-    "sentence-own-files": _BY_K,
+    "sentence-own-files": _BY_K | _PUBLIC,
     "sentence-class-rr": _BY_K,
-    "sentence-privunit": _BY_K,
-    "word": _BY_K,
-    "document": {(t, wire.RELEASE, "embeddings") for t in (wire.TRAIN, wire.EVALUATE)},
-    "truncation": {(t, wire.RELEASE, "candidate-ids") for t in (wire.TRAIN, wire.EVALUATE)},
+    "sentence-privunit": _BY_K | _PUBLIC,
+    "sentence-class-means": _BY_K,
+    "word": _BY_K | _PUBLIC,
+    "document": {(t, wire.RELEASE, "embeddings") for t in (wire.TRAIN, wire.EVALUATE)} | _PUBLIC_RELEASE,
+    "truncation": {(t, wire.RELEASE, "candidate-ids") for t in (wire.TRAIN, wire.EVALUATE)} | _PUBLIC_RELEASE,
+    "central-user": _PUBLIC_RELEASE,
+    "central-user-encoder": _PUBLIC_RELEASE,
+    "central-node": _PUBLIC_RELEASE,
 }
 
 
