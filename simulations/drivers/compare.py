@@ -276,6 +276,7 @@ def compare(
     trains = _central_trains(central_trains)
     targets = sorted(set(epsilon_list(central_epsilons, "--central-epsilons")))
     seed_list = sw.parse_seeds(list(seeds))
+    sets = like_for_like(sets)
     sweep_dir = Path(out).expanduser().resolve() / (name or f"{Path(config).stem}-compare")
     local_cfg = config_mod.as_run_config(sw.resolve_run(config, sw.Run("probe", {}, {}), sets, sweep_dir))
     _check_label_share(local_cfg, label_share)  # one line, before any work
@@ -323,6 +324,18 @@ def compare(
         attack_folder(sweep_dir, attacks)
         print(f"sanitas: attacks in {sweep_dir / 'attacks.csv'}", flush=True)
     return 0 if all(r["status"] == "ok" for r in finished) else 1
+
+
+#: What every comparison sets unless its command line says otherwise, so that the two sides differ in the privacy
+#: model alone: local runs also score on-device inference (the model applied to the clean test input, as the
+#: central model is scored), and central runs start from the public data the local side fits on.
+LIKE_FOR_LIKE = ("clean-evaluation=true", 'central-start="public"')
+
+
+def like_for_like(sets: Sequence[str]) -> list[str]:
+    """``sets`` with :data:`LIKE_FOR_LIKE` added for the keys it does not set itself."""
+    given = {split_override(item, "--set")[0] for item in sets}
+    return [*(item for item in LIKE_FOR_LIKE if split_override(item, "--set")[0] not in given), *sets]
 
 
 def _central_trains(central_trains: Sequence[str]) -> list[str]:
