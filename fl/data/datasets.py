@@ -371,7 +371,8 @@ def _with_groups(cfg: Mapping[str, Any], train: datasets.Dataset) -> tuple[datas
         train, how = train.remove_columns("group"), f"group-column {cfg['group-column']!r}"
     else:
         ids, how = sources.containment_groups(train["text"][:]), CONTAINMENT
-    return train.add_column("group", np.asarray(ids, dtype=np.int64)), how
+    # add_column concatenates with the table under an index mapping (handle_empty's select): flatten first.
+    return train.flatten_indices().add_column("group", np.asarray(ids, dtype=np.int64)), how
 
 
 def _fold_to_roots(train: datasets.Dataset) -> tuple[datasets.Dataset, int]:
@@ -429,8 +430,14 @@ def _load(cfg: dict[str, Any]) -> TextDataset:
     if level_of(cfg) == "document":  # the document level drops short documents (data cache key)
         train = handle_short(train, cfg["short-documents"], "train", short)
         test = handle_short(test, cfg["short-documents"], "test", short)
-    train = train.add_column("row", np.arange(len(train), dtype=np.int64))
-    test = test.add_column("row", np.arange(len(test), dtype=np.int64))
+    if len(train) == 0 and public is not None:
+        raise ConfigError(
+            f"the public split took every training text ({len(public)} public, none private; "
+            f"{public_info.get('groups', '?')} source groups): raise train-size or lower public-fraction / public-size"
+        )
+    # add_column concatenates with the table under an index mapping (a non-contiguous select): flatten first.
+    train = train.flatten_indices().add_column("row", np.arange(len(train), dtype=np.int64))
+    test = test.flatten_indices().add_column("row", np.arange(len(test), dtype=np.int64))
     if len(train) == 0 or len(test) == 0:
         raise ValueError(f"dataset {name!r} has an empty train or test split after filtering")
     if "group" in train.column_names:

@@ -58,6 +58,7 @@ from fl.cohort import Cohort, population_sizes, word_counts
 from fl.data.partition import num_nodes
 from fl.maps import input_map as maps
 from fl.training.user_updates import poisson_sample
+from mechanisms.privunit import PrivUnit
 from tests.support.grids import task_identity  # noqa: F401  (autouse: messages need a task identity)
 from tests.support.node_files import write_node_files
 
@@ -138,8 +139,10 @@ RUNS: dict[str, dict[str, Any]] = {
 RUNS["truncation"] = {**RUNS["document"], "document-mechanism": "truncation"}
 # the task-aware release: the public classifier's class (supervised M1 from the public split) through
 # 2-ary randomized response, one-hot, with RR labels; and PrivUnit on the sphere of a random M1
+# (120 training texts: whole source groups since the subsample keeps groups whole, about 50 private users)
 RUNS["sentence-class-rr"] = {
     **RUNS["sentence"],
+    "train-size": 120,
     "public-fraction": 0.5,
     "map-in": "supervised",
     "map-dim": 2,
@@ -152,6 +155,7 @@ RUNS["sentence-privunit"] = {**RUNS["sentence"], "sentence-mechanism": "privunit
 # form and sends the public-only models with every evaluate request (the nodes score them: public-confusion)
 RUNS["sentence-class-means"] = {
     **RUNS["sentence"],
+    "train-size": 120,
     "public-fraction": 0.5,
     "map-in": "projection",
     "map-dim": 4,
@@ -175,6 +179,7 @@ RUNS["central-user-encoder"] = {
 # the sentence level with a public-tuned encoder: the nodes embed with the published encoder
 RUNS["sentence-tuned"] = {
     **RUNS["sentence"],
+    "train-size": 120,
     "public-fraction": 0.5,
     "encoder-tuning": "public",
     "tuning-part": "top",
@@ -479,8 +484,11 @@ def _check_release(
             if not (np.isin(emb, (0.0, 1.0)).all() and (emb.sum(axis=1) == 1).all()):
                 problems.append(f"{where}: class_rr releases are not one-hot rows over the classes")
         elif cfg["sentence-mechanism"] == "privunit":
-            if not np.allclose(np.linalg.norm(emb, axis=1), 1.0, atol=1e-4):
-                problems.append(f"{where}: PrivUnit releases are not on the unit sphere")
+            # unit rows V, or with unbiased = true V / m: every row of norm 1 / m (m = E<V, u> at this m')
+            unbiased = "unbiased = true" in str(cfg["sentence-options"])
+            radius = 1.0 / PrivUnit(cfg["sentence-epsilon"], input_dim=info.map_dim).m if unbiased else 1.0
+            if not np.allclose(np.linalg.norm(emb, axis=1), radius, rtol=1e-4):
+                problems.append(f"{where}: PrivUnit releases are not on the sphere of radius {radius:.4g}")
         elif cfg["sentence-mechanism"] == "purkayastha":
             if not np.allclose(np.linalg.norm(emb, axis=1), 1.0, atol=1e-4):
                 problems.append(f"{where}: Purkayastha releases are not on the unit sphere")

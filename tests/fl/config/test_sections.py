@@ -16,7 +16,7 @@ from fl.config.rules import check_across_sections
 # (section, key, bad value, start of the one line the user sees)
 OWN: list[tuple[str, str, Any, str]] = [
     ("data", "test-fraction", 1.5, "test-fraction must lie in (0, 1), got 1.5"),
-    ("data", "public-size", 5, "public-size = 5 needs public-dataset"),
+    ("data", "public-size", -1, "public-size must be >= 0 (0 = all), got -1"),
     ("data", "public-split", "rows", "public-split must be one of ('source', 'row'), got 'rows'; did you mean 'row'?"),
     ("users", "users-per-node", 0, "users-per-node must be >= 1, got 0"),
     ("users", "dirichlet-alpha", 0.0, "dirichlet-alpha must be > 0, got 0.0"),
