@@ -104,7 +104,9 @@ def make_mechanism(
     if name == "none":
         from mechanisms.identity import NoPrivacy  # the registry's "none": the channel's level, no noise
 
-        return NoPrivacy(level=channel, **options)
+        if options:
+            raise ValueError(f"{channel}-mechanism 'none' takes no {channel}-options, got {sorted(options)}")
+        return NoPrivacy(level=channel)
     taken = inspect.signature(cls).parameters
     if input_dim is not None and "input_dim" in taken:
         options.setdefault("input_dim", int(input_dim))

@@ -10,10 +10,11 @@ import torch
 
 from fl.maps.class_means import fit, label_transition, public_statistics
 from fl.maps.input_map import apply_input_map
-from fl.maps.public_model import fit_public_model, projection_map
+from fl.maps.public_model import PublicModel, projection_map
 
 
 def emulate(
+    model: PublicModel,
     x_fit: np.ndarray,
     y_fit: np.ndarray,
     x_held: np.ndarray,
@@ -32,8 +33,8 @@ def emulate(
     split); ``num_users`` rows resampled from ``x_fit`` stand in for the private users, each released
     through ``sanitize`` (the sentence mechanism) and ``label_sanitize`` (the label mechanism, whose law is
     ``label_law``; ``None``: labels in the clear); the model fitted from those releases and the fitting
-    part's statistics scores the hold-out's clean rows (on-device inference)."""
-    model = fit_public_model(x_fit, y_fit, num_classes)
+    part's statistics scores the hold-out's clean rows (on-device inference). ``model``: the public model
+    fitted on ``x_fit`` (:func:`fl.maps.public_model.fit_public_model`, once per split for every candidate)."""
     matrix = projection_map(x_fit, model, m_prime)
     u_fit = apply_input_map(x_fit, matrix)
     stats = public_statistics(u_fit.numpy(), y_fit, num_classes)

@@ -36,7 +36,9 @@ import torch
 from fl import config as config_mod
 from fl.config import RunConfig
 from fl.maps import input_map as maps
+from fl.maps.class_means_emulation import emulate as emulate_means
 from fl.maps.pipeline import train_and_score
+from fl.maps.public_model import PublicModel, fit_public_model
 
 #: Share of the public documents held out as the emulated test users.
 HOLDOUT_FRACTION = 0.2
@@ -90,6 +92,34 @@ def default_candidates(num_classes: int, shares: Sequence[float] = LABEL_SHARES)
     return [
         Candidate(f"{name} label-share {s:g}", {**keys, "sentence-options": "", "label-mechanism": "rr"}, s)
         for name, keys in recipes
+        for s in shares
+    ]
+
+
+#: Shares of the whole-record budget given to the label in the class-means grid (the debiased means need
+#: the label more than a public-class release does: its noise is inverted, not averaged over).
+CLASS_MEANS_SHARES: tuple[float, ...] = (0.1, 0.2, 0.35, 0.5)
+#: Dimensions m' of the public projection tried by the class-means grid.
+CLASS_MEANS_DIMS: tuple[int, ...] = (8, 16, 32, 64)
+
+
+def class_means_candidates(
+    dims: Sequence[int] = CLASS_MEANS_DIMS, shares: Sequence[float] = CLASS_MEANS_SHARES
+) -> list[Candidate]:
+    """The class-means grid (``sanitas tune --recipes class-means``): PrivUnit (unbiased) on the public projection
+    of each dimension m', labels through randomized response at each share, the server's debiased class
+    means combined with the public ones (``fl.maps.class_means``). Scored on the hold-out's *clean* rows:
+    on-device inference, the deployment this recipe is for."""
+    keys = {
+        "map-in": "projection",
+        "sentence-mechanism": "privunit",
+        "sentence-options": "unbiased = true",
+        "server-model": "class-means",
+        "label-mechanism": "rr",
+    }
+    return [
+        Candidate(f"class-means-projection-m{m} label-share {s:g}", {**keys, "map-dim": m}, s)
+        for m in dims
         for s in shares
     ]
 
@@ -156,7 +186,56 @@ def _start_map(cfg: RunConfig, x: torch.Tensor, y: torch.Tensor, num_classes: in
         return maps.supervised_map(x, y, num_classes, m_prime, scale)
     if kind in ("random", "identity"):
         return maps.input_map(kind, x.shape[1], m_prime, int(cfg["map-seed"]))
-    raise ValueError(f"sanitas tune emulates map-in 'supervised', 'random' or 'identity', got {kind!r}")
+    if kind == "projection":
+        return None  # built by the class-means emulation from the fitting part's public model
+    raise ValueError(f"sanitas tune emulates map-in 'supervised', 'projection', 'random' or 'identity', got {kind!r}")
+
+
+def emulate_class_means(
+    cfg: RunConfig,
+    x: torch.Tensor,
+    y: torch.Tensor,
+    split: tuple[torch.Tensor, torch.Tensor],
+    model: PublicModel,
+    num_classes: int,
+    num_users: int,
+    generator: torch.Generator,
+) -> float:
+    """On-device accuracy of the ``class-means`` run ``cfg`` emulated on public documents
+    (:func:`fl.maps.class_means_emulation.emulate`): the fitting part stands in for the public split and,
+    resampled to the run's users (at most ``MAX_EMULATED_USERS``), for the private users."""
+    fit, val = split
+    m_prime = maps.map_dim(cfg.release, x.shape[1])
+    mech = config_mod.make_mechanism(cfg, "sentence", input_dim=m_prime, num_classes=num_classes)
+    second = mech.unbiased_moments(m_prime)
+    if second is None:
+        raise ValueError(f"server-model = 'class-means' needs unbiased releases; {cfg['sentence-mechanism']!r} is not")
+    law, label_sanitize = None, None
+    if cfg["label-mechanism"] == "rr":
+        label = config_mod.make_mechanism(cfg, "label")
+        law = label.log_transition_matrix(num_classes)
+
+        def label_sanitize(labels: torch.Tensor, gen: torch.Generator) -> torch.Tensor:
+            return label.sanitize(labels, num_classes, generator=gen)
+
+    elif cfg["label-mechanism"] != "none":
+        raise ValueError("sanitas tune emulates label-mechanism 'rr' or 'none'")
+    xn, yn = x.cpu().numpy(), y.cpu().numpy()
+    return emulate_means(
+        model,
+        xn[fit.numpy()],
+        yn[fit.numpy()],
+        xn[val.numpy()],
+        yn[val.numpy()],
+        num_classes,
+        m_prime,
+        lambda rows, gen: mech.sanitize(rows, generator=gen),
+        second,
+        law,
+        label_sanitize,
+        min(int(num_users), MAX_EMULATED_USERS),
+        generator,
+    )
 
 
 def emulate(
@@ -190,6 +269,12 @@ def emulate(
     return train_and_score(cfg, z, labels, zv, y[held], x.shape[1], num_classes, epochs, generator)
 
 
+def _test_inputs(cfg: RunConfig) -> str:
+    """What an emulated candidate's hold-out accuracy scores: ``clean`` rows (on-device inference) for the
+    class-means server, ``sanitized`` releases for the others."""
+    return "clean" if cfg["server-model"] == "class-means" else "sanitized"
+
+
 def choose(
     cfg: RunConfig,
     total: float,
@@ -219,14 +304,22 @@ def choose(
         gen = torch.Generator().manual_seed(int(cfg["seed"]) * 1000 + r)
         split = _holdout(np.asarray(groups), gen)
         matrices: dict[tuple[Any, ...], torch.Tensor | None] = {}
+        public: PublicModel | None = None  # the fitting part's public model, for every class-means candidate
         for i, (_, _, trial) in enumerate(trials):
+            if trial["server-model"] == "class-means":
+                if public is None:
+                    public = fit_public_model(x[split[0]], y[split[0]], num_classes)
+                accs[i].append(emulate_class_means(trial, x, y, split, public, num_classes, num_users, gen))
+                continue
             key = (trial["map-in"], trial["map-dim"], trial["map-scale"], trial["map-seed"])
             if key not in matrices:
                 matrices[key] = _start_map(trial, x[split[0]], y[split[0]], num_classes)
             accs[i].append(emulate(trial, x, y, split, matrices[key], num_classes, num_users, gen))
     table = [
-        Scored(cand, values, float(np.mean(a)), {"accuracies": a})
-        for (cand, values, _), a in zip(trials, accs, strict=True)
+        Scored(cand, values, float(np.mean(a)), {"accuracies": a, "test_inputs": _test_inputs(trial)})
+        for (cand, values, trial), a in zip(trials, accs, strict=True)
     ]
+    if len({s.extra["test_inputs"] for s in table}) > 1:
+        raise ValueError("a recipe grid mixes on-device (class-means) and sanitized-input candidates: score them apart")
     best = max(table, key=lambda s: s.accuracy)  # max keeps the first of equal scores
     return best, table

@@ -29,6 +29,14 @@ def add_parser(sub: Any) -> None:
         required=True,
         help="whole-record pure epsilons per user, like 3.14,6.28 (--epsilon E for one)",
     )
+    p.add_argument(
+        "--recipes",
+        choices=("default", "class-means"),
+        default="default",
+        help="the grid: 'default' (the public-class release, PrivUnit and Purkayastha on the supervised map, scored "
+        "on sanitized hold-out inputs) or 'class-means' (PrivUnit on the public projection of m' = 8..64, the "
+        "server's debiased class means, scored on clean hold-out inputs: on-device inference)",
+    )
     add_set_option(p, "override a config key (repeatable)")
     p.add_argument("--out", type=out_dir, required=True, help="folder for tune.csv, tune.json and the configs")
 
@@ -36,4 +44,4 @@ def add_parser(sub: Any) -> None:
 def handle(args: argparse.Namespace) -> int:
     from simulations.drivers.tune import tune
 
-    return tune(args.config, args.epsilons, args.sets, args.out)
+    return tune(args.config, args.epsilons, args.sets, args.out, args.recipes)

@@ -115,6 +115,7 @@ def plan(
     node_multipliers: Sequence[str] = (),
     central_trains: Sequence[str] = ("head",),
     central_delta: float | None = None,
+    clear_options: bool = False,
 ) -> list[sw.Run]:
     """The runs of a comparison, in this order: user-level central runs (one per target epsilon, at
     the noise ``central_noise[target]``, once per ``central_trains`` entry: ``"head"`` and/or
@@ -159,9 +160,14 @@ def plan(
         for keys in epsilons:
             assert isinstance(keys, Mapping)
             blocks.append([_axis("mode", ['"local"']), *(_axis(k, [_text(v)]) for k, v in keys.items())])
-    blocks.append(
-        [_axis("mode", ['"local"']), _axis("sentence-mechanism", ['"none"']), _axis("label-mechanism", ['"none"'])]
-    )
+    reference = [
+        _axis("mode", ['"local"']),
+        _axis("sentence-mechanism", ['"none"']),
+        _axis("label-mechanism", ['"none"']),
+    ]
+    if clear_options:  # the config's sentence-options belong to its mechanism, not to "none"
+        reference.append(_axis("sentence-options", ['""']))
+    blocks.append(reference)
     return _seeded(sw.expand(blocks), seeds)
 
 
@@ -183,12 +189,14 @@ def local_points(
     input_dim: int,
     num_classes: int,
     labels_clear: bool = False,
+    map_dims: Mapping[float, int] | None = None,
 ) -> list[tuple[dict[str, Any], float]]:
     """The local runs' keys for whole-record pure epsilons ``totals`` per user: labels through the config's
     label mechanism (randomized response when it has none) at ``label_share`` of each total (one share,
     or one per total), the rest to the embedding (:func:`fl.maps.recipes.split_budget`); with
     ``labels_clear`` also each total spent on the embedding alone, labels in the clear (an
-    embedding-only figure). Returns each point's keys with its whole-record epsilon."""
+    embedding-only figure); ``map_dims``: the map-dim of the totals whose recipe chose another than the
+    config's. Returns each point's keys with its whole-record epsilon."""
     from fl.maps import recipes
 
     protected = cfg["label-mechanism"] if cfg["label-mechanism"] != "none" else "rr"
@@ -205,6 +213,8 @@ def local_points(
             )
         for keys in variants:
             ordered = {k: keys[k] for k in ("sentence-epsilon", "label-mechanism", "label-epsilon") if k in keys}
+            if map_dims and total in map_dims:
+                ordered["map-dim"] = int(map_dims[total])
             points.append((ordered, float(total)))
     return points
 
@@ -285,9 +295,18 @@ def compare(
     )
     cal = _calibrate(central_cfg, targets, seed_list)
     num_classes, dim, public = _local_context(local_cfg, seed_list[0])
-    shares = _label_shares(local_cfg, totals, label_share, public, num_classes)
-    points = local_points(local_cfg, totals, shares, _map_dim(local_cfg, dim), num_classes, labels_clear)
-    runs = plan([keys for keys, _ in points], cal.noise, seed_list, central_sets, node_multipliers, trains, cal.delta)
+    shares, dims = _label_shares(local_cfg, totals, label_share, public, num_classes)
+    points = local_points(local_cfg, totals, shares, _map_dim(local_cfg, dim), num_classes, labels_clear, dims)
+    runs = plan(
+        [keys for keys, _ in points],
+        cal.noise,
+        seed_list,
+        central_sets,
+        node_multipliers,
+        trains,
+        cal.delta,
+        clear_options=bool(local_cfg["sentence-options"]),
+    )
     run_targets = _run_targets(runs, cal.noise, points)
     sw.check_runs(config, runs, sets, sweep_dir)
     checked: dict[str, Any] = {"unchecked": "--central-check off"}
@@ -311,6 +330,7 @@ def compare(
         "central_delta": cal.delta,
         "noise_for_target_epsilon": {str(t): z for t, z in cal.noise.items()},
         "label_share": {f"{t:g}": shares[t] for t in totals},
+        "map_dim": {f"{t:g}": dims.get(t, local_cfg["map-dim"]) for t in totals},
         "label_share_chosen_on": "public data (fl.maps.recipes)" if label_share == "auto" else "given (--label-share)",
         "public_model_accuracy": {str(k): v for k, v in public_accuracy.items()},
         "test_class_priors": priors,
@@ -495,11 +515,13 @@ def _check_label_share(cfg: config_mod.RunConfig, label_share: str) -> None:
 
 def _label_shares(
     cfg: config_mod.RunConfig, totals: Sequence[float], label_share: str, public: Any, num_classes: int
-) -> dict[float, float]:
+) -> tuple[dict[float, float], dict[float, int]]:
     """The label's share of each whole-record budget: the given number, or (``auto``) the share of
-    ``fl.maps.recipes.LABEL_SHARES`` the config's own recipe scores best with on the public data."""
+    ``fl.maps.recipes.LABEL_SHARES`` the config's own recipe scores best with on the public data; and the
+    map-dim of the budgets whose recipe was chosen with another than the config's (the class-means grid on
+    the public projection, :func:`fl.maps.recipes.class_means_candidates`, chooses it with the share)."""
     if label_share != "auto":  # checked by _check_label_share where compare starts
-        return {t: float(config_mod.parse_value(label_share)) for t in totals}
+        return {t: float(config_mod.parse_value(label_share)) for t in totals}, {}
     import torch
 
     from fl.data import datasets as data
@@ -515,13 +537,22 @@ def _label_shares(
     users = population_sizes(tuned)[0]
     keys = {k: cfg[k] for k in ("map-in", "map-dim", "map-scale", "map-seed", "sentence-mechanism", "sentence-options")}
     keys["label-mechanism"] = cfg["label-mechanism"] if cfg["label-mechanism"] != "none" else "rr"
+    keys["server-model"] = cfg["server-model"]
     grid = [recipes.Candidate(f"label-share {s:g}", keys, s) for s in recipes.LABEL_SHARES]
-    out = {}
+    if cfg["server-model"] == "class-means" and cfg["map-in"] == "projection":
+        grid = recipes.class_means_candidates()  # the projection's dimension is chosen with the share
+    out, dims = {}, {}
     for total in totals:
         best, _ = recipes.choose(tuned, total, x, y, num_classes, users, groups, candidates=grid)
         out[total] = best.candidate.label_share
-        print(f"sanitas: label share {out[total]:g} of epsilon {total:g}, chosen on public data", flush=True)
-    return out
+        dims[total] = int(best.values["map-dim"])
+        print(
+            f"sanitas: label share {out[total]:g} of epsilon {total:g}"
+            + (f", map-dim {dims[total]}" if dims[total] != cfg["map-dim"] else "")
+            + ", chosen on public data",
+            flush=True,
+        )
+    return out, {t: m for t, m in dims.items() if m != cfg["map-dim"]}
 
 
 def _ceiling_inputs(

@@ -21,8 +21,9 @@ from fl import config as config_mod
 from simulations.outputs.writers import write_csv
 
 
-def tune(config: str, epsilons: Sequence[float], sets: Sequence[str], out: str) -> int:
-    """The ``sanitas tune`` command; returns 0."""
+def tune(config: str, epsilons: Sequence[float], sets: Sequence[str], out: str, grid: str = "default") -> int:
+    """The ``sanitas tune`` command; returns 0. ``grid``: ``"default"`` (:func:`fl.maps.recipes.default_candidates`)
+    or ``"class-means"`` (:func:`fl.maps.recipes.class_means_candidates`)."""
     import torch
 
     from fl.cohort import population_sizes
@@ -59,13 +60,15 @@ def tune(config: str, epsilons: Sequence[float], sets: Sequence[str], out: str) 
     rows: list[dict[str, Any]] = []
     chosen: dict[str, Any] = {}
     for eps in epsilons:
-        best, table = recipes.choose(cfg, float(eps), x, y, loaded.num_classes, num_users, groups)
+        candidates = recipes.class_means_candidates() if grid == "class-means" else None
+        best, table = recipes.choose(cfg, float(eps), x, y, loaded.num_classes, num_users, groups, candidates)
         for s in table:
             rows.append(
                 {
                     "epsilon": eps,
                     "candidate": s.candidate.name,
                     "public_accuracy": s.accuracy,
+                    "test_inputs": s.extra.get("test_inputs", "sanitized"),
                     "chosen": s is best,
                     **{k: s.values.get(k, "") for k in _KEYS},
                 }
@@ -83,7 +86,7 @@ def tune(config: str, epsilons: Sequence[float], sets: Sequence[str], out: str) 
             f"accuracy {best.accuracy:.4f} -> {toml}",
             flush=True,
         )
-    write_csv(folder / "tune.csv", rows, ["epsilon", "candidate", "public_accuracy", "chosen", *_KEYS])
+    write_csv(folder / "tune.csv", rows, ["epsilon", "candidate", "public_accuracy", "test_inputs", "chosen", *_KEYS])
     document = {
         "config": config,
         "sets": list(sets),
@@ -97,12 +100,22 @@ def tune(config: str, epsilons: Sequence[float], sets: Sequence[str], out: str) 
     return 0
 
 
-_KEYS = ("map-in", "map-dim", "map-scale", "sentence-mechanism", "sentence-epsilon", "label-mechanism", "label-epsilon")
+_KEYS = (
+    "map-in",
+    "map-dim",
+    "map-scale",
+    "sentence-mechanism",
+    "sentence-options",
+    "sentence-epsilon",
+    "label-mechanism",
+    "label-epsilon",
+    "server-model",
+)
 
 
 def _config_text(raw: dict[str, Any], values: dict[str, Any], eps: float, accuracy: float) -> str:
     """The flat TOML of ``raw`` with the chosen keys (run-config values are strings, numbers and booleans)."""
-    merged = {**raw, **{k: v for k, v in values.items() if k in _KEYS or k == "sentence-options"}}
+    merged = {**raw, **{k: v for k, v in values.items() if k in _KEYS}}
     lines = [
         f"# Chosen by sanitas tune on public data only: whole-record pure epsilon {eps:g} per user,",
         f"# emulated public hold-out accuracy {accuracy:.4f}.",
