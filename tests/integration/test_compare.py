@@ -337,3 +337,72 @@ def test_a_bad_label_share_is_one_line_before_any_work(
     err = captured.err.strip().splitlines()
     assert code == 2 and len(err) == 1 and message in err[0], err
     assert captured.out == "" and not (tmp_path / "out").exists()  # not even the calibration ran
+
+
+def test_every_point_is_held_against_public_only_on_its_own_test_inputs(tmp_path: Path) -> None:
+    """A local run with on-device inference gives two rows (sanitized and clean test inputs), each with the
+    public-only accuracy on the same inputs and the paired gain; a central run's row is on clean inputs. The
+    point's gain is the mean of the seeds' paired gains, flagged when it does not beat their sd; compare.csv
+    carries test_inputs, public_only_accuracy, gain_over_public and public_documents."""
+    privacy = {"epsilon_ldp": 5.0, "epsilon_total": 6.28, "delta_total": 0.0, "label_protected": True}
+    runs = cmp.plan([{"sentence-epsilon": 5.0, "label-mechanism": "rr", "label-epsilon": 1.28}], NOISE, [1, 2])
+    local = [r for r in runs if r.values.get("mode") == "local" and r.values.get("sentence-mechanism") != "none"]
+    central = [r for r in runs if r.values.get("central-noise-multiplier") == NOISE[1.0]]
+    data = {"public": {"documents": 282}}
+    for run, (gain, clean_gain) in zip(local, ((0.01, 0.04), (0.03, 0.03)), strict=True):
+        block = {
+            "test_inputs": "sanitized",
+            "public_only_accuracy": 0.56,
+            "gain_over_public": gain,
+            "on_device": {
+                "test_inputs": "clean",
+                "accuracy": 0.72 + clean_gain,
+                "public_only_accuracy": 0.72,
+                "gain_over_public": clean_gain,
+            },
+        }
+        _fake(tmp_path / run.name, 0.56 + gain, privacy, outcome=block, data=data, users={"test": 872})
+    for run, gain in zip(central, (0.001, -0.003), strict=True):
+        block = {"test_inputs": "clean", "public_only_accuracy": 0.72, "gain_over_public": gain}
+        _fake(tmp_path / run.name, 0.72 + gain, {"epsilon": 0.99, "delta": 1e-6}, holds=False, outcome=block, data=data)
+    targets = {r.name: 6.28 for r in local} | {r.name: 1.0 for r in central}
+    rows = [row for run in runs for row in cmp.rows_for(run, tmp_path, targets)]
+    points = {p["series"]: p for p in cmp.aggregate(rows) if p["series"] != "local-shuffled"}
+    device, sanitized, flat = points["local-ldp-on-device"], points["local-ldp"], points["central-user"]
+    assert device["test_inputs"] == "clean" and sanitized["test_inputs"] == "sanitized"
+    assert device["accuracy_mean"] == pytest.approx(0.755) and device["public_only_accuracy"] == pytest.approx(0.72)
+    assert device["gain_over_public"] == pytest.approx(0.035) and device["adds_over_public"] is True
+    assert sanitized["gain_over_public"] == pytest.approx(0.02) and sanitized["gain_over_public_sd"] == pytest.approx(
+        0.01414, rel=1e-3
+    )
+    assert sanitized["adds_over_public"] is True  # 0.02 > sd 0.014
+    assert flat["test_inputs"] == "clean" and flat["adds_over_public"] is False  # -0.001 on average
+    assert device["test_release_epsilon"] is None  # no sanitized test input: no ceiling of one
+    csv_path, _, _ = cmp.write(list(points.values()), tmp_path, "t", 0.5, {}, rows, "majority class")
+    table = {r["series"]: r for r in csv.DictReader(csv_path.open())}
+    for column in ("test_inputs", "public_only_accuracy", "gain_over_public", "public_documents"):
+        assert column in table["local-ldp"]
+    assert table["central-user"]["adds_over_public"] == "false" and table["local-ldp"]["public_documents"] == "282"
+
+
+def test_a_class_means_recipe_carries_its_map_dim_and_compare_sets_like_for_like() -> None:
+    from fl import config
+
+    cfg = config.resolve({"sentence-mechanism": "privunit", "sentence-options": "unbiased = true", "map-dim": 32})
+    points = cmp.local_points(cfg, [3.14, 6.28], {3.14: 0.35, 6.28: 0.35}, 32, 2, map_dims={3.14: 16})
+    assert points[0][0] == {
+        "sentence-epsilon": pytest.approx(3.14 * 0.65),
+        "label-mechanism": "rr",
+        "label-epsilon": pytest.approx(3.14 * 0.35),
+        "map-dim": 16,
+    }
+    assert "map-dim" not in points[1][0]
+    assert cmp.like_for_like(["users-per-node=50"]) == [
+        "clean-evaluation=true",
+        'central-start="public"',
+        "users-per-node=50",
+    ]
+    assert cmp.like_for_like(['central-start="seeded"']) == ["clean-evaluation=true", 'central-start="seeded"']
+    runs = cmp.plan([points[1][0]], NOISE, [1], clear_options=True)
+    reference = next(r for r in runs if r.values.get("sentence-mechanism") == "none")
+    assert reference.values["sentence-options"] == ""  # "none" takes no options

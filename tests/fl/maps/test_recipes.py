@@ -157,3 +157,42 @@ def test_tune_splits_its_hold_out_by_the_public_texts_source_groups(
     assert seen == [[4, 1, 1, 1, 4, 5, 5]]
     with pytest.raises(ValueError, match="no public documents"):
         datasets.public_groups(config.resolve(phrases))
+
+
+def test_the_class_means_grid_is_scored_on_clean_hold_out_rows_and_never_mixed() -> None:
+    """The class-means candidates (PrivUnit on the public projection, debiased class means) are emulated on
+    public data and scored on the hold-out's clean rows: on two Gaussian classes separated along one axis the
+    chosen recipe classifies the clean hold-out nearly as well as the public model (> 0.95), every row of its
+    table says test_inputs = clean, the grid names each dimension and share, and a grid that mixes it with a
+    sanitized-input candidate is refused."""
+    x, y = _public()
+    cfg = config.resolve({"seed": 3, "public-fraction": 0.25})
+    grid = recipes.class_means_candidates(dims=(4, 8), shares=(0.2, 0.35))
+    assert [c.name for c in grid] == [
+        "class-means-projection-m4 label-share 0.2",
+        "class-means-projection-m4 label-share 0.35",
+        "class-means-projection-m8 label-share 0.2",
+        "class-means-projection-m8 label-share 0.35",
+    ]
+    best, table = recipes.choose(
+        cfg, 3.0, x, y, 2, num_users=5000, groups=np.arange(len(y)), candidates=grid, repeats=2
+    )
+    assert best.accuracy > 0.95 and {s.extra["test_inputs"] for s in table} == {"clean"}
+    assert best.values["server-model"] == "class-means" and best.values["sentence-options"] == "unbiased = true"
+    assert best.values["sentence-epsilon"] + best.values["label-epsilon"] == pytest.approx(3.0)
+    mixed = [
+        *grid[:1],
+        recipes.Candidate(
+            "rr",
+            {
+                "map-in": "supervised",
+                "map-dim": 2,
+                "map-scale": 1.0,
+                "sentence-mechanism": "class_rr",
+                "label-mechanism": "rr",
+            },
+            0.1,
+        ),
+    ]
+    with pytest.raises(ValueError, match="mixes on-device"):
+        recipes.choose(cfg, 3.0, x, y, 2, num_users=500, groups=np.arange(len(y)), candidates=mixed, repeats=1)

@@ -4,7 +4,17 @@ from __future__ import annotations
 
 import pytest
 
-from fl.reporting.outcome import MARGIN, learned, majority_rate, moved, outcome, outcome_text
+from fl.reporting.outcome import (
+    MARGIN,
+    adds_over_public,
+    against_public,
+    learned,
+    majority_rate,
+    moved,
+    outcome,
+    outcome_text,
+    standard_error,
+)
 
 
 def _rounds(*scores: tuple[float, float]) -> list[dict[str, float]]:
@@ -39,6 +49,10 @@ def test_the_issue_s_flat_central_run_learned_nothing_and_the_line_says_what_to_
         "beats_majority_class": False,
         "training_moved": False,
         "learned_nothing": True,
+        "test_inputs": "sanitized",
+        "public_only_accuracy": None,
+        "gain_over_public": None,
+        "adds_over_public": None,
     }
     text = outcome_text(block, 0.856, "central")
     assert "0.8560 does not beat the majority-class rate 0.8660" in text
@@ -52,3 +66,54 @@ def test_a_run_above_the_majority_rate_learned_even_if_its_scores_stood_still() 
     # Without test counts (synthetic data), scores that never moved are the only evidence.
     assert outcome(_rounds((0.5, 0.3), (0.5, 0.3)), None)["learned_nothing"] is True
     assert outcome(_rounds((0.5, 0.3), (0.6, 0.4)), None)["learned_nothing"] is False
+
+
+def test_the_public_only_line_is_the_gain_against_one_binomial_standard_error() -> None:
+    """872 test users at 0.80: one standard error is sqrt(0.8 * 0.2 / 872) = 0.01355; a gain of 0.013 adds
+    nothing, 0.014 does."""
+    assert standard_error(0.8, 872) == pytest.approx(0.013546, abs=1e-6)
+    assert against_public(0.80, 0.787, 872) == {
+        "public_only_accuracy": 0.787,
+        "gain_over_public": pytest.approx(0.013),
+        "adds_over_public": False,
+    }
+    assert against_public(0.80, 0.786, 872)["adds_over_public"] is True
+    assert against_public(0.80, None, 872)["adds_over_public"] is None
+
+
+def test_a_point_adds_over_public_when_its_mean_paired_gain_beats_the_seeds_sd() -> None:
+    assert adds_over_public(0.03, 0.01, 3, 0.75, 872) is True
+    assert adds_over_public(0.01, 0.02, 3, 0.75, 872) is False  # within seed noise
+    assert adds_over_public(-0.01, 0.001, 3, 0.75, 872) is False
+    assert adds_over_public(0.02, None, 1, 0.75, 872) is True  # one seed: one binomial SE is 0.0147
+    assert adds_over_public(0.01, None, 1, 0.75, 872) is False
+    assert adds_over_public(None, None, 0, None, None) is None
+
+
+def test_the_outcome_holds_both_test_inputs_against_public_only() -> None:
+    """A local run with on-device inference: the sanitized accuracy against the public model's on the same
+    sanitized inputs, and the clean one against the public logistic regression on the clean inputs."""
+    record = {
+        "accuracy": 0.58,
+        "macro_f1": 0.58,
+        "clean_accuracy": 0.755,
+        "public_only_accuracy": 0.565,
+        "public_only_clean_accuracy": 0.721,
+        "test_users": 872,
+    }
+    block = outcome([record], [428, 444])
+    assert block["test_inputs"] == "sanitized"
+    # 0.015 over public-only is within one standard error at 0.58 (0.0167): it adds nothing
+    assert block["public_only_accuracy"] == 0.565 and block["adds_over_public"] is False
+    assert block["on_device"] == {
+        "test_inputs": "clean",
+        "accuracy": 0.755,
+        "beats_majority_class": True,
+        "public_only_accuracy": 0.721,
+        "gain_over_public": pytest.approx(0.034),
+        "adds_over_public": True,
+    }
+    central = outcome([{**record, "clean_accuracy": 0.58}], [428, 444], "clean")
+    assert "on_device" not in central and central["test_inputs"] == "clean"
+    flat = outcome([{**record, "accuracy": 0.57}], [428, 444])
+    assert "adds nothing over the public data" in outcome_text(flat, 0.57)
