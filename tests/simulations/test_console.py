@@ -137,3 +137,30 @@ def test_the_summary_table_has_the_five_rows() -> None:
     text = console.export_text()
     for expected in ("accuracy", "0.7900", "macro-F1", "0.7800", "(2, 1e-05)-DP per", "3.2 s", "/tmp/r"):
         assert expected in text
+
+
+def test_the_summary_holds_the_run_against_public_only_on_both_test_inputs() -> None:
+    from simulations.runtime.console import public_only_rows
+
+    block = {
+        "test_inputs": "sanitized",
+        "public_only_accuracy": 0.5654,
+        "gain_over_public": 0.0149,
+        "adds_over_public": False,
+        "on_device": {
+            "test_inputs": "clean",
+            "accuracy": 0.7534,
+            "public_only_accuracy": 0.7213,
+            "gain_over_public": 0.0321,
+            "adds_over_public": True,
+        },
+    }
+    assert public_only_rows(block) == [
+        (
+            "vs public-only",
+            "gain over public-only +0.0149 (public-only 0.5654, sanitized test inputs): ADDS NOTHING over the public "
+            "data",
+        ),
+        ("on-device", "accuracy 0.7534, gain over public-only +0.0321 (public-only 0.7213, clean test inputs)"),
+    ]
+    assert public_only_rows({"public_only_accuracy": None}) == []
