@@ -83,7 +83,7 @@ def print_findings(
     stderr naming them; returns those points."""
     from rich.console import Console
 
-    Console(width=max(120, Console().width)).print(findings_table(points, majority, title, label))
+    Console(width=max(170, Console().width)).print(findings_table(points, majority, title, label))
     flat = not_learned(points, majority)
     nothing = [p for p in points if p.get("adds_over_public") is False and p not in flat]
     if nothing:

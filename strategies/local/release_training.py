@@ -278,7 +278,8 @@ class ReleaseTraining(Strategy):
         optimizer = torch.optim.Adam(head.parameters(), lr=self.cfg.server.learning_rate, foreach=True)
         epochs, batch = int(self.cfg.server.server_epochs), int(self.cfg.server.batch_size)
         with progress_bar(total=epochs, desc=f"public-only model on {len(y)} public releases", leave=False) as bar:
-            train_epochs(head, optimizer, z, y.to(self.device), epochs, batch, gen, progress=lambda: bar.update(1))
+            # forward given: trained here, never stacked with a shared federation's points (fl.maps.pipeline)
+            train_epochs(head, optimizer, z, y.to(self.device), epochs, batch, gen, lambda: bar.update(1), forward=head)
         self.public_head = head
 
     def _public_records(self) -> dict[str, ArrayRecord]:

@@ -82,7 +82,12 @@ def test_a_run_of_each_mode_keeps_the_contract(name: str, finished: dict[str, An
         "beats_majority_class",
         "training_moved",
         "learned_nothing",
+        "test_inputs",  # what accuracy scored: sanitized releases (local) or clean inputs (central)
+        "public_only_accuracy",
+        "gain_over_public",
+        "adds_over_public",
     }
+    assert summary["outcome"]["test_inputs"] == ("sanitized" if mode.releases_embeddings else "clean")
     assert summary["users"]["train"] > 0 and summary["users"]["nodes_hold_own_files"] is False
     assert (result.folder / "attack" / "state.pt").is_file()  # SST-2 documents on the server: attackable
     privacy = summary["privacy"]
