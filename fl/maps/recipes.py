@@ -191,6 +191,13 @@ def _start_map(cfg: RunConfig, x: torch.Tensor, y: torch.Tensor, num_classes: in
     raise ValueError(f"sanitas tune emulates map-in 'supervised', 'projection', 'random' or 'identity', got {kind!r}")
 
 
+def _halves(fit: torch.Tensor) -> tuple[np.ndarray, np.ndarray]:
+    """The fitting rows cut in two, alternately (they are sorted, so source groups stay mostly whole): the
+    stand-in for the public split and the stand-in for the private users of a class-means emulation."""
+    rows = fit.numpy()
+    return rows[0::2], rows[1::2]
+
+
 def emulate_class_means(
     cfg: RunConfig,
     x: torch.Tensor,
@@ -202,9 +209,10 @@ def emulate_class_means(
     generator: torch.Generator,
 ) -> float:
     """On-device accuracy of the ``class-means`` run ``cfg`` emulated on public documents
-    (:func:`fl.maps.class_means_emulation.emulate`): the fitting part stands in for the public split and,
-    resampled to the run's users (at most ``MAX_EMULATED_USERS``), for the private users."""
+    (:func:`fl.maps.class_means_emulation.emulate`): one half of the fitting part stands in for the public
+    split, the other, resampled to the run's users (at most ``MAX_EMULATED_USERS``), for the private users."""
     fit, val = split
+    pub, priv = _halves(fit)
     m_prime = maps.map_dim(cfg.release, x.shape[1])
     mech = config_mod.make_mechanism(cfg, "sentence", input_dim=m_prime, num_classes=num_classes)
     second = mech.unbiased_moments(m_prime)
@@ -223,10 +231,9 @@ def emulate_class_means(
     xn, yn = x.cpu().numpy(), y.cpu().numpy()
     return emulate_means(
         model,
-        xn[fit.numpy()],
-        yn[fit.numpy()],
-        xn[val.numpy()],
-        yn[val.numpy()],
+        (xn[pub], yn[pub]),
+        (xn[priv], yn[priv]),
+        (xn[val.numpy()], yn[val.numpy()]),
         num_classes,
         m_prime,
         lambda rows, gen: mech.sanitize(rows, generator=gen),
@@ -307,8 +314,9 @@ def choose(
         public: PublicModel | None = None  # the fitting part's public model, for every class-means candidate
         for i, (_, _, trial) in enumerate(trials):
             if trial["server-model"] == "class-means":
-                if public is None:
-                    public = fit_public_model(x[split[0]], y[split[0]], num_classes)
+                if public is None:  # fitted on the public stand-in half of the fitting rows
+                    half = torch.as_tensor(_halves(split[0])[0])
+                    public = fit_public_model(x[half], y[half], num_classes)
                 accs[i].append(emulate_class_means(trial, x, y, split, public, num_classes, num_users, gen))
                 continue
             key = (trial["map-in"], trial["map-dim"], trial["map-scale"], trial["map-seed"])
