@@ -64,7 +64,7 @@ def _series(repo: Path, argv: list[str], tmp: Path, tag: str, env: dict[str, str
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repo", default=str(REPO))
-    parser.add_argument("--config", default="simulations/experiments/quickstart.toml")
+    parser.add_argument("--config", default="simulations/experiments/sst2_class_rr_4000.toml")
     parser.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--busy", type=int, default=os.cpu_count() or 1, help="busy processes (default: one per core)")

@@ -6,7 +6,7 @@ Usage: python benchmarks/bench_run_phases.py [--cases quickstart full-sst2 user-
 Each case is a real ``sanitas run`` (a fresh process, as a user types it) on the offline SST-2
 (``$SANITAS_DATA_DIR``) with the embeddings cached:
 
-* ``quickstart``: ``simulations/experiments/quickstart.toml`` (4,000 sentences, 6 nodes, 3 rounds);
+* ``quickstart``: ``simulations/experiments/sst2_class_rr_4000.toml`` (4,000 sentences, 6 nodes, 3 rounds);
 * ``full-sst2``: the same recipe on the whole training split (``train-size = 0``: 50,549
   private users on 102 nodes, 3 rounds);
 * ``user-central``: ``simulations/experiments/sst2_user_central.toml`` (full SST-2,
@@ -55,8 +55,8 @@ LORA = [
     "noise-seed=1",
 ]
 CASES: dict[str, tuple[str, list[str]]] = {
-    "quickstart": ("simulations/experiments/quickstart.toml", []),
-    "full-sst2": ("simulations/experiments/quickstart.toml", ["train-size=0"]),
+    "quickstart": ("simulations/experiments/sst2_class_rr_4000.toml", []),
+    "full-sst2": ("simulations/experiments/sst2_class_rr_4000.toml", ["train-size=0"]),
     "user-central": ("simulations/experiments/sst2_user_central.toml", ["num-server-rounds=60"]),
     # The encoder-compare grid's LoRA + head central run (seed 1, per-user epsilon 2 at 50 rounds).
     "lora-central": ("simulations/experiments/sst2_encoder.toml", LORA),

@@ -3,7 +3,7 @@
 Usage: python benchmarks/bench_server_profile.py [--repo CHECKOUT] [--set KEY=VALUE ...] [--out FILE]
        [CONFIG]
 
-Runs ``sanitas run CONFIG`` (default ``simulations/experiments/quickstart.toml``) of checkout ``--repo`` (default:
+Runs ``sanitas run CONFIG`` (default ``simulations/experiments/sst2_class_rr_4000.toml``) of checkout ``--repo`` (default:
 this one) in this process, with ``cProfile`` enabled in the thread that runs
 ``strategies.server_app.run_server`` (on the Ray backend Flower runs the ServerApp in a thread of
 the driver). It needs nothing from the checkout but that function, so it measures commits from
@@ -55,7 +55,7 @@ def cumulative(stats: pstats.Stats, name: str, suffix: str) -> float:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("config", nargs="?", default="simulations/experiments/quickstart.toml")
+    parser.add_argument("config", nargs="?", default="simulations/experiments/sst2_class_rr_4000.toml")
     parser.add_argument("--repo", default=str(Path(__file__).resolve().parents[1]))
     parser.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE")
     parser.add_argument("--out", default="")

@@ -44,7 +44,7 @@ def _sanitas(repo: Path, argv: list[str], timeout: float) -> tuple[float, subpro
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repo", default=str(REPO))
-    parser.add_argument("--config", default="simulations/experiments/quickstart.toml")
+    parser.add_argument("--config", default="simulations/experiments/sst2_class_rr_4000.toml")
     parser.add_argument("--set", dest="sets", action="append", default=None, metavar="KEY=VALUE")
     parser.add_argument("--grid", default="sentence-epsilon=2.826,4.239,5.652,8.478,11.304")
     parser.add_argument("--seeds", default="", help="a seeded sweep (--seeds of sanitas sweep)")

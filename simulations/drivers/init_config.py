@@ -3,7 +3,7 @@
 :func:`summarise` reads the file (every column) and decides its text and label columns: those the user
 names, else a guess (the label: a column named like one, else the column with the fewest distinct
 values; the text: the string column with the longest mean length). :func:`config_entries` turns that
-into the keys of a local-DP run that suits the data's size (quickstart.toml's recipe), each with the
+into the keys of a local-DP run that suits the data's size (sst2_class_rr_4000.toml (the former quickstart)), each with the
 comments a newcomer needs: the file's classes and the majority-class rate a result must beat, the
 public-data rule, and the next commands. :func:`init_config` writes it, after checking that it resolves.
 Bad input is a one-line :class:`InitConfigError` (a ``ValueError``) naming what the user typed.
@@ -35,7 +35,7 @@ SEED = 42
 NODES = 8
 #: From about this many public documents, tuning the encoder on them first is worth its CPU time.
 TUNING_MIN_PUBLIC = 1000
-#: The whole-record budget of the written recipe (quickstart.toml's: chosen by `sanitas tune` on SST-2's
+#: The whole-record budget of the written recipe (sst2_class_rr_4000.toml, the former quickstart: chosen by `sanitas tune` on SST-2's
 #: public sentences): the class through K-ary randomized response, the label through randomized response.
 SENTENCE_EPSILON, LABEL_EPSILON = 5.652, 0.628
 
@@ -341,7 +341,7 @@ def config_entries(summary: DataSummary) -> list[Entry]:
                 "What a user releases, once, under local DP: the public classifier's class of its document through "
                 f"{k}-ary randomized response (class_rr, pure {SENTENCE_EPSILON}) and its label through randomized "
                 f"response (pure {LABEL_EPSILON}): pure {SENTENCE_EPSILON + LABEL_EPSILON:g} per user for the whole "
-                "record (the recipe of simulations/experiments/quickstart.toml). M1 is the public logistic "
+                "record (the recipe of simulations/experiments/sst2_class_rr_4000.toml). M1 is the public logistic "
                 'regression\'s logits and a constant (map-in = "supervised", map-dim = the number of classes). '
                 "`sanitas tune` chooses the split of a budget on the public documents only (docs/public-data.md).",
             ),

@@ -167,7 +167,7 @@ def test_compare_options_are_checked_before_anything_runs(
     option and the value, exit 2, nothing written (the data is not even loaded)."""
     from simulations.cli import main
 
-    config = Path(__file__).resolve().parents[2] / "simulations" / "experiments" / "quickstart.toml"
+    config = Path(__file__).resolve().parents[2] / "simulations" / "experiments" / "sst2_class_rr_4000.toml"
     code = main(["compare", str(config), option, value, "--out", str(tmp_path / "out")])
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 2 and len(err) == 1 and message in err[0], err
@@ -231,7 +231,7 @@ def test_head_and_encoder_central_series(tmp_path: Path) -> None:
 def test_bad_central_trains_are_refused_first(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     from simulations.cli import main
 
-    config = Path(__file__).resolve().parents[2] / "simulations" / "experiments" / "quickstart.toml"
+    config = Path(__file__).resolve().parents[2] / "simulations" / "experiments" / "sst2_class_rr_4000.toml"
     code = main(["compare", str(config), "--central-trains", "head,lora", "--out", str(tmp_path / "out")])
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 2 and len(err) == 1 and "--central-trains takes distinct values" in err[0]
@@ -246,7 +246,7 @@ def test_collect_tabulates_the_finished_runs_and_runs_nothing(
     from simulations.cli import main
 
     monkeypatch.setenv("SANITAS_DATA_DIR", str(data_dir))
-    config = Path(__file__).resolve().parents[2] / "simulations" / "experiments" / "quickstart.toml"
+    config = Path(__file__).resolve().parents[2] / "simulations" / "experiments" / "sst2_class_rr_4000.toml"
     args = ["compare", str(config), "--epsilons", "10", "--central-epsilons", "4", "--seeds", "1,2"]
     args += ["--set", 'encoder-tuning="none"', "--label-share", "0.1"]  # no tuning: the test's budget
     args += ["--out", str(tmp_path), "--name", "c", "--collect"]

@@ -31,8 +31,10 @@ def test_every_key_is_in_exactly_one_section() -> None:
 
 def test_quickstart_config_resolves() -> None:
     cfg = config.resolve(config.load_toml(REPO / "simulations" / "experiments" / "quickstart.toml") | {"data-dir": ""})
-    assert cfg["dataset"] == "sst2" and cfg["sentence-mechanism"] == "class_rr" and cfg["label-mechanism"] == "rr"
-    assert cfg["public-split"] == "source"
+    assert cfg["dataset"] == "sst2" and cfg["sentence-mechanism"] == "privunit" and cfg["label-mechanism"] == "rr"
+    assert cfg["public-split"] == "source" and cfg["public-size"] == 200 and cfg["server-model"] == "class-means"
+    assert cfg["noise-seed"] == -1  # each node's noise is secret: the guarantee holds against the server
+    assert cfg["sentence-epsilon"] + cfg["label-epsilon"] == pytest.approx(6.28)
 
 
 @pytest.mark.parametrize(

@@ -92,7 +92,7 @@ def test_a_bad_option_is_one_line_before_any_work(
 def test_the_command_refuses_an_out_file_without_a_traceback(tmp_path: Path) -> None:
     """As a user runs it: ``sanitas run ... --out FILE`` used to end in a NotADirectoryError traceback."""
     (tmp_path / "a-file").write_text("")
-    config = REPO / "simulations" / "experiments" / "quickstart.toml"
+    config = REPO / "simulations" / "experiments" / "sst2_class_rr_4000.toml"
     argv = [sys.executable, "-m", "simulations.cli", "run", str(config), "--out", str(tmp_path / "a-file")]
     proc = subprocess.run(argv, cwd=REPO, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
