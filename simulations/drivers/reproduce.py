@@ -54,6 +54,9 @@ COLUMNS: tuple[str, ...] = (
     "macro_f1_mean",
     "macro_f1_sd",
     "clean_accuracy_mean",
+    "public_only_accuracy",
+    "gain_over_public",
+    "adds_over_public",
     "epsilon",
     "max_user_pure_epsilon_embedding",
     "max_user_pure_epsilon_total",
@@ -110,6 +113,10 @@ def table(rep: Reproduction, points: Sequence[Mapping[str, Any]]) -> list[dict[s
                 "macro_f1_mean": p.get("macro_f1_mean"),
                 "macro_f1_sd": p.get("macro_f1_sd"),
                 "clean_accuracy_mean": p.get("clean_accuracy_mean"),
+                # the model fitted on the run's public data alone, on the same test inputs (None: no public data)
+                "public_only_accuracy": p.get("public_only_accuracy_mean"),
+                "gain_over_public": p.get("gain_over_public_mean"),
+                "adds_over_public": p.get("adds_over_public"),
                 "epsilon": p.get("epsilon"),
                 "max_user_pure_epsilon_embedding": p.get("max_user_pure_epsilon_embedding"),
                 "max_user_pure_epsilon_total": p.get("max_user_pure_epsilon_total"),
@@ -153,7 +160,8 @@ def markdown(rep: Reproduction, rows: Sequence[Mapping[str, Any]], command: str)
     """The Markdown record: citation, command, the table, the reasons for differences. Word-level
     rows add the per-word delta and N_w (the rate at which a word is left unchanged)."""
     words = any(r.get("word_delta") is not None or r.get("N_w_mean") is not None for r in rows)
-    extra_head = " per-word delta | N_w |" if words else ""
+    public = any(r.get("public_only_accuracy") is not None for r in rows)
+    extra_head = (" per-word delta | N_w |" if words else "") + (" public-only | gain over public |" if public else "")
     lines = [
         f"# {rep.title}",
         "",
@@ -163,13 +171,16 @@ def markdown(rep: Reproduction, rows: Sequence[Mapping[str, Any]], command: str)
         "",
         f"| {' / '.join(rep.series_keys)} | {' / '.join(rep.x_keys)} | n | {rep.metric} (mean +- sd) | macro-F1 "
         f"| per-user epsilon (delta) |{extra_head} paper | ours - paper |",
-        "|---|---|---|---|---|---|" + ("---|---|" if words else "") + "---|---|",
+        "|---|---|---|---|---|---|" + ("---|---|" if words else "") + ("---|---|" if public else "") + "---|---|",
     ]
     for r in rows:
         sd = f" +- {_fmt(r['accuracy_sd'])}" if r["accuracy_sd"] is not None else " (one seed)"
         acc = f"{_fmt(r['accuracy_mean'])}{sd}" if r["accuracy_mean"] is not None else r["status"]
         # 3 significant digits: a Gaussian's 1e-05 and a near-zero N_w must not print as 0.0000
         extra = f" {_fmt(r.get('word_delta'), '.3g')} | {_fmt(r.get('N_w_mean'), '.3g')} |" if words else ""
+        if public:
+            flag = " (adds nothing over the public data)" if r.get("adds_over_public") is False else ""
+            extra += f" {_fmt(r.get('public_only_accuracy'))} | {_fmt(r.get('gain_over_public'), '+.3f')}{flag} |"
         lines.append(
             f"| {r['series']} | {format(r['x'], 'g') if r['x'] is not None else '-'} | {r['n']} | {acc} "
             f"| {_fmt(r['macro_f1_mean'])} | {_epsilon_text(r)} |{extra} {_fmt(r['paper'], '.4f')} "
@@ -215,6 +226,20 @@ def plot(rep: Reproduction, rows: Sequence[Mapping[str, Any]], path: Path) -> Pa
         for r in done:
             if r["series"] == name and r["x"] is None:
                 ax.axhline(r["accuracy_mean"], ls="--", color=color, label=f"ours: {name} (n={r['n']})")
+        public = sorted(
+            (r["x"], r["public_only_accuracy"])
+            for r in done
+            if r["series"] == name and r["x"] is not None and r.get("public_only_accuracy") is not None
+        )
+        if public:
+            ax.plot(
+                [x for x, _ in public],
+                [v for _, v in public],
+                ".:",
+                color=color,
+                alpha=0.6,
+                label=f"public-only, same test inputs: {name}",
+            )
         paper = sorted((x, v) for (s, x), v in rep.paper.items() if s == name)
         if paper:
             ax.plot([x for x, _ in paper], [v for _, v in paper], "x:", color=color, label=f"paper: {name}")
