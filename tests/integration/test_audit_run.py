@@ -163,9 +163,19 @@ TASK_AWARE = {  # the public classifier's class through 2-ary RR (supervised M1 
     "sentence-epsilon": 2.0,
 }
 PRIVUNIT = {**CONFIG, "sentence-mechanism": "privunit", "sentence-epsilon": 2.0, "map-dim": 8}
+# the class-means recipe: PrivUnit (unbiased) on the public projection, the server's debiased class means
+CLASS_MEANS = {
+    **PRIVUNIT,
+    "public-fraction": 0.25,
+    "map-in": "projection",
+    "sentence-options": "unbiased = true",
+    "server-model": "class-means",
+}
 
 
-@pytest.mark.parametrize(("cfg", "printed"), [(TASK_AWARE, 2.0 + 1.0), (PRIVUNIT, 2.0 + 1.0)])
+@pytest.mark.parametrize(
+    ("cfg", "printed"), [(TASK_AWARE, 2.0 + 1.0), (PRIVUNIT, 2.0 + 1.0), (CLASS_MEANS, 2.0 + 1.0)]
+)
 @pytest.mark.parametrize(("tamper", "passes"), [("", True), ("epsilon-3x", False)])
 def test_the_new_mechanisms_keep_the_printed_figure(cfg: dict, printed: float, tamper: str, passes: bool) -> None:
     """class_rr and PrivUnit (pure epsilon per release) under the end-to-end audit: the honest flow
