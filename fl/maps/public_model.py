@@ -103,6 +103,20 @@ def fit_public_model(
     return PublicModel(weight=weight, bias=bias, l2=best_c, cv_accuracy=best_acc)
 
 
+def check_projection_size(m_prime: int, num_public: int, num_classes: int) -> None:
+    """Refuse, before a run starts, a ``map-dim`` that the public documents cannot span: the projection
+    takes the public model's k logit directions (k = 1 for two classes, K - 1 for K) and at most one
+    principal direction per public document (``ConfigError``, one line naming both numbers)."""
+    from fl.config import ConfigError
+
+    k = 1 if num_classes == 2 else num_classes - 1
+    if m_prime > num_public + k:
+        raise ConfigError(
+            f"map-in = 'projection' with map-dim = {m_prime}: {num_public} public documents span at most "
+            f"{num_public + k} dimensions; lower map-dim or add public data (public-size, public-fraction)"
+        )
+
+
 def projection_map(x: np.ndarray | torch.Tensor, model: PublicModel, m_prime: int) -> torch.Tensor:
     """The affine M1 of ``map-in = "projection"`` from public embeddings ``x`` and the public model.
 

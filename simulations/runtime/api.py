@@ -187,7 +187,11 @@ def _prepare(cfg: Mapping[str, Any], resume: bool) -> _Prepared:
     from strategies.modes import run_folder
 
     data.check_source(cfg)
-    data.load(cfg)  # fails early (empty documents, bad columns) before any output
+    loaded = data.load(cfg)  # fails early (empty documents, bad columns) before any output
+    if cfg["map-in"] == "projection" and getattr(loaded, "public", None) is not None:
+        from fl.maps.public_model import check_projection_size
+
+        check_projection_size(int(cfg["map-dim"]), len(loaded.public), int(loaded.num_classes))
     if cfg["strategy"]:  # an unknown strategy module or class fails here, before Ray starts
         from strategies.loading import import_object
 

@@ -193,6 +193,31 @@ ROWS = [
         id="public-twice",
     ),
     pytest.param(Bad(("central-delta", "got -0.1"), "central-delta = -0.1\n"), id="central-delta-negative"),
+    # ---------------------------------------------------------------- the public-only line and the class-means recipe
+    pytest.param(
+        Bad(
+            ("map-dim = 64", "30 public documents span at most 31 dimensions"),
+            'public-size = 20\nmap-in = "projection"\nmap-dim = 64\n',
+        ),
+        id="projection-wider-than-the-public-data",
+    ),
+    pytest.param(
+        Bad(
+            ("server-model", "class-means", "unbiased", "sentence-mechanism = 'purkayastha'"),
+            'public-size = 200\nmap-in = "projection"\nserver-model = "class-means"\n',
+        ),
+        id="class-means-needs-unbiased-releases",
+    ),
+    pytest.param(
+        Bad(("central-start", "'pub'", "did you mean 'public'"), 'central-start = "pub"\n'), id="central-start-typo"
+    ),
+    pytest.param(
+        Bad(
+            ("sentence-mechanism 'none' takes no sentence-options",),
+            'sentence-mechanism = "none"\nsentence-options = "unbiased = true"\n',
+        ),
+        id="none-with-options",
+    ),
     # ---------------------------------------------------------------- config keys (TOML, --set)
     pytest.param(
         Bad(("sentence-epsilon", "must be > 0 and finite", "got 0.0"), "sentence-epsilon = 0\n"), id="epsilon-zero"
