@@ -31,3 +31,7 @@ sanitas compare "$AG" --epsilons "$LOCAL" --central-epsilons "$CENTRAL" --set pu
 # SST-2, 200 public texts: the LoRA encoder trained centrally with the head (central epsilon 1 and 4).
 sanitas compare "$SST2" --epsilons 6.28 --central-epsilons 1,4 --central-trains encoder "${COMMON[@]}" \
     --name sst2-public200-lora
+# SST-2, 200 public texts, one user per review sentence (user-unit = "source": a user's record is every phrase of
+# one sentence, released once under one budget) instead of one per GLUE phrase.
+sanitas compare "$SST2" --epsilons "$LOCAL" --central-epsilons "$CENTRAL" --set 'user-unit="source"' "${COMMON[@]}" \
+    --name sst2-public200-sentences

@@ -22,6 +22,7 @@ HERE = Path(__file__).resolve().parent
 #: (folder name, what it is), in the order of the README.
 COMPARISONS = (
     ("sst2-public200", "SST-2, 200 public texts (whole source groups)"),
+    ("sst2-public200-sentences", "SST-2, 200 public texts, one user per review sentence (user-unit = source)"),
     ("sst2-public2000", "SST-2, 2,000 public texts"),
     ("sst2-public25pct", "SST-2, 25% of the training split public (by source)"),
     ("sst2-imdb-public", "SST-2, IMDB sentences as public data"),
