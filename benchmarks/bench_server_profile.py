@@ -3,8 +3,8 @@
 Usage: python benchmarks/bench_server_profile.py [--repo CHECKOUT] [--set KEY=VALUE ...] [--out FILE]
        [CONFIG]
 
-Runs ``sanitas run CONFIG`` (default ``simulations/experiments/sst2_class_rr_4000.toml``) of checkout ``--repo`` (default:
-this one) in this process, with ``cProfile`` enabled in the thread that runs
+Runs ``sanitas run CONFIG`` (default ``simulations/experiments/sst2_class_rr_4000.toml``) of checkout
+``--repo`` (default: this one) in this process, with ``cProfile`` enabled in the thread that runs
 ``strategies.server_app.run_server`` (on the Ray backend Flower runs the ServerApp in a thread of
 the driver). It needs nothing from the checkout but that function, so it measures commits from
 before ``fl.reporting.timing`` existed (the "before" of ``docs/results/run-speed``). It reports the wall

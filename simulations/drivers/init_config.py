@@ -3,9 +3,9 @@
 :func:`summarise` reads the file (every column) and decides its text and label columns: those the user
 names, else a guess (the label: a column named like one, else the column with the fewest distinct
 values; the text: the string column with the longest mean length). :func:`config_entries` turns that
-into the keys of a local-DP run that suits the data's size (sst2_class_rr_4000.toml (the former quickstart)), each with the
-comments a newcomer needs: the file's classes and the majority-class rate a result must beat, the
-public-data rule, and the next commands. :func:`init_config` writes it, after checking that it resolves.
+into the keys of a local-DP run that suits the data's size (the recipe of sst2_class_rr_4000.toml, the former
+quickstart), each with the comments a newcomer needs: the file's classes and the majority-class rate a result
+must beat, the public-data rule, and the next commands. :func:`init_config` writes it, after checking that it resolves.
 Bad input is a one-line :class:`InitConfigError` (a ``ValueError``) naming what the user typed.
 """
 
@@ -35,8 +35,9 @@ SEED = 42
 NODES = 8
 #: From about this many public documents, tuning the encoder on them first is worth its CPU time.
 TUNING_MIN_PUBLIC = 1000
-#: The whole-record budget of the written recipe (sst2_class_rr_4000.toml, the former quickstart: chosen by `sanitas tune` on SST-2's
-#: public sentences): the class through K-ary randomized response, the label through randomized response.
+#: The whole-record budget of the written recipe (sst2_class_rr_4000.toml, the former quickstart: chosen by
+#: `sanitas tune` on SST-2's public sentences): the class through K-ary randomized response, the label through
+#: randomized response.
 SENTENCE_EPSILON, LABEL_EPSILON = 5.652, 0.628
 
 

@@ -173,9 +173,7 @@ CLASS_MEANS = {
 }
 
 
-@pytest.mark.parametrize(
-    ("cfg", "printed"), [(TASK_AWARE, 2.0 + 1.0), (PRIVUNIT, 2.0 + 1.0), (CLASS_MEANS, 2.0 + 1.0)]
-)
+@pytest.mark.parametrize(("cfg", "printed"), [(TASK_AWARE, 2.0 + 1.0), (PRIVUNIT, 2.0 + 1.0), (CLASS_MEANS, 2.0 + 1.0)])
 @pytest.mark.parametrize(("tamper", "passes"), [("", True), ("epsilon-3x", False)])
 def test_the_new_mechanisms_keep_the_printed_figure(cfg: dict, printed: float, tamper: str, passes: bool) -> None:
     """class_rr and PrivUnit (pure epsilon per release) under the end-to-end audit: the honest flow
