@@ -56,15 +56,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from fl import config as config_mod
 from simulations.drivers import sweep as sw
 from simulations.drivers.compare_outputs import (  # noqa: F401 - the comparison's names, as before the split
     COLUMNS,
     SEED_DEPENDENT,
     STYLES,
+    _ceiling_inputs,
     _local_start,
+    add_ceilings,
     aggregate,
     plot,
     rows_for,
@@ -212,7 +212,9 @@ def local_points(
                 {"label-mechanism": "none", **recipes.split_budget(clear, total, share, input_dim, num_classes)}
             )
         for keys in variants:
-            ordered = {k: keys[k] for k in ("sentence-epsilon", "label-mechanism", "label-epsilon") if k in keys}
+            ordered: dict[str, Any] = {
+                k: keys[k] for k in ("sentence-epsilon", "label-mechanism", "label-epsilon") if k in keys
+            }
             if map_dims and total in map_dims:
                 ordered["map-dim"] = int(map_dims[total])
             points.append((ordered, float(total)))
@@ -553,53 +555,3 @@ def _label_shares(
             flush=True,
         )
     return out, {t: m for t, m in dims.items() if m != cfg["map-dim"]}
-
-
-def _ceiling_inputs(
-    cfg: config_mod.RunConfig, seeds: Sequence[int], rows: Sequence[Mapping[str, Any]]
-) -> tuple[list[float], dict[int, float]]:
-    """The test split's class frequencies and, per seed, the public classifier's test accuracy (the
-    logistic regression the supervised map is made of, on the run's encoder): what the ceiling needs.
-    The accuracy is a reference figure scored like every run's accuracy, never used to choose anything."""
-    from fl.data import datasets as data
-
-    loaded = data.load(cfg.replace(seed=seeds[0]))
-    if not isinstance(loaded, data.TextDataset):
-        return [], {}
-    counts = np.bincount(np.asarray(loaded.test["label"][:], dtype=np.int64), minlength=loaded.num_classes)
-    priors = (counts / counts.sum()).tolist()
-    if loaded.public is None or not any(r["series"].startswith("local-ldp") for r in rows):
-        return priors, {}
-    import torch
-
-    from fl.encoding.encoder import embed_texts
-    from fl.encoding.public_tuning import with_tuned_encoder
-    from fl.maps.input_map import logistic_directions
-    from mechanisms.class_rr import logit_class
-
-    accuracy = {}
-    for seed in seeds:
-        seeded = with_tuned_encoder(cfg.replace(seed=seed))
-        ds = data.load(seeded)
-        assert isinstance(ds, data.TextDataset) and ds.public is not None
-        xp = np.asarray(embed_texts(ds.public["text"][:], seeded, "cpu", progress=False))
-        xt = np.asarray(embed_texts(ds.test["text"][:], seeded, "cpu", progress=False))
-        a, b = logistic_directions(xp, np.asarray(ds.public["label"][:]), ds.num_classes)
-        pred = logit_class(torch.as_tensor(xt @ a + b), ds.num_classes).numpy()
-        accuracy[seed] = float((pred == np.asarray(ds.test["label"][:])).mean())
-    return priors, accuracy
-
-
-def add_ceilings(rows: Sequence[dict[str, Any]], priors: Sequence[float], public_accuracy: Mapping[int, float]) -> None:
-    """Each local row's ceiling at its test release's pure epsilon: the bound on any classifier of a
-    sanitized input (``ceiling_bound``) and the public class + K-ary RR point (``ceiling_public_rr``)."""
-    from fl.accounting.analysis.ceiling import accuracy_ceiling, public_rr_accuracy
-
-    for row in rows:
-        eps = row.get("test_release_epsilon")
-        if not row["series"].startswith("local-") or eps is None or not priors or not math.isfinite(eps):
-            continue
-        row["ceiling_bound"] = accuracy_ceiling(float(eps), priors)
-        acc = public_accuracy.get(row.get("seed"))  # type: ignore[arg-type]
-        if acc is not None:
-            row["ceiling_public_rr"] = public_rr_accuracy(float(eps), len(priors), acc)

@@ -1,0 +1,92 @@
+"""The public split of a run's training split, and the labels of public data from another dataset.
+
+* :func:`own_public`: which training rows are public: a seeded ``public-fraction`` of the source groups
+  (or of the rows), or whole groups (or rows) until ``public-size`` texts (``fl.data.sources``);
+* :func:`public_label_map`: how another dataset's classes map onto the run's (``public-labels``).
+
+Part of :mod:`fl.data.datasets`, which loads the data and calls these.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import datasets
+import numpy as np
+
+from fl.config import ConfigError
+from fl.data import sources
+
+
+def own_public(
+    cfg: Mapping[str, Any], train: datasets.Dataset, seed: int, grouping: str
+) -> tuple[np.ndarray, dict[str, Any]]:
+    """Which training rows are public (bool [n]) and how they were drawn: a seeded ``public-fraction``
+    of the source groups (``public-split = "source"``, the ``group`` column of :func:`_with_groups`) or
+    of the rows, or (``public-size``) whole groups or rows in a seeded order until at least that many
+    texts. A ``public-size`` that leaves no private row is a one-line ``ConfigError``."""
+    size, fraction = int(cfg["public-size"]), float(cfg["public-fraction"])
+    if size >= len(train):
+        raise ConfigError(
+            f"public-size = {size}: the training split has {len(train)} documents"
+            + (f" (train-size = {cfg['train-size']})" if cfg["train-size"] else "")
+            + f" and the private users need at least one: set public-size below {len(train)}"
+        )
+    until = f"in a seeded order until public-size = {size} texts"
+    if cfg["public-split"] == "row":
+        rng = np.random.default_rng(seed + 2)
+        if size:
+            is_public = np.zeros(len(train), dtype=bool)
+            is_public[rng.permutation(len(train))[:size]] = True
+            return is_public, {"source": f"training rows {until} (public-split = row)", "split": "row"}
+        is_public = rng.random(len(train)) < fraction
+        return is_public, {"source": "a seeded share of the training rows (public-split = row)", "split": "row"}
+    texts, groups = train["text"][:], np.asarray(train["group"][:])
+    if size:
+        split = sources.source_split_size(texts, groups, size, seed + 2)
+        how = f"whole source groups of the training split {until} (public-split = source)"
+    else:
+        split = sources.source_split(texts, groups, fraction, seed + 2)
+        how = "a seeded share of the training split's source groups (public-split = source)"
+    info = {"source": how, "split": "source", "grouping": grouping, "groups": split.groups}
+    return split.is_public, {**info, "moved_to_public": split.moved_to_public}
+
+
+def public_label_map(public_names: list[str], run_names: list[str], given: str, source: str) -> dict[int, int]:
+    """Public class id -> the run's class id: by ``public-labels`` pairs, else by equal names
+    (case-insensitive) or an unambiguous prefix ("neg" -> "negative"). Every public class must map
+    to a run class, and every run class must receive one; otherwise a ``ConfigError`` says which."""
+    from fl.config.run_config import public_label_pairs
+
+    pairs = public_label_pairs(given)
+    lower = [n.lower() for n in run_names]
+    mapping: dict[int, int] = {}
+    for k, name in enumerate(public_names):
+        if pairs:
+            target = pairs.get(name)
+            if target is None:
+                raise ConfigError(f"public-labels does not map the public class {name!r} of {source!r}")
+            if target not in run_names:
+                raise ConfigError(f"public-labels maps {name!r} to {target!r}, not a class of the run ({run_names})")
+            mapping[k] = run_names.index(target)
+            continue
+        hits = [i for i, n in enumerate(lower) if n == name.lower()] or [
+            i for i, n in enumerate(lower) if n.startswith(name.lower()) or name.lower().startswith(n)
+        ]
+        if len(hits) != 1:
+            raise ConfigError(
+                f"public-dataset {source!r}: its class {name!r} matches {'no' if not hits else 'several'} class of "
+                f'the run ({run_names}); map them with public-labels = "{name} = <run class>, ..."'
+            )
+        mapping[k] = hits[0]
+    unused = pairs.keys() - set(public_names)
+    if unused:
+        raise ConfigError(f"public-labels names {sorted(unused)}, not classes of {source!r} ({public_names})")
+    missing = [run_names[i] for i in range(len(run_names)) if i not in mapping.values()]
+    if missing:
+        raise ConfigError(
+            f"public-dataset {source!r} has no documents of the run's class(es) {missing}: "
+            f"its classes are {public_names}"
+        )
+    return mapping
