@@ -195,6 +195,14 @@ class RunWriter:
             ax.axhline(guess, color="grey", ls=":", lw=1, label=f"random guess ({guess:.3f})")
         if reference:
             ax.axhline(reference, color="black", ls="-.", lw=1, label=f"non-private reference ({reference:.3f})")
+        last = self.rounds[-1] if self.rounds else {}
+        for key, label, ls in (
+            ("public_only_accuracy", test_label, "--"),
+            ("public_only_clean_accuracy", "clean test", ":"),
+        ):
+            public = last.get(key)  # the model fitted on the public data alone, on the same test inputs
+            if public is not None and public == public:
+                ax.axhline(public, color="darkorange", ls=ls, lw=1.2, label=f"public-only, {label} ({public:.3f})")
         ax.set_xlabel("round")
         ax.set_ylabel("score")
         ax.set_ylim(0, 1)

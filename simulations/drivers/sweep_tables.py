@@ -315,6 +315,7 @@ def plot_accuracy(points: Sequence[Mapping[str, Any]], keys: Sequence[str], path
                 label=f"{label} ({agg.n_label(p['n'] for p in private)})",
             )
             _annotate_n(ax, xs, private)
+            _draw_public_only(ax, private, color)
         for p in group:
             if p.get("epsilon") is None:
                 mean, sd = p["accuracy_mean"], p.get("accuracy_sd")
@@ -356,6 +357,19 @@ def plot_accuracy(points: Sequence[Mapping[str, Any]], keys: Sequence[str], path
     fig.tight_layout()
     save_figure(fig, path)
     return path
+
+
+def _draw_public_only(ax: Any, points: Sequence[Mapping[str, Any]], color: Any) -> None:
+    """Beside a line of points, the model fitted on the public data alone on the same test inputs (dotted),
+    and a ring around each point that does not beat it beyond seed noise (``adds_over_public``)."""
+    public = [(p["epsilon"], p["public_only_accuracy_mean"]) for p in points if p.get("public_only_accuracy_mean")]
+    if public:
+        ax.plot(*zip(*public, strict=True), ":", color=color, alpha=0.7, marker=".", label="public-only, same inputs")
+    flat = [(p["epsilon"], p["accuracy_mean"]) for p in points if p.get("adds_over_public") is False]
+    if flat:
+        ax.scatter(
+            *zip(*flat, strict=True), s=150, facecolors="none", edgecolors="darkorange", linewidths=1.5, zorder=6
+        )
 
 
 def _plot_not_ldp(ax: Any, points: Sequence[Mapping[str, Any]], keys: Sequence[str]) -> None:
