@@ -36,7 +36,6 @@ from collections.abc import Mapping
 from functools import lru_cache
 from typing import Any
 
-import numpy as np
 import torch
 from flwr.app import Array, ArrayRecord, Context, Message, MessageType, MetricRecord, RecordDict
 from flwr.clientapp.mod import fixedclipping_mod
@@ -44,7 +43,7 @@ from flwr.clientapp.typing import ClientAppCallable
 from flwr.supercore.differential_privacy import KEY_CLIPPING_NORM
 from torch import nn
 
-from clients.node import node_cohort, noise_secret
+from clients.node import node_cohort, noise_secret, public_model_predictions
 from fl import wire
 from fl.accounting.central import UNIFORM_WEIGHT_KEY
 from fl.cohort import Cohort
@@ -260,8 +259,7 @@ def handle_central_evaluate(msg: Message, context: Context, cfg: RunConfig) -> M
         "confusion": confusion_matrix(truth, pred, c.num_classes).reshape(-1).tolist(),
     }
     if wire.PUBLIC_MODEL in msg.content:  # the model fitted on the public data alone, on the same clean inputs
-        matrix_pub = wire.array_record(msg.content, wire.PUBLIC_MODEL)["matrix"].numpy()
-        public = (np.asarray(c.test_emb, dtype=np.float64) @ matrix_pub[:-1] + matrix_pub[-1]).argmax(axis=1)
+        public = public_model_predictions(msg.content, c.test_emb)
         counts["public-confusion"] = confusion_matrix(truth, public, c.num_classes).reshape(-1).tolist()
     metrics = MetricRecord(counts)
     return Message(content=RecordDict({"metrics": metrics}), reply_to=msg)

@@ -35,7 +35,7 @@ import numpy as np
 import torch
 from flwr.app import Array, ArrayRecord, ConfigRecord, Context, Message, MetricRecord, RecordDict
 
-from clients.node import derived_seed, next_generator, node_cohort, noise_secret
+from clients.node import derived_seed, next_generator, node_cohort, noise_secret, public_model_predictions
 from fl import config as config_mod
 from fl import wire
 from fl.accounting.charges import Charge
@@ -94,16 +94,6 @@ def _server_model(msg: Message, cfg: RunConfig, c: Cohort, key: str = wire.MODEL
     model = empty_head(cfg.server.server_model, c.release_dim, c.encoder_dim, int(cfg.server.hidden_dim), c.num_classes)
     model.load_state_dict(wire.array_record(msg.content, key).to_torch_state_dict())
     return model.eval()
-
-
-def _public_clean_predictions(msg: Message, c: Cohort, rows: np.ndarray) -> np.ndarray | None:
-    """The public logistic regression's classes of the clean test inputs ``rows`` (``None`` when the request
-    carries no public model)."""
-    if wire.PUBLIC_MODEL not in msg.content:
-        return None
-    matrix = wire.array_record(msg.content, wire.PUBLIC_MODEL)["matrix"].numpy()
-    x = np.asarray(c.test_emb[rows], dtype=np.float64)
-    return np.asarray((x @ matrix[:-1] + matrix[-1]).argmax(axis=1), dtype=np.int64)
 
 
 _CHANNELS: dict[tuple[Any, int, int, str | None], Channels] = {}
@@ -380,11 +370,11 @@ def handle_evaluate(msg: Message, context: Context, cfg: RunConfig) -> Message:
     if rows_clean is not None:
         clean = predict(model, rows_clean).numpy()
         metrics["clean-confusion"] = confusion_matrix(truth, clean, k).reshape(-1).tolist()
-    public_clean = _public_clean_predictions(msg, c, rel.rows) if cfg.release.clean_evaluation else None
-    if public_clean is not None:
-        metrics["public-clean-confusion"] = confusion_matrix(truth, public_clean, k).reshape(-1).tolist()
         if sizes is not None:
             metrics["clean-confusion-by-k"] = document_level.confusion_by_k(truth, clean, sizes, k).reshape(-1).tolist()
+    if cfg.release.clean_evaluation and wire.PUBLIC_MODEL in msg.content:  # public-only, same clean inputs
+        public_clean = public_model_predictions(msg.content, c.test_emb[rel.rows])
+        metrics["public-clean-confusion"] = confusion_matrix(truth, public_clean, k).reshape(-1).tolist()
     user_ids = np.arange(c.test_users.start, c.test_users.stop, dtype=np.int64)[rel.rows]
     out = rel.to_wire(channels, user_ids, None)
     content = RecordDict({wire.METRICS: MetricRecord(metrics), **out.to_content()})

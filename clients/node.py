@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from functools import lru_cache
 from typing import Any
 
+import numpy as np
 import torch
 from flwr.app import ConfigRecord, Context, Message, RecordDict
 
@@ -24,6 +25,7 @@ from fl import config as config_mod
 from fl import wire
 from fl.cohort import Cohort, build_cohort, build_local_cohort
 from fl.config import ReleaseConfig, RunConfig
+from fl.maps.public_model import predict_affine
 
 NOISE_KEY = "sanitas.noise"
 
@@ -171,3 +173,10 @@ def next_generator(context: Context, cfg: RunConfig, purpose: str, partition_id:
     noise["draws"] = draw + 1
     context.state[NOISE_KEY] = noise
     return torch.Generator().manual_seed(derived_seed(wire.read_int(noise, "secret"), partition_id, purpose, draw))
+
+
+def public_model_predictions(content: RecordDict, x: np.ndarray | torch.Tensor) -> np.ndarray:
+    """The public-only classes of the clean inputs ``x``: the public model the request ``content`` carries
+    (``fl.wire.PUBLIC_MODEL``, the homogeneous logits matrix; ``KeyError`` when it carries none), applied by
+    :func:`fl.maps.public_model.predict_affine`. Both modes' evaluate handlers score it so."""
+    return predict_affine(wire.array_record(content, wire.PUBLIC_MODEL)["matrix"].numpy(), x)

@@ -51,8 +51,14 @@ class PublicModel:
 
     def predict(self, x: np.ndarray | torch.Tensor) -> np.ndarray:
         """Argmax class of each row of ``x`` [n, d]."""
-        xn = np.asarray(torch.as_tensor(x).detach().cpu(), dtype=np.float64)
-        return np.asarray((xn @ self.weight + self.bias).argmax(axis=1), dtype=np.int64)
+        return predict_affine(self.as_matrix().numpy(), x)
+
+
+def predict_affine(matrix: np.ndarray, x: np.ndarray | torch.Tensor) -> np.ndarray:
+    """Argmax class of each row of ``x`` [n, d] under the homogeneous [d + 1, K] logits ``matrix``
+    (:meth:`PublicModel.as_matrix`, the form that travels), int64 [n]."""
+    xn = np.asarray(torch.as_tensor(x).detach().cpu(), dtype=np.float64)
+    return np.asarray((xn @ matrix[:-1] + matrix[-1]).argmax(axis=1), dtype=np.int64)
 
 
 def _logistic(c: float):  # -> sklearn LogisticRegression

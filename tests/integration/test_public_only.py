@@ -83,3 +83,21 @@ def test_a_central_run_starts_from_the_public_data_and_meets_the_same_public_onl
     # the same public logistic regression on the same clean test users, whichever mode scored it
     assert block["public_only_accuracy"] == pytest.approx(local["outcome"]["on_device"]["public_only_accuracy"])
     assert block["gain_over_public"] == pytest.approx(central["final"]["accuracy"] - block["public_only_accuracy"])
+
+
+def test_on_device_scores_by_sentences_need_no_public_model(tmp_path: Path, data_dir: Path, cache_dir: Path) -> None:
+    """A document task (sentence-mean embeddings) with on-device inference and no public data: the clean
+    scores per number of sentences are there (they once hung off the public model's branch)."""
+    import json
+
+    mp = pytest.MonkeyPatch()
+    mp.setenv("SANITAS_DATA_DIR", str(data_dir))
+    mp.setenv("SANITAS_CACHE_DIR", str(cache_dir))
+    try:
+        cfg = {**SMALL_RUN, "doc-embedding": "sentence-mean", "clean-evaluation": True, "num-server-rounds": 1}
+        folder = launch(config_mod.resolve({**cfg, "out-dir": str(tmp_path), "run-name": "by-k"}), verbose=False)
+    finally:
+        mp.undo()
+    last = json.loads((folder / "rounds.jsonl").read_text().splitlines()[-1])
+    assert last["public_only_clean_accuracy"] is None  # no public data: no public model sent
+    assert last["by_sentences"] and all("clean_macro_f1" in row for row in last["by_sentences"])
