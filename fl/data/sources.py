@@ -119,8 +119,14 @@ def whole_groups(groups: np.ndarray, size: int, seed: int) -> np.ndarray:
 def _first_groups_holding(labels: np.ndarray, size: int, rng: np.random.Generator) -> np.ndarray:
     """bool [n]: the items of the first groups of a random order of ``labels``' groups that hold at
     least ``size`` items together (none when ``size`` <= 0)."""
-    unique, inverse, counts = np.unique(labels, return_inverse=True, return_counts=True)
-    order = rng.permutation(len(unique))
+    return first_groups(labels, size, rng.permutation(len(np.unique(labels))))
+
+
+def first_groups(labels: np.ndarray, size: int, order: np.ndarray) -> np.ndarray:
+    """bool [n]: the items of the first groups, in ``order`` (a permutation of the indices of ``labels``'
+    sorted distinct groups), that hold at least ``size`` items together (none when ``size`` <= 0).
+    Every group is wholly in or wholly out."""
+    unique, inverse, counts = np.unique(np.asarray(labels), return_inverse=True, return_counts=True)
     taken = int(np.searchsorted(np.cumsum(counts[order]), size)) + 1 if size > 0 else 0
     chosen_group = np.zeros(len(unique), dtype=bool)
     chosen_group[order[:taken]] = True

@@ -162,17 +162,15 @@ def _holdout(groups: np.ndarray, generator: torch.Generator) -> tuple[torch.Tens
     until it holds at least ``HOLDOUT_FRACTION`` of the rows (at least one). Guarantees that no group
     has rows on both sides and at least 2 fitting rows, else a ``ValueError``. Deterministic for the
     generator's state."""
+    from fl.data.sources import first_groups
+
     labels = np.asarray(groups)
-    n = len(labels)
-    unique, inverse, counts = np.unique(labels, return_inverse=True, return_counts=True)
-    order = torch.randperm(len(unique), generator=generator).numpy()
-    taken = int(np.searchsorted(np.cumsum(counts[order]), max(1, round(HOLDOUT_FRACTION * n)))) + 1
-    held = np.zeros(len(unique), dtype=bool)
-    held[order[:taken]] = True
-    is_val = held[inverse]
+    n, num_groups = len(labels), len(np.unique(labels))
+    order = torch.randperm(num_groups, generator=generator).numpy()
+    is_val = first_groups(labels, max(1, round(HOLDOUT_FRACTION * n)), order)
     if int((~is_val).sum()) < 2:
         raise ValueError(
-            f"choosing a recipe needs more public documents: {n} in {len(unique)} source group(s) leave "
+            f"choosing a recipe needs more public documents: {n} in {num_groups} source group(s) leave "
             f"{int((~is_val).sum())} to fit on beside the hold-out"
         )
     return torch.from_numpy(np.flatnonzero(~is_val)), torch.from_numpy(np.flatnonzero(is_val))
