@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import logging
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -148,6 +149,22 @@ _SCALE_IRRELEVANT = frozenset(
 )
 
 
+def _read_entry(path: Path) -> dict[str, Any] | None:
+    """The cache entry at ``path`` when its checksum vouches for it (``fl.encoding.cache_files``); ``None``
+    when there is none, or it is unreadable or damaged (a warning is logged and the caller recomputes it).
+    Entries hold plain tensors and strings only (``weights_only``)."""
+    from fl.encoding.cache_files import unseal
+
+    if not path.is_file():
+        return None
+    try:
+        opened = unseal(torch.load(path, weights_only=True), path)
+    except (OSError, RuntimeError, ValueError, EOFError) as err:
+        log.warning("cache entry %s unreadable (%s); recomputing it", path, err)
+        return None
+    return opened[0] if opened is not None and opened[1] else None
+
+
 def cached_map_scale(
     cfg: RunConfig,
     x: torch.Tensor,
@@ -164,7 +181,7 @@ def cached_map_scale(
     had chosen again). A sweep's runs at one seed and epsilon, and every re-run, choose once.
     A damaged entry is discarded and recomputed (``fl.encoding.cache_files``)."""
     from fl.config import cache_dir
-    from fl.encoding.cache_files import atomic_write, content_digest, seal, unseal
+    from fl.encoding.cache_files import atomic_write, content_digest, seal
 
     key = content_digest(
         {
@@ -180,16 +197,10 @@ def cached_map_scale(
         }
     )
     path = cache_dir(cfg) / "public-start" / f"map-scale-{key[:32]}.pt"
-    if path.is_file():
-        try:
-            opened = unseal(torch.load(path, weights_only=True), path)  # plain tensors and strings only
-        except (OSError, RuntimeError, ValueError, EOFError) as err:
-            opened = None
-            log.warning("cache entry %s unreadable (%s); recomputing it", path, err)
-        if opened is not None and opened[1]:
-            entry = opened[0]
-            generator.set_state(entry["generator"])
-            return float(entry["scale"]), json.loads(entry["chosen"])
+    entry = _read_entry(path)
+    if entry is not None:
+        generator.set_state(entry["generator"])
+        return float(entry["scale"]), json.loads(entry["chosen"])
     scale, chosen = choose_map_scale(cfg, x, y, num_classes, m_prime, mech, generator)
     entry = seal({"scale": repr(scale), "chosen": json.dumps(chosen), "generator": generator.get_state()})
     atomic_write(path, lambda fh: torch.save(entry, fh))
@@ -233,7 +244,7 @@ def cached_public_model(cfg: RunConfig, x: torch.Tensor, y: torch.Tensor, num_cl
     once per public split and encoder: kept under ``<cache-dir>/public-start/`` keyed by the digest of the
     embeddings, labels, groups and grid (a damaged entry is recomputed)."""
     from fl.config import cache_dir
-    from fl.encoding.cache_files import atomic_write, content_digest, seal, unseal
+    from fl.encoding.cache_files import atomic_write, content_digest, seal
     from fl.maps import public_model as pm
 
     groups = public_groups(cfg)
@@ -241,16 +252,10 @@ def cached_public_model(cfg: RunConfig, x: torch.Tensor, y: torch.Tensor, num_cl
         {"x": x, "y": y, "groups": groups, "k": num_classes, "grid": repr(pm.C_GRID), "folds": pm.FOLDS}
     )
     path = cache_dir(cfg) / "public-start" / f"public-model-{key[:32]}.pt"
-    if path.is_file():
-        try:
-            opened = unseal(torch.load(path, weights_only=True), path)
-        except (OSError, RuntimeError, ValueError, EOFError) as err:
-            opened = None
-            log.warning("cache entry %s unreadable (%s); recomputing it", path, err)
-        if opened is not None and opened[1]:
-            e = opened[0]
-            cv = float(e["cv"])
-            return pm.PublicModel(e["weight"].numpy(), e["bias"].numpy(), float(e["l2"]), None if cv < 0 else cv)
+    e = _read_entry(path)
+    if e is not None:
+        cv = float(e["cv"])
+        return pm.PublicModel(e["weight"].numpy(), e["bias"].numpy(), float(e["l2"]), None if cv < 0 else cv)
     with progress_bar(total=1, desc=f"fitting the public model on {len(y)} public documents", leave=False) as bar:
         model = pm.fit_public_model(x, y, num_classes, groups if groups.size == len(y) else None)
         bar.update(1)
