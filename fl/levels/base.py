@@ -125,17 +125,12 @@ class EmbeddingChannel(ABC):
 
     def clean(self, inputs: ReleaseInputs, rows: np.ndarray) -> torch.Tensor | None:
         """Noise-free rows in the release space, for on-device inference (the model applied to the clean
-        test input; never released): the mechanism's noise-free counterpart of n(M1 x) (``clean``: the
-        public class's one-hot row for class_rr, the row itself for the others); ``None`` when that does
-        not live in the release space."""
+        test input; never released); ``None`` when releases do not live in M1's output space."""
         c = inputs.cohort
-        emb = c.train_emb if inputs.purpose == "train" else c.test_emb
-        mech = getattr(self, "mechanism", None)
-        rows_in = maps.apply_input_map(emb[rows], inputs.matrix)
-        out = mech.clean(rows_in) if mech is not None else rows_in
-        if out.shape[1] != c.release_dim:
+        if c.release_dim != c.map_dim:
             return None
-        return out.to(torch.float32)
+        emb = c.train_emb if inputs.purpose == "train" else c.test_emb
+        return maps.apply_input_map(emb[rows], inputs.matrix).to(torch.float32)
 
     def breakdown(self, extras: Mapping[str, np.ndarray]) -> np.ndarray | None:
         """Per-row sizes to break evaluation scores down by (sentences per document), if any."""
@@ -226,6 +221,15 @@ class MappedChannel(EmbeddingChannel):
             return Drawn(released.to(torch.float32), grad=grad)
         released = self.mechanism.sanitize(maps.apply_input_map(source, inputs.matrix), generator=generator)
         return Drawn(released.to(torch.float32))
+
+    def clean(self, inputs: ReleaseInputs, rows: np.ndarray) -> torch.Tensor | None:
+        """The mechanism's noise-free release of each row's n(M1 x) (``SentenceMechanism.clean``: the public
+        class's one-hot row for class_rr, the row itself for the others), for on-device inference; ``None``
+        when it does not live in the release space."""
+        c = inputs.cohort
+        emb = c.train_emb if inputs.purpose == "train" else c.test_emb
+        out = self.mechanism.clean(maps.apply_input_map(emb[rows], inputs.matrix))
+        return out.to(torch.float32) if out.shape[1] == c.release_dim else None
 
 
 def _finite(value: float) -> float | None:
