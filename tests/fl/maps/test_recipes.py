@@ -23,6 +23,16 @@ def _public(n: int = 600, d: int = 24, seed: int = 0) -> tuple[torch.Tensor, tor
     return x.float(), y
 
 
+#: The task-aware release's keys: the public classifier's class through RR on the supervised map, RR labels.
+TASK_AWARE = {
+    "map-in": "supervised",
+    "map-dim": 2,
+    "map-scale": 1.0,
+    "sentence-mechanism": "class_rr",
+    "label-mechanism": "rr",
+}
+
+
 @pytest.mark.parametrize(
     ("mechanism", "per_unit"), [("purkayastha", math.pi), ("planar_laplace", 2.0), ("privunit", 1.0), ("class_rr", 1.0)]
 )
@@ -45,13 +55,7 @@ def test_the_emulation_prefers_the_task_aware_release_to_a_random_projection() -
     grid = [
         recipes.Candidate(
             "task-aware",
-            {
-                "map-in": "supervised",
-                "map-dim": 2,
-                "map-scale": 1.0,
-                "sentence-mechanism": "class_rr",
-                "label-mechanism": "rr",
-            },
+            TASK_AWARE,
             0.1,
         ),
         recipes.Candidate(
@@ -184,13 +188,7 @@ def test_the_class_means_grid_is_scored_on_clean_hold_out_rows_and_never_mixed()
         *grid[:1],
         recipes.Candidate(
             "rr",
-            {
-                "map-in": "supervised",
-                "map-dim": 2,
-                "map-scale": 1.0,
-                "sentence-mechanism": "class_rr",
-                "label-mechanism": "rr",
-            },
+            TASK_AWARE,
             0.1,
         ),
     ]
