@@ -228,36 +228,24 @@ def supervised_start(
     return maps.supervised_map(x, y, num_classes, m_prime, scale), info
 
 
-def public_groups(cfg: RunConfig) -> np.ndarray:
-    """Each public document's source group (containment of the public texts, ``fl.data.sources``): the folds
-    of every choice made on public data keep a text and the texts containing it together."""
-    from fl.data import sources
-
-    public = data.load(cfg).public
-    if public is None or len(public) == 0:
-        return np.zeros(0, dtype=np.int64)
-    return np.asarray(sources.containment_groups(public["text"][:]), dtype=np.int64)
-
-
 def cached_public_model(cfg: RunConfig, x: torch.Tensor, y: torch.Tensor, num_classes: int) -> PublicModel:
     """:func:`fl.maps.public_model.fit_public_model` on the public split (folds by source group), computed
     once per public split and encoder: kept under ``<cache-dir>/public-start/`` keyed by the digest of the
-    embeddings, labels, groups and grid (a damaged entry is recomputed)."""
+    embeddings, labels and grid (the embeddings are the public texts', so they fix the texts' source groups too;
+    the groups are only computed when the model is fitted; a damaged entry is recomputed)."""
     from fl.config import cache_dir
     from fl.encoding.cache_files import atomic_write, content_digest, seal
     from fl.maps import public_model as pm
 
-    groups = public_groups(cfg)
-    key = content_digest(
-        {"x": x, "y": y, "groups": groups, "k": num_classes, "grid": repr(pm.C_GRID), "folds": pm.FOLDS}
-    )
+    key = content_digest({"x": x, "y": y, "k": num_classes, "grid": repr(pm.C_GRID), "folds": pm.FOLDS})
     path = cache_dir(cfg) / "public-start" / f"public-model-{key[:32]}.pt"
     e = _read_entry(path)
     if e is not None:
         cv = float(e["cv"])
         return pm.PublicModel(e["weight"].numpy(), e["bias"].numpy(), float(e["l2"]), None if cv < 0 else cv)
     with progress_bar(total=1, desc=f"fitting the public model on {len(y)} public documents", leave=False) as bar:
-        model = pm.fit_public_model(x, y, num_classes, groups if groups.size == len(y) else None)
+        groups = data.public_groups(cfg)  # folds by source group (fl.data.sources.containment_groups)
+        model = pm.fit_public_model(x, y, num_classes, groups if len(groups) == len(y) else None)
         bar.update(1)
     entry = {
         "weight": torch.as_tensor(model.weight),
