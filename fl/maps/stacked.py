@@ -2,17 +2,16 @@
 (``strategies.points``) train their models stacked, one optimizer step for all of them.
 
 :func:`train_stacked` runs exactly :func:`fl.maps.pipeline.train_epochs` for each model (each its own
-data, generator and optimizer state), with the models' parameters stacked along a leading axis and
-the models' forward and backward passes vectorized over it (``torch.func.vmap`` over
-``torch.func.functional_call``; each point's batch loss taken on its own, in the order of a run
-alone), and one Adam step over the stacked parameters. Each model ends with
-the parameters, optimizer state and loss it would have had trained alone, bit for bit: every
-operation is either computed per slice (the matrix products) or elementwise (Adam), so stacking
-changes no float (``tests/fl/maps/test_stacked.py`` checks it). What it saves is the Python and
-dispatch work of one step per model: a 5-point sweep takes one step where it took five.
+data, generator and optimizer state): each model's forward pass on its own batch, one backward pass
+for the sum of the models' losses and one Adam step over every model's parameters. Each model ends
+with the parameters, optimizer state and loss it would have had trained alone, bit for bit: the
+matrix products are the ones a run alone computes (a ``vmap``-ed or batched product reduces in
+another order and moves the floats), a sum's gradient is each term's own, and Adam is elementwise
+(``tests/fl/maps/test_stacked.py`` checks it). What it saves is one backward call and one optimizer
+step per model; at the server model's size that is a few per cent, not more.
 
-Written by hand: ``torch.func.stack_module_state`` stacks parameters but not optimizer states, and
-no library trains independent models with stacked optimizer states.
+Written by hand: no library trains independent models with one optimizer step and each its own
+state.
 """
 
 from __future__ import annotations
@@ -23,7 +22,6 @@ from typing import Any
 
 import torch
 from torch import nn
-from torch.func import functional_call, vmap
 
 from fl.threads import sized_threads
 
@@ -92,59 +90,45 @@ def train_stacked(jobs: Sequence[TrainJob]) -> list[float]:
 
 
 def _train_stacked(jobs: Sequence[TrainJob]) -> list[float]:
-    base = jobs[0].model
-    names = [k for k, _ in base.named_parameters()]
-    own = [dict(j.model.named_parameters()) for j in jobs]
-    stacked = {k: torch.stack([o[k].detach() for o in own]).requires_grad_(own[0][k].requires_grad) for k in names}
+    own = [list(j.model.parameters()) for j in jobs]
     group = jobs[0].optimizer.param_groups[0]
     settings = {k: group[k] for k in _ADAM_SETTINGS if k in group}
-    optimizer = torch.optim.Adam([stacked[k] for k in names], **settings)
-    first = jobs[0].optimizer.state
-    if own[0][names[0]] in first:  # every job has trained before: carry their states over, stacked
-        for k in names:
-            states = [j.optimizer.state[o[k]] for j, o in zip(jobs, own, strict=True)]
-            optimizer.state[stacked[k]] = {
-                "step": states[0]["step"].clone(),
-                **{s: torch.stack([st[s] for st in states]) for s in states[0] if s != "step"},
-            }
+    # One Adam over every model's parameters, each keeping its own state (the same dicts, carried
+    # over from and back to the job's optimizer): Adam is elementwise, so its step per tensor is
+    # the one the job's optimizer takes alone.
+    optimizer = torch.optim.Adam([p for ps in own for p in ps], **settings)
+    for j, ps in zip(jobs, own, strict=True):
+        for p in ps:
+            if p in j.optimizer.state:
+                optimizer.state[p] = j.optimizer.state[p]
     for j in jobs:
         j.model.train()
     loss_fn = nn.CrossEntropyLoss()
-
-    def logits(params: dict[str, torch.Tensor], x: torch.Tensor) -> torch.Tensor:
-        return functional_call(base, params, (x,))
-
-    batched = vmap(logits)
-    n, points = jobs[0].x.shape[0], len(jobs)
-    xs, ys = torch.stack([j.x for j in jobs]), torch.stack([j.y for j in jobs])
-    rows = torch.arange(points, device=xs.device)[:, None]
+    n, points, size = jobs[0].x.shape[0], len(jobs), int(jobs[0].batch_size)
     last = [float("nan")] * points
     for _ in range(int(jobs[0].epochs)):
-        orders = torch.stack([torch.randperm(n, generator=j.generator) for j in jobs]).to(xs.device)
+        orders = [torch.randperm(n, generator=j.generator).to(j.x.device) for j in jobs]
         totals = [0.0] * points
-        for start in range(0, n, int(jobs[0].batch_size)):
-            idx = orders[:, start : start + int(jobs[0].batch_size)]
+        for start in range(0, n, size):
             optimizer.zero_grad(set_to_none=True)
-            out, yb = batched(stacked, xs[rows, idx]), ys[rows, idx]
-            # Each point's loss on its own (the batch mean in the same order as alone: a vmapped mean
-            # reduces in another order and moves the reported loss by an ulp).
-            losses = torch.stack([loss_fn(out[i], yb[i]) for i in range(points)])
-            losses.sum().backward()
+            # Each model's forward on its own batch (the products of a run alone: a vmapped or
+            # batched product reduces in another order), one backward for all: the gradient of a
+            # sum of losses is each model's own gradient, exactly.
+            losses = []
+            for j, order in zip(jobs, orders, strict=True):
+                idx = order[start : start + size]
+                losses.append(loss_fn(j.model(j.x[idx]), j.y[idx]))
+            torch.stack(losses).sum().backward()
             optimizer.step()
-            for i, value in enumerate(losses.detach().tolist()):
-                totals[i] += value * idx.shape[1]
+            rows = min(size, n - start)
+            for i, value in enumerate(torch.stack(losses).detach().tolist()):
+                totals[i] += value * rows
         last = [t / max(n, 1) for t in totals]
         for j in jobs:
             if j.progress is not None:
                 j.progress()
-    with torch.no_grad():  # each model and optimizer as if it had trained alone
-        for i, (j, o) in enumerate(zip(jobs, own, strict=True)):
-            for k in names:
-                o[k].copy_(stacked[k][i])
-                state = optimizer.state[stacked[k]]
-                j.optimizer.state[o[k]] = {
-                    "step": state["step"].clone(),
-                    **{s: v[i].clone() for s, v in state.items() if s != "step"},
-                }
-            j.model.eval()
+    for j, ps in zip(jobs, own, strict=True):  # each optimizer holds its models' states, as alone
+        for p in ps:
+            j.optimizer.state[p] = optimizer.state[p]
+        j.model.eval()
     return last
