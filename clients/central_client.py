@@ -92,25 +92,29 @@ def central_features(cfg: RunConfig, c: Cohort, emb: torch.Tensor, matrix: torch
 
 # One model per process and shape, its every parameter set from each request: building a ServerModel
 # (its seeded initialisation) cost more than the node's whole update (7 s of a 20-round user-level run).
-_server_models: dict[tuple[int, int, int, int], ServerModel] = {}
+_server_models: dict[tuple[tuple[int, int, int, int], str], ServerModel] = {}
 
 
-def global_model(msg: Message, server: ServerConfig, c: Cohort, arrays: ArrayRecord | None = None) -> ServerModel:
-    """The server's current model (input dimension m' = M1's output: no sanitizer in between), from
-    ``arrays`` or the request's.
+def global_model(
+    msg: Message, server: ServerConfig, c: Cohort, arrays: ArrayRecord | None = None, device: str = "cpu"
+) -> ServerModel:
+    """The server's current model (input dimension m' = M1's output: no sanitizer in between) on
+    ``device``, from ``arrays`` or the request's.
 
     Every parameter comes from the request (``load_state_dict`` is strict), so the reused module
-    carries nothing from an earlier request or node."""
+    carries nothing from an earlier request or node. One module per shape and device: a node that
+    trains on a GPU and scores on the CPU keeps one of each, and neither moves the other."""
     if arrays is None:
         if "arrays" not in msg.content:
             raise ValueError("the central-mode message carries no model arrays")
         arrays = wire.array_record(msg.content, "arrays")
     shape = (c.map_dim, c.encoder_dim, int(server.hidden_dim), c.num_classes)
-    if shape not in _server_models:
-        _server_models.clear()  # one run per process at a time
-        with torch.random.fork_rng():  # the placeholder initialisation leaves the global generator alone
-            _server_models[shape] = ServerModel(*shape)
-    model = _server_models[shape]
+    if (shape, device) not in _server_models:
+        for key in [k for k in _server_models if k[0] != shape]:  # one run per process at a time
+            del _server_models[key]
+        with torch.random.fork_rng(devices=[]):  # the placeholder initialisation leaves the global generator alone
+            _server_models[shape, device] = ServerModel(*shape).to(device)
+    model = _server_models[shape, device]
     model.load_state_dict(arrays.to_torch_state_dict())
     model.zero_grad(set_to_none=True)
     return model
@@ -206,7 +210,9 @@ def handle_user_train(msg: Message, context: Context, cfg: RunConfig) -> Message
     encoder_model = (
         global_encoder_model(msg, cfg, c, str(device), arrays) if cfg.central.central_train == "encoder" else None
     )
-    model: nn.Module = encoder_model if encoder_model is not None else global_model(msg, cfg.server, c, arrays)
+    model: nn.Module = (
+        encoder_model if encoder_model is not None else global_model(msg, cfg.server, c, arrays, str(device))
+    )
     request = wire.config_record(msg.content, wire.CONFIG)
     server_round, q = wire.read_int(request, "server-round"), wire.read_float(request, "sampling-rate")
     chosen = sampled_users(context, cfg, c, server_round, q)
@@ -229,7 +235,7 @@ def handle_user_train(msg: Message, context: Context, cfg: RunConfig) -> Message
     elif chosen.numel():
         x = central_features(cfg, c, c.train_emb[keep], input_matrix(msg, cfg.release, c)).to(device)
         xs, ys, mask = pad_by_user(x, c.train_y[keep].to(device), owner, int(chosen.numel()))
-        total, _ = clipped_update_sum(model.to(device), xs, ys, mask, steps=steps, lr=lr, clip=clip)
+        total, _ = clipped_update_sum(model, xs, ys, mask, steps=steps, lr=lr, clip=clip)
     else:  # nobody sampled here: the sum is zero (the reply looks the same)
         total = {k: torch.zeros_like(v) for k, v in model.named_parameters() if v.requires_grad}
     arrays = ArrayRecord({k: Array(v.detach().to("cpu", torch.float32).numpy()) for k, v in total.items()})

@@ -123,11 +123,16 @@ def load_checkpoint(folder: Path, writer: Any) -> tuple[int, Strategy, ArrayReco
             "(start it again instead)"
         )
     # The checkpoint is this run's own file (written by save_checkpoint), not untrusted input.
-    data = torch.load(checkpoint_path(folder, server_round), weights_only=False)
+    # A run checkpointed on a GPU resumes on a machine without one: its tensors load to the CPU, and
+    # the strategy's parts compute there.
+    cuda = torch.cuda.is_available()
+    data = torch.load(checkpoint_path(folder, server_round), weights_only=False, map_location=None if cuda else "cpu")
     strategy = data["strategy"]
     for part in _chain(strategy):
         if hasattr(part, "writer"):
             part.writer = writer
+        if not cuda and isinstance(getattr(part, "device", None), torch.device) and part.device.type == "cuda":
+            part.device = torch.device("cpu")
     arrays = data["arrays"]
     if isinstance(arrays, dict):
         arrays = ArrayRecord({name: Array(value) for name, value in arrays.items()})

@@ -446,13 +446,18 @@ def _noise(cfg: RunConfig, num_classes: int) -> dict[str, Any]:
     return {"noise": make_mechanism(cfg, "sentence", input_dim=m_prime, num_classes=num_classes), "noise_dim": m_prime}
 
 
-def with_tuned_encoder(cfg: RunConfig, device: str = "cpu") -> RunConfig:
+def with_tuned_encoder(cfg: RunConfig, device: str | None = None) -> RunConfig:
     """The config with the encoder the run's nodes use: the public-tuned one (its published folder)
     when ``encoder-tuning = "public"``, else ``cfg`` itself. For drivers that read public embeddings
-    as the run will (``sanitas tune``, ``sanitas compare``)."""
+    as the run will (``sanitas tune``, ``sanitas compare``). ``device`` defaults to the run's own
+    (``best_device``): the tuning's recipe depends on where it runs, so a driver must tune where the
+    run's server does, or it would choose on another encoder than the run's."""
     if cfg.encoder.encoder_tuning != "public":
         return cfg
     from fl.config import as_run_config, resolve
+    from fl.encoding.encoder import best_device
+
+    device = device or best_device(cfg.server.device)
 
     return as_run_config(resolve({**dict(cfg), "encoder": str(tune_public(cfg, device).folder)}))
 

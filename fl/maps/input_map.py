@@ -116,7 +116,7 @@ def apply_input_map(emb: np.ndarray | torch.Tensor, matrix: torch.Tensor | None)
     and no gradient path to ``emb`` or M1."""
     x = torch.as_tensor(emb).detach().to(torch.float64)
     if matrix is not None:
-        m = matrix.detach().to(torch.float64)
+        m = matrix.detach().to(device=x.device, dtype=torch.float64)  # M1 may live elsewhere (a CPU map, CUDA rows)
         if x.shape[1] == m.shape[0] - 1:  # affine, homogeneous form
             x = x @ m[:-1] + m[-1]
         elif x.shape[1] == m.shape[0]:

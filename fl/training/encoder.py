@@ -151,13 +151,14 @@ def lower_batches(
         return []
     ids, mask = features["input_ids"].to(device), features["attention_mask"].to(device)
     types = features.get("token_type_ids")
+    types = None if types is None else types.to(device)
     order = torch.argsort(mask.sum(1), stable=True)
     out = []
     for start in range(0, len(texts), batch_size):
         rows = order[start : start + batch_size]
         width = int(mask[rows].sum(1).max())
         m = mask[rows, :width]
-        t = None if types is None else types[rows, :width].to(device)
+        t = None if types is None else types[rows, :width]
         h = bert.embeddings(input_ids=ids[rows, :width], token_type_ids=t)
         extended = _extended_mask(m, h.dtype)
         for layer in lower:
