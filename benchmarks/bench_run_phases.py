@@ -6,6 +6,8 @@ Usage: python benchmarks/bench_run_phases.py [--cases quickstart full-sst2 user-
 Each case is a real ``sanitas run`` (a fresh process, as a user types it) on the offline SST-2
 (``$SANITAS_DATA_DIR``) with the embeddings cached:
 
+* ``readme-quickstart``: ``simulations/experiments/quickstart.toml``, the README's main job (full SST-2,
+  local DP, the class-means head, one round);
 * ``quickstart``: ``simulations/experiments/sst2_class_rr_4000.toml`` (4,000 sentences, 6 nodes, 3 rounds);
 * ``full-sst2``: the same recipe on the whole training split (``train-size = 0``: 50,549
   private users on 102 nodes, 3 rounds);
@@ -55,6 +57,8 @@ LORA = [
     "noise-seed=1",
 ]
 CASES: dict[str, tuple[str, list[str]]] = {
+    # the README's main job: full SST-2, local DP, the class-means head
+    "readme-quickstart": ("simulations/experiments/quickstart.toml", []),
     "quickstart": ("simulations/experiments/sst2_class_rr_4000.toml", []),
     "full-sst2": ("simulations/experiments/sst2_class_rr_4000.toml", ["train-size=0"]),
     "user-central": ("simulations/experiments/sst2_user_central.toml", ["num-server-rounds=60"]),

@@ -12,8 +12,8 @@ its own global generators and autograd mode.
 
 When every live point waits, the group serves them together:
 
-* every point's server training (``fl.maps.pipeline.train_epochs``) whose model, optimizer and data
-  shapes agree trains in one stacked model (``fl.maps.stacked``): one optimizer step for all;
+* every point's server training (``fl.maps.pipeline.train_epochs``) trains beside the others, one
+  model per core (``fl.maps.parallel``), each exactly as alone;
 * every point's requests to a node go in one message per node and message type
   (:func:`merge`), which the node splits and answers point by point (``clients.points``): one
   discovery, one request per node and round, the cohorts built once (``fl.cohort``).
@@ -41,14 +41,12 @@ from greenlet import greenlet
 
 from fl import wire
 from fl.config import RunConfig
-from fl.maps.pipeline import POINT_TRAINING, train_epochs
-from fl.maps.stacked import TrainJob, stack_key, train_stacked
+from fl.maps.minibatch import TrainJob
+from fl.maps.parallel import runs_beside_others, train_parallel
+from fl.maps.pipeline import POINT_TRAINING
 
 log = logging.getLogger(__name__)
 
-#: Devices on which the points' server models train stacked (``fl.maps.stacked``). On 2 CPU cores, 5 points
-#: of the quickstart recipe on full SST-2: 115.2 s stacked against 146.5 s one after another.
-STACK_ON = frozenset({"cpu", "cuda"})
 #: The point whose server is running (``None`` outside a group): run logs are filed by it.
 CURRENT_POINT: contextvars.ContextVar[int | None] = contextvars.ContextVar("current_point", default=None)
 
@@ -94,7 +92,7 @@ class PointGroup:
     points: int
     scheduler: Any = None  # the greenlet that runs the points and serves them
     served: dict[str, float] = field(
-        default_factory=lambda: {"stacked": 0, "alone": 0, "batches": 0, "train_seconds": 0.0, "send_seconds": 0.0}
+        default_factory=lambda: {"parallel": 0, "alone": 0, "batches": 0, "train_seconds": 0.0, "send_seconds": 0.0}
     )
 
     # ------------------------------------------------------------------ called from a point's greenlet
@@ -122,23 +120,16 @@ class PointGroup:
         self.served["send_seconds"] += time.perf_counter() - trained
 
     def _train(self, trains: dict[int, _Wait]) -> None:
-        by_key: dict[Any, list[int]] = defaultdict(list)
-        for point, w in sorted(trains.items()):
-            key = stack_key(w.payload) if w.payload.x.device.type in STACK_ON else None
-            by_key[key if key is not None else ("alone", point)].append(point)
-        for key, points in by_key.items():
-            try:
-                if key[0] != "alone" and len(points) > 1:
-                    losses = train_stacked([trains[p].payload for p in points])
-                    self.served["stacked"] += len(points)
-                else:
-                    losses = [_alone(trains[p].payload) for p in points]
-                    self.served["alone"] += len(points)
-                for p, loss in zip(points, losses, strict=True):
-                    trains[p].result, trains[p].done = loss, True
-            except BaseException as err:  # noqa: BLE001 - each point sees its own training fail
-                for p in points:
-                    trains[p].error, trains[p].done = err, True
+        points = sorted(trains)
+        jobs = [trains[p].payload for p in points]
+        together = sum(runs_beside_others(j) for j in jobs) if len(jobs) > 1 else 0
+        for p, outcome in zip(points, train_parallel(jobs), strict=True):
+            if isinstance(outcome, BaseException):
+                trains[p].error, trains[p].done = outcome, True
+            else:
+                trains[p].result, trains[p].done = outcome, True
+        self.served["parallel"] += together
+        self.served["alone"] += len(jobs) - together
 
     def _send(self, sends: dict[int, _Wait]) -> None:
         try:
@@ -153,10 +144,6 @@ class PointGroup:
         except BaseException as err:  # noqa: BLE001 - every point of the batch sees the failure
             for w in sends.values():
                 w.error, w.done = err, True
-
-
-def _alone(job: TrainJob) -> float:
-    return train_epochs(job.model, job.optimizer, job.x, job.y, job.epochs, job.batch_size, job.generator, job.progress)
 
 
 # ---------------------------------------------------------------------- messages
@@ -275,11 +262,11 @@ def run_points(
         for point in sorted(served):
             resume(point)
     log.info(
-        "%d points shared one federation: %d message batches (%.1f s); %d trainings stacked, %d alone (%.1f s)",
+        "%d points shared one federation: %d message batches (%.1f s); %d trainings side by side, %d alone (%.1f s)",
         len(cfgs),
         group.served["batches"],
         group.served["send_seconds"],
-        group.served["stacked"],
+        group.served["parallel"],
         group.served["alone"],
         group.served["train_seconds"],
     )

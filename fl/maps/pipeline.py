@@ -21,7 +21,7 @@ import torch
 from torch import nn
 
 from fl.config import RunConfig
-from fl.maps.stacked import TrainJob
+from fl.maps.minibatch import TrainJob, run_job, server_adam
 from fl.threads import sized_threads
 
 
@@ -54,8 +54,8 @@ def empty_head(server_model: str, m_prime: int, d: int, hidden: int, num_classes
     return ServerModel(m_prime, d, hidden, num_classes)
 
 
-#: Set in the threads of a shared federation's points (``strategies.points``): their server training
-#: goes to the federation, which trains the points' models stacked (``fl.maps.stacked``), each
+#: Set in the greenlets of a shared federation's points (``strategies.points``): their server training
+#: goes to the federation, which trains the points' models side by side (``fl.maps.parallel``), each
 #: exactly as here. Unset everywhere else.
 POINT_TRAINING: ContextVar[Callable[[TrainJob], float] | None] = ContextVar("point_training", default=None)
 
@@ -71,37 +71,17 @@ def train_epochs(
     progress: Any = None,
     forward: Callable[[torch.Tensor], torch.Tensor] | None = None,
 ) -> float:
-    """Minibatch cross-entropy training; returns the last epoch's mean loss.
+    """Minibatch cross-entropy training (``fl.maps.minibatch.run_job``); returns the last epoch's mean loss.
 
-    ``x``/``y`` already live on the model's device; batches are index slices of a
-    permutation (no DataLoader, no Python work per example). ``forward`` maps a
-    batch of ``x`` to logits (default: ``model``); the optimizer may hold more
-    parameters than the model's (``fl.maps.input_map.train_public_map`` trains M1 too).
-    """
+    ``x``/``y`` already live on the model's device. ``forward`` maps a batch of ``x`` to logits
+    (default: ``model``); the optimizer may hold more parameters than the model's
+    (``fl.maps.input_map.train_public_map`` trains M1 too)."""
+    job = TrainJob(model, optimizer, x, y, int(epochs), int(batch_size), generator, progress, forward)
     hook = POINT_TRAINING.get()
-    if hook is not None and forward is None:  # a point of a shared federation: trained with the others
-        return hook(TrainJob(model, optimizer, x, y, int(epochs), int(batch_size), generator, progress))
-    forward = forward or model
+    if hook is not None and forward is None:  # a point of a shared federation: trained beside the others
+        return hook(job)
     with sized_threads(model, batch_size, x.device):  # a small model's steps on one thread (fl.threads)
-        model.train()
-        loss_fn = nn.CrossEntropyLoss()
-        n = x.shape[0]
-        last = float("nan")
-        for _ in range(epochs):
-            order = torch.randperm(n, generator=generator).to(x.device)
-            total = 0.0
-            for start in range(0, n, batch_size):
-                idx = order[start : start + batch_size]
-                optimizer.zero_grad(set_to_none=True)
-                loss = loss_fn(forward(x[idx]), y[idx])
-                loss.backward()
-                optimizer.step()
-                total += float(loss.detach()) * idx.numel()
-            last = total / max(n, 1)
-            if progress is not None:
-                progress()
-        model.eval()
-        return last
+        return run_job(job)
 
 
 def train_and_score(
@@ -120,7 +100,7 @@ def train_and_score(
     server step, emulated on public documents (``fl.maps.public_start``, ``fl.maps.recipes``)."""
     with torch.random.fork_rng(devices=[]):  # build_model seeds the global generator: leave it as it was
         model = build_model(cfg, z.shape[1], d, num_classes).to(z.device)
-    optimizer = torch.optim.Adam(model.parameters(), lr=cfg.server.learning_rate, foreach=True)
+    optimizer = server_adam(model.parameters(), cfg.server.learning_rate, z.device)
     train_epochs(model, optimizer, z, labels, epochs, int(cfg.server.batch_size), generator)
     return float((predict(model, z_val) == y_val).double().mean())
 

@@ -10,6 +10,7 @@ import torch
 from fl.config import RunConfig, has_public
 from fl.encoding.encoder import best_device
 from fl.maps import input_map as maps
+from fl.maps.minibatch import server_adam
 from fl.maps.pipeline import ServerModel, build_model, train_epochs
 from fl.maps.public_model import PublicModel
 from fl.maps.public_start import cached_public_model, public_embeddings, supervised_start, train_public_start
@@ -67,7 +68,7 @@ def central_start(cfg: RunConfig, map_dim: int, encoder_dim: int, num_classes: i
                 m1 = maps.input_map("random", encoder_dim, map_dim, cfg.release.map_seed)
             rows = maps.apply_input_map(x.cpu(), m1).to(device=device, dtype=torch.float32)
             model = model.to(device)
-            optimizer = torch.optim.Adam(model.parameters(), lr=cfg.server.learning_rate, foreach=True)
+            optimizer = server_adam(model.parameters(), cfg.server.learning_rate, device)
             train_epochs(model, optimizer, rows, y.to(device), epochs, int(cfg.server.batch_size), gen)
             text += (
                 f"; M2 and the classifier then fitted on the {len(y)} public documents' clean embeddings "

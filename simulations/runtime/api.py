@@ -311,7 +311,7 @@ def shared_federation(cfg: Mapping[str, Any]) -> tuple[Any, ...]:
 
 def launch_points(cfgs: Sequence[Mapping[str, Any]], verbose: bool = True) -> list[Path | BaseException]:
     """Run several resolved configs in one federation (``strategies.points``): one discovery, one
-    request per node and round, the server models trained stacked; each run writes its own results
+    request per node and round, the server models trained side by side; each run writes its own results
     folder, identical (timings aside) to the run alone. Returns each run's folder or what failed it.
 
     The configs must agree on :func:`shared_federation`; each is checked as :func:`launch` checks one,

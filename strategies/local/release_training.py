@@ -44,6 +44,7 @@ from fl.levels.document import setup as document_level
 from fl.levels.document.setup import DocumentSetup
 from fl.maps import class_means
 from fl.maps import input_map as maps
+from fl.maps.minibatch import server_adam
 from fl.maps.pipeline import build_model, scores, train_epochs
 from fl.maps.public_model import PublicModel
 from fl.maps.public_start import (
@@ -120,7 +121,7 @@ class ReleaseTraining(Strategy):
             self.model = class_means.LinearHead(info.release_dim, info.num_classes).to(self.device)
         else:
             self.model = build_model(self.cfg, info.release_dim, info.encoder_dim, info.num_classes).to(self.device)
-            self.optimizer = torch.optim.Adam(self.model.parameters(), lr=self.cfg.server.learning_rate, foreach=True)
+            self.optimizer = server_adam(self.model.parameters(), self.cfg.server.learning_rate, self.device)
         self._x_buf = np.zeros((0, info.release_dim), dtype=np.float32)
         self._x = self._x_buf[:0]
         self.setup_map()
@@ -275,7 +276,7 @@ class ReleaseTraining(Strategy):
         z = mech.sanitize(rows, generator=gen).to(torch.float32).to(self.device)
         with torch.random.fork_rng(devices=[]):  # build_model seeds the global generator: leave it as it was
             head = build_model(self.cfg, self.info.release_dim, self.info.encoder_dim, k).to(self.device)
-        optimizer = torch.optim.Adam(head.parameters(), lr=self.cfg.server.learning_rate, foreach=True)
+        optimizer = server_adam(head.parameters(), self.cfg.server.learning_rate, self.device)
         epochs, batch = int(self.cfg.server.server_epochs), int(self.cfg.server.batch_size)
         with progress_bar(total=epochs, desc=f"public-only model on {len(y)} public releases", leave=False) as bar:
             # forward given: trained here, never stacked with a shared federation's points (fl.maps.pipeline)

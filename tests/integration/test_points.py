@@ -1,6 +1,6 @@
 """Points of a sweep sharing one federation (``strategies.points``, ``clients.points``): each point writes
 exactly what it writes run alone, in every mode, while the federation is discovered once and each node
-gets one request per round for all the points, and the server models train stacked."""
+gets one request per round for all the points, and the server models train side by side."""
 
 from __future__ import annotations
 
@@ -75,7 +75,7 @@ def test_each_point_of_a_shared_federation_writes_what_it_writes_alone(
     # Power: the points computed different things (a point answered with another's data would show).
     finals = [(json.dumps(comparable(f)[-1]["privacy"]), json.dumps(comparable(f))) for f in alone]
     assert len(set(finals)) == len(points)
-    # One federation: one request per node and message type for all the points, training stacked.
+    # One federation: one request per node and message type for all the points, trained side by side.
     timings = [json.loads((f / "summary.json").read_text())["timings"] for f in (*alone, *shared)]
     one_run, each = timings[0]["wire"]["messages"], sum(t["wire"]["messages"] for t in timings[: len(points)])
     assert timings[-1]["shared_by_points"] == len(points)
@@ -86,7 +86,7 @@ def test_each_point_of_a_shared_federation_writes_what_it_writes_alone(
     log = (shared[0] / "run.log").read_text()
     assert f"{len(points)} points shared one federation" in log
     if mode == "local":
-        assert f"{2 * len(points)} trainings stacked, 0 alone (" in log
+        assert f"{2 * len(points)} trainings side by side, 0 alone (" in log
 
 
 def test_a_shared_federation_sends_only_what_each_point_declares(
