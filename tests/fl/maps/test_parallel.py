@@ -65,11 +65,11 @@ def test_models_trained_side_by_side_equal_each_trained_alone_bit_for_bit() -> N
 def test_a_job_that_fails_fails_alone_and_large_jobs_train_after_the_small_ones() -> None:
     jobs = _jobs(3)
     jobs[1].y = torch.full_like(jobs[1].y, 7)  # a class the 3-class head does not have
-    big = _jobs(1, n=64, m=2048)[0]
-    big.batch_size = 64
-    big.model = ServerModel(2048, 2048, 512, 3)  # 64 x 5.3M multiply-adds a step: the process's threads
-    big.optimizer = server_adam(big.model.parameters(), 0.01, "cpu")
-    big.x = torch.randn(64, 2048)
+    torch.manual_seed(3)
+    model = ServerModel(2048, 2048, 512, 3)  # 64 x 5.3M multiply-adds a step: the process's threads
+    gen = torch.Generator().manual_seed(3)
+    x, y = torch.randn(64, 2048, generator=gen), torch.randint(0, 3, (64,), generator=gen)
+    big = TrainJob(model, server_adam(model.parameters(), 0.01, "cpu"), x, y, 1, 64, gen)
     assert not runs_beside_others(big)
     threads = torch.get_num_threads()
     out = train_parallel([*jobs, big], workers=2)
