@@ -149,6 +149,11 @@ class SentenceMechanism(Mechanism):
     """Sanitizes sentence embeddings: one row = one privacy unit."""
 
     level: ClassVar[str] = "sentence"
+    #: Whether :meth:`clean` carries the gradient of a release with respect to its input, which training
+    #: through the mechanism needs (:func:`straight_through`: ``map-in = "public"`` or ``"leaky"``,
+    #: ``tuning-noise``). Declared by the mechanism so that a config asking for it is refused in one line
+    #: before any work (``fl.config.rules``); ``tests/mechanisms/test_declarations.py`` checks it is true.
+    gradient_path: ClassVar[bool] = True
 
     def output_dim(self, d: int) -> int:
         """Columns of a release of d-dimensional inputs (d unless the mechanism projects)."""

@@ -81,6 +81,8 @@ def logit_class(z: torch.Tensor, num_classes: int) -> torch.Tensor:
 class ClassRR(SentenceMechanism):
     """Randomized response of the public class: pure epsilon-LDP per row.
 
+    Its release is a class (a discrete choice), so it has no gradient path (``gradient_path``).
+
     Parameters
     ----------
     epsilon : float
@@ -103,6 +105,7 @@ class ClassRR(SentenceMechanism):
     """
 
     name = "class_rr"
+    gradient_path = False  # the release is a class: clean(x) is a one-hot row, constant in x almost everywhere
 
     def __init__(self, epsilon: float, num_classes: int, subset_size: int = 1, input_dim: int | None = None) -> None:
         self.epsilon = check_epsilon(epsilon)

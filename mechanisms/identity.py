@@ -23,6 +23,7 @@ class NoPrivacy(Mechanism):
     """
 
     name = "none"
+    gradient_path = True  # clean(x) = x (as SentenceMechanism.gradient_path declares for the sentence level)
 
     def __init__(self, level: str = "sentence") -> None:
         if level not in LEVELS:

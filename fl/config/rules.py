@@ -34,6 +34,8 @@ def check_across_sections(cfg: Mapping[str, Any]) -> None:
             check_central_config(cfg)
         except ValueError as err:
             raise ConfigError(str(err)) from None
+    else:  # only local mode trains through the sentence mechanism
+        _check_gradient_path(cfg)
     _check_levels(cfg)
     _check_server_model(cfg)
     _check_encoder(cfg)
@@ -74,18 +76,14 @@ def _check_tuning(cfg: Mapping[str, Any]) -> None:
     if cfg["tuning-noise"]:
         clashes = [
             f"{k} = {cfg[k]!r}"
-            for k, bad in (
-                ("encoder-tuning", "none"),
-                ("sentence-mechanism", "none"),
-                ("sentence-mechanism", "class_rr"),
-            )
+            for k, bad in (("encoder-tuning", "none"), ("sentence-mechanism", "none"))
             if cfg[k] == bad
         ]
         if clashes or level_of(cfg) != "sentence":
             raise ConfigError(
                 "tuning-noise = true tunes the public encoder through the run's sentence mechanism: it needs "
-                'encoder-tuning = "public" and a sentence-level mechanism with a gradient path (not "none" or the '
-                f'class release "class_rr"){"; got " + ", ".join(clashes) if clashes else ""}'
+                'encoder-tuning = "public" and a sentence-level mechanism with a gradient path (not "none")'
+                f"{'; got ' + ', '.join(clashes) if clashes else ''}"
             )
     if cfg["encoder-tuning"] != "none" and cfg["dataset"] == "synthetic":
         raise ConfigError('encoder-tuning needs text: dataset = "synthetic" has no encoder')
@@ -100,6 +98,25 @@ def _check_tuning(cfg: Mapping[str, Any]) -> None:
                 "central-train = 'encoder' trains the encoder from per-user clipped updates: it needs mode = "
                 "'central', central-unit = 'user' and doc-embedding = 'whole' (got " + ", ".join(clashes) + ")"
             )
+
+
+def _check_gradient_path(cfg: Mapping[str, Any]) -> None:
+    """Training through the sentence mechanism (straight-through: M1 for ``map-in = "public"`` and
+    ``"leaky"``, the encoder for ``tuning-noise``) needs a mechanism that declares a gradient path
+    (``SentenceMechanism.gradient_path``); without one every node would fail in round 1."""
+    through = [f"map-in = {cfg['map-in']!r}"] if cfg["map-in"] in ("public", "leaky") else []
+    through += ["tuning-noise = true"] if cfg["tuning-noise"] else []
+    if not through or level_of(cfg) != "sentence":
+        return
+    import mechanisms  # local import: fl may import mechanisms, never the reverse
+
+    name = cfg["sentence-mechanism"]
+    if not getattr(mechanisms.mechanism_class(name), "gradient_path", True):
+        raise ConfigError(
+            f"{' and '.join(through)} trains through the sentence mechanism's gradient, and sentence-mechanism "
+            f'= {name!r} has no gradient path (its release is a discrete choice): use map-in = "supervised" or '
+            '"projection" (and tuning-noise = false) with it, or a mechanism with a gradient path'
+        )
 
 
 def _check_public_needs(cfg: Mapping[str, Any]) -> None:
