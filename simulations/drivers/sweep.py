@@ -341,7 +341,9 @@ def shared_runner(config: str, sets: Sequence[str], sweep_dir: Path, pool: Any, 
         for other, r in zip(log_paths[1:], runs[1:], strict=True):
             other.write_text(f"$ sanitas {' '.join(run_command(config, r, sets, sweep_dir))}\n"
                              f"(run in one federation with {runs[0].name}: its log is {log.name})\n")  # fmt: skip
-        points = pool.run_points(commands, log, None if timeout is None else timeout * len(runs))
+        # The worker gets the configs resolved here, as `sanitas run` resolves them (the log keeps the command lines)
+        cfgs = [resolve_run(config, r, sets, sweep_dir) for r in runs]
+        points = pool.run_points(cfgs, log, None if timeout is None else timeout * len(runs))
         if all(p.crashed or p.returncode == 124 for p in points):  # the group as a whole failed: one by one
             return [alone(r, p) for r, p in zip(runs, log_paths, strict=True)]
         outcomes = []

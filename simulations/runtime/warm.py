@@ -33,7 +33,7 @@ import sys
 import threading
 import time
 import traceback
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
@@ -75,21 +75,21 @@ def _serve(conn: Connection, threads: int, target: str) -> None:
             return
         if job is None:
             return
-        if job[0] == POINTS_JOB:  # several points in one federation: one exit code each
-            _, argvs, log_path = job
+        if job[0] == POINTS_JOB:  # several points in one federation (resolved configs): one exit code each
+            _, cfgs, log_path = job
             codes: list[int] = []
-            _run_logged(lambda _: codes.extend(_run_together(argvs)) or 0, [], Path(log_path))
-            conn.send(codes or [1] * len(argvs))
+            _run_logged(lambda _: codes.extend(_run_together(cfgs)) or 0, [], Path(log_path))
+            conn.send(codes or [1] * len(cfgs))
         else:
             argv, log_path = job
             conn.send(_run_logged(main, list(argv), Path(log_path)))
         _drop_run_caches()
 
 
-def _run_together(argvs: Sequence[Sequence[str]]) -> list[int]:
+def _run_together(cfgs: Sequence[Mapping[str, Any]]) -> list[int]:
     from simulations.runtime.shared import run_together
 
-    return run_together(argvs)
+    return run_together(cfgs)
 
 
 def _exit_when_orphaned(parent: int) -> None:
@@ -172,10 +172,12 @@ class Worker:
         """Run one point; never raises for the point's failure."""
         return self._exchange((list(argv), str(log_path)), 1, timeout)[0]
 
-    def run_points(self, argvs: Sequence[Sequence[str]], log_path: Path, timeout: float | None) -> list[PointOutcome]:
-        """Run several points in one federation (``simulations.runtime.shared``); one outcome each. A worker that
-        dies or times out fails them all (``crashed``, or 124)."""
-        return self._exchange((POINTS_JOB, [list(a) for a in argvs], str(log_path)), len(argvs), timeout)
+    def run_points(
+        self, cfgs: Sequence[Mapping[str, Any]], log_path: Path, timeout: float | None
+    ) -> list[PointOutcome]:
+        """Run several points (their resolved configs) in one federation (``simulations.runtime.shared``); one
+        outcome each. A worker that dies or times out fails them all (``crashed``, or 124)."""
+        return self._exchange((POINTS_JOB, list(cfgs), str(log_path)), len(cfgs), timeout)
 
     @property
     def alive(self) -> bool:
@@ -242,12 +244,12 @@ class WarmPool:
             return outcome
 
     def run_points(
-        self, argvs: Sequence[Sequence[str]], log_path: Path, timeout: float | None = None
+        self, cfgs: Sequence[Mapping[str, Any]], log_path: Path, timeout: float | None = None
     ) -> list[PointOutcome]:
-        """Run several points in one federation on an idle worker (no retry: a crash fails them all, and
-        the sweep runs them again one by one)."""
+        """Run several points (their resolved configs) in one federation on an idle worker (no retry: a crash
+        fails them all, and the sweep runs them again one by one)."""
         with self._worker() as held:
-            return held[0].run_points(argvs, log_path, timeout)
+            return held[0].run_points(cfgs, log_path, timeout)
 
     def close(self) -> None:
         with self._lock:
