@@ -14,7 +14,16 @@ tests and benchmarks left out):
 * ``import_circles``: pairs of ``fl`` packages that import each other (through any chain; grimp, the
   graph import-linter uses);
 * ``levels_definitions``: module-level assignments of a name ``LEVELS``;
-* ``longest_functions`` (the 10 longest, in lines) and ``modules_over_600_lines``.
+* ``longest_functions`` (the 10 longest, in lines) and ``modules_over_600_lines``;
+* ``config_string_reads``: reads of the run config by a kebab-case key (``cfg["map-in"]``,
+  ``cfg.get("map-in")``, ``cfg[f"{channel}-epsilon"]``) in ``fl/`` (outside ``fl/config``), ``clients/`` and
+  ``strategies/``;
+* ``functions_taking_run_config``: functions in ``fl/`` (outside ``fl/config``) with a parameter annotated
+  ``RunConfig`` or named ``cfg``;
+* ``mechanism_name_tests``: outside ``mechanisms/``, comparisons of a ``.name`` with a string or a
+  ``*_MECHANISMS`` tuple, and module-level ``*_MECHANISMS`` tuples;
+* ``module_import_circles``: modules of the library that import each other through any chain (grimp,
+  function-level imports included), each circle once, named by its two ends.
 """
 
 from __future__ import annotations
@@ -95,8 +104,128 @@ def _circles(repo: Path) -> list[list[str]]:
     return json.loads(done.stdout)
 
 
+CONFIG_READ_PACKAGES = ("fl/", "clients/", "strategies/")
+
+
+def _kebab_key(node: ast.AST) -> bool:
+    """A string or f-string key with a hyphen in its literal part: how run-config keys are spelled."""
+    if isinstance(node, ast.Constant):
+        return isinstance(node.value, str) and "-" in node.value and " " not in node.value
+    if isinstance(node, ast.JoinedStr):
+        return any(isinstance(v, ast.Constant) and "-" in str(v.value) for v in node.values)
+    return False
+
+
+def _config_reads(tree: ast.AST) -> list[int]:
+    lines = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Subscript) and _kebab_key(node.slice) and _is_config(node.value):
+            lines.append(node.lineno)
+        elif (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr == "get"
+            and _is_config(node.func.value)
+            and node.args
+            and _kebab_key(node.args[0])
+        ):
+            lines.append(node.lineno)
+    return lines
+
+
+def _takes_run_config(node: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    params = [*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs]
+    return any(
+        a.arg == "cfg" or (a.annotation is not None and "RunConfig" in ast.unparse(a.annotation)) for a in params
+    )
+
+
+def _is_config(node: ast.AST) -> bool:
+    """The receiver of a read is the run config: a name or attribute spelled ``cfg``/``config`` (``self.cfg``)."""
+    name = node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute) else ""
+    return "cfg" in name or "config" in name
+
+
+def _name_tests(tree: ast.Module) -> list[int]:
+    lines = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Compare):
+            sides = [node.left, *node.comparators]
+            named = any(isinstance(x, ast.Attribute) and x.attr == "name" for x in sides)
+            other = any(
+                (isinstance(x, ast.Constant) and isinstance(x.value, str))
+                or (isinstance(x, ast.Name) and x.id.endswith("_MECHANISMS"))
+                for x in sides
+            )
+            if named and other:
+                lines.append(node.lineno)
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and any(
+            isinstance(t, ast.Name) and t.id.endswith("_MECHANISMS") and isinstance(node.value, ast.Tuple)
+            for t in node.targets
+        ):
+            lines.append(node.lineno)
+    return sorted(lines)
+
+
+def _module_circles(repo: Path) -> list[list[str]]:
+    """Import circles between modules of the library packages: the strongly connected components (of
+    more than one module) of the graph of direct imports, function-level imports included (grimp)."""
+    code = (
+        "import grimp, json, sys; sys.path.insert(0, sys.argv[1]);"
+        f"g = grimp.build_graph(*{list(PACKAGES)!r});"
+        "print(json.dumps({m: sorted(b for b in g.find_modules_directly_imported_by(m) if b in g.modules)"
+        " for m in g.modules}))"
+    )
+    done = subprocess.run([sys.executable, "-c", code, str(repo)], cwd=repo, capture_output=True, text=True)
+    if done.returncode != 0:
+        raise SystemExit(f"grimp failed: {done.stderr[-2000:]}")
+    edges: dict[str, list[str]] = json.loads(done.stdout)
+    # Kosaraju: finishing order on the graph, then components on the reversed graph.
+    order: list[str] = []
+    seen: set[str] = set()
+    for root in sorted(edges):
+        if root in seen:
+            continue
+        seen.add(root)
+        stack = [(root, iter(edges[root]))]
+        while stack:
+            node, children = stack[-1]
+            child = next(children, None)
+            if child is None:
+                order.append(node)
+                stack.pop()
+            elif child not in seen:
+                seen.add(child)
+                stack.append((child, iter(edges.get(child, []))))
+    reverse: dict[str, list[str]] = {m: [] for m in edges}
+    for m, targets in edges.items():
+        for t in targets:
+            reverse.setdefault(t, []).append(m)
+    done_: set[str] = set()
+    circles = []
+    for root in reversed(order):
+        if root in done_:
+            continue
+        component, todo = [], [root]
+        done_.add(root)
+        while todo:
+            node = todo.pop()
+            component.append(node)
+            for n in reverse.get(node, []):
+                if n not in done_:
+                    done_.add(n)
+                    todo.append(n)
+        if len(component) > 1:
+            circles.append(sorted(component))
+    return sorted(circles)
+
+
 def measure(repo: Path) -> dict[str, Any]:
     branches, isinstances, levels, functions, long_modules = {}, {}, [], [], {}
+    reads: dict[str, list[int]] = {}
+    takers: list[str] = []
+    name_tests: dict[str, list[int]] = {}
     for path in _sources(repo):
         rel = path.relative_to(repo).as_posix()
         text = path.read_text()
@@ -122,6 +251,16 @@ def measure(repo: Path) -> dict[str, Any]:
         for node in ast.walk(tree):
             if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
                 functions.append((node.end_lineno - node.lineno + 1, f"{rel}:{node.name}"))
+        if rel.startswith(CONFIG_READ_PACKAGES) and not rel.startswith("fl/config/") and (r := _config_reads(tree)):
+            reads[rel] = r
+        if rel.startswith("fl/") and not rel.startswith("fl/config/"):
+            takers += [
+                f"{rel}:{f.name}"
+                for f in ast.walk(tree)
+                if isinstance(f, ast.FunctionDef | ast.AsyncFunctionDef) and _takes_run_config(f)
+            ]
+        if not rel.startswith("mechanisms/") and (t := _name_tests(tree)):
+            name_tests[rel] = t
         lines = text.count("\n")
         if lines > 600:
             long_modules[rel] = lines
@@ -136,6 +275,13 @@ def measure(repo: Path) -> dict[str, Any]:
         "levels_definitions": levels,
         "longest_functions": [{"lines": n, "function": f} for n, f in functions[:10]],
         "modules_over_600_lines": dict(sorted(long_modules.items(), key=lambda kv: -kv[1])),
+        "config_string_reads": sum(len(v) for v in reads.values()),
+        "config_string_reads_by_module": reads,
+        "functions_taking_run_config": len(takers),
+        "functions_taking_run_config_list": takers,
+        "mechanism_name_tests": sum(len(v) for v in name_tests.values()),
+        "mechanism_name_tests_by_module": name_tests,
+        "module_import_circles": _module_circles(repo),
     }
 
 
