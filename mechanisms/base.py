@@ -333,6 +333,8 @@ class DocumentMechanism(Mechanism):
     """
 
     level: ClassVar[str] = "document"
+    #: How :meth:`document_guarantee`'s pure epsilon grows with the k sentences, in words (reports).
+    whole_document: ClassVar[str] = "k * epsilon"
 
     @abstractmethod
     def sanitize(self, docs: list[torch.Tensor], generator: torch.Generator | None = None) -> torch.Tensor:

@@ -128,6 +128,16 @@ class ClassRR(SentenceMechanism):
 
     @property
     def guarantee(self) -> Guarantee:
+        # one class per release: K-ary randomized response of the public class (exact event); a larger
+        # subset is composed as the generic pair
+        if self.subset_size == 1:
+            return Guarantee(
+                notion="pure",
+                epsilon=self.epsilon,
+                granularity="sentence",
+                accounting="randomized_response",
+                buckets=self.num_classes,
+            )
         return Guarantee(notion="pure", epsilon=self.epsilon, granularity="sentence")
 
     def output_dim(self, d: int) -> int:

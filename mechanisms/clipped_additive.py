@@ -105,7 +105,7 @@ class ClippedLaplace(SentenceMechanism):
 
     @property
     def guarantee(self) -> Guarantee:
-        return Guarantee(notion="pure", epsilon=self.epsilon, granularity="sentence")
+        return Guarantee(notion="pure", epsilon=self.epsilon, granularity="sentence", accounting="laplace")
 
     def scale(self, dim: int) -> float:
         return 2 * self.clip * math.sqrt(dim) / self.epsilon
@@ -141,7 +141,9 @@ class ClippedGaussian(SentenceMechanism):
 
     @property
     def guarantee(self) -> Guarantee:
-        return Guarantee(notion="approx", epsilon=self.epsilon, delta=self.delta, granularity="sentence")
+        return Guarantee(
+            notion="approx", epsilon=self.epsilon, delta=self.delta, granularity="sentence", accounting="gaussian"
+        )
 
     @torch.no_grad()
     def sanitize(self, x: torch.Tensor, generator: torch.Generator | None = None) -> torch.Tensor:

@@ -251,6 +251,8 @@ class DeepCandidate(DocumentMechanism):
         """Pure epsilon per sentence: neighbours have the same k and differ in one sentence (k is revealed)."""
         return Guarantee(notion="pure", epsilon=self.epsilon, granularity="sentence")
 
+    whole_document = "epsilon * k / 2"
+
     def document_guarantee(self, num_sentences: int) -> Guarantee:
         """Pure epsilon * k / 2 against replacing all k sentences (u spans k/2; docs/SPEC.md §8.5), not k * epsilon."""
         k = _check_count(num_sentences, "num_sentences", 0)

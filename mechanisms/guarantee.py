@@ -14,12 +14,16 @@ of releases costs. Definitions follow docs/SPEC.md §0.1:
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any, Literal
 
 Notion = Literal["pure", "approx", "metric"]
 NOTIONS: tuple[str, ...] = ("pure", "approx", "metric")
 GRANULARITIES: tuple[str, ...] = ("word", "sentence", "document", "label", "user")
+#: The mechanism families an accountant can compose exactly (``fl.accounting`` turns each into its
+#: dp-accounting event): Laplace noise at scale Delta_1 / epsilon (a pure guarantee), Gaussian noise
+#: (an (epsilon, delta) guarantee), and randomized response among ``buckets`` values (pure).
+ACCOUNTING_KINDS: tuple[str, ...] = ("laplace", "gaussian", "randomized_response")
 
 
 @dataclass(frozen=True)
@@ -44,6 +48,14 @@ class Guarantee:
     granularity : str
         The privacy unit: ``"word"``, ``"sentence"``, ``"document"``, ``"label"``
         or ``"user"``.
+    accounting : str or None
+        What the release is, for an accountant that composes it exactly: one of
+        :data:`ACCOUNTING_KINDS`, declared by the mechanism; ``None`` (the default)
+        composes the generic (eps, delta) pair. Not part of what the guarantee
+        states (:meth:`to_dict` leaves it out; a charge carries it on the wire).
+    buckets : int or None
+        ``accounting = "randomized_response"``: the number of values the response
+        chooses among (``None`` until known: :meth:`over`).
     """
 
     notion: Notion
@@ -52,6 +64,8 @@ class Guarantee:
     metric: str | None = None
     diameter: float | None = None
     granularity: str = "sentence"
+    accounting: str | None = None
+    buckets: int | None = None
 
     def __post_init__(self) -> None:
         if self.notion not in NOTIONS:
@@ -65,6 +79,18 @@ class Guarantee:
             raise ValueError("a metric guarantee must name its metric")
         if self.granularity not in GRANULARITIES:
             raise ValueError(f"unknown granularity {self.granularity!r}; use one of {GRANULARITIES}")
+        if self.accounting is not None and self.accounting not in ACCOUNTING_KINDS:
+            raise ValueError(f"unknown accounting kind {self.accounting!r}; use one of {ACCOUNTING_KINDS} or None")
+        if self.buckets is not None and (isinstance(self.buckets, bool) or int(self.buckets) < 2):
+            raise ValueError(f"randomized response needs buckets >= 2, got {self.buckets!r}")
+
+    def over(self, values: int) -> Guarantee:
+        """This guarantee for a release among ``values`` possible values: randomized response's exact
+        account needs that count (a label's response is among the run's classes); other kinds, and a
+        count already known, are unchanged."""
+        if self.accounting == "randomized_response" and self.buckets is None:
+            return replace(self, buckets=int(values))
+        return self
 
     @property
     def is_private(self) -> bool:
@@ -112,6 +138,7 @@ class Guarantee:
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready dict; infinite epsilon becomes ``None``."""
         out = asdict(self)
+        del out["accounting"], out["buckets"]  # how it may be composed, not what it states (Charge.to_dict)
         out["epsilon"] = float(self.epsilon) if self.is_private else None
         if self.diameter is not None and not math.isfinite(self.diameter):
             out["diameter"] = None
@@ -128,6 +155,8 @@ class Guarantee:
             metric=data.get("metric") or None,
             diameter=None if data.get("diameter") is None else float(data["diameter"]),
             granularity=data.get("granularity", "sentence"),
+            accounting=data.get("accounting") or None,
+            buckets=None if data.get("buckets") is None else int(data["buckets"]),
         )
 
 

@@ -58,7 +58,7 @@ class RandomizedResponse(LabelMechanism):
 
     @property
     def guarantee(self) -> Guarantee:
-        return Guarantee(notion="pure", epsilon=self.epsilon, granularity="label")
+        return Guarantee(notion="pure", epsilon=self.epsilon, granularity="label", accounting="randomized_response")
 
     @torch.no_grad()
     def log_output_probabilities(self, y: torch.Tensor, num_classes: int) -> torch.Tensor:

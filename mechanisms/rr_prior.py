@@ -18,11 +18,12 @@ embedding would carry the label's signal outside the mechanism: it is refused.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import torch
 
 from .base import check_labels, sample_device
+from .guarantee import Guarantee
 from .randomized_response import RandomizedResponse, keep_probability, log_keep_probability
 
 ALLOWED_SOURCES = ("public", "sanitized")
@@ -67,6 +68,12 @@ class RRWithPrior(RandomizedResponse):
     """
 
     name = "rr_prior"
+
+    @property
+    def guarantee(self) -> Guarantee:
+        """K-ary RR's pure epsilon per label. Its law (RR among the prior's top classes) is not K-ary RR's,
+        so it declares no exact accounting kind: the generic pair is composed."""
+        return replace(super().guarantee, accounting=None)
 
     @staticmethod
     def _prior_probs(prior: LabelPrior | None, n: int, num_classes: int, device: torch.device) -> torch.Tensor:

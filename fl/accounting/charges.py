@@ -9,11 +9,10 @@ DeepCandidate/truncation whose guarantee already covers its k sentences);
 (:attr:`Charge.cost`) and the server's ledger (``PrivacyLedger.charge``) read
 the same object, so the two can never disagree on what a release costs.
 
-A charge may also name its mechanism (``mechanism``, and ``num_buckets`` for
-randomized response) so that the ledger can compose the release with the
-mechanism's own dp-accounting event (:attr:`Charge.event`); both are optional
-and default to ``None`` (the generic (eps, delta) pair), and ``to_dict`` writes
-them only when set, so older readers and writers are unaffected.
+The guarantee carries what its mechanism declared about how to compose it (``Guarantee.accounting``
+and, for randomized response, ``buckets``), so the ledger can compose the release with the
+mechanism's own dp-accounting event (:attr:`Charge.event`); a guarantee without a kind composes as
+the generic (eps, delta) pair. ``to_dict`` writes them beside the guarantee, only when set.
 
 A reply carries a short list of distinct charges and, per row and channel, an
 index into that list (a handful of distinct word or sentence counts per
@@ -38,18 +37,20 @@ class Charge:
 
     guarantee: Guarantee
     units: int | None = None
-    mechanism: str | None = None  # the mechanism's registry name, for its dp-accounting event
-    num_buckets: int | None = None  # randomized response: the number of labels
 
     def __post_init__(self) -> None:
         if self.units is not None and (isinstance(self.units, bool) or self.units < 0):
             raise ValueError(f"units must be None or an integer >= 0, got {self.units!r}")
-        mechanism_event(self.guarantee, self.mechanism, self.num_buckets)  # raises on a bad num_buckets
+
+    @property
+    def num_buckets(self) -> int | None:
+        """Randomized response: the number of values a release chooses among (``None``: unknown or not RR)."""
+        return self.guarantee.buckets
 
     @property
     def event(self) -> DpEvent | None:
         """The dp-accounting event of one unit (``composition.mechanism_event``); ``None``: the generic pair."""
-        return mechanism_event(self.guarantee, self.mechanism, self.num_buckets)
+        return mechanism_event(self.guarantee)
 
     @property
     def cost(self) -> float:
@@ -65,21 +66,17 @@ class Charge:
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"guarantee": self.guarantee.to_dict(), "units": self.units}
-        if self.mechanism is not None:
-            out["mechanism"] = self.mechanism
-        if self.num_buckets is not None:
-            out["num_buckets"] = self.num_buckets
+        if self.guarantee.accounting is not None:
+            out["accounting"] = self.guarantee.accounting
+        if self.guarantee.buckets is not None:
+            out["buckets"] = self.guarantee.buckets
         return out
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Charge:
-        units, buckets = data.get("units"), data.get("num_buckets")
-        return cls(
-            Guarantee.from_dict(data["guarantee"]),
-            None if units is None else int(units),
-            data.get("mechanism") or None,
-            None if buckets is None else int(buckets),
-        )
+        units = data.get("units")
+        kind = {k: data[k] for k in ("accounting", "buckets") if data.get(k) is not None}
+        return cls(Guarantee.from_dict({**data["guarantee"], **kind}), None if units is None else int(units))
 
 
 def index_charges(charges: list[Charge]) -> tuple[list[Charge], np.ndarray]:

@@ -9,12 +9,12 @@ user's releases per kind of guarantee, so the most exposed user's releases can
 be composed more tightly (advanced composition, PLD; ``composition.py``, which
 reports such a figure only when it is finite and below basic composition, and
 otherwise ``None`` with the reason in ``epsilon_<method>_note``). A re-sent
-cached release is not an event: it costs nothing. A release recorded with its
-mechanism's name (``record(..., mechanism=, num_buckets=)``) is counted under
+cached release is not an event: it costs nothing. A release whose guarantee
+carries its mechanism's accounting kind (``Guarantee.accounting``) is counted under
 the dp-accounting event that describes it exactly (``composition.mechanism_event``:
 Laplace, Gaussian, randomized response), so that PLD composes that mechanism's
-own privacy loss distribution; without a name, or for a mechanism without such
-an event, the generic (eps, delta) pair is composed (each figure names its
+own privacy loss distribution; without a kind the generic (eps, delta) pair is
+composed (each figure names its
 accountant). Users of different
 populations (training and test users) are different people; parallel
 composition applies across users.
@@ -69,8 +69,6 @@ class PrivacyLedger:
         guarantee: Guarantee,
         channel: str,
         units: Iterable[int] | None = None,
-        mechanism: str | None = None,
-        num_buckets: int | None = None,
     ) -> None:
         """Add one release per entry of ``user_ids`` (repeats = several releases).
 
@@ -82,11 +80,11 @@ class PrivacyLedger:
         In a metric guarantee composed over words the metric becomes the sum of
         the per-word distances (``<metric>_sum``) and its epsilon is not multiplied.
 
-        ``mechanism`` (the mechanism's registry name) and, for randomized
-        response, ``num_buckets`` (the number of labels) let the composition use
-        the mechanism's own dp-accounting event (``composition.mechanism_event``);
-        both optional: without them the generic (eps, delta) pair is composed.
-        The basic-composition sums do not depend on them.
+        The kind the guarantee's mechanism declared (``Guarantee.accounting``, and
+        ``buckets`` for randomized response) lets the composition use the
+        mechanism's own dp-accounting event (``composition.mechanism_event``);
+        without one the generic (eps, delta) pair is composed. The
+        basic-composition sums do not depend on it.
         """
         if channel not in CHANNELS:
             raise ValueError(f"unknown channel {channel!r}")
@@ -100,7 +98,7 @@ class PrivacyLedger:
             if k.shape != ids.shape or (k < 0).any():
                 raise ValueError(f"units must be one count >= 0 per release, got shape {k.shape} for {ids.size}")
         eps0, delta0 = guarantee.as_ldp()
-        key = (population, channel, (float(eps0), float(delta0)), mechanism_event(guarantee, mechanism, num_buckets))
+        key = (population, channel, (float(eps0), float(delta0)), mechanism_event(guarantee))
         if key not in self._counts:
             self._counts[key] = np.zeros(self._sizes[population], dtype=np.int64)
         np.add.at(self._counts[key], ids, k)

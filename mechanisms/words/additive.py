@@ -54,7 +54,7 @@ class WordLaplace(ClippedPerturbProject):
 
     @property
     def guarantee(self) -> Guarantee:
-        return Guarantee(notion="pure", epsilon=self.epsilon, granularity="word")
+        return Guarantee(notion="pure", epsilon=self.epsilon, granularity="word", accounting="laplace")
 
     def noise(self, num: int, generator: torch.Generator | None, device: torch.device) -> torch.Tensor:
         return laplace((num, self.space.dim), self.scale, generator, device)
@@ -103,7 +103,9 @@ class WordGaussian(ClippedPerturbProject):
 
     @property
     def guarantee(self) -> Guarantee:
-        return Guarantee(notion="approx", epsilon=self.epsilon, delta=self.delta, granularity="word")
+        return Guarantee(
+            notion="approx", epsilon=self.epsilon, delta=self.delta, granularity="word", accounting="gaussian"
+        )
 
     def noise(self, num: int, generator: torch.Generator | None, device: torch.device) -> torch.Tensor:
         return torch.randn((num, self.space.dim), generator=generator, dtype=torch.float64, device=device) * self.sigma

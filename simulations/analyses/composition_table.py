@@ -1,7 +1,7 @@
 """Composed per-user figures before/after mechanism-specific events: ``sanitas composition-table``.
 
 Each row is one user's releases as a run's ledger records them (a Charge
-per release, each naming its mechanism), composed by ``fl.accounting.compose``
+per release, its guarantee carrying its mechanism's accounting kind), composed by ``fl.accounting.compose``
 twice: with the generic (epsilon, delta) dominating pair of every release
 ("before": what the ledger did when charges carried no mechanism) and with the
 mechanism's own dp-accounting event (``Charge.event``: ``LaplaceDpEvent``,
@@ -21,27 +21,28 @@ from simulations.outputs.writers import write_table
 
 TARGET_DELTA = 1e-6
 
-#: (row, per-release guarantee, mechanism name, number of labels (RR), releases)
-ROWS: tuple[tuple[str, Guarantee, str, int | None, int], ...] = (
+
+def _rr(epsilon: float, labels: int) -> Guarantee:
+    return Guarantee("pure", epsilon, granularity="label", accounting="randomized_response", buckets=labels)
+
+
+#: (row, per-release guarantee with its mechanism's accounting kind, releases)
+ROWS: tuple[tuple[str, Guarantee, int], ...] = (
     (
         "word_laplace eps 1 per word, a 20-word document",
-        Guarantee("pure", 1.0, granularity="word"),
-        "word_laplace",
-        None,
+        Guarantee("pure", 1.0, granularity="word", accounting="laplace"),
         20,
     ),
     (
         "word_gaussian (1, 1e-5) per word, a 20-word document",
-        Guarantee("approx", 1.0, delta=1e-5, granularity="word"),
-        "word_gaussian",
-        None,
+        Guarantee("approx", 1.0, delta=1e-5, granularity="word", accounting="gaussian"),
         20,
     ),
-    ("gaussian (1, 1e-5) sentence release, 3 fresh rounds", Guarantee("approx", 1.0, delta=1e-5), "gaussian", None, 3),
-    ("laplace eps 1 sentence release, 10 fresh rounds", Guarantee("pure", 1.0), "laplace", None, 10),
-    ("rr eps 1 on 2 labels, 10 fresh rounds", Guarantee("pure", 1.0, granularity="label"), "rr", 2, 10),
-    ("rr eps 1 on 4 labels, 10 fresh rounds", Guarantee("pure", 1.0, granularity="label"), "rr", 4, 10),
-    ("rr eps 2 on 20 labels, 3 fresh rounds", Guarantee("pure", 2.0, granularity="label"), "rr", 20, 3),
+    ("gaussian (1, 1e-5) sentence release, 3 fresh rounds", Guarantee("approx", 1.0, 1e-5, accounting="gaussian"), 3),
+    ("laplace eps 1 sentence release, 10 fresh rounds", Guarantee("pure", 1.0, accounting="laplace"), 10),
+    ("rr eps 1 on 2 labels, 10 fresh rounds", _rr(1.0, 2), 10),
+    ("rr eps 1 on 4 labels, 10 fresh rounds", _rr(1.0, 4), 10),
+    ("rr eps 2 on 20 labels, 3 fresh rounds", _rr(2.0, 20), 3),
 )
 COLUMNS = (
     "row",
@@ -57,8 +58,8 @@ COLUMNS = (
 
 def rows() -> list[dict[str, Any]]:
     out = []
-    for name, guarantee, mechanism, buckets, count in ROWS:
-        charge = Charge(guarantee, mechanism=mechanism, num_buckets=buckets)
+    for name, guarantee, count in ROWS:
+        charge = Charge(guarantee)
         eps, delta = guarantee.epsilon, guarantee.delta
         generic = compose([(eps, delta, count)], TARGET_DELTA)
         specific = compose([(eps, delta, count, charge.event)], TARGET_DELTA, delta_approx=generic.delta_approx)

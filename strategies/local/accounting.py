@@ -292,15 +292,7 @@ class LocalDPAccounting(Strategy):
         if users.size == 0:
             return
         units = None if charge.units is None else np.full(users.size, charge.units, dtype=np.int64)
-        self.ledger.record(
-            population,
-            users,
-            charge.guarantee,
-            channel,
-            units=units,
-            mechanism=charge.mechanism,
-            num_buckets=charge.num_buckets,
-        )
+        self.ledger.record(population, users, charge.guarantee, channel, units=units)
 
     def fault_record(self) -> dict[str, Any]:
         """This round's failures by stage and kind, and the lost releases charged so far."""

@@ -514,18 +514,15 @@ def expected_charge(
     """What a row must be charged, from the config and the row's public count (README's formulas): the
     label or sentence mechanism's guarantee, k words x the word guarantee, or the pure epsilon of a
     document of k sentences (DeepCandidate epsilon k / 2, truncation k epsilon)."""
-    # A charge names its mechanism (which picks its dp-accounting event in the ledger).
-    if channel == "label":  # k-ary RR also names its number of labels (its dp-accounting event)
-        mech = config_mod.make_mechanism(cfg, "label")
-        return Charge(mech.guarantee, mechanism=mech.name, num_buckets=num_classes if mech.name == "rr" else None)
+    # A charge's guarantee carries its mechanism's accounting kind (its dp-accounting event in the ledger).
+    if channel == "label":  # k-ary RR's account also needs the number of labels
+        return Charge(config_mod.make_mechanism(cfg, "label").guarantee.over(num_classes))
     if scope == "local/sentence":
         mech = config_mod.make_mechanism(cfg, "sentence", input_dim=input_dim, num_classes=num_classes)
-        buckets = num_classes if mech.name == "class_rr" else None  # K-ary RR of the public class
-        return Charge(mech.guarantee, mechanism=mech.name, num_buckets=buckets)
+        return Charge(mech.guarantee)
     assert count is not None
     if scope == "local/word":
-        mech = config_mod.make_mechanism(cfg, "word")
-        return Charge(mech.guarantee, count, mechanism=mech.name)
+        return Charge(config_mod.make_mechanism(cfg, "word").guarantee, count)
     half = 0.5 if cfg["document-mechanism"] == "deepcandidate" else 1.0
     return cfg["document-epsilon"] * count * half
 

@@ -238,7 +238,11 @@ def test_release_shape_and_dtype(dtype: torch.dtype, k: int, s: int) -> None:
     assert out.shape == (300, k) and out.dtype == dtype and not out.requires_grad
     assert bool(((out == 0) | (out == 1)).all()) and bool((out.sum(dim=1) == s).all())
     assert mech.output_dim(7) == k and mech.sanitize(torch.zeros(0, 7)).shape == (0, k)
-    assert mech.guarantee == Guarantee(notion="pure", epsilon=1.0, granularity="sentence")
+    stated = Guarantee(notion="pure", epsilon=1.0, granularity="sentence")
+    assert mech.guarantee.to_dict() == stated.to_dict()
+    # one class per release is K-ary randomized response (its exact account); a larger subset is not
+    kind = ("randomized_response", k) if s == 1 else (None, None)
+    assert (mech.guarantee.accounting, mech.guarantee.buckets) == kind
     assert mech.level == "sentence" and "class_rr" in mechanisms.names()
 
 

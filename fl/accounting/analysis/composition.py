@@ -53,37 +53,30 @@ NOTE_PLD_HUGE = (
 ACCOUNTANT_BASIC = "basic"
 ACCOUNTANT_ADVANCED = "advanced"
 ACCOUNTANT_PLD_GENERIC = "pld-generic (eps, delta) pair"
-LAPLACE_MECHANISMS = ("laplace", "word_laplace")
-GAUSSIAN_MECHANISMS = ("gaussian", "word_gaussian")
-RR_MECHANISMS = ("rr", "class_rr")  # class_rr with subset_size 1: K-ary RR of the public class
 # One part: (eps, delta, count) or (eps, delta, count, event); event None = the generic pair.
 Part = tuple[float, float, int] | tuple[float, float, int, dp_event.DpEvent | None]
 
 
-def mechanism_event(
-    guarantee: Guarantee, mechanism: str | None = None, num_buckets: int | None = None
-) -> dp_event.DpEvent | None:
-    """The dp-accounting event that describes one release of ``mechanism`` exactly, or ``None``.
+def mechanism_event(guarantee: Guarantee) -> dp_event.DpEvent | None:
+    """The dp-accounting event that describes one release exactly, from the kind its mechanism declares
+    (``Guarantee.accounting``), or ``None``.
 
-    ``None`` (the generic (eps, delta) pair) when the mechanism is unnamed or has
-    no such event, when the guarantee's notion is not the mechanism's own (a
-    metric or composed guarantee), when epsilon is not finite and positive, and
-    for ``rr`` without its number of labels ``num_buckets``. Laplace and Gaussian
+    ``None`` (the generic (eps, delta) pair) when the guarantee declares no kind, when its notion is
+    not the kind's own (a metric or composed guarantee), when epsilon is not finite and positive, and
+    for randomized response whose number of values (``buckets``) is unknown. Laplace and Gaussian
     events are in units of the replace-one shift (the diameter; docs/SPEC.md §15.1).
     """
-    eps = float(guarantee.epsilon)
-    if mechanism is None or not (0.0 < eps <= MAX_EXP_EPSILON) or guarantee.is_vacuous:
+    eps, kind = float(guarantee.epsilon), guarantee.accounting
+    if kind is None or not (0.0 < eps <= MAX_EXP_EPSILON) or guarantee.is_vacuous:
         return None
-    if mechanism in LAPLACE_MECHANISMS and guarantee.notion == "pure":
+    if kind == "laplace" and guarantee.notion == "pure":
         return dp_event.LaplaceDpEvent(1.0 / eps)
-    if mechanism in GAUSSIAN_MECHANISMS and guarantee.notion == "approx" and 0.0 < guarantee.delta < 1.0:
+    if kind == "gaussian" and guarantee.notion == "approx" and 0.0 < guarantee.delta < 1.0:
         # sigma is calibrated per sensitivity to ~1e-13: rounding the multiplier down by 1e-9 keeps it
         # at or below the mechanism's sigma / Delta2 (less noise: a pessimistic account).
         return dp_event.GaussianDpEvent(analytic_gaussian_sigma(eps, float(guarantee.delta), 1.0) * (1 - 1e-9))
-    if mechanism in RR_MECHANISMS and guarantee.notion == "pure" and num_buckets is not None:
-        k = int(num_buckets)
-        if k < 2:
-            raise ValueError(f"randomized response needs num_buckets >= 2, got {num_buckets!r}")
+    if kind == "randomized_response" and guarantee.notion == "pure" and guarantee.buckets is not None:
+        k = int(guarantee.buckets)
         return dp_event.RandomizedResponseDpEvent(k / (math.exp(eps) + k - 1), k)
     return None
 

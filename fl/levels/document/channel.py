@@ -105,7 +105,7 @@ class DocumentChannel(EmbeddingChannel):
         return {"document": {**g.to_dict(), "pure_per_changed_sentence": g.as_ldp()[0], "text": g.describe()}}
 
     def sentence_text(self, base: str) -> str:
-        whole = "epsilon * k / 2" if self.mechanism.name == "deepcandidate" else "k * epsilon"
+        whole = self.mechanism.whole_document
         return (
             f"a document embedding under sentence-level DP ({self.mechanism.name}): "
             f"{self.guarantee.describe()} of a document (any one sentence replaced); a whole document of k "

@@ -6,7 +6,6 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from fl.accounting.analysis.composition import RR_MECHANISMS
 from fl.accounting.charges import Charge
 from fl.config import RunConfig, make_mechanism
 from fl.data import datasets as data
@@ -29,16 +28,18 @@ class LabelChannel:
     def __init__(self, cfg: RunConfig, num_classes: int | None = None) -> None:
         self.cfg = cfg
         self.mechanism = make_mechanism(cfg, "label")
-        # k-ary RR's charges name K, so the ledger composes RandomizedResponseDpEvent(K) (unknown: generic pair)
-        self.num_buckets = num_classes if self.mechanism.name in RR_MECHANISMS else None
+        self.num_classes = num_classes
 
     @property
     def guarantee(self) -> Guarantee:
-        return self.mechanism.guarantee
+        """The mechanism's guarantee, among the run's classes when known (randomized response's exact
+        account needs their number K: ``Guarantee.over``; unknown, the generic pair)."""
+        g = self.mechanism.guarantee
+        return g if self.num_classes is None else g.over(self.num_classes)
 
     def charges(self, n: int) -> tuple[list[Charge], np.ndarray]:
         """One charge, shared by every label release."""
-        charge = Charge(self.guarantee, mechanism=self.mechanism.name, num_buckets=self.num_buckets)
+        charge = Charge(self.guarantee)
         return [charge], np.zeros(n, dtype=np.int64)
 
     def costs(self, n: int) -> np.ndarray:

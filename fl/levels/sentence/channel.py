@@ -30,11 +30,8 @@ class SentenceChannel(MappedChannel):
         return self.mechanism.guarantee
 
     def row_charges(self, n: int, extras: Mapping[str, np.ndarray]) -> list[Charge]:
-        # The name picks its dp-accounting event; the task-aware class_rr with one class per release is
-        # K-ary randomized response of the public class (its event needs K), a larger subset the generic pair.
-        mech = self.mechanism
-        buckets = mech.num_classes if mech.name == "class_rr" and getattr(mech, "subset_size", 1) == 1 else None
-        return [Charge(self.guarantee, mechanism=mech.name, num_buckets=buckets)] * n
+        # The guarantee carries the kind its mechanism declared, which picks its dp-accounting event.
+        return [Charge(self.guarantee)] * n
 
     def source(self, inputs: ReleaseInputs, rows: np.ndarray) -> torch.Tensor:
         """The encoder's embedding of each row's document (before M1)."""

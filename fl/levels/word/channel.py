@@ -42,8 +42,8 @@ class WordChannel(MappedChannel):
         return self.word_mechanism.guarantee
 
     def row_charges(self, n: int, extras: Mapping[str, np.ndarray]) -> list[Charge]:
-        name = self.word_mechanism.name  # picks its dp-accounting event (word_laplace, word_gaussian)
-        return [Charge(self.guarantee, int(k), mechanism=name) for k in extras["num-words"]]
+        # the per-word guarantee carries its mechanism's accounting kind (its dp-accounting event)
+        return [Charge(self.guarantee, int(k)) for k in extras["num-words"]]
 
     def extras(self, cohort: Cohort, purpose: str, rows: np.ndarray) -> dict[str, np.ndarray]:
         words = cohort.train_words if purpose == "train" else cohort.test_words

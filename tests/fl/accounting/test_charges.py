@@ -59,6 +59,10 @@ def _rr_composed_delta(eps: float, k_buckets: int, k: int, eps_prime: float) -> 
     return total
 
 
+def _rr(eps: float, buckets: int) -> Guarantee:
+    return Guarantee("pure", eps, granularity="label", accounting="randomized_response", buckets=buckets)
+
+
 def _gaussian_delta(mu: float, eps: float) -> float:
     """Exact delta(eps) of N(0, 1) vs N(mu, 1) (Balle & Wang 2018, Thm 8)."""
     return float(special.ndtr(mu / 2 - eps / mu) - math.exp(eps) * special.ndtr(-mu / 2 - eps / mu))
@@ -73,7 +77,7 @@ def test_rr_event_is_the_mechanisms_law(eps: float, k_buckets: int) -> None:
     """dp-accounting's RR keeps the input w.p. 1 - p + p/K and outputs each other bucket w.p. p/K:
     the event's p reproduces rr's keep probability and its probability of each other label."""
     g = mechanisms.create("rr", epsilon=eps).guarantee
-    event = mechanism_event(g, "rr", k_buckets)
+    event = mechanism_event(g.over(k_buckets))
     assert isinstance(event, dp_event.RandomizedResponseDpEvent) and event.num_buckets == k_buckets
     p = event.noise_parameter
     assert 1 - p + p / k_buckets == pytest.approx(keep_probability(eps, k_buckets), rel=1e-12)
@@ -83,44 +87,60 @@ def test_rr_event_is_the_mechanisms_law(eps: float, k_buckets: int) -> None:
 def test_laplace_and_gaussian_events_match_the_mechanisms_noise() -> None:
     """Laplace: scale / L1 diameter = 1 / eps. Gaussian: sigma / L2 diameter of the clipped Gaussian."""
     lap = mechanisms.create("laplace", epsilon=2.0).guarantee
-    assert mechanism_event(lap, "laplace") == dp_event.LaplaceDpEvent(0.5)
-    assert mechanism_event(Guarantee("pure", 0.25, granularity="word"), "word_laplace") == dp_event.LaplaceDpEvent(4.0)
+    assert mechanism_event(lap) == dp_event.LaplaceDpEvent(0.5)
+    assert mechanism_event(
+        Guarantee("pure", 0.25, granularity="word", accounting="laplace")
+    ) == dp_event.LaplaceDpEvent(4.0)
     for clip in (0.3, 1.0, 7.0):
         mech = mechanisms.create("gaussian", epsilon=1.5, delta=1e-5, clip=clip)
-        event = mechanism_event(mech.guarantee, "gaussian")
+        event = mechanism_event(mech.guarantee)
         assert isinstance(event, dp_event.GaussianDpEvent)
         assert event.noise_multiplier == pytest.approx(mech.sigma / (2 * clip), rel=2e-9)
         assert event.noise_multiplier <= mech.sigma / (2 * clip)  # never more noise than the mechanism adds
-    word = Guarantee("approx", 1.0, 1e-5, granularity="word")
-    assert mechanism_event(word, "word_gaussian").noise_multiplier == pytest.approx(
+    word = Guarantee("approx", 1.0, 1e-5, granularity="word", accounting="gaussian")
+    assert mechanism_event(word).noise_multiplier == pytest.approx(
         analytic_gaussian_sigma(1.0, 1e-5, 2.0) / 2.0, rel=2e-9
     )
 
 
 @pytest.mark.parametrize(
-    ("guarantee", "mechanism", "num_buckets"),
+    "guarantee",
     [
-        (Guarantee("pure", 1.0, granularity="label"), None, 2),  # unnamed
-        (Guarantee("pure", 1.0, granularity="label"), "rr", None),  # K unknown
-        (Guarantee("pure", 1.0, granularity="label"), "rr_prior", 5),  # not k-RR
-        (Guarantee("approx", 1.0, 1e-6, granularity="word"), "trlaplace", None),
-        (Guarantee("metric", 1.0, metric="euclidean", diameter=2.0), "planar_laplace", None),
-        (Guarantee("approx", 1.0, 1e-5), "laplace", None),  # not the mechanism's own notion
-        (Guarantee("pure", 1.0), "gaussian", None),
-        (Guarantee("pure", math.inf), "laplace", None),  # in the clear
+        Guarantee("pure", 1.0, granularity="label"),  # no kind declared
+        Guarantee("pure", 1.0, granularity="label", accounting="randomized_response"),  # K unknown
+        Guarantee("pure", 1.0, granularity="label").over(5),  # no kind: over() adds nothing (rr_prior)
+        Guarantee("approx", 1.0, 1e-6, granularity="word"),  # trlaplace
+        Guarantee("metric", 1.0, metric="euclidean", diameter=2.0),  # planar_laplace
+        Guarantee("approx", 1.0, 1e-5, accounting="laplace"),  # not the kind's own notion
+        Guarantee("pure", 1.0, accounting="gaussian"),
+        Guarantee("pure", math.inf, accounting="laplace"),  # in the clear
     ],
 )
-def test_no_event_where_none_describes_the_release_exactly(
-    guarantee: Guarantee, mechanism: str | None, num_buckets: int | None
-) -> None:
-    assert mechanism_event(guarantee, mechanism, num_buckets) is None
+def test_no_event_where_none_describes_the_release_exactly(guarantee: Guarantee) -> None:
+    assert mechanism_event(guarantee) is None
 
 
 def test_rr_needs_two_buckets() -> None:
-    with pytest.raises(ValueError, match="num_buckets"):
-        mechanism_event(Guarantee("pure", 1.0, granularity="label"), "rr", 1)
-    with pytest.raises(ValueError, match="num_buckets"):
-        Charge(Guarantee("pure", 1.0, granularity="label"), mechanism="rr", num_buckets=1)
+    with pytest.raises(ValueError, match="buckets >= 2"):
+        _rr(1.0, 1)
+    with pytest.raises(ValueError, match="buckets >= 2"):
+        Guarantee("pure", 1.0, granularity="label", accounting="randomized_response").over(1)
+    with pytest.raises(ValueError, match="accounting kind"):
+        Guarantee("pure", 1.0, accounting="rr")
+
+
+def test_each_mechanism_with_an_exact_event_declares_its_kind() -> None:
+    """The kinds the accountant reads are the mechanisms' own declarations (no name tests): Laplace,
+    Gaussian and randomized response declare theirs, class_rr its K-ary RR only for one class per
+    release, and a mechanism without an exact event declares none."""
+    assert mechanisms.create("laplace", epsilon=1.0).guarantee.accounting == "laplace"
+    assert mechanisms.create("gaussian", epsilon=1.0, delta=1e-5).guarantee.accounting == "gaussian"
+    assert mechanisms.create("rr", epsilon=1.0).guarantee.accounting == "randomized_response"
+    one = mechanisms.create("class_rr", epsilon=1.0, num_classes=4).guarantee
+    assert (one.accounting, one.buckets) == ("randomized_response", 4)
+    assert mechanisms.create("class_rr", epsilon=1.0, num_classes=4, subset_size=2).guarantee.accounting is None
+    assert mechanisms.create("purkayastha", epsilon=1.0).guarantee.accounting is None
+    assert mechanisms.create("rr_prior", epsilon=1.0).guarantee.accounting is None  # not K-ary RR's law
 
 
 def test_multidimensional_laplace_is_dominated_by_the_event() -> None:
@@ -145,7 +165,7 @@ def test_multidimensional_laplace_is_dominated_by_the_event() -> None:
 def test_laplace_specific_is_tighter_than_generic_and_above_the_exact_value(eps: float, k: int, delta: float) -> None:
     """k pure-eps Laplace releases: mechanism-specific PLD <= generic-pair PLD, and both >= an optimistic
     (lower) fine-grid PLD of the exact Laplace composition, the specific one within 1e-2 of it."""
-    event = mechanism_event(Guarantee("pure", eps, granularity="word"), "word_laplace")
+    event = mechanism_event(Guarantee("pure", eps, granularity="word", accounting="laplace"))
     specific = pld([(eps, 0.0, k, event)], delta)
     generic = pld([(eps, 0.0, k)], delta)
     lower = privacy_loss_distribution.from_laplace_mechanism(
@@ -166,7 +186,7 @@ def test_binary_rr_equals_its_exact_composition(eps: float, k: int, delta: float
     """RR on 2 labels: the event's figure equals the closed-form privacy profile of k releases inverted
     at delta (to the discretisation, from above), and equals the generic pure pair (binary RR)."""
     g = mechanisms.create("rr", epsilon=eps).guarantee
-    event = mechanism_event(g, "rr", 2)
+    event = mechanism_event(g.over(2))
     exact = _epsilon_for_delta(lambda e: _rr_composed_delta(eps, 2, k, e), delta, k * eps)
     specific = pld([(eps, 0.0, k, event)], delta)
     assert exact - 1e-9 <= specific <= exact + 2e-3
@@ -176,7 +196,7 @@ def test_binary_rr_equals_its_exact_composition(eps: float, k: int, delta: float
 @pytest.mark.parametrize("k_buckets", [3, 5, 10])
 def test_k_rr_equals_its_exact_composition_and_beats_the_generic_pair(k_buckets: int) -> None:
     eps, k, delta = 1.0, 5, 1e-3
-    event = mechanism_event(Guarantee("pure", eps, granularity="label"), "rr", k_buckets)
+    event = mechanism_event(_rr(eps, k_buckets))
     exact = _epsilon_for_delta(lambda e: _rr_composed_delta(eps, k_buckets, k, e), delta, k * eps)
     specific = pld([(eps, 0.0, k, event)], delta)
     assert exact - 1e-9 <= specific <= exact + 2e-3
@@ -187,8 +207,8 @@ def test_k_rr_equals_its_exact_composition_and_beats_the_generic_pair(k_buckets:
 def test_gaussian_matches_the_analytic_gaussian_composition(eps: float, delta0: float, k: int) -> None:
     """k Gaussians of noise multiplier z compose to one of mu = sqrt(k) / z: the figure equals the
     analytic Gaussian privacy profile (Balle & Wang) inverted at delta_approx, from above."""
-    g = Guarantee("approx", eps, delta0, granularity="word")
-    event = mechanism_event(g, "word_gaussian")
+    g = Guarantee("approx", eps, delta0, granularity="word", accounting="gaussian")
+    event = mechanism_event(g)
     c = compose([(eps, delta0, k, event)], 1e-6)
     mu = math.sqrt(k) / event.noise_multiplier
     exact = _epsilon_for_delta(lambda e: _gaussian_delta(mu, e), c.delta_approx, k * eps)
@@ -235,31 +255,35 @@ def test_compose_worst_with_events() -> None:
     assert legacy["epsilon_pld_accountant"] == ACCOUNTANT_PLD_GENERIC
 
 
-def test_ledger_composes_named_mechanisms_by_their_event() -> None:
-    """record(..., mechanism=, num_buckets=) counts releases under their event; without a name the
-    generic pair is composed; the basic sums do not change."""
-    per_word = Guarantee("pure", 1.0, granularity="word")
+def test_ledger_composes_declared_kinds_by_their_event() -> None:
+    """A guarantee with its mechanism's kind counts its releases under the kind's event; without one
+    the generic pair is composed; the basic sums do not change."""
+    plain = Guarantee("pure", 1.0, granularity="word")
+    per_word = Guarantee("pure", 1.0, granularity="word", accounting="laplace")
     named, unnamed = PrivacyLedger({"train": 3}), PrivacyLedger({"train": 3})
-    named.record("train", [0, 1], per_word, "embedding", units=[20, 5], mechanism="word_laplace")
-    unnamed.record("train", [0, 1], per_word, "embedding", units=[20, 5])
+    named.record("train", [0, 1], per_word, "embedding", units=[20, 5])
+    unnamed.record("train", [0, 1], plain, "embedding", units=[20, 5])
     a, b = named.snapshot(), unnamed.snapshot()
     assert a["epsilon_ldp"] == b["epsilon_ldp"] == pytest.approx(20.0)
     ca, cb = a["composition_embedding"], b["composition_embedding"]
     assert ca["epsilon_pld_accountant"] == LAPLACE and cb["epsilon_pld_accountant"] == ACCOUNTANT_PLD_GENERIC
     assert ca["epsilon_best_approx"] < cb["epsilon_best_approx"] - 0.2
     rr = mechanisms.create("rr", epsilon=1.0).guarantee
-    named.record("train", [0, 0, 0], rr, "label", mechanism="rr", num_buckets=5)
+    named.record("train", [0, 0, 0], rr.over(5), "label")
     total = named.snapshot()["composition_total"]
     assert total["epsilon_pld_accountant"] == "pld-mechanism-specific (LaplaceDpEvent, RandomizedResponseDpEvent)"
 
 
-def test_charge_carries_the_mechanism_backward_compatibly() -> None:
+def test_a_charge_carries_the_kind_on_the_wire_and_the_statement_leaves_it_out() -> None:
     g = Guarantee("pure", 1.0, granularity="label")
     old = Charge(g)
     assert old.event is None and old.to_dict() == {"guarantee": g.to_dict(), "units": None}
-    assert Charge.from_dict({"guarantee": g.to_dict(), "units": None}) == old  # an older sender
-    new = Charge(g, mechanism="rr", num_buckets=4)
-    assert new.event == mechanism_event(g, "rr", 4) and new.cost == old.cost
+    assert Charge.from_dict({"guarantee": g.to_dict(), "units": None}) == old  # a guarantee without a kind
+    rr = Guarantee("pure", 1.0, granularity="label", accounting="randomized_response").over(4)
+    new = Charge(rr)
+    assert new.event == mechanism_event(rr) and new.num_buckets == 4 and new.cost == old.cost
+    assert rr.to_dict() == g.to_dict()  # what the guarantee states (reports) is unchanged
+    assert new.to_dict() == {"guarantee": g.to_dict(), "units": None, "accounting": "randomized_response", "buckets": 4}
     assert Charge.from_dict(new.to_dict()) == new
-    word = Charge(Guarantee("pure", 1.0, granularity="word"), 7, mechanism="word_laplace")
+    word = Charge(Guarantee("pure", 1.0, granularity="word", accounting="laplace"), 7)
     assert Charge.from_dict(word.to_dict()) == word and word.event == dp_event.LaplaceDpEvent(1.0)

@@ -117,11 +117,11 @@ def test_composition_names_its_accountants_in_plain_json() -> None:
     ledger = PrivacyLedger({"train": 2})
     rr = mechanisms.create("rr", epsilon=1.0).guarantee
     for _ in range(3):
-        ledger.record("train", [0], rr, "label")  # unnamed: the generic pair
+        ledger.record("train", [0], rr, "label")  # K unknown: the generic pair
     out = ledger.snapshot()["composition_total"]
     assert out["epsilon_pld_accountant"] == "pld-generic (eps, delta) pair"
     assert out["accountant"] in ("basic", "advanced", out["epsilon_pld_accountant"])
-    ledger.record("train", [1, 1, 1], rr, "label", mechanism="rr", num_buckets=2)
+    ledger.record("train", [1, 1, 1], rr.over(2), "label")
     out = ledger.snapshot()["composition_total"]
     assert (
         set(out["epsilon_pld_accountant"].split("; "))
