@@ -37,7 +37,8 @@ def train_parallel(jobs: Sequence[TrainJob], workers: int | None = None) -> list
     ``workers`` threads at once (default: the process's torch threads, one per core), the others
     after them, one at a time."""
     results: list[float | BaseException] = [RuntimeError("not trained")] * len(jobs)
-    small = [i for i, j in enumerate(jobs) if runs_beside_others(j)]
+    beside = [runs_beside_others(j) for j in jobs]
+    small = [i for i, b in enumerate(beside) if b]
     workers = max(1, min(len(small), workers or torch.get_num_threads()))
 
     def one(i: int) -> None:
@@ -55,7 +56,7 @@ def train_parallel(jobs: Sequence[TrainJob], workers: int | None = None) -> list
         else:
             with ThreadPoolExecutor(workers, thread_name_prefix="sanitas-train") as pool:
                 list(pool.map(one, small))
-    for i in (i for i in range(len(jobs)) if i not in set(small)):
+    for i in (i for i, b in enumerate(beside) if not b):
         with sized_threads(jobs[i].model, int(jobs[i].batch_size), jobs[i].x.device):
             one(i)
     return results

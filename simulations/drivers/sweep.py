@@ -326,9 +326,15 @@ def shared_runner(config: str, sets: Sequence[str], sweep_dir: Path, pool: Any, 
     from simulations.runtime.api import shared_federation
 
     alone = warm_runner(config, sets, sweep_dir, pool, timeout)
+    resolved: dict[str, Mapping[str, Any]] = {}  # each run's config, resolved once for its key and its worker
+
+    def resolve(run: Run) -> Mapping[str, Any]:
+        if run.name not in resolved:
+            resolved[run.name] = resolve_run(config, run, sets, sweep_dir)
+        return resolved[run.name]
 
     def key(run: Run) -> Any:
-        cfg = resolve_run(config, run, sets, sweep_dir)
+        cfg = resolve(run)
         if cfg["fault-rate"] > 0 or config_mod.simulation_backend(cfg) != "local":
             return None  # simulated faults time each node on its own; Ray sweeps keep a run per point
         return shared_federation(cfg)
@@ -338,12 +344,11 @@ def shared_runner(config: str, sets: Sequence[str], sweep_dir: Path, pool: Any, 
         log = log_paths[0]
         log.parent.mkdir(parents=True, exist_ok=True)
         log.write_text("".join("$ sanitas " + " ".join(c) + "\n" for c in commands))
-        for other, r in zip(log_paths[1:], runs[1:], strict=True):
-            other.write_text(f"$ sanitas {' '.join(run_command(config, r, sets, sweep_dir))}\n"
+        for other, command in zip(log_paths[1:], commands[1:], strict=True):
+            other.write_text(f"$ sanitas {' '.join(command)}\n"
                              f"(run in one federation with {runs[0].name}: its log is {log.name})\n")  # fmt: skip
         # The worker gets the configs resolved here, as `sanitas run` resolves them (the log keeps the command lines)
-        cfgs = [resolve_run(config, r, sets, sweep_dir) for r in runs]
-        points = pool.run_points(cfgs, log, None if timeout is None else timeout * len(runs))
+        points = pool.run_points([resolve(r) for r in runs], log, None if timeout is None else timeout * len(runs))
         if all(p.crashed or p.returncode == 124 for p in points):  # the group as a whole failed: one by one
             return [alone(r, p) for r, p in zip(runs, log_paths, strict=True)]
         outcomes = []
