@@ -89,6 +89,7 @@ def one_run(config: str, sets: list[str], backend: str, out: Path, timeout: floa
         "wall_seconds": round(wall, 2),
         "server_wall_seconds": summary.get("wall_seconds"),
         "accuracy": summary["final"]["accuracy"],
+        "test_users": summary["final"].get("test_users"),
         "phases": phases,
         "wire": timings.get("wire"),
         # the command's time outside the ServerApp: interpreter, imports, checks, backend start and shutdown

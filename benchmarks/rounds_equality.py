@@ -29,7 +29,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the configs of this checkout's tests
 
-from tests.support.runs import LEVELS, MODES, PROVENANCE, SMALL_RUN, WALL_CLOCK, comparable  # noqa: E402
+from tests.support.runs import LEVELS, MODES, PROVENANCE, SMALL_RUN, SUPERVISED_MAP, WALL_CLOCK, comparable  # noqa: E402
 
 # The small runs the end-to-end tests compare (tests/support/runs.py): two nodes, two rounds, a few
 # seconds each; run-name is set per run.
@@ -37,15 +37,7 @@ RUNS: dict[str, dict[str, Any]] = {
     # sentence level (Purkayastha) and label level (randomized response), local DP
     "sentence-label-local": {**SMALL_RUN, **MODES["local"]},
     # the quickstart's recipe: a supervised public map, labels in the clear
-    "sentence-supervised-map": {
-        **SMALL_RUN,
-        "train-size": 400,
-        "public-fraction": 0.25,
-        "users-per-node": 100,
-        "map-in": "supervised",
-        "map-dim": 2,
-        "map-scale": 0.0,
-    },
+    "sentence-supervised-map": {**SMALL_RUN, **SUPERVISED_MAP},
     # label level alone with the prior-aware randomized response
     "label-rr-prior": {**SMALL_RUN, "sentence-mechanism": "none", "label-mechanism": "rr_prior", "label-epsilon": 1.0},
     # word level (TrLaplace) with RR labels

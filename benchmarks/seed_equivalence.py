@@ -23,11 +23,13 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "benchmarks"))
+
+from bench_run_phases import one_run  # noqa: E402
 
 #: name -> (config, --set values): the quickstart (the class-means head), full SST-2 with the MLP
 #: server model (the server step this check guards; the encoder untuned, since each seed's public
@@ -49,23 +51,11 @@ SEEDS = (1, 2, 3)
 def one(code: Path, config: str, sets: list[str], seed: int, timeout: float) -> dict[str, Any]:
     """One seeded ``sanitas run`` of checkout ``code`` (the configs are this checkout's)."""
     with tempfile.TemporaryDirectory() as tmp:
-        command = [sys.executable, "-m", "simulations.cli", "run", str(REPO / config), "--out", tmp]
-        for item in [*sets, f"seed={seed}", f"noise-seed={seed}"]:
-            command += ["--set", item]
-        started = time.perf_counter()
-        env = {**os.environ, "PYTHONPATH": str(code)}
-        proc = subprocess.run(command, cwd=code, env=env, capture_output=True, text=True, timeout=timeout)
-        wall = round(time.perf_counter() - started, 2)
-        if proc.returncode != 0:
-            return {"seed": seed, "error": proc.stderr[-2000:], "wall_seconds": wall}
-        summary = json.loads(next(Path(tmp).glob("*/summary.json")).read_text())
-    final = summary["final"]
-    return {
-        "seed": seed,
-        "accuracy": final["accuracy"],
-        "test_users": final.get("test_users"),
-        "wall_seconds": wall,
-    }
+        seeded = [*sets, f"seed={seed}", f"noise-seed={seed}"]
+        run = one_run(str(REPO / config), seeded, "local", Path(tmp), timeout, code)
+    if "error" in run:
+        return {"seed": seed, "error": run["error"], "wall_seconds": run["wall_seconds"]}
+    return {k: run[k] for k in ("accuracy", "test_users", "wall_seconds")} | {"seed": seed}
 
 
 def measure(code: Path, names: list[str], timeout: float) -> dict[str, Any]:

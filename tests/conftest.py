@@ -48,6 +48,14 @@ def cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("sanitas-cache")
 
 
+@pytest.fixture
+def offline_env(monkeypatch: pytest.MonkeyPatch, data_dir: Path, cache_dir: Path) -> None:
+    """Runs in this test read the offline datasets and the session's cache folder (through the
+    environment, as a user's shell would set them)."""
+    monkeypatch.setenv("SANITAS_DATA_DIR", str(data_dir))
+    monkeypatch.setenv("SANITAS_CACHE_DIR", str(cache_dir))
+
+
 @pytest.fixture(autouse=True)
 def restore_sanitas_loggers() -> Iterator[None]:
     """``sanitas`` commands run in this process (tests calling ``simulations.cli.main``) configure Sanitas'

@@ -40,6 +40,7 @@ sys.path.insert(0, str(REPO / "benchmarks"))
 
 from _common import run_header  # noqa: E402
 from bench_run_phases import LORA, one_run  # noqa: E402
+from bench_sweep import _sanitas as sanitas  # noqa: E402
 
 QUICKSTART = "simulations/experiments/quickstart.toml"
 SEEDED = ["noise-seed=1"]  # the same releases on both devices: the accuracies differ only by the arithmetic
@@ -112,13 +113,7 @@ def run(config: str, sets: list[str], device: str, timeout: float) -> dict[str, 
 def sweep(config: str, sets: list[str], device: str, timeout: float) -> dict[str, Any]:
     set_args = [a for s in [*sets, f'device="{device}"'] for a in ("--set", s)]
     with tempfile.TemporaryDirectory() as tmp:
-        command = [sys.executable, "-m", "simulations.cli", "sweep", config, *set_args, "--grid", GRID]
-        started = time.perf_counter()
-        proc = subprocess.run(
-            [*command, "--out", tmp, "--name", "s"], cwd=REPO, capture_output=True, text=True, timeout=timeout,
-            env={**os.environ, "PYTHONPATH": str(REPO)},
-        )  # fmt: skip
-        wall = round(time.perf_counter() - started, 2)
+        wall, proc = sanitas(REPO, ["sweep", config, *set_args, "--grid", GRID, "--out", tmp, "--name", "s"], timeout)
         accuracies = [
             json.loads(p.read_text())["final"]["accuracy"] for p in sorted(Path(tmp, "s").glob("*/summary.json"))
         ]

@@ -37,9 +37,7 @@ RUN = {
 
 
 @pytest.fixture
-def folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, data_dir: Path, cache_dir: Path) -> Path:
-    monkeypatch.setenv("SANITAS_DATA_DIR", str(data_dir))
-    monkeypatch.setenv("SANITAS_CACHE_DIR", str(cache_dir))
+def folder(tmp_path: Path, offline_env: None) -> Path:
     cfg = resolve_config(RUN, {})
     ds = data.load(cfg)
     members = np.arange(len(ds.train))

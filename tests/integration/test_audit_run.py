@@ -20,10 +20,7 @@ CONFIG = LABEL  # SST-2, 400 users, 3 rounds, random M1 (m' = 2), Purkayastha ep
 PRINTED = 3.141592653589793 * 0.5 + 1.0  # one charged release: Purkayastha's pure pi * eps1 + RR's eps
 
 
-@pytest.fixture(autouse=True)
-def _data(monkeypatch: pytest.MonkeyPatch, data_dir: Path, cache_dir: Path) -> None:
-    monkeypatch.setenv("SANITAS_DATA_DIR", str(data_dir))
-    monkeypatch.setenv("SANITAS_CACHE_DIR", str(cache_dir))
+pytestmark = pytest.mark.usefixtures("offline_env")
 
 
 @pytest.mark.parametrize(

@@ -18,20 +18,12 @@ import torch
 
 from fl import config as config_mod
 from simulations.runtime.api import launch
-from tests.support.runs import MODES, SMALL_RUN
+from tests.support.runs import MODES, SMALL_RUN, SUPERVISED_MAP
 
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")]
 
 CASES: dict[str, dict[str, object]] = {
-    "local-supervised-map": {
-        **MODES["local"],
-        "train-size": 400,
-        "public-fraction": 0.25,
-        "users-per-node": 100,
-        "map-in": "supervised",
-        "map-dim": 2,
-        "map-scale": 0.0,
-    },
+    "local-supervised-map": {**MODES["local"], **SUPERVISED_MAP},
     "local-class-means": {
         "train-size": 400,
         "public-size": 100,
@@ -68,11 +60,7 @@ CASES: dict[str, dict[str, object]] = {
 
 
 @pytest.mark.parametrize("case", sorted(CASES))
-def test_a_cuda_run_lands_where_the_cpu_run_lands(
-    case: str, tmp_path: Path, data_dir: Path, cache_dir: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setenv("SANITAS_DATA_DIR", str(data_dir))
-    monkeypatch.setenv("SANITAS_CACHE_DIR", str(cache_dir))
+def test_a_cuda_run_lands_where_the_cpu_run_lands(case: str, tmp_path: Path, offline_env: None) -> None:
     summaries = {}
     for device in ("cpu", "cuda"):
         cfg = config_mod.resolve(

@@ -53,11 +53,7 @@ def registered(monkeypatch: pytest.MonkeyPatch) -> None:
     mechanisms.register(SignResponse)  # the one registry line
 
 
-def test_a_mechanism_added_in_one_file_runs_end_to_end(
-    registered: None, tmp_path: Path, data_dir: Path, cache_dir: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setenv("SANITAS_DATA_DIR", str(data_dir))
-    monkeypatch.setenv("SANITAS_CACHE_DIR", str(cache_dir))
+def test_a_mechanism_added_in_one_file_runs_end_to_end(registered: None, tmp_path: Path, offline_env: None) -> None:
     keys = {**SMALL_RUN, "sentence-mechanism": "sign_response", "sentence-epsilon": 1.5, "out-dir": str(tmp_path)}
     folder = launch(config_mod.resolve(keys), verbose=False)
     assert isinstance(folder, Path), folder

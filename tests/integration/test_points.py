@@ -52,10 +52,8 @@ def _summary(folder: Path) -> dict:
 
 @pytest.mark.parametrize("mode", sorted(CASES))
 def test_each_point_of_a_shared_federation_writes_what_it_writes_alone(
-    mode: str, tmp_path: Path, data_dir: Path, cache_dir: Path, monkeypatch: pytest.MonkeyPatch
+    mode: str, tmp_path: Path, offline_env: None
 ) -> None:
-    monkeypatch.setenv("SANITAS_DATA_DIR", str(data_dir))
-    monkeypatch.setenv("SANITAS_CACHE_DIR", str(cache_dir))
     extra, points = CASES[mode]
     base = {**SMALL_RUN, **extra}
 
@@ -90,15 +88,13 @@ def test_each_point_of_a_shared_federation_writes_what_it_writes_alone(
 
 
 def test_a_shared_federation_sends_only_what_each_point_declares(
-    tmp_path: Path, data_dir: Path, cache_dir: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, offline_env: None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The message audit's declarations hold on the merged wire: every record of a node's merged reply
     is one point's (``p<point>/...``) and, split per point, declared for that message type and scope."""
     from clients import points as node_points
     from fl import wire
 
-    monkeypatch.setenv("SANITAS_DATA_DIR", str(data_dir))
-    monkeypatch.setenv("SANITAS_CACHE_DIR", str(cache_dir))
     replies: list = []
     real = node_points.points_client_app
 

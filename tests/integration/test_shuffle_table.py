@@ -24,10 +24,7 @@ SMALL = {
 }
 
 
-@pytest.fixture(autouse=True)
-def _data(monkeypatch: pytest.MonkeyPatch, data_dir: Path, cache_dir: Path) -> None:
-    monkeypatch.setenv("SANITAS_DATA_DIR", str(data_dir))
-    monkeypatch.setenv("SANITAS_CACHE_DIR", str(cache_dir))
+pytestmark = pytest.mark.usefixtures("offline_env")
 
 
 def test_rows_order_the_bounds() -> None:

@@ -32,6 +32,18 @@ MODES: dict[str, dict[str, object]] = {
 }
 
 
+#: The quickstart's recipe at a small size, as changes to ``SMALL_RUN``: a supervised public map
+#: (m' = 2), labels in the clear.
+SUPERVISED_MAP: dict[str, object] = {
+    "train-size": 400,
+    "public-fraction": 0.25,
+    "users-per-node": 100,
+    "map-in": "supervised",
+    "map-dim": 2,
+    "map-scale": 0.0,
+}
+
+
 #: The other levels, as changes to ``SMALL_RUN``: word (TrLaplace, RR labels) and document (DeepCandidate
 #: on IMDB).
 LEVELS: dict[str, dict[str, object]] = {
