@@ -14,6 +14,7 @@ import multiprocessing as mp
 import os
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -253,7 +254,7 @@ def test_a_spare_copy_is_used_when_the_first_fails(
 SHARED = [f"shared text {i}" for i in range(40)]  # every writer encodes these, in the same calls
 
 
-def _writer(root: str, worker: int, barrier: mp.synchronize.Barrier, queue: mp.Queue) -> None:
+def _writer(root: str, worker: int, barrier: mp.synchronize.Barrier, queue: mp.Queue, done: Any) -> None:
     """Encode overlapping and distinct texts in many small shards, checking each read back."""
     try:
         _install_fake()
@@ -270,10 +271,18 @@ def _writer(root: str, worker: int, barrier: mp.synchronize.Barrier, queue: mp.Q
         queue.put((worker, ""))
     except BaseException as err:  # report to the parent, which asserts
         queue.put((worker, repr(err)))
+    finally:
+        with done.get_lock():
+            done.value += 1
 
 
-def _reader(root: str, barrier: mp.synchronize.Barrier, queue: mp.Queue) -> None:
-    """Look up every text again and again while the writers write: never a wrong vector, never a damaged file."""
+def _reader(root: str, barrier: mp.synchronize.Barrier, queue: mp.Queue, done: Any, writers: int) -> None:
+    """Look up every text again and again while the writers write: never a wrong vector, never a damaged file.
+
+    It reads until every writer has finished (at least 60 times), then once more: on a slow
+    machine 60 lookups can all end before the first shard is renamed into place (CI saw
+    "ok 0"), so a fixed count could not promise that the reader ever saw a written entry.
+    """
     try:
         discards: list[str] = []
 
@@ -286,7 +295,10 @@ def _reader(root: str, barrier: mp.synchronize.Barrier, queue: mp.Queue) -> None
         texts = SHARED + [f"worker {w} text {i}" for w in range(4) for i in range(30)]
         barrier.wait()
         hits = 0
-        for _ in range(60):
+        rounds = 0
+        while True:
+            finished = done.value >= writers  # read before the lookup: the last pass starts after all writes
+            rounds += 1
             embedding_cache._CACHES.clear()  # also index from scratch, as a new run would
             cache = encoder.EmbeddingCache.shared(Path(root), FAKE)
             _, found = cache.lookup(texts)
@@ -294,6 +306,8 @@ def _reader(root: str, barrier: mp.synchronize.Barrier, queue: mp.Queue) -> None
                 if vector is not None:
                     hits += 1
                     assert np.array_equal(vector, fake_vector(text)), f"wrong vector for {text!r}"
+            if finished and rounds >= 60:
+                break
         assert not discards, discards
         queue.put(("reader", f"ok {hits}"))
     except BaseException as err:
@@ -310,8 +324,9 @@ def test_parallel_writers_never_corrupt_the_cache(tmp_path: Path, fake: FakeMode
     writers = 4
     barrier = ctx.Barrier(writers + 1)
     queue = ctx.Queue()
-    procs = [ctx.Process(target=_writer, args=(str(tmp_path), w, barrier, queue)) for w in range(writers)]
-    procs.append(ctx.Process(target=_reader, args=(str(tmp_path), barrier, queue)))
+    done = ctx.Value("i", 0)
+    procs = [ctx.Process(target=_writer, args=(str(tmp_path), w, barrier, queue, done)) for w in range(writers)]
+    procs.append(ctx.Process(target=_reader, args=(str(tmp_path), barrier, queue, done, writers)))
     for p in procs:
         p.start()
     reports = dict(queue.get(timeout=120) for _ in procs)
