@@ -15,9 +15,9 @@ tests and benchmarks left out):
   graph import-linter uses);
 * ``levels_definitions``: module-level assignments of a name ``LEVELS``;
 * ``longest_functions`` (the 10 longest, in lines) and ``modules_over_600_lines``;
-* ``config_string_reads``: reads of the run config by a kebab-case key (``cfg["map-in"]``,
-  ``cfg.get("map-in")``, ``cfg[f"{channel}-epsilon"]``) in ``fl/`` (outside ``fl/config``), ``clients/`` and
-  ``strategies/``;
+* ``config_string_reads``: reads of the run config by a key (``cfg["map-in"]``, ``cfg["seed"]``,
+  ``cfg.get("map-in")``, ``cfg[f"{channel}-epsilon"]``, ``cfg[k] for k in KEYS``; not writes, not Flower's
+  ``node_config``) in ``fl/`` (outside ``fl/config``), ``clients/`` and ``strategies/``;
 * ``functions_taking_run_config``: functions in ``fl/`` (outside ``fl/config``) with a parameter annotated
   ``RunConfig`` or named ``cfg``;
 * ``mechanism_name_tests``: outside ``mechanisms/``, comparisons of a ``.name`` with a string or a
@@ -107,19 +107,35 @@ def _circles(repo: Path) -> list[list[str]]:
 CONFIG_READ_PACKAGES = ("fl/", "clients/", "strategies/")
 
 
-def _kebab_key(node: ast.AST) -> bool:
-    """A string or f-string key with a hyphen in its literal part: how run-config keys are spelled."""
+#: The run-config keys spelled without a hyphen (every other key has one).
+ONE_WORD_KEYS = frozenset({"dataset", "partitioner", "seed", "encoder", "mode", "strategy", "device", "backend"})
+
+
+def _kebab_key(node: ast.AST, receiver: ast.AST) -> bool:
+    """A key as run-config keys are spelled: a string or f-string with a hyphen in its literal part, one of the
+    one-word keys, or a variable (``cfg[k] for k in KEYS``: keys chosen at run time) where the receiver is
+    spelled exactly ``cfg`` or ``config`` (a JSON file's ``pooling_config[key]`` is not the run config)."""
     if isinstance(node, ast.Constant):
-        return isinstance(node.value, str) and "-" in node.value and " " not in node.value
+        return isinstance(node.value, str) and (
+            ("-" in node.value and " " not in node.value) or node.value in ONE_WORD_KEYS
+        )
     if isinstance(node, ast.JoinedStr):
         return any(isinstance(v, ast.Constant) and "-" in str(v.value) for v in node.values)
-    return False
+    name = (
+        receiver.id if isinstance(receiver, ast.Name) else receiver.attr if isinstance(receiver, ast.Attribute) else ""
+    )
+    return isinstance(node, ast.Name) and name in ("cfg", "config")
 
 
 def _config_reads(tree: ast.AST) -> list[int]:
     lines = []
     for node in ast.walk(tree):
-        if isinstance(node, ast.Subscript) and _kebab_key(node.slice) and _is_config(node.value):
+        if (
+            isinstance(node, ast.Subscript)
+            and isinstance(node.ctx, ast.Load)  # a write (a message's config record) reads nothing
+            and _kebab_key(node.slice, node.value)
+            and _is_config(node.value)
+        ):
             lines.append(node.lineno)
         elif (
             isinstance(node, ast.Call)
@@ -127,7 +143,7 @@ def _config_reads(tree: ast.AST) -> list[int]:
             and node.func.attr == "get"
             and _is_config(node.func.value)
             and node.args
-            and _kebab_key(node.args[0])
+            and _kebab_key(node.args[0], node.func.value)
         ):
             lines.append(node.lineno)
     return lines
@@ -141,9 +157,10 @@ def _takes_run_config(node: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
 
 
 def _is_config(node: ast.AST) -> bool:
-    """The receiver of a read is the run config: a name or attribute spelled ``cfg``/``config`` (``self.cfg``)."""
+    """The receiver of a read is the run config: a name or attribute spelled ``cfg``/``config`` (``self.cfg``),
+    except Flower's node config (``node_config``: a SuperNode's own kebab-case settings, not the run's)."""
     name = node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute) else ""
-    return "cfg" in name or "config" in name
+    return ("cfg" in name or "config" in name) and "node_config" not in name
 
 
 def _name_tests(tree: ast.Module) -> list[int]:
