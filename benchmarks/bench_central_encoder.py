@@ -66,7 +66,8 @@ def main() -> None:
         "rows": [],
     }
     base = {"dataset": "sst2", "mode": "central", "central-train": "encoder", "map-in": "identity", "device": device}
-    ds = data.load(config_mod.resolve({**base, "encoder": args.encoder}))
+    run = config_mod.resolve({**base, "encoder": args.encoder})
+    ds = data.load(run.data, run.users, run.release.level)
     gen = torch.Generator().manual_seed(0)
     pick = torch.randperm(len(ds.train), generator=gen)[: args.users].tolist()
     texts = [str(ds.train[i]["text"]) for i in pick]
@@ -79,8 +80,15 @@ def main() -> None:
             {**base, "encoder": args.encoder, "central-tuning-part": part, "tuning-layers": args.layers}
         )
         torch.manual_seed(0)
-        model = build_encoder_classifier(cfg, ServerModel(384, 384, 256, 2), None, device)
-        (h, tokens), lower = _timed(lambda cfg=cfg: lower_states(cfg, texts, device))
+        model = build_encoder_classifier(
+            cfg.encoder,
+            ServerModel(384, 384, 256, 2),
+            None,
+            device,
+            tuning_part=cfg.central.central_tuning_part,
+            seed=cfg.users.seed,
+        )
+        (h, tokens), lower = _timed(lambda encoder=cfg.encoder: lower_states(encoder, texts, device))
         total, sums = _timed(
             lambda model=model, h=h, tokens=tokens: clipped_encoder_sum(
                 model, h, tokens, labels, owner, len(texts), steps=1, lr=1.0, clip=1.0
@@ -91,8 +99,12 @@ def main() -> None:
         # the evaluation a node runs each round: the first round computes the dev sentences' lower
         # layers, later rounds reuse them (fl.training.encoder.encoder_predictions)
         encoder_training._eval_cache.clear()
-        _, first_evaluation = _timed(lambda model=model, cfg=cfg: encoder_predictions(cfg, model, dev_texts, device))
-        _, evaluation = _timed(lambda model=model, cfg=cfg: encoder_predictions(cfg, model, dev_texts, device))
+        _, first_evaluation = _timed(
+            lambda model=model, encoder=cfg.encoder: encoder_predictions(encoder, model, dev_texts, device)
+        )
+        _, evaluation = _timed(
+            lambda model=model, encoder=cfg.encoder: encoder_predictions(encoder, model, dev_texts, device)
+        )
         state = trainable_state(model)
         result["rows"].append(
             {

@@ -47,7 +47,7 @@ def main() -> None:
             "test-size": args.test_size,
         }
     )
-    ds = datasets.load(cfg)
+    ds = datasets.load(cfg.data, cfg.users, cfg.release.level)
     device = best_device("auto")
     result = {
         **run_header(),

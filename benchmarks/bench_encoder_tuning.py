@@ -67,7 +67,7 @@ def one_part(args: argparse.Namespace, part: str) -> dict[str, Any]:
 
     from fl.data import datasets as data
     from fl.encoding.encoder import best_device
-    from fl.encoding.public_tuning import tune_public
+    from fl.encoding.public_tuning import TuningSpec, tune_public
 
     cache = tempfile.mkdtemp(prefix="bench-tuning-")
     cfg = _cfg(args, part, cache)
@@ -76,7 +76,7 @@ def one_part(args: argparse.Namespace, part: str) -> dict[str, Any]:
     started = time.time()
     encoder = cfg["encoder"]
     if part != "none":
-        tuned = tune_public(cfg, device, progress=False)
+        tuned = tune_public(TuningSpec.from_config(cfg), device, progress=False)
         row.update(
             {
                 "tuning_seconds": round(time.time() - started, 1),
@@ -87,7 +87,7 @@ def one_part(args: argparse.Namespace, part: str) -> dict[str, Any]:
             }
         )
         encoder = str(tuned.folder)
-    ds = data.load(cfg)
+    ds = data.load(cfg.data, cfg.users, cfg.release.level)
     model = __import__("fl.encoding.encoder", fromlist=["load_encoder"]).load_encoder(encoder, device)
     t = time.time()
     pub = model.encode(list(ds.public["text"]), batch_size=128, convert_to_numpy=True)

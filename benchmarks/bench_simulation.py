@@ -349,7 +349,7 @@ def floor_local(cfg: dict[str, Any]) -> dict[str, Any]:
 
     start = time.perf_counter()
     rc = config_mod.resolve(cfg)
-    ds = datasets.load(rc)
+    ds = datasets.load(rc.data, rc.users, rc.release.level)
     assert isinstance(ds, datasets.SyntheticDataset)
     m_prime = maps.map_dim(rc.release, ds.dim)
     matrix = maps.input_map(rc["map-in"], ds.dim, m_prime, rc["map-seed"])
@@ -428,7 +428,7 @@ def floor_central(cfg: dict[str, Any]) -> dict[str, Any]:
 
     start = time.perf_counter()
     rc = config_mod.resolve(cfg)
-    ds = datasets.load(rc)
+    ds = datasets.load(rc.data, rc.users, rc.release.level)
     assert isinstance(ds, datasets.SyntheticDataset)
     m_prime = maps.map_dim(rc.release, ds.dim)
     matrix = maps.input_map(rc["map-in"], ds.dim, m_prime, rc["map-seed"])  # None for identity

@@ -64,7 +64,7 @@ BASELINE = {"map-in": "public", "public-fraction": 0.1, "map-dim": 16}
 
 def embeddings(cfg: Any, split: Any) -> tuple[torch.Tensor, torch.Tensor]:
     """The frozen encoder's embeddings of a split (through the shared cache) and its labels."""
-    emb = embed_texts(split["text"], cfg, "cpu", progress=False)
+    emb = embed_texts(split["text"], cfg.encoder, "cpu", progress=False)
     return torch.as_tensor(np.asarray(emb), dtype=torch.float32), torch.as_tensor(
         np.asarray(split["label"], dtype=np.int64)
     )
@@ -168,7 +168,7 @@ def main(argv: list[str] | None = None) -> None:
     rows: list[dict[str, Any]] = []
     for seed in (int(s) for s in args.seeds.split(",")):
         cfg = config_mod.resolve({**base, "seed": seed, "map-in": "public", "label-mechanism": "none"})
-        ds = data.load(cfg)
+        ds = data.load(cfg.data, cfg.users, cfg.release.level)
         public, private, test = (embeddings(cfg, split) for split in (ds.public, ds.train, ds.test))
         for eps in (float(e) for e in args.epsilons.split(",")):
             at = cfg.replace(**{"sentence-epsilon": eps})

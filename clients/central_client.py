@@ -162,7 +162,11 @@ def global_encoder_model(
     and the head, their trainable parameters set from ``arrays``, M1 from the request or the seed."""
     matrix = input_matrix(msg, cfg.release, c)
     key = (
-        *(cfg[k] for k in ("encoder", "tuning-layers", "central-tuning-part", "tuning-lora-rank", "seed")),
+        cfg.encoder.encoder,
+        cfg.encoder.tuning_layers,
+        cfg.central.central_tuning_part,
+        cfg.encoder.tuning_lora_rank,
+        cfg.users.seed,
         cfg.server.hidden_dim,
         c.map_dim,
         c.encoder_dim,
@@ -173,7 +177,9 @@ def global_encoder_model(
     if key not in _encoder_models:
         head = ServerModel(c.map_dim, c.encoder_dim, int(cfg.server.hidden_dim), c.num_classes)
         _encoder_models.clear()  # one run per process at a time
-        _encoder_models[key] = build_encoder_classifier(cfg, head, matrix, device)
+        _encoder_models[key] = build_encoder_classifier(
+            cfg.encoder, head, matrix, device, tuning_part=cfg.central.central_tuning_part, seed=cfg.users.seed
+        )
     return load_trainable(_encoder_models[key], arrays.to_torch_state_dict())
 
 
@@ -227,7 +233,7 @@ def handle_user_train(msg: Message, context: Context, cfg: RunConfig) -> Message
     # central-train = "encoder": the frozen lower layers once, the per-user updates through the top and head.
     if chosen.numel() and encoder_model is not None:
         texts = [c.train_text[i] for i in torch.nonzero(keep).reshape(-1).tolist()]
-        h, tokens = lower_states(cfg, texts, str(device))
+        h, tokens = lower_states(cfg.encoder, texts, str(device))
         y = c.train_y[keep].to(device)
         total = clipped_encoder_sum(
             encoder_model, h, tokens, y, owner, int(chosen.numel()), steps=steps, lr=lr, clip=clip
@@ -252,7 +258,7 @@ def handle_central_evaluate(msg: Message, context: Context, cfg: RunConfig) -> M
         if arrays is None:
             raise ValueError("the central-mode message carries no model arrays")
         encoder_model = global_encoder_model(msg, cfg, c, device, arrays)
-        pred = encoder_predictions(cfg, encoder_model, c.test_text, device).numpy()
+        pred = encoder_predictions(cfg.encoder, encoder_model, c.test_text, device).numpy()
     else:
         model = global_model(msg, cfg.server, c, arrays).eval()
         matrix = input_matrix(msg, cfg.release, c)

@@ -66,7 +66,9 @@ def _rewrite(context: Context, cfg: RunConfig, purpose: str, c: Cohort, fresh: b
     secret = wire.read_int(noise_secret(context, cfg.release), "secret")
     texts = c.train_text if purpose == "train" else c.test_text
     seed = derived_seed(secret, c.partition_id, f"word-{purpose}", draw)
-    return rewrite_mod.rewritten_split(cfg, texts, purpose, (c.partition_id, c.num_partitions), draw, seed)
+    return rewrite_mod.rewritten_split(
+        rewrite_mod.RewriteSpec.from_config(cfg), texts, purpose, (c.partition_id, c.num_partitions), draw, seed
+    )
 
 
 def node_map(msg: Message, map_in: str, map_seed: int, c: Cohort) -> torch.Tensor | None:

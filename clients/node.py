@@ -36,9 +36,9 @@ USERS_STATE = "sanitas.users"  # Context.state: the global ids the server assign
 
 def node_partition(context: Context) -> tuple[int, int]:
     """(partition id, number of partitions) of this node, from Flower's node config."""
-    config = context.node_config
+    node_config = context.node_config
     try:
-        pid, num = int(config["partition-id"]), int(config["num-partitions"])
+        pid, num = int(node_config["partition-id"]), int(node_config["num-partitions"])
     except KeyError:
         raise ValueError(
             "the node config must define partition-id and num-partitions (simulation nodes do; a SuperNode "
@@ -46,7 +46,8 @@ def node_partition(context: Context) -> tuple[int, int]:
         ) from None
     except ValueError:
         raise ValueError(
-            f"node config partition-id={config['partition-id']!r} num-partitions={config['num-partitions']!r}: "
+            f"node config partition-id={node_config['partition-id']!r} "
+            f"num-partitions={node_config['num-partitions']!r}: "
             "both must be integers"
         ) from None
     if not 0 <= pid < num:
@@ -101,7 +102,7 @@ def with_published_encoder(cfg: RunConfig, msg: Message) -> RunConfig:
         raise ValueError("encoder-tuning = 'public' but the request names no published encoder")
     from fl.encoding.public_tuning import encoders_root, published_encoder
 
-    folder = published_encoder(encoders_root(cfg), str(msg.content[wire.ENCODER]["digest"]))
+    folder = published_encoder(encoders_root(cfg.encoder), str(msg.content[wire.ENCODER]["digest"]))
     return _with_encoder(tuple(sorted(dict(cfg).items())), folder)
 
 

@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from fl.config import RunConfig, as_run_config, level_of
+from fl.config import DataConfig, RunConfig, UsersConfig, as_run_config, level_of
 from fl.data import datasets as data
 from fl.data.partition import UserPartition, cohort
 from fl.data.user_files import read_node_file
@@ -63,28 +63,22 @@ class Cohort:
 
 
 @lru_cache(maxsize=4)
-def _partition(key: tuple[tuple[str, Any], ...]) -> UserPartition:
-    cfg = dict(key)
-    ds = data.load(cfg)
-    if not isinstance(ds, data.TextDataset):
-        raise ValueError("dataset = 'synthetic' has no documents to partition")
-    return UserPartition(ds.train, cfg["num-users"], cfg["partitioner"], cfg["dirichlet-alpha"], cfg["seed"])
-
-
-def user_partition(cfg: Mapping[str, Any]) -> UserPartition:
-    """The (cached) partition of training documents into users."""
-    if data.is_synthetic(cfg):
+def user_partition(documents: DataConfig, users: UsersConfig, level: str) -> UserPartition:
+    """The (cached) partition of the training documents that ``documents`` and ``level`` load into
+    ``users.num_users`` users (``users.partitioner``, seeded by ``users.seed``)."""
+    if documents.synthetic:
         raise ValueError('dataset = "synthetic" has no documents to partition: user u holds synthetic row u')
-    keys = (*data.DATA_KEYS, "num-users", "partitioner", "dirichlet-alpha")
-    return _partition(tuple((k, cfg[k]) for k in keys))
+    ds = data.load(documents, users, level)
+    assert isinstance(ds, data.TextDataset)
+    return UserPartition(ds.train, users.num_users, users.partitioner, users.dirichlet_alpha, users.seed)
 
 
-def population_sizes(cfg: Mapping[str, Any]) -> tuple[int, int]:
+def population_sizes(cfg: RunConfig) -> tuple[int, int]:
     """(training users, test users): a test user holds one test document."""
-    ds = data.load(cfg)
+    ds = data.load(cfg.data, cfg.users, cfg.release.level)
     if isinstance(ds, data.SyntheticDataset):
         return ds.num_train, ds.num_test
-    return user_partition(cfg).num_users, len(ds.test)
+    return user_partition(cfg.data, cfg.users, cfg.release.level).num_users, len(ds.test)
 
 
 #: Keys that change what a node releases or what the server does with it, never which documents a node
@@ -185,15 +179,15 @@ def _build(
     progress: bool,
     node_file: tuple[str, tuple[int, int], int, int] | None = None,
 ) -> Cohort:
-    if data.is_synthetic(cfg):
+    if cfg.data.synthetic:
         if node_file is not None:
             raise ValueError('dataset = "synthetic" generates every user: a node cannot also read a data-path')
         return _synthetic_cohort(cfg, partition_id, num_partitions)
-    ds = data.load(cfg)
+    ds = data.load(cfg.data, cfg.users, cfg.release.level)
     assert isinstance(ds, data.TextDataset)
     test_users = cohort(partition_id, num_partitions, len(ds.test))
     if node_file is None:
-        parts = user_partition(cfg)
+        parts = user_partition(cfg.data, cfg.users, cfg.release.level)
         total = parts.num_users
         train_users = cohort(partition_id, num_partitions, total)
         train_split = ds.train
@@ -202,13 +196,15 @@ def _build(
         doc_rows = np.concatenate(user_rows) if user_rows else np.zeros(0, dtype=np.int64)
     else:
         path, _, offset, total = node_file
-        train_split = read_node_file(cfg, path, ds.label_names)
+        train_split = read_node_file(
+            cfg.data, path, ds.label_names, num_users=cfg.users.num_users, level=cfg.release.level
+        )
         train_users = range(offset, offset + len(train_split))
         doc_rows = np.arange(len(train_split), dtype=np.int64)
         doc_user = np.asarray(train_users, dtype=np.int64)
 
-    device = best_device(cfg["device"])
-    d = encoder_dimension(cfg["encoder"], device)  # the model itself loads only if a text misses the cache
+    device = best_device(cfg.server.device)
+    d = encoder_dimension(cfg.encoder.encoder, device)  # the model itself loads only if a text misses the cache
 
     document_level = level_of(cfg) == "document"
     sentence_docs: list[SentenceDocs] = []
@@ -221,10 +217,10 @@ def _build(
         texts = list(sub["text"][:])  # whole columns at once (a per-row read is ~100x slower)
         labels = torch.as_tensor(np.asarray(sub["label"][:], dtype=np.int64))
         if document_level:  # the clean document embedding is the mean of its sentences' (docs/SPEC.md §8.2)
-            docs = embed_sentences(texts, cfg, progress)
+            docs = embed_sentences(texts, cfg.encoder, cfg.server.device, progress)
             sentence_docs.append(docs)
             return docs.means(), labels, texts
-        emb = embed_texts(texts, cfg, device, progress)
+        emb = embed_texts(texts, cfg.encoder, device, progress)
         return torch.as_tensor(np.asarray(emb), dtype=torch.float32), labels, texts
 
     train_emb, train_y, train_text = embed(train_split, doc_rows)
@@ -262,7 +258,7 @@ def _build(
 
 def _synthetic_cohort(cfg: RunConfig, partition_id: int, num_partitions: int) -> Cohort:
     """A node's block of synthetic users, generated from (seed, user id) alone (sentence level only)."""
-    ds = data.load(cfg)
+    ds = data.load(cfg.data, cfg.users, cfg.release.level)
     assert isinstance(ds, data.SyntheticDataset)
     if level_of(cfg) != "sentence":  # data.load refuses it too; the cohort has no text to rewrite
         raise ValueError(f'dataset = "synthetic" has no text: the {level_of(cfg)} level is not supported')

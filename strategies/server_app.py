@@ -44,7 +44,7 @@ log = logging.getLogger(__name__)
 
 def _warn_overlap(cfg: RunConfig) -> None:
     """Say on the console when the public documents are not independent of the private users' texts."""
-    loaded = data.load(cfg)
+    loaded = data.load(cfg.data, cfg.users, cfg.release.level)
     if not isinstance(loaded, data.TextDataset):  # synthetic data: no public documents
         return
     public = loaded.public_info
@@ -85,9 +85,9 @@ def publish_encoder(cfg: RunConfig, grid: Grid) -> tuple[RunConfig, Grid, dict[s
     encoder's record for the summary and the statement."""
     if cfg.encoder.encoder_tuning == "none":
         return cfg, grid, {"name": cfg.encoder.encoder, "tuning": "none"}
-    from fl.encoding.public_tuning import tune_public
+    from fl.encoding.public_tuning import TuningSpec, tune_public
 
-    tuned = tune_public(cfg, best_device(cfg.server.device))
+    tuned = tune_public(TuningSpec.from_config(cfg), best_device(cfg.server.device))
     tuned_cfg = config_mod.resolve({**dict(cfg), "encoder": str(tuned.folder)})
     return tuned_cfg, EncoderGrid(grid, tuned.digest).as_grid(), {"name": cfg.encoder.encoder, **tuned.record()}
 
@@ -130,7 +130,7 @@ def run_server(grid: Grid, cfg: RunConfig, timeout: float = 3600.0, resume: bool
     grid = TimedGrid(LostNodeGrid(grid)).as_grid()
     if cfg.simulation.fault_rate > 0:
         grid = FaultyGrid(grid, cfg).as_grid()  # drops the scheduled replies when fault-kind = "drop-reply"
-    source = data.check_source(cfg)
+    source = data.check_source(cfg.data, cfg.users)
     folder = run_folder(cfg)
     configured = dict(cfg)
     with PHASES.measure("publish encoder"):

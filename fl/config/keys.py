@@ -13,13 +13,21 @@ rule there).
 from __future__ import annotations
 
 import math
+import os
 from dataclasses import MISSING, dataclass, fields
 from pathlib import Path
 from typing import Any
 
 from fl.config.errors import ConfigError
 from fl.config.section import STRATEGY_FORM, Section, at_least, attribute, declared_default, kebab, key
-from fl.config.values import is_user_file, label_name_list, make_mechanism, mechanism_options, public_label_pairs
+from fl.config.values import (
+    is_user_file,
+    label_name_list,
+    level_of,
+    make_mechanism,
+    mechanism_options,
+    public_label_pairs,
+)
 
 
 @dataclass(frozen=True)
@@ -83,6 +91,17 @@ class DataConfig(Section):
     )
     synthetic_dim: int = key(384, 'dataset = "synthetic": embedding dimension d (no encoder)')
     synthetic_test_users: int = key(2000, 'dataset = "synthetic": test users (one document each)')
+
+    @property
+    def folder(self) -> Path | None:
+        """The local data folder (``data-dir``, then ``$SANITAS_DATA_DIR``), or None for the hub."""
+        raw = self.data_dir or os.environ.get("SANITAS_DATA_DIR", "")
+        return Path(raw).expanduser().resolve() if raw else None
+
+    @property
+    def synthetic(self) -> bool:
+        """``dataset = "synthetic"``: vectors for scale and speed measurements only, no text."""
+        return self.dataset == "synthetic"
 
     def check(self) -> None:
         """Sizes and fractions in range; one source of public documents, described only where it is
@@ -210,6 +229,12 @@ class EncoderConfig(Section):
         "noise; public data only",
     )
 
+    @property
+    def cache_folder(self) -> Path:
+        """The embedding cache folder (``cache-dir``, ``$SANITAS_CACHE_DIR``, ``~/.cache/sanitas``)."""
+        raw = self.cache_dir or os.environ.get("SANITAS_CACHE_DIR", "") or "~/.cache/sanitas"
+        return Path(raw).expanduser().resolve()
+
     def check(self) -> None:
         """Batch sizes, layers, rank and epochs >= 1; the tuning step size >= 0 and its hold-out in [0, 1)."""
         super().check()
@@ -296,6 +321,17 @@ class ReleaseConfig(Section):
         "the confusion counts (a measurement outside the guarantee, like every evaluation count); false = "
         "server-side inference on sanitized test inputs only",
     )
+
+    @property
+    def level(self) -> str:
+        """The level a run releases at (:func:`fl.config.values.level_of`): ``"word"`` or ``"document"``
+        when that level's mechanism is set, else ``"sentence"``."""
+        return level_of(self.flat())
+
+    def mechanism(self, channel: str, input_dim: int | None = None, num_classes: int | None = None) -> Any:
+        """The ``channel``'s mechanism (``"sentence"``, ``"label"``, ``"word"``, ...) as these keys name it
+        (:func:`fl.config.values.make_mechanism`)."""
+        return make_mechanism(self.flat(), channel, input_dim=input_dim, num_classes=num_classes)
 
     def check(self) -> None:
         """The input map's settings, the accounting's budget and delta, the word and document levels'

@@ -202,10 +202,42 @@ def _looks_like_path(name: str) -> bool:
     return name.startswith(("/", "~", ".")) or "\\" in name or name.count("/") > 1
 
 
+def _check_synthetic(cfg: Mapping[str, Any]) -> None:
+    """``dataset = "synthetic"`` (users and vectors, no text, no encoder): training users, the sentence
+    level, one document per user and no public split, and ``map-dim`` at most ``synthetic-dim``."""
+    if cfg["num-users"] <= 0:
+        raise ConfigError(
+            f'dataset = "synthetic" needs num-users > 0 (the number of training users), got {cfg["num-users"]}'
+        )
+    level = level_of(cfg)
+    if level != "sentence":
+        raise ConfigError(
+            f'dataset = "synthetic" has vectors but no text: the {level} level is not supported '
+            "(use a sentence-level mechanism)"
+        )
+    clashes = [
+        f"{key} = {cfg[key]!r}"
+        for key, ok in (("train-size", 0), ("test-size", 0), ("public-fraction", 0.0), ("partitioner", "iid"))
+        if cfg[key] != ok
+    ]
+    if clashes:
+        raise ConfigError(
+            'dataset = "synthetic" is sized by num-users and synthetic-test-users, has no public documents '
+            f"and one document per user: it needs train-size = 0, test-size = 0, public-fraction = 0 and "
+            f'partitioner = "iid" (got {", ".join(clashes)})'
+        )
+    if cfg["map-in"] != "identity" and cfg["map-dim"] > cfg["synthetic-dim"]:
+        raise ConfigError(
+            f"map-dim must be <= synthetic-dim, the embedding dimension d of the synthetic data (M1 maps d to "
+            f"map-dim dimensions), got map-dim = {cfg['map-dim']} > {cfg['synthetic-dim']}"
+        )
+
+
 def _check_encoder(cfg: Mapping[str, Any]) -> None:
     """A local encoder folder exists; ``map-dim`` is at most the embedding dimension d where d is known
-    here (the packaged encoder; ``dataset = "synthetic"``: ``synthetic-dim``, checked with the data source)."""
+    here (the packaged encoder; ``dataset = "synthetic"``: ``synthetic-dim``, :func:`_check_synthetic`)."""
     if cfg["dataset"] == "synthetic":
+        _check_synthetic(cfg)
         return  # no encoder
     name = cfg["encoder"]
     if name not in ENCODER_DIMS and _looks_like_path(name) and not Path(name).expanduser().is_dir():

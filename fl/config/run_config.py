@@ -7,7 +7,6 @@ key with a one-line :class:`ConfigError`. The keys themselves are declared in :m
 
 from __future__ import annotations
 
-import os
 import tomllib
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
@@ -197,16 +196,16 @@ def simulation_backend(cfg: Mapping[str, Any]) -> str:
     return "ray" if cfg["ray-address"] else "local"
 
 
-def data_dir(cfg: Mapping[str, Any]) -> Path | None:
-    """The local data folder (config key, then ``$SANITAS_DATA_DIR``), or None for the hub."""
-    raw = cfg["data-dir"] or os.environ.get("SANITAS_DATA_DIR", "")
-    return Path(raw).expanduser().resolve() if raw else None
+def data_dir(cfg: RunConfig) -> Path | None:
+    """The local data folder (config key, then ``$SANITAS_DATA_DIR``), or None for the hub
+    (:attr:`DataConfig.folder`)."""
+    return cfg.data.folder
 
 
-def cache_dir(cfg: Mapping[str, Any]) -> Path:
-    """Embedding cache folder (config key, ``$SANITAS_CACHE_DIR``, ``~/.cache/sanitas``)."""
-    raw = cfg["cache-dir"] or os.environ.get("SANITAS_CACHE_DIR", "") or "~/.cache/sanitas"
-    return Path(raw).expanduser().resolve()
+def cache_dir(cfg: RunConfig) -> Path:
+    """Embedding cache folder (config key, ``$SANITAS_CACHE_DIR``, ``~/.cache/sanitas``;
+    :attr:`EncoderConfig.cache_folder`)."""
+    return cfg.encoder.cache_folder
 
 
 def parse_value(text: str) -> Any:

@@ -25,22 +25,17 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from fl.config import ConfigError, data_dir, level_of
+from fl.config import ConfigError, DataConfig, UsersConfig
 from fl.data import sources
 from fl.data.public_split import own_public, public_label_map  # noqa: F401 - public_label_map: importable here too
-from fl.data.synthetic import (
-    SYNTHETIC,
-    SyntheticDataset,
-    check_synthetic,
-    is_synthetic,
-)
+from fl.data.synthetic import SYNTHETIC, SyntheticDataset
 from fl.data.user_files import (
     _check_integer_labels,
     _merge_labels,
@@ -239,31 +234,32 @@ class TextDataset:
         }
 
 
-def check_source(cfg: Mapping[str, Any]) -> str:
+def check_source(data: DataConfig, users: UsersConfig) -> str:
     """Raise a one-line error unless the configured data source (and ``public-dataset``) can be found.
 
     Returns a description of the source. Cheap: checks names, paths and file sizes (an empty
-    data file is refused here), and ``map-dim`` against ``synthetic-dim`` for synthetic data.
+    data file is refused here). The synthetic dataset's rules are config rules
+    (:mod:`fl.config.rules`), checked when the config is resolved; it is described by ``users``.
     """
-    if cfg.get("public-dataset"):
+    if data.synthetic:
+        return SyntheticDataset(users.num_users, data.synthetic_test_users, data.synthetic_dim, users.seed).source
+    return _text_source(data)
+
+
+def _text_source(data: DataConfig) -> str:
+    """:func:`check_source` for a source of text (and its ``public-dataset``)."""
+    if data.public_dataset:
         try:
-            _check_one_source({**cfg, "dataset": cfg["public-dataset"], "test-file": ""})
+            _check_one_source(replace(data, dataset=data.public_dataset, test_file=""))
         except (ConfigError, FileNotFoundError, ValueError) as err:
             raise type(err)(f"public-dataset: {err}") from None
-    return _check_one_source(cfg)
+    return _check_one_source(data)
 
 
-def _check_one_source(cfg: Mapping[str, Any]) -> str:
-    name = cfg["dataset"]
-    if is_synthetic(cfg):
-        if cfg["map-in"] != "identity" and cfg["map-dim"] > cfg["synthetic-dim"]:
-            raise ConfigError(
-                f"map-dim must be <= synthetic-dim, the embedding dimension d of the synthetic data (M1 maps d to "
-                f"map-dim dimensions), got map-dim = {cfg['map-dim']} > {cfg['synthetic-dim']}"
-            )
-        return check_synthetic(cfg)
+def _check_one_source(data: DataConfig) -> str:
+    name = data.dataset
     if is_user_file(name):
-        for key, path in (("dataset", name), ("test-file", cfg["test-file"])):
+        for key, path in (("dataset", name), ("test-file", data.test_file)):
             if not path:
                 continue
             if not Path(path).expanduser().is_file():
@@ -276,7 +272,7 @@ def _check_one_source(cfg: Mapping[str, Any]) -> str:
             f"unknown dataset {name!r}; known datasets: {', '.join(names())} "
             f'(or give a path to a .csv, .jsonl or .parquet file, or "{SYNTHETIC}" for scale measurements)'
         )
-    root = data_dir(cfg)
+    root = data.folder
     if root is None:
         spec = REGISTRY[name]
         return f"hub {spec.hub_path}" + (f"/{spec.hub_name}" if spec.hub_name else "")
@@ -356,20 +352,20 @@ def _subsample(ds: datasets.Dataset, size: int, seed: int, by_group: bool = Fals
 CONTAINMENT = "containment (each text joins the longest text containing it)"
 
 
-def _needs_groups(cfg: Mapping[str, Any]) -> bool:
+def _needs_groups(data: DataConfig) -> bool:
     """Whether the training split is grouped by source (on the whole split, before ``train-size``):
     its own public split is drawn by source group, or a private user is a whole group."""
-    own_public = not cfg["public-dataset"] and (cfg["public-fraction"] > 0 or cfg["public-size"] > 0)
-    return cfg["user-unit"] == "source" or (own_public and cfg["public-split"] == "source")
+    own_public = not data.public_dataset and (data.public_fraction > 0 or data.public_size > 0)
+    return data.user_unit == "source" or (own_public and data.public_split == "source")
 
 
-def _with_groups(cfg: Mapping[str, Any], train: datasets.Dataset) -> tuple[datasets.Dataset, str]:
+def _with_groups(data: DataConfig, train: datasets.Dataset) -> tuple[datasets.Dataset, str]:
     """``train`` with an int64 ``group`` column, the source group of every row computed on the whole
     split (the ``group-column`` of a user's file, else :func:`fl.data.sources.containment_groups`),
     and how the groups were found."""
     if "group" in train.column_names:
         _, ids = np.unique(np.asarray(train["group"][:], dtype=str), return_inverse=True)
-        train, how = train.remove_columns("group"), f"group-column {cfg['group-column']!r}"
+        train, how = train.remove_columns("group"), f"group-column {data.group_column!r}"
     else:
         ids, how = sources.containment_groups(train["text"][:]), CONTAINMENT
     # add_column concatenates with the table under an index mapping (handle_empty's select): flatten first.
@@ -384,53 +380,53 @@ def _fold_to_roots(train: datasets.Dataset) -> tuple[datasets.Dataset, int]:
 
 
 @lru_cache(maxsize=8)
-def _load_cached(key: tuple[tuple[str, Any], ...]) -> TextDataset:
+def _load_cached(data: DataConfig, seed: int, level: str, folder: str) -> TextDataset:
+    # ``folder``: the data folder resolved from the environment too, part of the source's identity.
     with quiet_datasets():
-        return _load(dict(key))
+        return _load(data, seed, level)
 
 
-def _load(cfg: dict[str, Any]) -> TextDataset:
-    source = check_source(cfg)
-    name = cfg["dataset"]
-    seed = int(cfg["seed"])
+def _load(data: DataConfig, seed: int, level: str) -> TextDataset:
+    source = _text_source(data)
+    name = data.dataset
     if is_user_file(name):
-        splits, label_names, sources = read_user_files(cfg)
+        splits, label_names, sources = read_user_files(data)
         name = Path(name).name
     else:
         spec = REGISTRY[name]
-        root = data_dir(cfg)
+        root = data.folder
         folder = root / (spec.local_folder or name) if root else None
         splits, label_names, sources = _read_local(spec, folder) if folder else _read_hub(spec)
         if spec.label_groups:
             splits, label_names = _merge_labels(splits, spec.label_groups, len(label_names))
     if len(label_names) < 2:
         raise ValueError(f"dataset {name!r} has {len(label_names)} class(es): a classifier needs at least 2")
-    if cfg["empty-documents"] == "error":  # before the seeded split: the row is the file's row
+    if data.empty_documents == "error":  # before the seeded split: the row is the file's row
         for role, ds in splits.items():
             refuse_empty(ds, role, sources[role])
     if "pool" in splits:
-        parts = splits["pool"].train_test_split(test_size=cfg["test-fraction"], seed=seed)
+        parts = splits["pool"].train_test_split(test_size=data.test_fraction, seed=seed)
         splits = {"train": parts["train"], "test": parts["test"]}
     dropped: dict[str, int] = {}
-    train = handle_empty(splits["train"], cfg["empty-documents"], "train", dropped)
-    test = handle_empty(splits["test"], cfg["empty-documents"], "test", dropped)
+    train = handle_empty(splits["train"], data.empty_documents, "train", dropped)
+    test = handle_empty(splits["test"], data.empty_documents, "test", dropped)
     if "group" in test.column_names:  # a pool's test part: groups matter where the public split is drawn
         test = test.remove_columns("group")
     grouping = ""
-    if _needs_groups(cfg):  # before the subsample: no source group straddles its boundary
-        train, grouping = _with_groups(cfg, train)
-    train = _subsample(train, cfg["train-size"], seed, by_group=bool(grouping))
-    test = _subsample(test, cfg["test-size"], seed + 1)
-    train, public, public_info = _public_part(cfg, train, test, label_names, seed, grouping)
+    if _needs_groups(data):  # before the subsample: no source group straddles its boundary
+        train, grouping = _with_groups(data, train)
+    train = _subsample(train, data.train_size, seed, by_group=bool(grouping))
+    test = _subsample(test, data.test_size, seed + 1)
+    train, public, public_info = _public_part(data, train, test, label_names, seed, grouping)
     folded = 0
-    if cfg["user-unit"] == "source":  # after the public split: the public side keeps every row
+    if data.user_unit == "source":  # after the public split: the public side keeps every row
         train, folded = _fold_to_roots(train)
     # After subsampling and the public split, so that a document-level run and its non-private
     # reference (document-mechanism = "none") draw the same documents, less the short ones.
     short: dict[str, int] = {}
-    if level_of(cfg) == "document":  # the document level drops short documents (data cache key)
-        train = handle_short(train, cfg["short-documents"], "train", short)
-        test = handle_short(test, cfg["short-documents"], "test", short)
+    if level == "document":  # the document level drops short documents (data cache key)
+        train = handle_short(train, data.short_documents, "train", short)
+        test = handle_short(test, data.short_documents, "test", short)
     if len(train) == 0 and public is not None:
         raise ConfigError(
             f"the public split took every training text ({len(public)} public, none private; "
@@ -445,12 +441,12 @@ def _load(cfg: dict[str, Any]) -> TextDataset:
         train = train.remove_columns("group")
     return TextDataset(
         name, train, test, public, len(label_names), label_names, source, dropped, short, public_info,
-        cfg["user-unit"], folded,
+        data.user_unit, folded,
     )  # fmt: skip
 
 
 def _public_part(
-    cfg: dict[str, Any],
+    data: DataConfig,
     train: datasets.Dataset,
     test: datasets.Dataset,
     label_names: list[str],
@@ -460,10 +456,10 @@ def _public_part(
     """The private training documents, the public documents and how they were obtained, with their
     measured overlap (:func:`fl.data.sources.measure_overlap`): public documents come from another
     dataset (``public-dataset``) or from the run's training split (:func:`fl.data.public_split.own_public`)."""
-    if cfg["public-dataset"]:
-        public, info = _other_public(cfg, label_names, seed)
-    elif cfg["public-fraction"] > 0 or cfg["public-size"] > 0:
-        is_public, info = own_public(cfg, train, seed, grouping)
+    if data.public_dataset:
+        public, info = _other_public(data, label_names, seed)
+    elif data.public_fraction > 0 or data.public_size > 0:
+        is_public, info = own_public(data, train, seed, grouping)
         public = train.select(np.flatnonzero(is_public))
         train = train.select(np.flatnonzero(~is_public))
         info["public_share"] = float(is_public.mean())
@@ -479,56 +475,56 @@ def _public_part(
     return train, public, info
 
 
-def _other_public(cfg: dict[str, Any], label_names: list[str], seed: int) -> tuple[datasets.Dataset, dict[str, Any]]:
+def _other_public(data: DataConfig, label_names: list[str], seed: int) -> tuple[datasets.Dataset, dict[str, Any]]:
     """``public-dataset``: the training split of another registry dataset or file (seeded
     ``public-size`` subsample, optionally split into sentences), its labels mapped onto the run's."""
     from fl.data.sentences import split_sentences
 
-    other = {
-        **cfg,
-        "dataset": cfg["public-dataset"],
-        "public-dataset": "",
-        "public-fraction": 0.0,
-        "public-size": 0,
-        "user-unit": "row",
-        "train-size": 0,
-        "test-size": 0,
-        "test-file": "",
-        "group-column": "",
-        "label-names": "",  # its own names: public-labels maps them to the run's
-        "word-mechanism": "none",
-        "document-mechanism": "none",
-    }
+    other = replace(
+        data,
+        dataset=data.public_dataset,
+        public_dataset="",
+        public_fraction=0.0,
+        public_size=0,
+        user_unit="row",
+        train_size=0,
+        test_size=0,
+        test_file="",
+        group_column="",
+        label_names="",  # its own names: public-labels maps them to the run's
+    )
     try:
-        loaded = _load(other)
+        loaded = _load(other, seed, "sentence")  # every document, short or not
     except (ConfigError, FileNotFoundError, ValueError) as err:
         raise type(err)(f"public-dataset: {err}") from None
-    mapping = public_label_map(loaded.label_names, label_names, cfg["public-labels"], cfg["public-dataset"])
-    if cfg["public-size"] > len(loaded.train):
+    mapping = public_label_map(loaded.label_names, label_names, data.public_labels, data.public_dataset)
+    if data.public_size > len(loaded.train):
         raise ConfigError(
-            f"public-size = {cfg['public-size']} is more than the {len(loaded.train)} documents of public-dataset "
-            f"{cfg['public-dataset']!r} (its training split): set public-size <= {len(loaded.train)} (0 = all)"
+            f"public-size = {data.public_size} is more than the {len(loaded.train)} documents of public-dataset "
+            f"{data.public_dataset!r} (its training split): set public-size <= {len(loaded.train)} (0 = all)"
         )
-    public = _subsample(loaded.train, cfg["public-size"], seed + 7)
+    public = _subsample(loaded.train, data.public_size, seed + 7)
     labels = np.asarray([mapping[int(v)] for v in public["label"][:]], dtype=np.int64)
     texts = public["text"][:]
     import datasets as hf
 
-    if cfg["public-sentences"]:
+    if data.public_sentences:
         pieces = [
             (sentence, int(y)) for text, y in zip(texts, labels, strict=True) for sentence in split_sentences(text)
         ]
         texts, labels = [p[0] for p in pieces], np.asarray([p[1] for p in pieces], dtype=np.int64)
     public = hf.Dataset.from_dict({"text": list(texts), "label": labels})
     info = {
-        "source": f"public-dataset {cfg['public-dataset']!r} ({loaded.source}), its training split"
-        + (", split into sentences" if cfg["public-sentences"] else ""),
+        "source": f"public-dataset {data.public_dataset!r} ({loaded.source}), its training split"
+        + (", split into sentences" if data.public_sentences else ""),
         "split": "other dataset",
         "labels": {loaded.label_names[k]: label_names[v] for k, v in mapping.items()},
     }
     return public, info
 
 
+#: The run-config keys that fix which documents a run loads (with the level, of which the word and
+#: document mechanisms decide): what caches of per-document work built outside this module are keyed by.
 DATA_KEYS = (
     "dataset",
     "data-dir",
@@ -548,37 +544,35 @@ DATA_KEYS = (
     "public-labels",
     "user-unit",
     "empty-documents",
-    "word-mechanism",  # with document-mechanism, the level (fl.config.level_of): the document level
-    "document-mechanism",  # drops short documents
+    "word-mechanism",
+    "document-mechanism",
     "short-documents",
     "seed",
 )
 
 
-def public_groups(cfg: Mapping[str, Any]) -> np.ndarray:
-    """The source group of every public document of the run, in the order of ``load(cfg).public`` (and of
+def public_groups(data: DataConfig, users: UsersConfig, level: str) -> np.ndarray:
+    """The source group of every public document of the run, in the order of ``load(...).public`` (and of
     :func:`fl.maps.public_start.public_embeddings`): the containment groups of the public texts
     (:func:`fl.data.sources.containment_groups`), for splits of the public documents that keep a
     group on one side (``sanitas tune``'s hold-out). ``ValueError`` when the run has none."""
-    loaded = load(cfg)
+    loaded = load(data, users, level)
     public = getattr(loaded, "public", None)
     if public is None or len(public) == 0:
         raise ValueError("the run has no public documents: set public-fraction, public-size or public-dataset")
     return sources.containment_groups(public["text"][:])
 
 
-def load(cfg: Mapping[str, Any]) -> TextDataset | SyntheticDataset:
-    """Load the configured dataset (cached per process).
+def load(data: DataConfig, users: UsersConfig, level: str) -> TextDataset | SyntheticDataset:
+    """Load the dataset that ``data`` describes, split and subsampled with ``users.seed`` (cached per process).
 
-    Guarantees: deterministic for a given config; ``train``/``test`` carry
-    ``text``, ``label`` and ``row``; public documents are disjoint from ``train``.
-    Raises a one-line ``ValueError``/``FileNotFoundError`` naming the problem.
-    ``dataset = "synthetic"`` gives a :class:`SyntheticDataset` (sizes and a generator,
-    nothing materialised).
+    ``level`` is the run's level (``RunConfig.release.level``): the document level drops documents of
+    fewer than two sentences. Guarantees: deterministic for given arguments (and data folder);
+    ``train``/``test`` carry ``text``, ``label`` and ``row``; public documents are disjoint from
+    ``train``. Raises a one-line ``ValueError``/``FileNotFoundError`` naming the problem.
+    ``dataset = "synthetic"`` gives a :class:`SyntheticDataset` of ``users.num_users`` training users
+    (sizes and a generator, nothing materialised).
     """
-    if is_synthetic(cfg):
-        check_synthetic(cfg)
-        return SyntheticDataset(cfg["num-users"], cfg["synthetic-test-users"], cfg["synthetic-dim"], cfg["seed"])
-    key = tuple((k, cfg[k]) for k in DATA_KEYS)
-    # The data dir from the environment is part of the identity of the source.
-    return _load_cached(key + (("_resolved-data-dir", str(data_dir(cfg))),))
+    if data.synthetic:
+        return SyntheticDataset(users.num_users, data.synthetic_test_users, data.synthetic_dim, users.seed)
+    return _load_cached(data, int(users.seed), level, str(data.folder))

@@ -9,32 +9,31 @@ Part of :mod:`fl.data.datasets`, which loads the data and calls these.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
 import datasets
 import numpy as np
 
-from fl.config import ConfigError
+from fl.config import ConfigError, DataConfig
 from fl.data import sources
 
 
 def own_public(
-    cfg: Mapping[str, Any], train: datasets.Dataset, seed: int, grouping: str
+    data: DataConfig, train: datasets.Dataset, seed: int, grouping: str
 ) -> tuple[np.ndarray, dict[str, Any]]:
     """Which training rows are public (bool [n]) and how they were drawn: a seeded ``public-fraction``
     of the source groups (``public-split = "source"``, the ``group`` column of :func:`_with_groups`) or
     of the rows, or (``public-size``) whole groups or rows in a seeded order until at least that many
     texts. A ``public-size`` that leaves no private row is a one-line ``ConfigError``."""
-    size, fraction = int(cfg["public-size"]), float(cfg["public-fraction"])
+    size, fraction = int(data.public_size), float(data.public_fraction)
     if size >= len(train):
         raise ConfigError(
             f"public-size = {size}: the training split has {len(train)} documents"
-            + (f" (train-size = {cfg['train-size']})" if cfg["train-size"] else "")
+            + (f" (train-size = {data.train_size})" if data.train_size else "")
             + f" and the private users need at least one: set public-size below {len(train)}"
         )
     until = f"in a seeded order until public-size = {size} texts"
-    if cfg["public-split"] == "row":
+    if data.public_split == "row":
         rng = np.random.default_rng(seed + 2)
         if size:
             is_public = np.zeros(len(train), dtype=bool)

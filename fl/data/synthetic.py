@@ -11,8 +11,6 @@ from typing import Any
 
 import numpy as np
 
-from fl.config import ConfigError, level_of
-
 # ------------------------------------------------------------------------------------ synthetic
 SYNTHETIC = "synthetic"
 
@@ -29,11 +27,6 @@ _MIX1, _MIX2 = np.uint64(0xBF58476D1CE4E5B9), np.uint64(0x94D049BB133111EB)
 
 
 _CHUNK_USERS = 8192  # users per vectorised block: temporaries of at most ~13 MB each (d = 384)
-
-
-def is_synthetic(cfg: Mapping[str, Any]) -> bool:
-    """True for ``dataset = "synthetic"`` (scale and speed measurements only)."""
-    return cfg["dataset"] == SYNTHETIC
 
 
 def _stream_key(seed: int, split: str, stream: str) -> np.uint64:
@@ -153,30 +146,3 @@ class SyntheticDataset:
             "dropped_empty_documents": dict(self.dropped_empty),
             "dropped_short_documents": dict(self.dropped_short),
         }
-
-
-def check_synthetic(cfg: Mapping[str, Any]) -> str:
-    """The synthetic dataset's own rules (it has users and vectors, no text)."""
-
-    if cfg["num-users"] <= 0:
-        raise ConfigError(
-            f'dataset = "synthetic" needs num-users > 0 (the number of training users), got {cfg["num-users"]}'
-        )
-    level = level_of(cfg)
-    if level != "sentence":
-        raise ConfigError(
-            f'dataset = "synthetic" has vectors but no text: the {level} level is not supported '
-            "(use a sentence-level mechanism)"
-        )
-    clashes = [
-        f"{key} = {cfg[key]!r}"
-        for key, ok in (("train-size", 0), ("test-size", 0), ("public-fraction", 0.0), ("partitioner", "iid"))
-        if cfg[key] != ok
-    ]
-    if clashes:
-        raise ConfigError(
-            'dataset = "synthetic" is sized by num-users and synthetic-test-users, has no public documents '
-            f"and one document per user: it needs train-size = 0, test-size = 0, public-fraction = 0 and "
-            f'partitioner = "iid" (got {", ".join(clashes)})'
-        )
-    return SyntheticDataset(cfg["num-users"], cfg["synthetic-test-users"], cfg["synthetic-dim"], cfg["seed"]).source

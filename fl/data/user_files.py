@@ -7,14 +7,14 @@ import gzip
 import json
 import logging
 import math
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from fl.config import ConfigError, level_of
+from fl.config import ConfigError, DataConfig
 from fl.config.run_config import USER_FILE_SUFFIXES, label_name_list
 from fl.config.run_config import is_user_file as is_user_file  # decided with the config checks; re-exported
 from mechanisms.suggest import did_you_mean
@@ -188,7 +188,7 @@ def _check_integer_labels(
         )
 
 
-def read_user_files(cfg: Mapping[str, Any]) -> tuple[dict[str, datasets.Dataset], list[str], dict[str, str]]:
+def read_user_files(data: DataConfig) -> tuple[dict[str, datasets.Dataset], list[str], dict[str, str]]:
     """The user's data file (and test file): splits, class names and each split's file.
 
     Class ids follow ``label-names`` when it is set (string labels must each be one of its names;
@@ -196,14 +196,14 @@ def read_user_files(cfg: Mapping[str, Any]) -> tuple[dict[str, datasets.Dataset]
     (integer labels are the ids themselves). Guarantees a ``label`` column of class ids and at least
     2 classes among the labels, or a one-line ``ValueError`` naming the file.
     """
-    files = {"train": cfg["dataset"]}
-    if cfg["test-file"]:
-        files["test"] = cfg["test-file"]
-    text_cols = tuple(c.strip() for c in cfg["text-column"].split(","))
-    label_col = cfg["label-column"]
+    files = {"train": data.dataset}
+    if data.test_file:
+        files["test"] = data.test_file
+    text_cols = tuple(c.strip() for c in data.text_column.split(","))
+    label_col = data.label_column
     splits = {}
     for role, path in files.items():
-        group_col = cfg["group-column"] if role == "train" else ""  # groups matter where the public split is drawn
+        group_col = data.group_column if role == "train" else ""  # groups matter where the public split is drawn
         splits[role] = standardise(
             _read_file(_builder(path), path), text_cols, label_col, f"data file {path!r}", group_col
         )
@@ -214,10 +214,10 @@ def read_user_files(cfg: Mapping[str, Any]) -> tuple[dict[str, datasets.Dataset]
     values = sorted({str(v) for ds in splits.values() for v in ds["label"][:]})
     if len(values) < 2:
         raise ValueError(
-            f"data file {cfg['dataset']!r}: every document has label {values[0]!r} (label-column {label_col!r}): "
+            f"data file {data.dataset!r}: every document has label {values[0]!r} (label-column {label_col!r}): "
             "a classifier needs at least 2 classes"
         )
-    given = label_name_list(cfg.get("label-names", ""))
+    given = label_name_list(data.label_names)
     if all(isinstance(v, int | np.integer) for ds in splits.values() for v in ds["label"][:100]):
         if given:  # the ids must have names: ids 0..len(given)-1
             for role, ds in splits.items():
@@ -312,10 +312,13 @@ def handle_short(ds: datasets.Dataset, policy: str, split: str, dropped: dict[st
     return ds.select(np.flatnonzero(~short)) if short.any() else ds
 
 
-def read_node_file(cfg: Mapping[str, Any], path: str, label_names: list[str]) -> datasets.Dataset:
+def read_node_file(
+    data: DataConfig, path: str, label_names: list[str], *, num_users: int, level: str
+) -> datasets.Dataset:
     """A node's own training documents (node config ``data-path``): one document per user, read as
     the user-file loader reads ``dataset`` (CSV, JSON Lines or Parquet; ``text-column``,
-    ``label-column``, ``empty-documents``, and at the document level ``short-documents``).
+    ``label-column``, ``empty-documents``, and at the document ``level`` ``short-documents``);
+    ``num_users`` is the run's and must be 0.
 
     Labels are the run's classes: integer ids ``0..len(label_names)-1`` or the class names of the
     run's dataset. Guarantees ``text``, ``label`` and ``row`` (the file's order after filtering),
@@ -326,13 +329,13 @@ def read_node_file(cfg: Mapping[str, Any], path: str, label_names: list[str]) ->
         raise ValueError(f"data-path {path!r}: not a .csv, .jsonl or .parquet file")
     if not file.is_file():
         raise FileNotFoundError(f"data-path {path!r} not found")
-    if cfg["num-users"] != 0:
+    if num_users != 0:
         raise ValueError(f"data-path {path!r}: a node's own file holds one document per user; set num-users = 0")
-    text_cols = tuple(c.strip() for c in cfg["text-column"].split(","))
+    text_cols = tuple(c.strip() for c in data.text_column.split(","))
     with quiet_datasets():
-        ds = standardise(_read_file(_builder(path), path), text_cols, cfg["label-column"], f"data-path {path!r}")
+        ds = standardise(_read_file(_builder(path), path), text_cols, data.label_column, f"data-path {path!r}")
     labels = ds["label"][:]
-    _check_labels(labels, path, cfg["label-column"])
+    _check_labels(labels, path, data.label_column)
     names = {name: i for i, name in enumerate(label_names)}
     if all(isinstance(v, int | np.integer) and not isinstance(v, bool) for v in labels):
         ids = np.asarray(labels, dtype=np.int64)
@@ -351,12 +354,12 @@ def read_node_file(cfg: Mapping[str, Any], path: str, label_names: list[str]) ->
             )
         ids = np.asarray([names[str(v)] for v in labels], dtype=np.int64)
     ds = ds.remove_columns(["label"]).add_column("label", ids)
-    if cfg["empty-documents"] == "error":
+    if data.empty_documents == "error":
         refuse_empty(ds, "pool", f"data-path {path!r}")
     dropped: dict[str, int] = {}
-    ds = handle_empty(ds, cfg["empty-documents"], "train", dropped)
-    if level_of(cfg) == "document":
-        ds = handle_short(ds, cfg["short-documents"], "train", dropped)
+    ds = handle_empty(ds, data.empty_documents, "train", dropped)
+    if level == "document":
+        ds = handle_short(ds, data.short_documents, "train", dropped)
     if len(ds) == 0:
         raise ValueError(f"data-path {path!r}: no documents left after filtering")
     return ds.add_column("row", np.arange(len(ds), dtype=np.int64))

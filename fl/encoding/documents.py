@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from fl.config import RunConfig, cache_dir
+from fl.config import EncoderConfig
 from fl.data.sentences import split_sentences
 from fl.encoding.encoder import best_device, encode
 
@@ -81,18 +81,19 @@ class SentenceDocs:
         )
 
 
-def embed_sentences(texts: Sequence[str], cfg: RunConfig, progress: bool = True) -> SentenceDocs:
-    """Split each text into sentences and embed them with the configured frozen encoder (cached)."""
+def embed_sentences(texts: Sequence[str], encoder: EncoderConfig, device: str, progress: bool = True) -> SentenceDocs:
+    """Split each text into sentences and embed them with the encoder section's frozen encoder (cached), on
+    ``device`` (a configured device, ``"auto"`` included: :func:`fl.encoding.encoder.best_device`)."""
     pieces = [split_sentences(t) for t in texts]
     k = np.array([len(p) for p in pieces], dtype=np.int64)
     flat = [s for p in pieces for s in p]
     if flat:
         emb = encode(
             flat,
-            cfg.encoder.encoder,
-            cache_dir(cfg),
-            best_device(cfg.server.device),
-            cfg.encoder.encode_batch_size,
+            encoder.encoder,
+            encoder.cache_folder,
+            best_device(device),
+            encoder.encode_batch_size,
             progress,
         )
         table = torch.as_tensor(np.asarray(emb), dtype=torch.float32)

@@ -25,7 +25,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from fl.config import ENCODER_DIMS, RunConfig, cache_dir
+from fl.config import ENCODER_DIMS, EncoderConfig
 from fl.data.sentences import split_sentences
 from fl.encoding.embedding_cache import KEYS_DTYPE, EmbeddingCache, read_npy, row_checksum
 from fl.encoding.published import (
@@ -266,18 +266,18 @@ def embed_documents(
 
 
 def embed_texts(
-    texts: Sequence[str], cfg: RunConfig, device: str, progress: bool = True, store: bool = True
+    texts: Sequence[str], encoder: EncoderConfig, device: str, progress: bool = True, store: bool = True
 ) -> np.ndarray:
-    """Document embeddings ``[len(texts), d]`` as the run config says (``doc-embedding``, ``encoder``,
-    its cache folder, ``encode-batch-size``), through the shared cache (``store`` as in
+    """Document embeddings ``[len(texts), d]`` as the encoder section says (``doc-embedding``, ``encoder``,
+    its cache folder, ``encode-batch-size``), on ``device``, through the shared cache (``store`` as in
     :func:`embed_documents`)."""
     return embed_documents(
         texts,
-        cfg.encoder.doc_embedding,
-        cfg.encoder.encoder,
-        cache_dir(cfg),
+        encoder.doc_embedding,
+        encoder.encoder,
+        encoder.cache_folder,
         device,
-        cfg.encoder.encode_batch_size,
+        encoder.encode_batch_size,
         progress,
         store,
     )

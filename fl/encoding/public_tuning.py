@@ -48,7 +48,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from fl.config import SECTIONS, EncoderConfig, RunConfig, cache_dir
+from fl.config import SECTIONS, DataConfig, EncoderConfig, ReleaseConfig, RunConfig, UsersConfig
 from fl.encoding.cache_files import atomic_write
 from fl.encoding.encoder import embedding_dim, model_id, resolve_model
 from fl.encoding.published import (
@@ -349,16 +349,18 @@ def _versions() -> str:
 
 
 def _recipe(
-    cfg: RunConfig, texts: Sequence[str], labels: np.ndarray | Sequence[int], num_classes: int, device: str
+    tuning: TuningSpec, texts: Sequence[str], labels: np.ndarray | Sequence[int], num_classes: int, device: str
 ) -> str:
     """The digest of everything the tuning depends on: the base encoder's files, the public texts and
     labels in order, the number of classes, the tuning keys, the seed, where it runs (the device
     type and the CPU threads) and the library versions."""
     h = hashlib.sha256(b"sanitas-tuning-recipe-v2\0")
-    h.update(_base_identity(cfg.encoder.encoder).encode() + b"\0")
-    keys = {k: cfg[k] for k in (*TUNING_KEYS, "seed")}
-    if cfg["tuning-noise"]:  # tuned through the run's mechanism: its keys are inputs of the tuning too
-        keys.update({k: cfg[k] for k in NOISE_KEYS})
+    h.update(_base_identity(tuning.encoder.encoder).encode() + b"\0")
+    encoder_keys, release_keys = tuning.encoder.flat(), tuning.release.flat()
+    keys: dict[str, Any] = {k: encoder_keys[k] for k in TUNING_KEYS}
+    keys["seed"] = tuning.seed
+    if tuning.encoder.tuning_noise:  # tuned through the run's mechanism: its keys are inputs of the tuning too
+        keys.update({k: release_keys[k] for k in NOISE_KEYS})
     h.update(json.dumps({**keys, "num-classes": int(num_classes)}, sort_keys=True).encode() + b"\0")
     h.update(f"{_versions()}|device {torch.device(device).type}|threads {torch.get_num_threads()}\0".encode())
     labels = np.asarray(labels).tolist()
@@ -369,9 +371,9 @@ def _recipe(
     return h.hexdigest()
 
 
-def encoders_root(cfg: RunConfig) -> Path:
+def encoders_root(encoder: EncoderConfig) -> Path:
     """Where published encoders live: ``<cache-dir>/encoders``."""
-    return cache_dir(cfg) / "encoders"
+    return encoder.cache_folder / "encoders"
 
 
 def publish(model: Any, root: Path, base: str, info: Mapping[str, Any]) -> TunedEncoder:
@@ -436,14 +438,13 @@ def _reusable(root: Path, recipe: str, recipe_file: Path) -> TunedEncoder | None
     return TunedEncoder(known["digest"], root / known["digest"], {**info, "reused": True})
 
 
-def _noise(cfg: RunConfig, num_classes: int) -> dict[str, Any]:
+def _noise(tuning: TuningSpec, num_classes: int) -> dict[str, Any]:
     """``tuning-noise``: the run's sentence mechanism and map dimension for :func:`fine_tune`."""
-    if not cfg.encoder.tuning_noise:
+    if not tuning.encoder.tuning_noise:
         return {}
-    from fl.config import make_mechanism
-
-    m_prime = int(cfg.release.map_dim)
-    return {"noise": make_mechanism(cfg, "sentence", input_dim=m_prime, num_classes=num_classes), "noise_dim": m_prime}
+    m_prime = int(tuning.release.map_dim)
+    noise = tuning.release.mechanism("sentence", input_dim=m_prime, num_classes=num_classes)
+    return {"noise": noise, "noise_dim": m_prime}
 
 
 def with_tuned_encoder(cfg: RunConfig, device: str | None = None) -> RunConfig:
@@ -459,48 +460,71 @@ def with_tuned_encoder(cfg: RunConfig, device: str | None = None) -> RunConfig:
 
     device = device or best_device(cfg.server.device)
 
-    return as_run_config(resolve({**dict(cfg), "encoder": str(tune_public(cfg, device).folder)}))
+    folder = tune_public(TuningSpec.from_config(cfg), device).folder
+    return as_run_config(resolve({**dict(cfg), "encoder": str(folder)}))
 
 
-def tune_public(cfg: RunConfig, device: str = "cpu", progress: bool = True) -> TunedEncoder:
+@dataclass(frozen=True)
+class TuningSpec:
+    """What public tuning reads of a run: the encoder section (the base encoder and the ``tuning-*`` keys),
+    the data it loads the public split from (``data``, ``users``: the seed; ``level``), and, with
+    ``tuning-noise``, the release section whose sentence mechanism the tuning runs through."""
+
+    encoder: EncoderConfig
+    data: DataConfig
+    users: UsersConfig
+    release: ReleaseConfig
+
+    @property
+    def seed(self) -> int:
+        return int(self.users.seed)
+
+    @classmethod
+    def from_config(cls, cfg: RunConfig) -> TuningSpec:
+        """The tuning inputs of a resolved run config."""
+        return cls(cfg.encoder, cfg.data, cfg.users, cfg.release)
+
+
+def tune_public(tuning: TuningSpec, device: str = "cpu", progress: bool = True) -> TunedEncoder:
     """The run's public-tuned encoder: from the recipe cache, or tuned now on the public split and
     published. Reads the public split only."""
     from fl.data import datasets as data
 
-    ds = data.load(cfg)
+    ds = data.load(tuning.data, tuning.users, tuning.release.level)
     public = getattr(ds, "public", None)
     if public is None or len(public) == 0:
         raise ValueError("encoder-tuning = 'public' tunes the encoder on the public split: set public-fraction > 0")
     texts = [str(t) for t in public["text"][:]]
     labels = np.asarray(public["label"][:], dtype=np.int64)
-    root = encoders_root(cfg)
-    recipe = _recipe(cfg, texts, labels, int(ds.num_classes), device)
+    root = encoders_root(tuning.encoder)
+    recipe = _recipe(tuning, texts, labels, int(ds.num_classes), device)
     recipe_file = root / "recipes" / f"{recipe}.json"
     reused = _reusable(root, recipe, recipe_file)
     if reused is not None:
         return reused
     from sentence_transformers import SentenceTransformer  # seconds to import: only when tuning
 
-    base = SentenceTransformer(resolve_model(cfg.encoder.encoder), device=device)
+    encoder = tuning.encoder
+    base = SentenceTransformer(resolve_model(encoder.encoder), device=device)
     model, info = fine_tune(
         base,
         texts,
         labels,
         int(ds.num_classes),
-        part=cfg.encoder.tuning_part,
-        layers=int(cfg.encoder.tuning_layers),
-        rank=int(cfg.encoder.tuning_lora_rank),
-        epochs=int(cfg.encoder.tuning_epochs),
-        lr=part_learning_rate(cfg.encoder),
-        batch_size=int(cfg.encoder.tuning_batch_size),
-        holdout=float(cfg.encoder.tuning_holdout),
-        seed=int(cfg.users.seed),
+        part=encoder.tuning_part,
+        layers=int(encoder.tuning_layers),
+        rank=int(encoder.tuning_lora_rank),
+        epochs=int(encoder.tuning_epochs),
+        lr=part_learning_rate(encoder),
+        batch_size=int(encoder.tuning_batch_size),
+        holdout=float(encoder.tuning_holdout),
+        seed=tuning.seed,
         device=device,
         progress=progress,
-        **_noise(cfg, int(ds.num_classes)),
+        **_noise(tuning, int(ds.num_classes)),
     )
-    info = {"base": cfg.encoder.encoder, **info}
-    tuned = publish(model.to("cpu"), root, cfg.encoder.encoder, info)
+    info = {"base": encoder.encoder, **info}
+    tuned = publish(model.to("cpu"), root, encoder.encoder, info)
     recipe_file.parent.mkdir(parents=True, exist_ok=True)
     entry = {"recipe": recipe, "digest": tuned.digest, "info": info}
     atomic_write(recipe_file, lambda fh: fh.write(json.dumps(entry).encode()))

@@ -37,10 +37,10 @@ log = logging.getLogger(__name__)
 
 def public_embeddings(cfg: RunConfig, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
     """The public split's document embeddings (float32) and labels, on ``device``."""
-    public = data.load(cfg).public
+    public = data.load(cfg.data, cfg.users, cfg.release.level).public
     if public is None or len(public) == 0:
         raise ValueError(f"map-in = {cfg.release.map_in!r} builds M1 from the public split: set public-fraction > 0")
-    emb = embed_texts(public["text"][:], cfg, str(device))
+    emb = embed_texts(public["text"][:], cfg.encoder, str(device))
     x = torch.as_tensor(np.asarray(emb), dtype=torch.float32, device=device)
     y = torch.as_tensor(np.asarray(public["label"][:], dtype=np.int64), device=device)
     return x, y
@@ -244,7 +244,9 @@ def cached_public_model(cfg: RunConfig, x: torch.Tensor, y: torch.Tensor, num_cl
         cv = float(e["cv"])
         return pm.PublicModel(e["weight"].numpy(), e["bias"].numpy(), float(e["l2"]), None if cv < 0 else cv)
     with progress_bar(total=1, desc=f"fitting the public model on {len(y)} public documents", leave=False) as bar:
-        groups = data.public_groups(cfg)  # folds by source group (fl.data.sources.containment_groups)
+        groups = data.public_groups(
+            cfg.data, cfg.users, cfg.release.level
+        )  # folds by source group (fl.data.sources.containment_groups)
         model = pm.fit_public_model(x, y, num_classes, groups if len(groups) == len(y) else None)
         bar.update(1)
     entry = {

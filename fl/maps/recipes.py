@@ -135,7 +135,7 @@ def pure_per_unit(cfg: RunConfig, input_dim: int, num_classes: int) -> float:
         costs.append(float(mech.guarantee.as_ldp()[0]))
     if not (math.isfinite(costs[0]) and costs[0] > 0 and math.isclose(costs[1], 2 * costs[0], rel_tol=1e-9)):
         raise ValueError(
-            f"sentence-mechanism {cfg['sentence-mechanism']!r}: its pure-LDP cost ({costs}) is not linear in "
+            f"sentence-mechanism {cfg.release.sentence_mechanism!r}: its pure-LDP cost ({costs}) is not linear in "
             "sentence-epsilon, so a whole-record budget cannot be split for it"
         )
     return costs[0]
@@ -147,9 +147,9 @@ def split_budget(cfg: RunConfig, total: float, label_share: float, input_dim: in
     is embedding-only) and ``sentence-epsilon`` = the rest over the mechanism's pure cost per unit."""
     if not (total > 0 and math.isfinite(total)):
         raise ValueError(f"the whole-record epsilon must be > 0 and finite, got {total}")
-    if not 0.0 < label_share < 1.0 and cfg["label-mechanism"] != "none":
+    if not 0.0 < label_share < 1.0 and cfg.release.label_mechanism != "none":
         raise ValueError(f"the label's share of the budget must lie in (0, 1), got {label_share}")
-    label = 0.0 if cfg["label-mechanism"] == "none" else label_share * total
+    label = 0.0 if cfg.release.label_mechanism == "none" else label_share * total
     per_unit = pure_per_unit(cfg, input_dim, num_classes)
     out: dict[str, Any] = {"sentence-epsilon": (total - label) / per_unit}
     if label:
@@ -178,12 +178,12 @@ def _holdout(groups: np.ndarray, generator: torch.Generator) -> tuple[torch.Tens
 
 def _start_map(cfg: RunConfig, x: torch.Tensor, y: torch.Tensor, num_classes: int) -> torch.Tensor | None:
     """M1 from the fitting part alone, as the run builds it from the public split."""
-    kind, m_prime = cfg["map-in"], maps.map_dim(cfg.release, x.shape[1])
+    kind, m_prime = cfg.release.map_in, maps.map_dim(cfg.release, x.shape[1])
     if kind == "supervised":
-        scale = float(cfg["map-scale"]) or 0.25
+        scale = float(cfg.release.map_scale) or 0.25
         return maps.supervised_map(x, y, num_classes, m_prime, scale)
     if kind in ("random", "identity"):
-        return maps.input_map(kind, x.shape[1], m_prime, int(cfg["map-seed"]))
+        return maps.input_map(kind, x.shape[1], m_prime, int(cfg.release.map_seed))
     if kind == "projection":
         return None  # built by the class-means emulation from the fitting part's public model
     raise ValueError(f"sanitas tune emulates map-in 'supervised', 'projection', 'random' or 'identity', got {kind!r}")
@@ -215,16 +215,18 @@ def emulate_class_means(
     mech = config_mod.make_mechanism(cfg, "sentence", input_dim=m_prime, num_classes=num_classes)
     second = mech.unbiased_moments(m_prime)
     if second is None:
-        raise ValueError(f"server-model = 'class-means' needs unbiased releases; {cfg['sentence-mechanism']!r} is not")
+        raise ValueError(
+            f"server-model = 'class-means' needs unbiased releases; {cfg.release.sentence_mechanism!r} is not"
+        )
     law, label_sanitize = None, None
-    if cfg["label-mechanism"] == "rr":
+    if cfg.release.label_mechanism == "rr":
         label = config_mod.make_mechanism(cfg, "label")
         law = label.log_transition_matrix(num_classes)
 
         def label_sanitize(labels: torch.Tensor, gen: torch.Generator) -> torch.Tensor:
             return label.sanitize(labels, num_classes, generator=gen)
 
-    elif cfg["label-mechanism"] != "none":
+    elif cfg.release.label_mechanism != "none":
         raise ValueError("sanitas tune emulates label-mechanism 'rr' or 'none'")
     xn, yn = x.cpu().numpy(), y.cpu().numpy()
     return emulate_means(
@@ -264,9 +266,9 @@ def emulate(
     rows = fit[torch.randint(len(fit), (users,), generator=generator)]
     z = mech.sanitize(maps.apply_input_map(x[rows], matrix), generator=generator).to(torch.float32)
     labels = y[rows]
-    if cfg["label-mechanism"] == "rr":
+    if cfg.release.label_mechanism == "rr":
         labels = config_mod.make_mechanism(cfg, "label").sanitize(labels, num_classes, generator=generator)
-    elif cfg["label-mechanism"] != "none":
+    elif cfg.release.label_mechanism != "none":
         raise ValueError("sanitas tune emulates label-mechanism 'rr' or 'none'")
     held = val.repeat(draws)
     zv = mech.sanitize(maps.apply_input_map(x[held], matrix), generator=generator).to(torch.float32)
@@ -277,7 +279,7 @@ def emulate(
 def _test_inputs(cfg: RunConfig) -> str:
     """What an emulated candidate's hold-out accuracy scores: ``clean`` rows (on-device inference) for the
     class-means server, ``sanitized`` releases for the others."""
-    return "clean" if cfg["server-model"] == "class-means" else "sanitized"
+    return "clean" if cfg.server.server_model == "class-means" else "sanitized"
 
 
 def choose(
@@ -306,7 +308,7 @@ def choose(
         trials.append((cand, values, cfg.replace(**values)))
     accs: list[list[float]] = [[] for _ in grid]
     for r in range(repeats):
-        gen = torch.Generator().manual_seed(int(cfg["seed"]) * 1000 + r)
+        gen = torch.Generator().manual_seed(int(cfg.users.seed) * 1000 + r)
         split = _holdout(np.asarray(groups), gen)
         matrices: dict[tuple[Any, ...], torch.Tensor | None] = {}
         public: PublicModel | None = None  # the fitting part's public model, for every class-means candidate

@@ -25,7 +25,7 @@ from typing import Any, TypeVar, cast
 import torch
 from torch import nn
 
-from fl.config import RunConfig
+from fl.config import EncoderConfig
 from fl.encoding.encoder import load_encoder
 from fl.encoding.public_tuning import lora_config, top_layers, transformer_layers
 from fl.maps.pipeline import ServerModel
@@ -83,27 +83,54 @@ class EncoderClassifier(nn.Module):
 
 
 def build_encoder_classifier(
-    cfg: RunConfig, head: ServerModel, matrix: torch.Tensor | None, device: str = "cpu"
+    encoder: EncoderConfig,
+    head: ServerModel,
+    matrix: torch.Tensor | None,
+    device: str = "cpu",
+    *,
+    tuning_part: str,
+    seed: int,
 ) -> EncoderClassifier:
-    """The trainable model of ``central-train = "encoder"`` from the run's encoder (``cfg.encoder.encoder``:
+    """The trainable model of ``central-train = "encoder"`` from the run's encoder (``encoder.encoder``:
     the published public-tuned folder or the base encoder): copies of its top ``tuning-layers``
     layers (LoRA adapters added for ``central-tuning-part = "lora"``, the adapters' start seeded by ``seed``:
-    LoRA's B starts at zero, so the start is the encoder itself), ``head`` and M1."""
-    encoder = load_encoder(cfg.encoder.encoder, device)
-    top = nn.ModuleList([copy.deepcopy(layer) for layer in top_layers(encoder, int(cfg.encoder.tuning_layers))])
+    LoRA's B starts at zero, so the start is the encoder itself), ``head`` and M1.
+
+    Parameters
+    ----------
+    encoder : EncoderConfig
+        The run's encoder section (``cfg.encoder``, after :func:`fl.encoding.public_tuning.with_tuned_encoder`
+        where the encoder was tuned): ``encoder`` (name or folder), ``tuning-layers`` (how many top layers are
+        copied) and ``tuning-lora-rank`` (the adapters' rank).
+    head : ServerModel
+        The server model (M2 + classifier) on top of M1; used as is, not copied.
+    matrix : torch.Tensor or None
+        M1 ([d, m'], or affine [d + 1, m']), or ``None`` for no input map.
+    device : str
+        Where the encoder is loaded and the model placed.
+    tuning_part : str
+        ``central-tuning-part`` (``cfg.central.central_tuning_part``): ``"lora"`` (frozen layers, trainable
+        adapters on their query and value projections) or ``"top"`` (the layers themselves trainable); any
+        other value raises ``ValueError``.
+    seed : int
+        The run's ``seed`` (``cfg.users.seed``): seeds the adapters' initialisation (torch's global
+        generator is left as it was).
+    """
+    sentence_encoder = load_encoder(encoder.encoder, device)
+    top = nn.ModuleList([copy.deepcopy(layer) for layer in top_layers(sentence_encoder, int(encoder.tuning_layers))])
     for p in top.parameters():
-        p.requires_grad_(cfg.central.central_tuning_part == "top")
-    if cfg.central.central_tuning_part == "lora":
+        p.requires_grad_(tuning_part == "top")
+    if tuning_part == "lora":
         from peft import inject_adapter_in_model
 
         with torch.random.fork_rng(devices=[]):
-            torch.manual_seed(int(cfg.users.seed))
+            torch.manual_seed(int(seed))
             # peft injects the adapters in place and returns the model it was given (typed as a plain Module).
-            top = cast(nn.ModuleList, inject_adapter_in_model(lora_config(int(cfg.encoder.tuning_lora_rank)), top))
+            top = cast(nn.ModuleList, inject_adapter_in_model(lora_config(int(encoder.tuning_lora_rank)), top))
         for name, p in top.named_parameters():
             p.requires_grad_("lora_" in name)
-    elif cfg.central.central_tuning_part != "top":
-        raise ValueError(f"central-tuning-part must be 'top' or 'lora', got {cfg.central.central_tuning_part!r}")
+    elif tuning_part != "top":
+        raise ValueError(f"central-tuning-part must be 'top' or 'lora', got {tuning_part!r}")
     return EncoderClassifier(list(top), head, matrix).to(device).eval()
 
 
@@ -129,24 +156,29 @@ def load_trainable(model: ModuleT, arrays: Mapping[str, torch.Tensor]) -> Module
     return model
 
 
-def _lower_stack(cfg: RunConfig, device: str) -> tuple[Any, list[nn.Module]]:
+def _lower_stack(encoder: EncoderConfig, device: str) -> tuple[Any, list[nn.Module]]:
     """The encoder's BERT module (a transformers model: ``embeddings``, ``config``) and its frozen lower
-    layers (all but the top ``tuning-layers``)."""
-    encoder = load_encoder(cfg.encoder.encoder, device)
-    stack = transformer_layers(encoder)
-    return encoder[0].auto_model, list(stack)[: len(stack) - len(top_layers(encoder, int(cfg.encoder.tuning_layers)))]
+    layers (all but the top ``tuning-layers``) of the encoder section's ``encoder``, loaded on ``device``."""
+    sentence_encoder = load_encoder(encoder.encoder, device)
+    stack = transformer_layers(sentence_encoder)
+    bert = sentence_encoder[0].auto_model
+    return bert, list(stack)[: len(stack) - len(top_layers(sentence_encoder, int(encoder.tuning_layers)))]
 
 
 @torch.no_grad()
 def lower_batches(
-    cfg: RunConfig, texts: Sequence[str], device: str = "cpu", batch_size: int = 256
+    encoder: EncoderConfig, texts: Sequence[str], device: str = "cpu", batch_size: int = 256
 ) -> list[tuple[torch.Tensor, torch.Tensor, torch.Tensor]]:
     """The frozen lower layers' output for ``texts`` as batches ``(rows, h, mask)``: ``rows`` the
     batch's indices into ``texts`` (in order of token count, so a batch holds similar lengths),
     ``h`` [b, t, H] and ``mask`` [b, t] trimmed to the batch's longest text (truncated at the
-    encoder's max_seq_length). Every text is in exactly one batch."""
-    bert, lower = _lower_stack(cfg, device)
-    features = load_encoder(cfg.encoder.encoder, device).preprocess(list(texts)) if texts else None
+    encoder's max_seq_length). Every text is in exactly one batch.
+
+    ``encoder`` is the run's encoder section (``cfg.encoder``): its ``encoder`` (name or folder) and
+    ``tuning-layers`` (the top layers left out: those are trained) decide the lower layers; ``device`` is
+    where they run, ``batch_size`` the most texts per batch."""
+    bert, lower = _lower_stack(encoder, device)
+    features = load_encoder(encoder.encoder, device).preprocess(list(texts)) if texts else None
     if features is None:
         return []
     ids, mask = features["input_ids"].to(device), features["attention_mask"].to(device)
@@ -168,13 +200,16 @@ def lower_batches(
 
 
 def lower_states(
-    cfg: RunConfig, texts: Sequence[str], device: str = "cpu", batch_size: int = 256
+    encoder: EncoderConfig, texts: Sequence[str], device: str = "cpu", batch_size: int = 256
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """The frozen lower layers' hidden states [n, T, H] and token masks [n, T] of ``texts`` (padded to
-    the longest; truncated at the encoder's max_seq_length): the input of :class:`EncoderClassifier`."""
-    bert, _ = _lower_stack(cfg, device)
+    the longest; truncated at the encoder's max_seq_length): the input of :class:`EncoderClassifier`.
+
+    ``encoder`` is the run's encoder section (``cfg.encoder``: ``encoder`` and ``tuning-layers``), ``device``
+    where the layers run, ``batch_size`` as in :func:`lower_batches`."""
+    bert, _ = _lower_stack(encoder, device)
     hidden_size = int(bert.config.hidden_size)
-    batches = lower_batches(cfg, texts, device, batch_size)
+    batches = lower_batches(encoder, texts, device, batch_size)
     if not batches:
         return torch.zeros(0, 1, hidden_size, device=device), torch.zeros(0, 1, dtype=torch.int64, device=device)
     longest = max(m.shape[1] for _, _, m in batches)
@@ -198,12 +233,14 @@ def _nbytes(batches: Sequence[tuple[torch.Tensor, torch.Tensor, torch.Tensor]]) 
 
 
 def _eval_batches(
-    cfg: RunConfig, texts: Sequence[str], device: str
+    encoder: EncoderConfig, texts: Sequence[str], device: str
 ) -> list[tuple[torch.Tensor, torch.Tensor, torch.Tensor]]:
-    key = (cfg.encoder.encoder, int(cfg.encoder.tuning_layers), device, len(texts), hash(tuple(texts)))
+    """:func:`lower_batches` of ``texts``, through the per-process cache (keyed by the encoder section's
+    ``encoder`` and ``tuning-layers``, ``device`` and the texts)."""
+    key = (encoder.encoder, int(encoder.tuning_layers), device, len(texts), hash(tuple(texts)))
     if key in _eval_cache:
         return _eval_cache[key]
-    batches = lower_batches(cfg, texts, device)
+    batches = lower_batches(encoder, texts, device)
     size = _nbytes(batches)
     if size <= EVAL_CACHE_BYTES:
         while _eval_cache and size + sum(_nbytes(b) for b in _eval_cache.values()) > EVAL_CACHE_BYTES:
@@ -213,12 +250,17 @@ def _eval_batches(
 
 
 @torch.no_grad()
-def encoder_predictions(cfg: RunConfig, model: EncoderClassifier, texts: Sequence[str], device: str) -> torch.Tensor:
+def encoder_predictions(
+    encoder: EncoderConfig, model: EncoderClassifier, texts: Sequence[str], device: str
+) -> torch.Tensor:
     """``model``'s predicted classes for ``texts`` (CPU int64, in the order of ``texts``): the lower
     layers' states come from a per-process cache (:data:`EVAL_CACHE_BYTES`), so from the second round
-    on only the top layers and the head run, on length-sorted batches."""
+    on only the top layers and the head run, on length-sorted batches.
+
+    ``encoder`` is the run's encoder section (``cfg.encoder``: ``encoder`` and ``tuning-layers``, as ``model``
+    was built from), ``device`` where the lower layers and ``model`` run."""
     pred = torch.zeros(len(texts), dtype=torch.int64)
-    for rows, h, m in _eval_batches(cfg, texts, device):
+    for rows, h, m in _eval_batches(encoder, texts, device):
         pred[rows.cpu()] = model(h, m).argmax(dim=1).cpu()
     return pred
 

@@ -20,18 +20,19 @@ The head only (``central-train = "head"``): an encoder's central tuning is not e
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Any
 
 import numpy as np
 import torch
 
-from fl.config import RunConfig
+from fl.config import CentralConfig, ReleaseConfig
 from fl.maps import input_map as maps
 from fl.maps.pipeline import predict
 from fl.reporting.outcome import learned, majority_rate
 from fl.threads import sized_threads
-from fl.training.central_start import central_start
+from fl.training.central_start import CentralStart
 from fl.training.user_updates import clipped_update_sum, noisy_mean
 
 #: The share of the public documents held out to score the emulated model.
@@ -69,28 +70,58 @@ def public_split(
 
 
 def emulate_user_level(
-    cfg: RunConfig,
+    start_fn: Callable[[int, int, int], CentralStart],
     x: torch.Tensor,
     y: torch.Tensor,
     num_classes: int,
     noise_multiplier: float,
     server_learning_rate: float | None = None,
+    *,
+    central: CentralConfig,
+    release: ReleaseConfig,
+    seed: int,
+    rounds: int,
 ) -> Emulation:
-    """User-level DP-FedAvg of ``cfg`` (its start, rounds, cohort size, clip, local steps and learning
+    """User-level DP-FedAvg of a run (its start, rounds, cohort size, clip, local steps and learning
     rates; ``server_learning_rate`` instead of the config's when given) at ``noise_multiplier``, with the
     public embeddings ``x`` [n, d] (the run's encoder) and labels ``y`` as users, one document each,
-    scored on a seeded public hold-out after every round. Deterministic given ``cfg``'s seeds."""
-    central = cfg.central
+    scored on a seeded public hold-out after every round. Deterministic given the run's seeds.
+
+    Parameters
+    ----------
+    start_fn : Callable[[int, int, int], CentralStart]
+        Builds the run's start from ``(m', d, num_classes)``, as the server does:
+        ``functools.partial(fl.training.central_start.central_start, run)``. Called once per emulation,
+        with torch's global generator restored afterwards; the model it returns is trained in place.
+    x, y : torch.Tensor
+        The public embeddings [n, d] and labels [n]; a seeded fifth is the hold-out.
+    num_classes : int
+        Classes of the task.
+    noise_multiplier : float
+        z, the Gaussian noise's std over the clip, of the point emulated.
+    server_learning_rate : float or None
+        The server optimizer's step size; ``None``: ``central.server_learning_rate``.
+    central : CentralConfig
+        The run's central section (``cfg.central``): ``central-cohort-size``, ``central-clip``,
+        ``local-epochs`` (per-user SGD steps), ``client-learning-rate``, ``server-optimizer`` and
+        ``server-learning-rate``.
+    release : ReleaseConfig
+        The run's release section (``cfg.release``): ``map-in``, ``map-dim`` and ``map-seed`` (M1).
+    seed : int
+        The run's ``seed`` (``cfg.users.seed``): the hold-out split and the users' sampling and noise.
+    rounds : int
+        Rounds of the federation (``cfg.server.num_server_rounds``).
+    """
     lr = float(central.server_learning_rate if server_learning_rate is None else server_learning_rate)
-    (xu, yu), (xh, yh) = public_split(x, y, int(cfg.users.seed))
+    (xu, yu), (xh, yh) = public_split(x, y, int(seed))
     d = int(x.shape[1])
-    m_prime = maps.map_dim(cfg.release, d)
+    m_prime = maps.map_dim(release, d)
     with torch.random.fork_rng(devices=[]):  # the start seeds torch's global generator: leave it as it was
-        start = central_start(cfg, m_prime, d, num_classes)
+        start = start_fn(m_prime, d, num_classes)
     model = start.model.to("cpu")
     matrix = start.matrix
-    if matrix is None and cfg.release.map_in not in maps.FROM_SERVER:
-        matrix = maps.input_map(cfg.release.map_in, d, m_prime, cfg.release.map_seed)
+    if matrix is None and release.map_in not in maps.FROM_SERVER:
+        matrix = maps.input_map(release.map_in, d, m_prime, release.map_seed)
     features = maps.apply_input_map(xu, matrix).to(torch.float32)
     hold_out = maps.apply_input_map(xh, matrix).to(torch.float32)
     users = int(yu.shape[0])
@@ -99,11 +130,11 @@ def emulate_user_level(
     optimizer: torch.optim.Optimizer = (
         torch.optim.Adam(trainable, lr=lr) if central.server_optimizer == "adam" else torch.optim.SGD(trainable, lr=lr)
     )
-    gen = torch.Generator().manual_seed(int(cfg.users.seed) * 1_000_003 + 0x5E1)
+    gen = torch.Generator().manual_seed(int(seed) * 1_000_003 + 0x5E1)
     clip, steps = float(central.central_clip), int(central.local_epochs)
     accuracy = []
     with sized_threads(model, max(1, round(q * users))):
-        for _ in range(int(cfg.server.num_server_rounds)):
+        for _ in range(int(rounds)):
             sampled = torch.nonzero(torch.rand(users, generator=gen) < q).flatten()
             if sampled.numel():
                 xs, ys = features[sampled][:, None, :], yu[sampled][:, None]

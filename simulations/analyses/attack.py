@@ -72,8 +72,8 @@ class Pipeline:
         from fl.encoding.encoder import best_device, embed_texts
 
         if self.level == "document":
-            return embed_sentences(list(texts), self.cfg, progress=False)
-        emb = embed_texts(list(texts), self.cfg, best_device(self.cfg["device"]), progress=False)
+            return embed_sentences(list(texts), self.cfg.encoder, self.cfg.server.device, progress=False)
+        emb = embed_texts(list(texts), self.cfg.encoder, best_device(self.cfg["device"]), progress=False)
         return torch.as_tensor(np.asarray(emb), dtype=torch.float32)
 
     def clean(self, texts: Sequence[str]) -> torch.Tensor:
@@ -170,9 +170,8 @@ def _nonmembers(
 
     seen = set(ds.train["text"]) | (set(ds.public["text"]) if ds.public is not None else set())
     if cfg["train-size"] > 0:
-        full = data.load(
-            cfg.replace(**{"train-size": 0, "public-fraction": 0.0, "map-in": "random", "empty-documents": "drop"})
-        ).train
+        whole = cfg.replace(**{"train-size": 0, "public-fraction": 0.0, "map-in": "random", "empty-documents": "drop"})
+        full = data.load(whole.data, whole.users, whole.release.level).train
         rows = [i for i in rng.permutation(len(full)).tolist() if full[i]["text"] not in seen][:k]
         if len(rows) >= min(k, 50):
             texts, labels = _rows(full, rows)
@@ -227,7 +226,7 @@ def attack_run(
     cfg, state = _load_run(folder)
     central = not releases_embeddings(cfg)  # central modes: nodes send model updates, never embeddings
     pipe = Pipeline(cfg, state)
-    ds = data.load(cfg)
+    ds = data.load(cfg.data, cfg.users, cfg.release.level)
     rng = np.random.default_rng(seed)
     out: dict[str, Any] = {"run": str(folder), "seed": seed, "members_are": state.members_are, "attacks": {}}
     model = state.model()
@@ -298,7 +297,7 @@ def _attribute(pipe: Pipeline, n_aux: int, n_victims: int, seed: int) -> dict[st
             "empty-documents": "drop",
         }
     )
-    news = data.load(news_cfg)
+    news = data.load(news_cfg.data, news_cfg.users, news_cfg.release.level)
     rng = np.random.default_rng([seed, 17])
     pool = news.train
     order = rng.permutation(len(pool))

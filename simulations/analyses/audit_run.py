@@ -321,9 +321,11 @@ def _audit_config(
         raise ValueError("the leaky-map power check runs at the sentence level from a random M1 (the leaky start)")
     if cfg["encoder-tuning"] != "none":  # the nodes embed with the server's published public-tuned encoder
         from fl.encoding.encoder import best_device
-        from fl.encoding.public_tuning import tune_public
+        from fl.encoding.public_tuning import TuningSpec, tune_public
 
-        cfg = cfg.replace(encoder=str(tune_public(cfg, best_device(cfg["device"]), progress=False).folder))
+        cfg = cfg.replace(
+            encoder=str(tune_public(TuningSpec.from_config(cfg), best_device(cfg["device"]), progress=False).folder)
+        )
     if level == "label" and cfg["label-mechanism"] == "none":
         raise ValueError("level = 'label' needs a label mechanism (labels in the clear have no finite epsilon)")
     return cfg
@@ -386,12 +388,12 @@ def _word_pair(cfg: Any, real: Any) -> CanaryPair:
     from fl.levels.word import rewrite as rewrite_mod
     from mechanisms.audit import word_pair, word_pair_claim
 
-    mech = rewrite_mod.word_mechanism(cfg)
+    mech = rewrite_mod.word_mechanism(cfg.release)
     w, wp = word_pair(mech, alphabetic=True)
     texts = (mech.space.words[w], mech.space.words[wp])
     word_claim = word_pair_claim(mech, mech.guarantee, w, wp)
     clean = torch.as_tensor(
-        np.asarray(embed_texts(list(texts), cfg, best_device(cfg["device"]), store=False)), dtype=torch.float32
+        np.asarray(embed_texts(list(texts), cfg.encoder, best_device(cfg["device"]), store=False)), dtype=torch.float32
     )
     y = int(real.train_y[0])
     pair = f"one-word documents {texts[0]!r} and {texts[1]!r} (farthest pair of {mech.name}'s geometry)"

@@ -153,10 +153,10 @@ def sentence_source(n: int, dataset: str, data_dir: str, pair_seed: int) -> Sour
     from fl.encoding.encoder import embed_texts
 
     cfg = config_mod.resolve({"dataset": dataset, "data-dir": data_dir})
-    ds = data.load(cfg)
+    ds = data.load(cfg.data, cfg.users, cfg.release.level)
     texts = sorted({str(t) for t in ds.test["text"] if str(t).strip()})
     chosen = [texts[i] for i in _pick(2 * n, len(texts), pair_seed)]
-    emb = embed_texts(chosen, cfg, "cpu", progress=False)
+    emb = embed_texts(chosen, cfg.encoder, "cpu", progress=False)
     desc = (
         f"{cfg['encoder']} sentence embeddings (d = {emb.shape[1]}, unit norm) of {2 * n} distinct {dataset} "
         f"test sentences; PrivEmb's domain = the unit sphere"

@@ -47,7 +47,7 @@ def rows(
             }
         )
         q = rewrite_quality(cfg)
-        delta = word_mechanism(cfg).guarantee.delta  # cached: built once by rewrite_quality
+        delta = word_mechanism(cfg.release).guarantee.delta  # cached: built once by rewrite_quality
         out.append(
             {
                 "word-mechanism": mech,

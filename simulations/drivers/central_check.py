@@ -11,6 +11,7 @@ so and its final table still flags any point that learned nothing.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from typing import Any
 
@@ -33,7 +34,7 @@ def _public_embeddings(cfg: config_mod.RunConfig) -> tuple[Any, Any, int] | None
     from fl.encoding.public_tuning import with_tuned_encoder
     from fl.maps.public_start import public_embeddings
 
-    loaded = data.load(cfg)
+    loaded = data.load(cfg.data, cfg.users, cfg.release.level)
     if getattr(loaded, "public", None) is None:
         return None
     x, y = public_embeddings(with_tuned_encoder(cfg), torch.device("cpu"))
@@ -46,7 +47,8 @@ def check_central_points(central_cfg: Mapping[str, Any], noise: Mapping[float, f
     nothing was (``unchecked``). Raises :class:`fl.config.ConfigError` naming the points that learn
     nothing there and what to change."""
     from fl.reporting.progress import bar
-    from fl.training.public_central import emulate_user_level
+    from fl.training.central_start import central_start
+    from fl.training.public_central import Emulation, emulate_user_level
 
     cfg = config_mod.as_run_config(dict(central_cfg)).replace(seed=seed)
     if cfg.central.central_unit != "user" or cfg.central.central_train != "head":
@@ -61,13 +63,29 @@ def check_central_points(central_cfg: Mapping[str, Any], noise: Mapping[float, f
     if int(y.shape[0]) < MIN_PUBLIC:
         return {"unchecked": f"the central runs' public part has {int(y.shape[0])} documents (< {MIN_PUBLIC})"}
     configured = float(cfg.central.server_learning_rate)
+    start = functools.partial(central_start, cfg)  # the run's own start, built afresh for every emulation
+
+    def emulate(noise_multiplier: float, server_learning_rate: float) -> Emulation:
+        return emulate_user_level(
+            start,
+            x,
+            y,
+            num_classes,
+            noise_multiplier,
+            server_learning_rate,
+            central=cfg.central,
+            release=cfg.release,
+            seed=cfg.users.seed,
+            rounds=cfg.server.num_server_rounds,
+        )
+
     found: dict[float, list[Any]] = {}
     with bar(total=len(LR_FACTORS) * len(noise), desc="checking central points on public data", unit="runs") as shown:
         for factor in LR_FACTORS:
             lr = configured * factor
             found[lr] = []
             for z in noise.values():
-                found[lr].append(emulate_user_level(cfg, x, y, num_classes, z, lr))
+                found[lr].append(emulate(z, lr))
                 shown.update(1)
             if factor == 1.0 and all(e.learned for e in found[lr]):
                 break
@@ -80,7 +98,7 @@ def check_central_points(central_cfg: Mapping[str, Any], noise: Mapping[float, f
     sample = flat[0][1]
     # The same settings without noise: is it the noise (too small an epsilon for so few users) or the
     # settings (learning rates, rounds) that keep the model where it started?
-    clean = emulate_user_level(cfg, x, y, num_classes, NO_NOISE, configured)
+    clean = emulate(NO_NOISE, configured)
     cause = (
         f"without noise the same settings reach {clean.accuracy[-1]:.3f}, so the noise is what these points cannot "
         "carry (fewer users, or a smaller epsilon, than this model needs)"

@@ -493,7 +493,7 @@ def _local_context(cfg: config_mod.RunConfig, seed: int) -> tuple[int, int, Any]
     from fl.data import datasets as data
 
     seeded = cfg.replace(seed=seed)
-    loaded = data.load(seeded)
+    loaded = data.load(seeded.data, seeded.users, seeded.release.level)
     dim = int(getattr(loaded, "dim", 0)) or config_mod.ENCODER_DIMS.get(str(cfg["encoder"]), 0)
     if not dim:
         from fl.encoding.encoder import encoder_dimension
@@ -533,7 +533,9 @@ def _label_shares(
 
     tuned = with_tuned_encoder(cfg)
     x, y = public_embeddings(tuned, torch.device("cpu"))
-    groups = data.public_groups(tuned)  # the hold-out keeps each source group on one side
+    groups = data.public_groups(
+        tuned.data, tuned.users, tuned.release.level
+    )  # the hold-out keeps each source group on one side
     from fl.cohort import population_sizes
 
     users = population_sizes(tuned)[0]

@@ -438,7 +438,8 @@ def _ceiling_inputs(
     The accuracy is a reference figure scored like every run's accuracy, never used to choose anything."""
     from fl.data import datasets as data
 
-    loaded = data.load(cfg.replace(seed=seeds[0]))
+    first = cfg.replace(seed=seeds[0])
+    loaded = data.load(first.data, first.users, first.release.level)
     if not isinstance(loaded, data.TextDataset):
         return [], {}
     counts = np.bincount(np.asarray(loaded.test["label"][:], dtype=np.int64), minlength=loaded.num_classes)
@@ -455,10 +456,10 @@ def _ceiling_inputs(
     accuracy = {}
     for seed in seeds:
         seeded = with_tuned_encoder(cfg.replace(seed=seed))
-        ds = data.load(seeded)
+        ds = data.load(seeded.data, seeded.users, seeded.release.level)
         assert isinstance(ds, data.TextDataset) and ds.public is not None
-        xp = np.asarray(embed_texts(ds.public["text"][:], seeded, "cpu", progress=False))
-        xt = np.asarray(embed_texts(ds.test["text"][:], seeded, "cpu", progress=False))
+        xp = np.asarray(embed_texts(ds.public["text"][:], seeded.encoder, "cpu", progress=False))
+        xt = np.asarray(embed_texts(ds.test["text"][:], seeded.encoder, "cpu", progress=False))
         a, b = logistic_directions(xp, np.asarray(ds.public["label"][:]), ds.num_classes)
         pred = logit_class(torch.as_tensor(xt @ a + b), ds.num_classes).numpy()
         accuracy[seed] = float((pred == np.asarray(ds.test["label"][:])).mean())

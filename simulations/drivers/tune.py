@@ -44,11 +44,13 @@ def tune(config: str, epsilons: Sequence[float], sets: Sequence[str], out: str, 
         raise config_mod.ConfigError(
             "sanitas tune chooses sentence-level local-DP recipes: mode = 'local', no word or document mechanism"
         )
-    loaded = data.load(cfg)
+    loaded = data.load(cfg.data, cfg.users, cfg.release.level)
     assert isinstance(loaded, data.TextDataset)
     cfg = with_tuned_encoder(cfg)  # the public embeddings the run's nodes will compute
     x, y = public_embeddings(cfg, torch.device("cpu"))
-    groups = data.public_groups(cfg)  # the hold-out keeps each source group on one side
+    groups = data.public_groups(
+        cfg.data, cfg.users, cfg.release.level
+    )  # the hold-out keeps each source group on one side
     num_users = population_sizes(cfg)[0]
     folder = Path(out).expanduser().resolve()
     folder.mkdir(parents=True, exist_ok=True)

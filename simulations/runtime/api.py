@@ -186,8 +186,10 @@ def _prepare(cfg: Mapping[str, Any], resume: bool) -> _Prepared:
     from fl.data.partition import num_nodes
     from strategies.modes import run_folder
 
-    data.check_source(cfg)
-    loaded = data.load(cfg)  # fails early (empty documents, bad columns) before any output
+    cfg = config_mod.as_run_config(cfg)
+    data.check_source(cfg.data, cfg.users)
+    # Fails early (empty documents, bad columns), before any output.
+    loaded = data.load(cfg.data, cfg.users, cfg.release.level)
     if cfg["map-in"] == "projection" and getattr(loaded, "public", None) is not None:
         from fl.maps.public_model import check_projection_size
 

@@ -119,14 +119,14 @@ def data_fields(cfg: RunConfig) -> dict[str, Any]:
     """The summary's ``data`` block (documents, public split and its overlap), where the dataset has text."""
     from fl.data import datasets as data
 
-    return {} if data.is_synthetic(cfg) else {"data": data.load(cfg).describe()}
+    return {} if cfg.data.synthetic else {"data": data.load(cfg.data, cfg.users, cfg.release.level).describe()}
 
 
 def user_documents(cfg: RunConfig, users: np.ndarray) -> np.ndarray:
     """The training-split rows of these users' documents."""
     from fl.cohort import user_partition
 
-    rows = user_partition(cfg).rows(users.tolist())
+    rows = user_partition(cfg.data, cfg.users, cfg.release.level).rows(users.tolist())
     return np.concatenate(rows).astype(np.int64) if rows else np.zeros(0, dtype=np.int64)
 
 

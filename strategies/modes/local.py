@@ -111,7 +111,9 @@ class LocalMode:
             **scope_fields("local"),
             "guarantee": guarantee_statement(cfg, acc),
             "users": {"train": core.num_train_users, "test": core.num_test_users, "nodes": len(core.nodes)},
-            "data": data.load(cfg).describe(),  # includes documents dropped as empty or (document level) short
+            "data": data.load(
+                cfg.data, cfg.users, cfg.release.level
+            ).describe(),  # includes documents dropped as empty or (document level) short
         }
         assert core.info is not None
         leak = " | NOT LDP (leaky M1)" if core.leaky else ""

@@ -19,7 +19,6 @@ from fl.attacks.state import AttackState
 from fl.attacks.state import from_model as attack_from_model
 from fl.config import RunConfig
 from fl.config.rules import check_central_config
-from fl.data import datasets as data
 from fl.maps import input_map as maps
 from fl.maps.pipeline import build_model
 from fl.reporting.results import RunWriter
@@ -91,7 +90,7 @@ class NodeLevelMode:
         return fields, title, "raw test"
 
     def attack_state(self, cfg: RunConfig, run: ModeRun, final: ArrayRecord) -> AttackState | None:
-        if data.is_synthetic(cfg):
+        if cfg.data.synthetic:
             log.info("no attack state: dataset = 'synthetic' has no documents to attack")
             return None
         info = run.info

@@ -19,7 +19,6 @@ from fl.attacks.state import AttackState
 from fl.attacks.state import from_model as attack_from_model
 from fl.config import RunConfig
 from fl.config.rules import check_central_config
-from fl.data import datasets as data
 from fl.encoding.encoder import best_device
 from fl.maps.pipeline import ServerModel
 from fl.reporting.results import RunWriter
@@ -54,7 +53,14 @@ class UserLevelMode:
         if cfg.central.central_train == "encoder":  # the encoder's top part trains next to the head
             from fl.training.encoder import build_encoder_classifier, trainable_state
 
-            trained = build_encoder_classifier(cfg, model, matrix, best_device(cfg.server.device))
+            trained = build_encoder_classifier(
+                cfg.encoder,
+                model,
+                matrix,
+                best_device(cfg.server.device),
+                tuning_part=cfg.central.central_tuning_part,
+                seed=cfg.users.seed,
+            )
             encoder_part = sum(v.numel() for k, v in trainable_state(trained).items() if k.startswith("top."))
             start += (
                 f"; the encoder's top {cfg.encoder.tuning_layers} layers ({cfg.central.central_tuning_part}: "
@@ -102,7 +108,7 @@ class UserLevelMode:
     def attack_state(self, cfg: RunConfig, run: ModeRun, final: ArrayRecord) -> AttackState | None:
         strategy = run.strategy
         assert isinstance(strategy, UserLevelDPFedAvg)
-        if data.is_synthetic(cfg):
+        if cfg.data.synthetic:
             log.info("no attack state: dataset = 'synthetic' has no documents to attack")
             return None
         if cfg.central.central_train == "encoder":

@@ -39,7 +39,7 @@ RUN = {
 @pytest.fixture
 def folder(tmp_path: Path, offline_env: None) -> Path:
     cfg = resolve_config(RUN, {})
-    ds = data.load(cfg)
+    ds = data.load(cfg.data, cfg.users, cfg.release.level)
     members = np.arange(len(ds.train))
     texts = [ds.train[int(i)]["text"] for i in members]
     y = torch.as_tensor(np.asarray([ds.train[int(i)]["label"] for i in members]))

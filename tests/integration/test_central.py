@@ -276,13 +276,19 @@ def test_a_worker_reuses_its_encoder_model_and_evaluates_each_request_own_weight
 
     def weights(seed: int) -> tuple[dict, list]:
         torch.manual_seed(seed)
-        model = build_encoder_classifier(cfg, ServerModel(c.map_dim, c.encoder_dim, 8, c.num_classes), None)
+        model = build_encoder_classifier(
+            cfg.encoder,
+            ServerModel(c.map_dim, c.encoder_dim, 8, c.num_classes),
+            None,
+            tuning_part=cfg.central.central_tuning_part,
+            seed=cfg.users.seed,
+        )
         gen = torch.Generator().manual_seed(seed)
         with torch.no_grad():
             for p in model.parameters():
                 if p.requires_grad:
                     p.add_(torch.randn(p.shape, generator=gen))
-            pred = model(*lower_states(cfg, c.test_text)).argmax(1).numpy()
+            pred = model(*lower_states(cfg.encoder, c.test_text)).argmax(1).numpy()
         truth = c.test_y.numpy()
         return trainable_state(model), confusion_matrix(truth, pred, c.num_classes).reshape(-1).tolist()
 

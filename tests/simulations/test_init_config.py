@@ -13,10 +13,10 @@ import pytest
 
 from fl import config
 from fl.data import datasets
-from fl.data.user_files import read_user_files
 from simulations import cli
 from simulations.drivers.init_config import CENTRAL_SETS, DataSummary, Entry, config_entries, summarise
 from tests.conftest import REPO
+from tests.support.run_data import read_run_files
 
 #: 40 ham and 6 spam messages: always answering 'ham' scores 40 / 46 = 0.8696.
 HAM, SPAM = 40, 6
@@ -82,8 +82,8 @@ def test_the_written_config_resolves_and_reads_the_file(tmp_path: Path, monkeypa
     _sms(tmp_path)
     assert cli.main(["init-config", "sms.csv", "--out", "mine.toml"]) == 0
     cfg = config.resolve(config.load_toml(tmp_path / "mine.toml"))
-    assert datasets.check_source(cfg) == "file sms.csv"
-    splits, names, _ = read_user_files(cfg)
+    assert datasets.check_source(cfg.data, cfg.users) == "file sms.csv"
+    splits, names, _ = read_run_files(cfg)
     assert names == ["ham", "spam"]
     labels = splits["pool"]["label"][:]
     assert (labels.count(0), labels.count(1)) == (HAM, SPAM)
@@ -229,8 +229,8 @@ def test_the_example_config_runs_on_the_example_file_as_init_config_would_write_
     assert (len(rows), sum(r["category"] == "ham" for r in rows)) == (40, 34)
     written = config.load_toml(REPO / "simulations" / "experiments" / "own_data_csv.toml")
     cfg = config.resolve({**written, "dataset": str(example)})
-    assert datasets.check_source(cfg) == f"file {example}"
-    assert read_user_files(cfg)[1] == ["ham", "spam"]
+    assert datasets.check_source(cfg.data, cfg.users) == f"file {example}"
+    assert read_run_files(cfg)[1] == ["ham", "spam"]
     generated = {e.key: e.value for e in config_entries(summarise(str(example)))}
     differ = {k for k in generated.keys() | written.keys() if generated.get(k) != written.get(k)}
     assert differ == {"dataset", "users-per-node"}

@@ -31,9 +31,9 @@ def write_node_files(cfg: Mapping[str, Any], folder: Path, suffixes: Sequence[st
     from fl.data import datasets as data
     from fl.data.partition import cohort
 
-    ds = data.load(cfg)
+    ds = data.load(cfg.data, cfg.users, cfg.release.level)
     assert isinstance(ds, data.TextDataset)
-    parts = user_partition(cfg)
+    parts = user_partition(cfg.data, cfg.users, cfg.release.level)
     folder.mkdir(parents=True, exist_ok=True)
     paths = []
     for k, suffix in enumerate(suffixes):

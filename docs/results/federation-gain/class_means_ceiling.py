@@ -32,14 +32,14 @@ CONFIGS = ("simulations/experiments/agnews_public.toml", "simulations/experiment
 
 def _scores(config: str, seed: int) -> dict[str, float]:
     cfg = config_mod.resolve({**load_with_overrides(config, []), "seed": seed})
-    ds = data.load(cfg)
+    ds = data.load(cfg.data, cfg.users, cfg.release.level)
     assert isinstance(ds, data.TextDataset) and ds.public is not None
     k = ds.num_classes
-    xp = np.asarray(embed_texts(ds.public["text"][:], cfg, "cpu", progress=False), dtype=np.float64)
-    xq = np.asarray(embed_texts(ds.train["text"][:], cfg, "cpu", progress=False), dtype=np.float64)
-    xt = np.asarray(embed_texts(ds.test["text"][:], cfg, "cpu", progress=False), dtype=np.float64)
+    xp = np.asarray(embed_texts(ds.public["text"][:], cfg.encoder, "cpu", progress=False), dtype=np.float64)
+    xq = np.asarray(embed_texts(ds.train["text"][:], cfg.encoder, "cpu", progress=False), dtype=np.float64)
+    xt = np.asarray(embed_texts(ds.test["text"][:], cfg.encoder, "cpu", progress=False), dtype=np.float64)
     yp, yq, yt = (np.asarray(d["label"][:], dtype=np.int64) for d in (ds.public, ds.train, ds.test))
-    public = fit_public_model(xp, yp, k, data.public_groups(cfg))
+    public = fit_public_model(xp, yp, k, data.public_groups(cfg.data, cfg.users, cfg.release.level))
     out = {"public-only": float((public.predict(xt) == yt).mean())}
     for m in DIMS:
         matrix = projection_map(xp, public, m)

@@ -32,7 +32,8 @@ def main() -> None:
     rows = []
     for dataset, what, keys in CASES:
         for seed in (1, 2, 3):
-            ds = datasets.load(config.resolve({"dataset": dataset, "seed": seed, **keys}))
+            run = config.resolve({"dataset": dataset, "seed": seed, **keys})
+            ds = datasets.load(run.data, run.users, run.release.level)
             info = ds.public_info
             private, test = info["overlap_private"], info["overlap_test"]
             rows.append(

@@ -32,8 +32,7 @@ import torch
 from flwr.app import Array, ArrayRecord
 
 import mechanisms
-from fl.config import ReleaseConfig, RunConfig, cache_dir, mechanism_options
-from fl.config import data_dir as config_data_dir
+from fl.config import ReleaseConfig, RunConfig, mechanism_options
 from fl.data import datasets as data
 from fl.encoding.cache_files import atomic_write, discarded, seal, unseal
 from fl.encoding.documents import SentenceDocs, embed_sentences
@@ -185,10 +184,10 @@ def _mechanism(version: str, setup: DocumentSetup, options_text: str) -> Documen
 
 def build_setup(cfg: RunConfig, device: str | torch.device = "cpu", progress: bool = True) -> DocumentSetup:
     """Build the public material from the public split (server side). Public data only."""
-    ds = data.load(cfg)
+    ds = data.load(cfg.data, cfg.users, cfg.release.level)
     if ds.public is None or len(ds.public) == 0:
         raise ValueError("the document level needs public documents: set public-fraction > 0")
-    public = embed_sentences(ds.public["text"][:], cfg, progress)
+    public = embed_sentences(ds.public["text"][:], cfg.encoder, cfg.server.device, progress)
     labels = torch.as_tensor(np.asarray(ds.public["label"][:], dtype=np.int64))
     usable = np.flatnonzero(public.num_sentences >= 2)  # as for private documents
     public, labels = public.select(usable), labels[usable]
@@ -235,18 +234,22 @@ def _public_recoder(
     """H, C_dc, the validation rows, the candidates' rows and F: trained once per public data and
     settings, then read back from ``<cache-dir>/document-setup/`` (a function of public data only,
     shared by every epsilon of a sweep)."""
-    keys = (
-        *data.DATA_KEYS,
-        "encoder",
-        "recoder-clusters",
-        "recoder-epochs",
-        "num-candidates",
-        "candidate-min-sentences",
-    )
+    release = cfg.release
     material = json.dumps(
-        {"v": 1, **{k: cfg[k] for k in keys}, "data": str(config_data_dir(cfg))}, sort_keys=True, default=str
+        {
+            "v": 2,
+            "data": cfg.data.flat(),  # the public documents (with the seed and the level below)
+            "seed": cfg.users.seed,
+            "level": release.level,
+            "folder": str(cfg.data.folder),
+            "encoder": cfg.encoder.encoder,
+            "recoder": [release.recoder_clusters, release.recoder_epochs],
+            "candidates": [release.num_candidates, release.candidate_min_sentences],
+        },
+        sort_keys=True,
+        default=str,
     )
-    path = cache_dir(cfg) / "document-setup" / f"{hashlib.sha256(material.encode()).hexdigest()[:32]}.pt"
+    path = cfg.encoder.cache_folder / "document-setup" / f"{hashlib.sha256(material.encode()).hexdigest()[:32]}.pt"
     d, seed = public.dim, int(cfg.users.seed)
     if path.is_file():
         cached = _read_setup(path, d, num_classes)

@@ -50,7 +50,7 @@ class LabelChannel:
         if self.cfg.release.label_mechanism != "rr_prior":
             return None
         if self.cfg.release.label_prior == "public":
-            public = data.load(self.cfg).public
+            public = data.load(self.cfg.data, self.cfg.users, self.cfg.release.level).public
             if public is None:
                 raise ValueError("label-prior = 'public' needs public documents (public-fraction > 0)")
             counts = np.bincount(np.asarray(public["label"], dtype=np.int64), minlength=num_classes)

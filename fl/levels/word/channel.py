@@ -35,7 +35,7 @@ class WordChannel(MappedChannel):
 
     def __init__(self, cfg: RunConfig, input_dim: int, num_classes: int | None = None) -> None:
         super().__init__(cfg, input_dim, num_classes)  # the sentence mechanism is "none" (config check)
-        self.word_mechanism = rewrite_mod.word_mechanism(cfg)
+        self.word_mechanism = rewrite_mod.word_mechanism(cfg.release)
 
     @property
     def guarantee(self) -> Guarantee:
@@ -68,7 +68,7 @@ class WordChannel(MappedChannel):
 
     @classmethod
     def early_warning(cls, cfg: RunConfig, num_users: int) -> str | None:
-        return rewrite_mod.delta_warning(rewrite_mod.word_mechanism(cfg).guarantee, num_users)
+        return rewrite_mod.delta_warning(rewrite_mod.word_mechanism(cfg.release).guarantee, num_users)
 
     @classmethod
     def diagnostics(cls, cfg: RunConfig) -> tuple[str, dict[str, Any]] | None:

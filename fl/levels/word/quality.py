@@ -53,8 +53,8 @@ def text_similarity(originals: list[str], rewrites: list[str]) -> dict[str, floa
 
 def rewrite_quality(cfg: RunConfig) -> dict[str, Any]:
     """N_w, S_w, ROUGE-1 and BLEU of the configured word mechanism on a sample of test documents."""
-    mech = word_mechanism(cfg)
-    ds = data.load(cfg)
+    mech = word_mechanism(cfg.release)
+    ds = data.load(cfg.data, cfg.users, cfg.release.level)
     if not isinstance(ds, data.TextDataset):
         raise ValueError("dataset = 'synthetic' has no texts to rewrite")
     test = ds.test

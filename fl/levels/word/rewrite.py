@@ -37,8 +37,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from fl.config import RunConfig, cache_dir, make_mechanism
-from fl.data import datasets as data
+from fl.config import DataConfig, EncoderConfig, ReleaseConfig, RunConfig, UsersConfig
 from fl.encoding.cache_files import atomic_write, discarded, seal, unseal
 from fl.encoding.encoder import best_device, embed_texts
 from mechanisms.base import WordMechanism
@@ -46,21 +45,38 @@ from mechanisms.guarantee import Guarantee
 
 log = logging.getLogger(__name__)
 
-WORD_KEYS = ("word-mechanism", "word-epsilon", "word-options")
-REWRITE_VERSION = 1  # bump when the rewrite of a (seed, document) changes
+REWRITE_VERSION = 2  # bump when the rewrite of a (seed, document) or the cache key's material changes
 
 
-def word_mechanism(cfg: RunConfig) -> WordMechanism:
-    """The configured word mechanism (cached per process: the space and its index load once)."""
-    return _mechanism(tuple((k, cfg[k]) for k in WORD_KEYS))
+def word_mechanism(release: ReleaseConfig) -> WordMechanism:
+    """The release section's word mechanism (cached per process: the space and its index load once)."""
+    return _mechanism(release.word_mechanism, release.word_epsilon, release.word_options)
 
 
 @lru_cache(maxsize=8)
-def _mechanism(key: tuple[tuple[str, Any], ...]) -> WordMechanism:
-    mech = make_mechanism(dict(key), "word")
+def _mechanism(name: str, epsilon: float, options: str) -> WordMechanism:
+    mech = ReleaseConfig(word_mechanism=name, word_epsilon=epsilon, word_options=options).mechanism("word")
     if not isinstance(mech, WordMechanism):
-        raise ValueError(f"word-mechanism {dict(key)['word-mechanism']!r} is not a word-level mechanism")
+        raise ValueError(f"word-mechanism {name!r} is not a word-level mechanism")
     return mech
+
+
+@dataclass(frozen=True)
+class RewriteSpec:
+    """What a word-level rewrite reads of a run: the release section (the word mechanism, ``noise-seed``),
+    the data and users sections (which documents: the cache key), the encoder section that embeds the
+    rewrites, and the configured device it embeds them on."""
+
+    release: ReleaseConfig
+    data: DataConfig
+    users: UsersConfig
+    encoder: EncoderConfig
+    device: str
+
+    @classmethod
+    def from_config(cls, cfg: RunConfig) -> RewriteSpec:
+        """The rewrite inputs of a resolved run config."""
+        return cls(cfg.release, cfg.data, cfg.users, cfg.encoder, cfg.server.device)
 
 
 def delta_warning(guarantee: Guarantee, num_users: int) -> str | None:
@@ -88,21 +104,16 @@ class RewrittenSplit:
     num_words: np.ndarray  # int64 [n]: word tokens per document (the guarantee's units)
 
 
-def _key(cfg: RunConfig, purpose: str, partition: tuple[int, int], draw: int) -> str:
-    keys = (
-        *WORD_KEYS,
-        "noise-seed",
-        *data.DATA_KEYS,
-        "num-users",
-        "partitioner",
-        "dirichlet-alpha",
-        "encoder",
-        "doc-embedding",
-    )
+def _key(spec: RewriteSpec, purpose: str, partition: tuple[int, int], draw: int) -> str:
+    release, users, encoder = spec.release, spec.users, spec.encoder
     material = json.dumps(
         {
             "v": REWRITE_VERSION,
-            **{k: cfg[k] for k in keys},
+            "word": [release.word_mechanism, release.word_epsilon, release.word_options],
+            "noise-seed": release.noise_seed,
+            "data": spec.data.flat(),  # which documents, and (num-users, partitioner) which users hold them
+            "users": [users.num_users, users.partitioner, users.dirichlet_alpha, users.seed],
+            "encoder": [encoder.encoder, encoder.doc_embedding],
             "purpose": purpose,
             "partition": list(partition),
             "draw": draw,
@@ -117,7 +128,7 @@ _MEMORY: dict[tuple[str, int], RewrittenSplit] = {}
 
 
 def rewritten_split(
-    cfg: RunConfig, texts: list[str], purpose: str, partition: tuple[int, int], draw: int, seed: int
+    spec: RewriteSpec, texts: list[str], purpose: str, partition: tuple[int, int], draw: int, seed: int
 ) -> RewrittenSplit:
     """Rewrite ``texts`` (a node's documents of ``purpose``) with a generator seeded by ``seed``, then embed.
 
@@ -125,33 +136,33 @@ def rewritten_split(
     key is the public configuration plus ``noise-seed``, so on disk only a fixed
     ``noise-seed`` is cached (then ``seed`` is a function of the key).
     """
-    key = _key(cfg, purpose, partition, draw)
+    key = _key(spec, purpose, partition, draw)
     memo = (key, seed)
     if memo in _MEMORY:
         return _MEMORY[memo]
-    path = cache_dir(cfg) / "rewrites" / f"{key}.npz"
-    persist = cfg.release.noise_seed >= 0
+    path = spec.encoder.cache_folder / "rewrites" / f"{key}.npz"
+    persist = spec.release.noise_seed >= 0
     if persist and path.is_file():
         cached = _load(path, len(texts))
         if cached is not None:
             _MEMORY[memo] = cached
             return cached
-    out = _rewrite_and_embed(cfg, texts, seed, purpose)
+    out = _rewrite_and_embed(spec, texts, seed, purpose)
     if persist:
         _save(path, out)
     _MEMORY[memo] = out
     return out
 
 
-def _rewrite_and_embed(cfg: RunConfig, texts: list[str], seed: int, purpose: str) -> RewrittenSplit:
+def _rewrite_and_embed(spec: RewriteSpec, texts: list[str], seed: int, purpose: str) -> RewrittenSplit:
     if not texts:
         return RewrittenSplit(torch.zeros(0, 0), np.zeros(0, dtype=np.int64))
-    mech = word_mechanism(cfg)
+    mech = word_mechanism(spec.release)
     start = time.perf_counter()
     rewrite = mech.rewrite(list(texts), torch.Generator().manual_seed(seed))
     num_words = rewrite.num_words.numpy()
     rewritten_at = time.perf_counter()
-    emb = embed_texts(rewrite.texts, cfg, best_device(cfg.server.device), progress=True, store=False)
+    emb = embed_texts(rewrite.texts, spec.encoder, best_device(spec.device), progress=True, store=False)
     log.info(
         "rewrote %d %s documents (%d words) with %s in %.1fs, encoded them in %.1fs",
         len(texts),

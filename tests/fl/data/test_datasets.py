@@ -12,6 +12,7 @@ import pytest
 
 from fl import config
 from fl.data import datasets
+from tests.support.run_data import check_run_source, load_run
 
 
 def _cfg(data_dir: Path, **kw: object) -> dict:
@@ -19,7 +20,7 @@ def _cfg(data_dir: Path, **kw: object) -> dict:
 
 
 def test_sst2_local_counts(data_dir: Path) -> None:
-    ds = datasets.load(_cfg(data_dir))
+    ds = load_run(_cfg(data_dir))
     assert (len(ds.train), len(ds.test), ds.num_classes) == (67_349, 872, 2)
     assert ds.label_names == ["negative", "positive"]
     assert ds.train.column_names == ["text", "label", "row"]
@@ -28,8 +29,8 @@ def test_sst2_local_counts(data_dir: Path) -> None:
 
 @pytest.mark.parametrize(("name", "classes"), [("agnews", 4), ("qnli", 2)])
 def test_single_split_datasets_get_a_seeded_split(data_dir: Path, name: str, classes: int) -> None:
-    a = datasets.load(_cfg(data_dir, dataset=name, seed=3))
-    b = datasets.load(_cfg(data_dir, dataset=name, seed=3, **{"test-fraction": 0.2000001}))
+    a = load_run(_cfg(data_dir, dataset=name, seed=3))
+    b = load_run(_cfg(data_dir, dataset=name, seed=3, **{"test-fraction": 0.2000001}))
     assert a.num_classes == classes
     assert len(a.test) == pytest.approx(0.2 * (len(a.train) + len(a.test)), abs=1)
     _assert_partition_of_the_source(a, data_dir / name / f"{datasets.REGISTRY[name].local_splits['pool']}.jsonl.gz")
@@ -51,15 +52,15 @@ def _assert_partition_of_the_source(ds: datasets.TextDataset, source: Path) -> N
 
 
 def test_qnli_text_is_question_plus_sentence(data_dir: Path) -> None:
-    ds = datasets.load(_cfg(data_dir, dataset="qnli"))
+    ds = load_run(_cfg(data_dir, dataset="qnli"))
     assert "?" in ds.train["text"][0]
 
 
 def test_empty_documents_policy(data_dir: Path) -> None:
     """20 Newsgroups has 18 + 16 empty bodies: refused by default, dropped and counted on request."""
     with pytest.raises(ValueError, match=r"18 empty document\(s\) in the train split"):
-        datasets.load(_cfg(data_dir, dataset="20newsgroups"))
-    ds = datasets.load(_cfg(data_dir, dataset="20newsgroups", **{"empty-documents": "drop"}))
+        load_run(_cfg(data_dir, dataset="20newsgroups"))
+    ds = load_run(_cfg(data_dir, dataset="20newsgroups", **{"empty-documents": "drop"}))
     assert ds.dropped_empty == {"train": 18, "test": 16}
     assert len(ds.train) == 11_314 - 18
 
@@ -68,23 +69,23 @@ def test_subsample_and_public_split(data_dir: Path) -> None:
     """A public split by source subsamples whole source groups (of the whole split) until train-size
     rows: 1,018 rows of 96 groups here; by row, or with no public split of the training data, exactly
     train-size rows."""
-    ds = datasets.load(_cfg(data_dir, **{"train-size": 1000, "test-size": 100, "public-fraction": 0.25}))
+    ds = load_run(_cfg(data_dir, **{"train-size": 1000, "test-size": 100, "public-fraction": 0.25}))
     assert len(ds.test) == 100
     assert ds.public is not None and (len(ds.train), len(ds.public)) == (798, 220)
     assert (ds.public_info["groups"], ds.public_info["moved_to_public"]) == (96, 1)
     assert list(ds.train["row"]) == list(range(len(ds.train)))
-    by_row = datasets.load(
+    by_row = load_run(
         _cfg(data_dir, **{"train-size": 1000, "test-size": 100, "public-fraction": 0.25, "public-split": "row"})
     )
     assert by_row.public is not None and (len(by_row.train), len(by_row.public)) == (723, 277)
-    assert len(datasets.load(_cfg(data_dir, **{"train-size": 1000})).train) == 1000
+    assert len(load_run(_cfg(data_dir, **{"train-size": 1000})).train) == 1000
 
 
 def test_user_csv_with_string_labels_and_one_split(tmp_path: Path) -> None:
     path = tmp_path / "mine.csv"
     rows = ["review,sentiment"] + [f"text number {i},{'good' if i % 3 else 'bad'}" for i in range(50)]
     path.write_text("\n".join(rows) + "\n")
-    ds = datasets.load(config.resolve({"dataset": str(path), "text-column": "review", "label-column": "sentiment"}))
+    ds = load_run(config.resolve({"dataset": str(path), "text-column": "review", "label-column": "sentiment"}))
     assert ds.label_names == ["bad", "good"] and ds.num_classes == 2
     assert len(ds.train) + len(ds.test) == 50 and len(ds.test) == 10
     assert set(np.unique(ds.train["label"])) <= {0, 1}
@@ -96,7 +97,7 @@ def test_user_jsonl_train_and_test_files(tmp_path: Path) -> None:
             "".join(f'{{"text": "doc {i}", "label": {i % 2}}}\n' for i in range(n))
         )
     cfg = config.resolve({"dataset": str(tmp_path / "train.jsonl"), "test-file": str(tmp_path / "test.jsonl")})
-    ds = datasets.load(cfg)
+    ds = datasets.load(cfg.data, cfg.users, cfg.release.level)
     assert (len(ds.train), len(ds.test)) == (30, 7)
 
 
@@ -109,24 +110,24 @@ def test_user_jsonl_train_and_test_files(tmp_path: Path) -> None:
 )
 def test_bad_sources(data_dir: Path, overrides: dict, error: type, message: str) -> None:
     with pytest.raises(error, match=message):
-        datasets.check_source(_cfg(data_dir, **overrides))
+        check_run_source(_cfg(data_dir, **overrides))
 
 
 def test_missing_local_files_named(tmp_path: Path) -> None:
     (tmp_path / "imdb").mkdir()
     with pytest.raises(FileNotFoundError, match=r"dataset 'imdb': missing train.jsonl.gz, test.jsonl.gz"):
-        datasets.check_source(_cfg(tmp_path, dataset="imdb"))
+        check_run_source(_cfg(tmp_path, dataset="imdb"))
 
 
 def test_env_var_data_dir(data_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("SANITAS_DATA_DIR", str(data_dir))
-    assert datasets.check_source(config.resolve({})).startswith("local")
+    assert check_run_source(config.resolve({})).startswith("local")
 
 
 def test_20newsgroups_merged_into_nine_categories(data_dir: Path) -> None:
     """Every one of the 20 groups lands in exactly one of 9 categories; counts add up."""
-    full = datasets.load(_cfg(data_dir, dataset="20newsgroups", **{"empty-documents": "drop"}))
-    nine = datasets.load(_cfg(data_dir, dataset="20newsgroups9", **{"empty-documents": "drop"}))
+    full = load_run(_cfg(data_dir, dataset="20newsgroups", **{"empty-documents": "drop"}))
+    nine = load_run(_cfg(data_dir, dataset="20newsgroups9", **{"empty-documents": "drop"}))
     assert nine.num_classes == 9 and len(nine.label_names) == 9 and len(nine.train) == len(full.train)
     groups = dict(datasets.REGISTRY["20newsgroups9"].label_groups)
     old = np.asarray(full.train["label"])
@@ -151,7 +152,7 @@ def test_short_documents_policy_at_the_document_level(tmp_path: Path) -> None:
     path.write_text("".join(f'{{"text": "{t}", "label": {i % 2}}}\n' for i, t in enumerate(rows)))
     base = {"dataset": str(path), "empty-documents": "drop", "test-fraction": 0.5, "public-fraction": 0.0}
     # Without a document mechanism nothing is filtered by length.
-    assert len(datasets.load(config.resolve(base)).train) + len(datasets.load(config.resolve(base)).test) == 5
+    assert len(load_run(config.resolve(base)).train) + len(load_run(config.resolve(base)).test) == 5
     doc = {
         **base,
         "document-mechanism": "truncation",
@@ -160,8 +161,8 @@ def test_short_documents_policy_at_the_document_level(tmp_path: Path) -> None:
         "public-fraction": 0.01,
     }
     with pytest.raises(ValueError, match="fewer than 2 sentences.*short-documents"):
-        datasets.load(config.resolve({**doc, "short-documents": "error"}))
-    ds = datasets.load(config.resolve(doc))
+        load_run(config.resolve({**doc, "short-documents": "error"}))
+    ds = load_run(config.resolve(doc))
     assert sum(ds.dropped_short.values()) == 3  # "A." is an initial: "A. B is two." is one sentence
     assert ds.describe()["dropped_short_documents"] == ds.dropped_short
 
@@ -196,7 +197,7 @@ def test_without_a_local_folder_the_hub_id_is_loaded(monkeypatch: pytest.MonkeyP
 
     monkeypatch.delenv("SANITAS_DATA_DIR", raising=False)
     monkeypatch.setattr(hf, "load_dataset", fake_load)
-    ds = datasets.load(config.resolve({"data-dir": "", "seed": 9091}))
+    ds = load_run(config.resolve({"data-dir": "", "seed": 9091}))
     assert calls == [("nyu-mll/glue", "sst2")]
     assert ds.source.startswith("hub nyu-mll/glue/sst2")
     assert (len(ds.train), len(ds.test), ds.label_names) == (40, 10, ["negative", "positive"])
@@ -214,7 +215,7 @@ def test_local_folder_wins_over_the_hub(data_dir: Path, monkeypatch: pytest.Monk
     real = hf.load_dataset
     monkeypatch.setattr(hf, "load_dataset", refuse)
     monkeypatch.setenv("SANITAS_DATA_DIR", str(data_dir))
-    ds = datasets.load(config.resolve({"data-dir": "", "seed": 9092, "train-size": 50}))
+    ds = load_run(config.resolve({"data-dir": "", "seed": 9092, "train-size": 50}))
     assert ds.source.startswith("local")
 
 
@@ -227,4 +228,4 @@ def test_hub_failure_says_how_to_use_local_files(monkeypatch: pytest.MonkeyPatch
     monkeypatch.delenv("SANITAS_DATA_DIR", raising=False)
     monkeypatch.setattr(hf, "load_dataset", offline)
     with pytest.raises(FileNotFoundError, match="SANITAS_DATA_DIR.*hub failed.*ConnectionError|hub failed"):
-        datasets.load(config.resolve({"data-dir": "", "seed": 9093}))
+        load_run(config.resolve({"data-dir": "", "seed": 9093}))

@@ -14,6 +14,7 @@ import pytest
 from fl import config
 from fl.data import datasets, sources
 from tests.fl.data.test_sources import PHRASES
+from tests.support.run_data import load_run
 
 LABELS = [1, 1, 1, 0, 0, 0, 1, 1, 0, 0]
 TEST_ROWS = "text,label\na fine film,1\na bad film,0\nthe film,1\n"
@@ -28,7 +29,7 @@ def phrases(tmp_path: Path) -> dict[str, str]:
 
 
 def _load(base: dict[str, str], **kw: object) -> datasets.TextDataset:
-    ds = datasets.load(config.resolve({**base, **kw}))
+    ds = load_run(config.resolve({**base, **kw}))
     assert isinstance(ds, datasets.TextDataset)
     return ds
 
@@ -109,9 +110,7 @@ def test_the_quickstart_subsample_is_whole_source_groups(data_dir: Path) -> None
     public row (188 with any public row). The 240 private rows that share a group with any public row now
     are all in the groups of the 20 phrases moved to the public side because a public sentence of another
     source contains them."""
-    ds = datasets.load(
-        config.resolve({"data-dir": str(data_dir), "train-size": 4000, "public-fraction": 0.25, "seed": 42})
-    )
+    ds = load_run(config.resolve({"data-dir": str(data_dir), "train-size": 4000, "public-fraction": 0.25, "seed": 42}))
     assert isinstance(ds, datasets.TextDataset) and ds.public is not None
     info = ds.public_info
     assert (len(ds.train), len(ds.public), info["groups"], info["moved_to_public"]) == (2877, 1123, 391, 20)
@@ -133,12 +132,12 @@ def test_public_size_of_the_training_split_on_sst2(data_dir: Path) -> None:
     """public-size = 1000 of the quickstart's 4,000 rows: whole groups until 1,038 texts are public
     (22 moved with them), or exactly 1,000 rows by row."""
     base = {"data-dir": str(data_dir), "train-size": 4000, "public-size": 1000, "seed": 42}
-    ds = datasets.load(config.resolve(base))
+    ds = load_run(config.resolve(base))
     assert isinstance(ds, datasets.TextDataset) and ds.public is not None
     info = ds.public_info
     assert (info["documents"], len(ds.train), info["moved_to_public"], info["split"]) == (1038, 2962, 22, "source")
     assert "public-size = 1000" in info["source"]
-    by_row = datasets.load(config.resolve({**base, "public-split": "row"}))
+    by_row = load_run(config.resolve({**base, "public-split": "row"}))
     assert isinstance(by_row, datasets.TextDataset) and by_row.public is not None
     assert (by_row.public_info["documents"], len(by_row.train)) == (1000, 3000)
 

@@ -9,7 +9,8 @@ import pytest
 
 from fl import config
 from fl.config import ConfigError
-from fl.data import datasets, sources
+from fl.data import sources
+from tests.support.run_data import load_run
 
 
 def _cfg(data_dir: Path, **kw: object) -> dict:
@@ -141,11 +142,11 @@ def test_sst2_source_split_is_independent_where_the_row_split_is_not(data_dir: P
     """The issue's case (25% public, seed 1): by row, 136 private texts duplicate a public one and about
     half of the private texts occur in a public phrase; by source, none. The row split is the power check:
     the measurement does see the overlap when it is there."""
-    by_row = datasets.load(_cfg(data_dir, **{"public-fraction": 0.25, "seed": 1, "public-split": "row"}))
+    by_row = load_run(_cfg(data_dir, **{"public-fraction": 0.25, "seed": 1, "public-split": "row"}))
     row = by_row.public_info["overlap_private"]
     assert row["exact_duplicates"] == 136
     assert row["contained_fraction"] > 0.4
-    by_source = datasets.load(_cfg(data_dir, **{"public-fraction": 0.25, "seed": 1}))
+    by_source = load_run(_cfg(data_dir, **{"public-fraction": 0.25, "seed": 1}))
     info = by_source.public_info
     assert info["split"] == "source"
     assert info["overlap_private"]["exact_duplicates"] == 0
@@ -159,7 +160,7 @@ def test_sst2_source_split_is_independent_where_the_row_split_is_not(data_dir: P
 
 
 def test_public_data_from_another_dataset_maps_its_labels(data_dir: Path) -> None:
-    ds = datasets.load(
+    ds = load_run(
         _cfg(data_dir, **{"public-dataset": "imdb", "public-size": 50, "public-sentences": True, "train-size": 500})
     )
     assert ds.public_info["labels"] == {"neg": "negative", "pos": "positive"}
@@ -167,12 +168,12 @@ def test_public_data_from_another_dataset_maps_its_labels(data_dir: Path) -> Non
     assert set(ds.public["label"][:]) == {0, 1}
     assert len(ds.train) == 500  # the run's own training split stays whole
     assert "overlap_private" in ds.public_info
-    named = datasets.load(
+    named = load_run(
         _cfg(
             data_dir, **{"public-dataset": "imdb", "public-size": 50, "public-labels": "neg = positive, pos = negative"}
         )
     )
-    flipped = datasets.load(_cfg(data_dir, **{"public-dataset": "imdb", "public-size": 50}))
+    flipped = load_run(_cfg(data_dir, **{"public-dataset": "imdb", "public-size": 50}))
     assert named.public["text"][:] == flipped.public["text"][:]
     assert [1 - y for y in flipped.public["label"][:]] == named.public["label"][:]
 
@@ -188,7 +189,7 @@ def test_public_data_from_another_dataset_maps_its_labels(data_dir: Path) -> Non
 )
 def test_a_public_dataset_that_does_not_fit_is_refused(data_dir: Path, overrides: dict, message: str) -> None:
     with pytest.raises((ConfigError, FileNotFoundError, ValueError), match=message):
-        datasets.load(_cfg(data_dir, **overrides))
+        load_run(_cfg(data_dir, **overrides))
 
 
 @pytest.mark.parametrize(
@@ -218,7 +219,7 @@ def test_a_user_files_group_column_keeps_each_group_on_one_side(tmp_path: Path) 
     path.write_text("\n".join(rows) + "\n")
     test = tmp_path / "test.csv"
     test.write_text("text,label,doc\nsomething else,0,t0\nand more,1,t1\n")
-    ds = datasets.load(
+    ds = load_run(
         config.resolve(
             {"dataset": str(path), "test-file": str(test), "group-column": "doc", "public-fraction": 0.3, "seed": 2}
         )

@@ -18,6 +18,7 @@ from fl import config
 from fl.config import ConfigError
 from fl.data import datasets, synthetic
 from tests.conftest import REPO
+from tests.support.run_data import load_run
 
 
 def _cfg(**kw: object) -> config.RunConfig:
@@ -38,7 +39,7 @@ def _no_files_no_encoder(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_shapes_dtypes_and_sizes(monkeypatch: pytest.MonkeyPatch) -> None:
     _no_files_no_encoder(monkeypatch)
     cfg = _cfg(**{"synthetic-dim": 48})
-    ds = datasets.load(cfg)
+    ds = datasets.load(cfg.data, cfg.users, cfg.release.level)
     assert isinstance(ds, datasets.SyntheticDataset)
     assert (ds.num_train, ds.num_test, ds.dim, ds.num_classes, ds.public) == (60, 25, 48, 2, None)
     x, y = ds.rows("train", range(10, 20))
@@ -46,7 +47,7 @@ def test_shapes_dtypes_and_sizes(monkeypatch: pytest.MonkeyPatch) -> None:
     np.testing.assert_allclose(np.linalg.norm(x, axis=1), 1.0, rtol=1e-5)  # unit rows, like the encoder's
     assert set(np.unique(y)) <= {0, 1}
     assert cohort_mod.population_sizes(cfg) == (60, 25)
-    assert "synthetic" in datasets.check_source(cfg)
+    assert "synthetic" in datasets.check_source(cfg.data, cfg.users)
     described = ds.describe()
     assert (described["train_documents"], described["test_documents"], described["synthetic_dim"]) == (60, 25, 48)
     assert "never for accuracy claims" in described["note"]
@@ -65,7 +66,7 @@ def test_a_cohort_needs_no_file_and_no_encoder(monkeypatch: pytest.MonkeyPatch) 
     assert (c.num_train_users, c.num_test_users, c.num_classes, c.encoder_dim) == (60, 25, 2, 32)
     assert (c.map_dim, c.release_dim) == (16, 16)  # map-in = random, m' = 16, Purkayastha keeps m'
     assert c.train_text == [] and c.test_text == []
-    ds = datasets.load(cfg)
+    ds = datasets.load(cfg.data, cfg.users, cfg.release.level)
     x, y = ds.rows("train", range(20, 40))
     np.testing.assert_array_equal(c.train_emb.numpy(), x)
     np.testing.assert_array_equal(c.train_y.numpy(), y)
@@ -74,13 +75,13 @@ def test_a_cohort_needs_no_file_and_no_encoder(monkeypatch: pytest.MonkeyPatch) 
 def test_deterministic_per_seed_and_split() -> None:
     """Same (seed, split, user): same row; another seed or the other split: another row."""
     users = np.arange(0, 200)
-    a = datasets.load(_cfg(**{"num-users": 500})).rows("train", users)
-    b = datasets.load(_cfg(**{"num-users": 500})).rows("train", users)
+    a = load_run(_cfg(**{"num-users": 500})).rows("train", users)
+    b = load_run(_cfg(**{"num-users": 500})).rows("train", users)
     np.testing.assert_array_equal(a[0], b[0])
     np.testing.assert_array_equal(a[1], b[1])
-    other_seed = datasets.load(_cfg(**{"num-users": 500, "seed": 7})).rows("train", users)
+    other_seed = load_run(_cfg(**{"num-users": 500, "seed": 7})).rows("train", users)
     assert not np.allclose(a[0], other_seed[0])
-    test_split = datasets.load(_cfg(**{"num-users": 500, "synthetic-test-users": 500})).rows("test", users)
+    test_split = load_run(_cfg(**{"num-users": 500, "synthetic-test-users": 500})).rows("test", users)
     assert not np.allclose(a[0], test_split[0])  # test users are other people
 
 
@@ -102,7 +103,7 @@ def test_a_users_row_does_not_depend_on_the_cohort_split() -> None:
         for u, (x, y) in seen.items():
             np.testing.assert_array_equal(x, rows[0][u][0])
             assert y == rows[0][u][1]
-    bigger = datasets.load(_cfg(**{"num-users": 10_000, "synthetic-dim": 24}))
+    bigger = load_run(_cfg(**{"num-users": 10_000, "synthetic-dim": 24}))
     x, y = bigger.rows("train", [59, 3, 17])  # any order, any block, any population size
     for i, u in enumerate([59, 3, 17]):
         np.testing.assert_array_equal(x[i], rows[0][u][0])
@@ -113,7 +114,7 @@ def test_classes_are_balanced() -> None:
     """Each label is a fair coin: 20,480 users hold within 4 standard errors of half of each class
     (a biased or a constant label stream fails)."""
     n = 20_480
-    ds = datasets.load(_cfg(**{"num-users": n, "synthetic-test-users": n, "synthetic-dim": 8}))
+    ds = load_run(_cfg(**{"num-users": n, "synthetic-test-users": n, "synthetic-dim": 8, "map-dim": 8}))
     for split in ("train", "test"):
         _, y = ds.rows(split, np.arange(n))
         assert abs(y.mean() - 0.5) < 4 * 0.5 / np.sqrt(n), (split, y.mean())
@@ -135,7 +136,7 @@ def test_a_linear_probe_is_clearly_above_chance_but_not_perfect() -> None:
     """A least-squares linear classifier fit on 4,000 training users scores 4,000 test users
     clearly above chance and below 100% (the mixture's Bayes accuracy is Phi(1.2816) = 0.90);
     the Bayes direction itself scores about 0.90."""
-    ds = datasets.load(_cfg(**{"num-users": 4000, "synthetic-test-users": 4000}))
+    ds = load_run(_cfg(**{"num-users": 4000, "synthetic-test-users": 4000}))
     x, y = ds.rows("train", np.arange(4000))
     xt, yt = ds.rows("test", np.arange(4000))
     design = np.hstack([x, np.ones((len(x), 1), dtype=np.float32)]).astype(np.float64)
@@ -167,17 +168,14 @@ def test_a_linear_probe_is_clearly_above_chance_but_not_perfect() -> None:
     ],
 )
 def test_what_synthetic_data_cannot_do_is_refused(overrides: dict, message: str) -> None:
-    cfg = _cfg(**overrides)
-    for call in (datasets.check_source, datasets.load, cohort_mod.population_sizes):
-        with pytest.raises(ConfigError, match=message):
-            call(cfg)
-    with pytest.raises(ValueError, match=message):
-        cohort_mod.build_cohort(cfg, 0, 1)
+    # A config rule (fl.config.rules): refused when the config is resolved, before any data is touched.
+    with pytest.raises(ConfigError, match=message):
+        _cfg(**overrides)
 
 
 def test_bad_requests_are_refused() -> None:
     cfg = _cfg()
-    ds = datasets.load(cfg)
+    ds = datasets.load(cfg.data, cfg.users, cfg.release.level)
     with pytest.raises(ValueError, match=r"train users lie in \[0, 60\)"):
         ds.rows("train", [60])
     with pytest.raises(ValueError, match=r"test users lie in \[0, 25\)"):
@@ -185,7 +183,7 @@ def test_bad_requests_are_refused() -> None:
     with pytest.raises(ValueError, match="split must be 'train' or 'test'"):
         ds.rows("public", [0])
     with pytest.raises(ValueError, match="no documents to partition"):
-        cohort_mod.user_partition(cfg)
+        cohort_mod.user_partition(cfg.data, cfg.users, cfg.release.level)
     with pytest.raises(ConfigError, match="synthetic-dim must be >= 2"):
         _cfg(**{"synthetic-dim": 1})
 

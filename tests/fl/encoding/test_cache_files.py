@@ -433,20 +433,22 @@ def test_rewritten_split_recomputes_a_damaged_file(tmp_path: Path, monkeypatch: 
     )
     calls: list[int] = []
 
-    def fake_rewrite(cfg: object, texts: list[str], seed: int, purpose: str) -> rewrite.RewrittenSplit:
+    def fake_rewrite(spec: object, texts: list[str], seed: int, purpose: str) -> rewrite.RewrittenSplit:
         calls.append(seed)
         return _split()
 
     monkeypatch.setattr(rewrite, "_rewrite_and_embed", fake_rewrite)
     monkeypatch.setattr(rewrite, "_MEMORY", {})
-    first = rewrite.rewritten_split(cfg, TEXTS[:4], "train", (0, 1), 0, 7)
+    first = rewrite.rewritten_split(rewrite.RewriteSpec.from_config(cfg), TEXTS[:4], "train", (0, 1), 0, 7)
     (path,) = (tmp_path / "rewrites").glob("*.npz")
     rewrite._MEMORY.clear()
-    assert torch.equal(rewrite.rewritten_split(cfg, TEXTS[:4], "train", (0, 1), 0, 7).emb, first.emb)
+    assert torch.equal(
+        rewrite.rewritten_split(rewrite.RewriteSpec.from_config(cfg), TEXTS[:4], "train", (0, 1), 0, 7).emb, first.emb
+    )
     assert calls == [7]  # read back, not recomputed
     _resave_npz(path, emb=_fresh(TEXTS[:4]) * 2)
     rewrite._MEMORY.clear()
-    again = rewrite.rewritten_split(cfg, TEXTS[:4], "train", (0, 1), 0, 7)
+    again = rewrite.rewritten_split(rewrite.RewriteSpec.from_config(cfg), TEXTS[:4], "train", (0, 1), 0, 7)
     assert torch.equal(again.emb, first.emb) and calls == [7, 7]
 
 

@@ -33,7 +33,7 @@ def test_layout_means_and_selection() -> None:
 
 def test_embed_sentences_splits_and_uses_the_encoder(tmp_path: Path) -> None:
     cfg = config.resolve({"cache-dir": str(tmp_path)})
-    docs = embed_sentences(["It rains. It pours!", "One.", "Abc? Def ghi. Jk lm."], cfg, progress=False)
+    docs = embed_sentences(["It rains. It pours!", "One.", "Abc? Def ghi. Jk lm."], cfg.encoder, "cpu", progress=False)
     assert docs.num_sentences.tolist() == [2, 1, 3] and docs.emb.shape == (6, 384)
-    again = embed_sentences(["It pours!"], cfg, progress=False)
+    again = embed_sentences(["It pours!"], cfg.encoder, "cpu", progress=False)
     assert torch.allclose(again.emb[0], docs.emb[1])  # one sentence, one embedding, whatever the document

@@ -21,7 +21,8 @@ from fl import wire
 from fl.data import datasets as data
 from fl.encoding import public_tuning
 from fl.encoding.encoder import folder_digest, model_id, resolve_model
-from fl.encoding.public_tuning import _recipe, published_encoder, tune_public
+from fl.encoding.public_tuning import TuningSpec, _recipe, published_encoder, tune_public
+from tests.support.run_data import load_run
 
 TINY = {  # a few seconds on 2 cores: one top layer, one epoch, about 12 public documents
     "encoder-tuning": "public",
@@ -43,7 +44,7 @@ def _write(path: Path, texts: list[str], labels: list[int]) -> Path:
 
 def _corpus(data_dir: Path, n: int = 30) -> tuple[list[str], list[int]]:
     cfg = config_mod.resolve({"dataset": "sst2", "data-dir": str(data_dir), "train-size": n, "seed": 1})
-    train = data.load(cfg).train
+    train = data.load(cfg.data, cfg.users, cfg.release.level).train
     return [str(t) for t in train["text"]], [int(y) for y in train["label"]]
 
 
@@ -56,38 +57,38 @@ def test_only_public_documents_reach_the_tuning(tmp_path: Path, data_dir: Path) 
     it changes (the power check: the digest does depend on the data it was tuned on)."""
     texts, labels = _corpus(data_dir)
     first = _write(tmp_path / "a.jsonl", texts, labels)
-    ds = data.load(_cfg(first, tmp_path / "c0"))
+    ds = load_run(_cfg(first, tmp_path / "c0"))
     public = set(ds.public["text"])
     private = [i for i, t in enumerate(texts) if t not in public]
     shown = [i for i, t in enumerate(texts) if t in public]
     assert private and shown
-    base = tune_public(_cfg(first, tmp_path / "c1"), progress=False)
+    base = tune_public(TuningSpec.from_config(_cfg(first, tmp_path / "c1")), progress=False)
 
     changed = list(texts)
     changed[private[0]] = "an entirely different private sentence that nobody else holds ."
     second = _write(tmp_path / "b.jsonl", changed, labels)
-    assert set(data.load(_cfg(second, tmp_path / "c0")).public["text"]) == public  # same public split
-    assert tune_public(_cfg(second, tmp_path / "c2"), progress=False).digest == base.digest
+    assert set(load_run(_cfg(second, tmp_path / "c0")).public["text"]) == public  # same public split
+    assert tune_public(TuningSpec.from_config(_cfg(second, tmp_path / "c2")), progress=False).digest == base.digest
 
     changed = list(texts)
     changed[shown[0]] = "an entirely different public sentence ."
     third = _write(tmp_path / "c.jsonl", changed, labels)
-    assert tune_public(_cfg(third, tmp_path / "c3"), progress=False).digest != base.digest
+    assert tune_public(TuningSpec.from_config(_cfg(third, tmp_path / "c3")), progress=False).digest != base.digest
 
 
 def test_the_artifact_is_its_digest_reused_by_recipe_and_checked_on_load(tmp_path: Path, data_dir: Path) -> None:
     texts, labels = _corpus(data_dir)
     dataset = _write(tmp_path / "a.jsonl", texts, labels)
     cfg = _cfg(dataset, tmp_path / "cache")
-    tuned = tune_public(cfg, progress=False)
+    tuned = tune_public(TuningSpec.from_config(cfg), progress=False)
     assert tuned.folder.name == tuned.digest and len(tuned.digest) == 64
-    n = len(data.load(cfg).public)
+    n = len(data.load(cfg.data, cfg.users, cfg.release.level).public)
     assert tuned.info["public_documents"] == n and tuned.info["holdout_documents"] == round(0.25 * n)
     assert [e["epoch"] for e in tuned.info["epochs"]] == [1] and tuned.info["epoch_kept"] == 1
     assert folder_digest(tuned.folder)[0] == tuned.digest  # the digest of every file of the folder
     assert model_id(str(tuned.folder)) == f"sanitas-encoder|{tuned.digest}"  # the embedding cache's key
     assert published_encoder(tuned.folder.parent, tuned.digest) == str(tuned.folder)
-    again = tune_public(cfg, progress=False)
+    again = tune_public(TuningSpec.from_config(cfg), progress=False)
     assert again.digest == tuned.digest and again.info.get("reused") is True
     # a folder whose files are not its name's: refused where it is loaded
     fake = "0" * 64
@@ -101,7 +102,9 @@ def test_the_artifact_is_its_digest_reused_by_recipe_and_checked_on_load(tmp_pat
 def test_lora_adapters_are_merged_into_a_plain_encoder(tmp_path: Path, data_dir: Path) -> None:
     texts, labels = _corpus(data_dir)
     dataset = _write(tmp_path / "a.jsonl", texts, labels)
-    tuned = tune_public(_cfg(dataset, tmp_path / "cache", **{"tuning-part": "lora", "tuning-lora-rank": 2}))
+    tuned = tune_public(
+        TuningSpec.from_config(_cfg(dataset, tmp_path / "cache", **{"tuning-part": "lora", "tuning-lora-rank": 2}))
+    )
     from sentence_transformers import SentenceTransformer
 
     from fl.encoding.encoder import resolve_model
@@ -152,31 +155,33 @@ def test_every_input_of_the_recipe_changes_its_key(tmp_path: Path, data_dir: Pat
     tokenizer configuration, not only its weights); it is the same for the same inputs."""
     texts, labels = _corpus(data_dir, 12)
     cfg = _cfg(_write(tmp_path / "a.jsonl", texts, labels), tmp_path / "cache")
-    key = _recipe(cfg, texts, labels, 2, "cpu")
-    assert _recipe(cfg, list(texts), list(labels), 2, "cpu") == key
+    key = _recipe(TuningSpec.from_config(cfg), texts, labels, 2, "cpu")
+    assert _recipe(TuningSpec.from_config(cfg), list(texts), list(labels), 2, "cpu") == key
     other_text = ["a different public sentence .", *texts[1:]]
     other_label = [1 - labels[0], *labels[1:]]
     joined = [texts[0] + texts[1][:3], texts[1][3:], *texts[2:]]  # the same characters, cut elsewhere
     variants = {
-        "text": _recipe(cfg, other_text, labels, 2, "cpu"),
-        "order": _recipe(cfg, texts[::-1], labels[::-1], 2, "cpu"),
-        "cut": _recipe(cfg, joined, labels, 2, "cpu"),
-        "label": _recipe(cfg, texts, other_label, 2, "cpu"),
-        "seed": _recipe(cfg.replace(seed=4), texts, labels, 2, "cpu"),
-        "epochs": _recipe(cfg.replace(**{"tuning-epochs": 2}), texts, labels, 2, "cpu"),
-        "classes": _recipe(cfg, texts, labels, 3, "cpu"),
-        "device": _recipe(cfg, texts, labels, 2, "cuda:0"),
+        "text": _recipe(TuningSpec.from_config(cfg), other_text, labels, 2, "cpu"),
+        "order": _recipe(TuningSpec.from_config(cfg), texts[::-1], labels[::-1], 2, "cpu"),
+        "cut": _recipe(TuningSpec.from_config(cfg), joined, labels, 2, "cpu"),
+        "label": _recipe(TuningSpec.from_config(cfg), texts, other_label, 2, "cpu"),
+        "seed": _recipe(TuningSpec.from_config(cfg.replace(seed=4)), texts, labels, 2, "cpu"),
+        "epochs": _recipe(TuningSpec.from_config(cfg.replace(**{"tuning-epochs": 2})), texts, labels, 2, "cpu"),
+        "classes": _recipe(TuningSpec.from_config(cfg), texts, labels, 3, "cpu"),
+        "device": _recipe(TuningSpec.from_config(cfg), texts, labels, 2, "cuda:0"),
     }
     assert len({key, *variants.values()}) == 1 + len(variants), variants
     # texts and labels are framed (length-prefixed): no two lists of documents read as the same stream
-    assert _recipe(cfg, ["a1b", "c"], [0, 1], 2, "cpu") != _recipe(cfg, ["a", "b1c"], [0, 1], 2, "cpu")
+    assert _recipe(TuningSpec.from_config(cfg), ["a1b", "c"], [0, 1], 2, "cpu") != _recipe(
+        TuningSpec.from_config(cfg), ["a", "b1c"], [0, 1], 2, "cpu"
+    )
     # the base encoder: a copy of the packaged folder is the same base; its tokenizer edited is another
     base = tmp_path / "base"
     shutil.copytree(resolve_model("all-MiniLM-L6-v2"), base)
-    assert _recipe(cfg.replace(encoder=str(base)), texts, labels, 2, "cpu") == key
+    assert _recipe(TuningSpec.from_config(cfg.replace(encoder=str(base))), texts, labels, 2, "cpu") == key
     tokenizer = base / "tokenizer_config.json"
     tokenizer.write_text(tokenizer.read_text().replace("true", "false", 1))
-    assert _recipe(cfg.replace(encoder=str(base)), texts, labels, 2, "cpu") != key
+    assert _recipe(TuningSpec.from_config(cfg.replace(encoder=str(base))), texts, labels, 2, "cpu") != key
 
 
 def test_changed_public_data_or_seed_is_tuned_anew_not_reused(
@@ -189,12 +194,12 @@ def test_changed_public_data_or_seed_is_tuned_anew_not_reused(
     texts, labels = _corpus(data_dir)
     cache = tmp_path / "cache"
     cfg = _cfg(_write(tmp_path / "a.jsonl", texts, labels), cache)
-    first = tune_public(cfg, progress=False)
+    first = tune_public(TuningSpec.from_config(cfg), progress=False)
     assert len(calls) == 1 and "reused" not in first.info
-    again = tune_public(cfg, progress=False)
+    again = tune_public(TuningSpec.from_config(cfg), progress=False)
     assert len(calls) == 1 and again.digest == first.digest and again.info["reused"] is True
 
-    public = set(data.load(cfg).public["text"])  # type: ignore[index]
+    public = set(data.load(cfg.data, cfg.users, cfg.release.level).public["text"])  # type: ignore[index]
     shown = next(i for i, t in enumerate(texts) if t in public)
     flipped = list(labels)
     flipped[shown] = 1 - flipped[shown]
@@ -207,7 +212,7 @@ def test_changed_public_data_or_seed_is_tuned_anew_not_reused(
     }
     digests = {first.digest}
     for what, run in runs.items():
-        tuned = tune_public(run, progress=False)
+        tuned = tune_public(TuningSpec.from_config(run), progress=False)
         assert "reused" not in tuned.info, what
         assert tuned.digest not in digests, what  # not the old encoder
         digests.add(tuned.digest)
@@ -227,7 +232,7 @@ def test_a_recipe_entry_whose_folder_was_altered_is_tuned_and_published_again(
     monkeypatch.setattr(public_tuning, "fine_tune", _fake_fine_tune(calls))
     texts, labels = _corpus(data_dir)
     cfg = _cfg(_write(tmp_path / "a.jsonl", texts, labels), tmp_path / "cache")
-    first = tune_public(cfg, progress=False)
+    first = tune_public(TuningSpec.from_config(cfg), progress=False)
     tokenizer = first.folder / "tokenizer_config.json"
     original = tokenizer.read_bytes()
     tokenizer.write_bytes(original.replace(b'"do_lower_case": true', b'"do_lower_case": false'))
@@ -235,21 +240,21 @@ def test_a_recipe_entry_whose_folder_was_altered_is_tuned_and_published_again(
         published_encoder(first.folder.parent, first.digest)
 
     with caplog.at_level(logging.WARNING, logger="fl.encoding.public_tuning"):
-        second = tune_public(cfg, progress=False)
+        second = tune_public(TuningSpec.from_config(cfg), progress=False)
     assert len(calls) == 2 and "reused" not in second.info
     warnings = " ".join(r.getMessage() for r in caplog.records)
     assert "not reusable" in warnings and f"expected {first.digest}" in warnings and "replacing it" in warnings
     assert second.digest == first.digest and tokenizer.read_bytes() == original
     assert published_encoder(second.folder.parent, second.digest) == str(second.folder)
     assert not list(first.folder.parent.glob(".*"))  # no staging or altered folder left behind
-    assert tune_public(cfg, progress=False).info["reused"] is True and len(calls) == 2
+    assert tune_public(TuningSpec.from_config(cfg), progress=False).info["reused"] is True and len(calls) == 2
 
     (entry,) = (first.folder.parent / "recipes").glob("*.json")
     known = json.loads(entry.read_text())
     entry.write_text(json.dumps({**known, "recipe": "0" * 64}))  # an entry copied from another recipe
     caplog.clear()
     with caplog.at_level(logging.WARNING, logger="fl.encoding.public_tuning"):
-        assert "reused" not in tune_public(cfg, progress=False).info
+        assert "reused" not in tune_public(TuningSpec.from_config(cfg), progress=False).info
     assert len(calls) == 3 and "is for the recipe 0000" in caplog.text
 
 
@@ -263,14 +268,14 @@ def test_a_tuned_encoder_altered_on_disk_is_refused_by_the_node_and_tuned_again(
 
     texts, labels = _corpus(data_dir)
     cfg = _cfg(_write(tmp_path / "a.jsonl", texts, labels), tmp_path / "cache")
-    tuned = tune_public(cfg, progress=False)
+    tuned = tune_public(TuningSpec.from_config(cfg), progress=False)
     request = SimpleNamespace(content=RecordDict({wire.ENCODER: ConfigRecord({"digest": tuned.digest})}))
     assert with_published_encoder(cfg, request).encoder.encoder == str(tuned.folder)  # type: ignore[arg-type]
     vocab = tuned.folder / "tokenizer.json"
     vocab.write_bytes(vocab.read_bytes().replace(b'"[UNK]"', b'"[UNQ]"', 1))
     with pytest.raises(ValueError, match=f"expected {tuned.digest}, found .*tokenizer.json"):
         with_published_encoder(cfg, request)  # type: ignore[arg-type]
-    again = tune_public(cfg, progress=False)
+    again = tune_public(TuningSpec.from_config(cfg), progress=False)
     assert again.digest == tuned.digest and "reused" not in again.info
     assert with_published_encoder(cfg, request).encoder.encoder == str(tuned.folder)  # type: ignore[arg-type]
 
@@ -299,13 +304,15 @@ def test_tuning_through_the_noise_reads_releases_and_passes_gradients_straight_t
 def test_tuning_through_the_noise_keys_its_recipe_on_the_mechanism(tmp_path: Path, data_dir: Path) -> None:
     texts, labels = _corpus(data_dir)
     cfg = _cfg(_write(tmp_path / "d.jsonl", texts, labels), tmp_path / "cache", **{"tuning-noise": True})
-    key = _recipe(cfg, texts, labels, 2, "cpu")
-    assert _recipe(cfg.replace(**{"sentence-epsilon": 3.0}), texts, labels, 2, "cpu") != key
-    assert _recipe(cfg.replace(**{"map-dim": 8}), texts, labels, 2, "cpu") != key
+    key = _recipe(TuningSpec.from_config(cfg), texts, labels, 2, "cpu")
+    assert _recipe(TuningSpec.from_config(cfg.replace(**{"sentence-epsilon": 3.0})), texts, labels, 2, "cpu") != key
+    assert _recipe(TuningSpec.from_config(cfg.replace(**{"map-dim": 8})), texts, labels, 2, "cpu") != key
     plain = cfg.replace(**{"tuning-noise": False})
-    assert _recipe(plain, texts, labels, 2, "cpu") != key
-    assert _recipe(plain.replace(**{"sentence-epsilon": 3.0}), texts, labels, 2, "cpu") == _recipe(
-        plain, texts, labels, 2, "cpu"
+    assert _recipe(TuningSpec.from_config(plain), texts, labels, 2, "cpu") != key
+    assert _recipe(
+        TuningSpec.from_config(plain.replace(**{"sentence-epsilon": 3.0})), texts, labels, 2, "cpu"
+    ) == _recipe(
+        TuningSpec.from_config(plain), texts, labels, 2, "cpu"
     )  # without the noise the mechanism is not an input of the tuning
     with pytest.raises(config_mod.ConfigError, match="gradient path"):
         config_mod.validate(cfg.replace(**{"sentence-mechanism": "class_rr"}))

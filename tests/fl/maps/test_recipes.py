@@ -12,6 +12,7 @@ import torch
 
 from fl import config
 from fl.maps import recipes
+from tests.support.run_data import load_run, run_public_groups
 
 
 def _public(n: int = 600, d: int = 24, seed: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
@@ -138,12 +139,12 @@ def test_tune_splits_its_hold_out_by_the_public_texts_source_groups(
     (tmp_path / "test.csv").write_text(TEST_ROWS)
     phrases = {"dataset": str(tmp_path / "train.csv"), "test-file": str(tmp_path / "test.csv")}
     cfg = {**phrases, "public-size": 6, "seed": 1}
-    loaded = datasets.load(config.resolve(cfg))
+    loaded = load_run(config.resolve(cfg))
     assert isinstance(loaded, datasets.TextDataset)
     public = loaded.public
     assert public is not None
     assert public["text"][:] == [PHRASES[i] for i in (2, 3, 4, 5, 6, 8, 9)]  # "the film" joins "i saw the film twice"
-    assert datasets.public_groups(config.resolve(cfg)).tolist() == [4, 1, 1, 1, 4, 5, 5]
+    assert run_public_groups(config.resolve(cfg)).tolist() == [4, 1, 1, 1, 4, 5, 5]
     seen = []
 
     def embeddings(run: object, device: object) -> tuple[torch.Tensor, torch.Tensor]:
@@ -160,7 +161,7 @@ def test_tune_splits_its_hold_out_by_the_public_texts_source_groups(
     assert tune.tune(str(tmp_path / "run.toml"), [3.0], ["public-size=6", "seed=1"], str(tmp_path / "out")) == 0
     assert seen == [[4, 1, 1, 1, 4, 5, 5]]
     with pytest.raises(ValueError, match="no public documents"):
-        datasets.public_groups(config.resolve(phrases))
+        run_public_groups(config.resolve(phrases))
 
 
 def test_the_class_means_grid_is_scored_on_clean_hold_out_rows_and_never_mixed() -> None:

@@ -196,7 +196,7 @@ def test_the_map_reads_the_public_split_only(tmp_path: Path, cache_dir: Path) ->
     cfg = _cfg(_write(tmp_path / "a.jsonl", rows), test, cache_dir)
     from fl.data import datasets
 
-    public_texts = set(datasets.load(cfg).public["text"])
+    public_texts = set(datasets.load(cfg.data, cfg.users, cfg.release.level).public["text"])
     assert 20 < len(public_texts) < 76
     mech = config.make_mechanism(cfg, "sentence", input_dim=2)
 

@@ -27,7 +27,10 @@ from tests.support.user_updates import loop_reference
 def _model(part: str, layers: int = 1, matrix: torch.Tensor | None = None):  # type: ignore[no-untyped-def]
     torch.manual_seed(0)
     head = ServerModel(384 if matrix is None else matrix.shape[1], 384, 8, 2)
-    return build_encoder_classifier(encoder_cfg(part, layers), head, matrix)
+    cfg = encoder_cfg(part, layers)
+    return build_encoder_classifier(
+        cfg.encoder, head, matrix, tuning_part=cfg.central.central_tuning_part, seed=cfg.users.seed
+    )
 
 
 @pytest.mark.parametrize(("part", "layers"), [("lora", 1), ("top", 2)])
@@ -35,7 +38,7 @@ def test_the_split_forward_is_the_encoders_own(part: str, layers: int) -> None:
     """Frozen lower layers, then the copied top layers (adapters at their zero start), pooling and
     normalisation: the sentence-transformers embedding of the same texts."""
     model = _model(part, layers)
-    h, mask = lower_states(encoder_cfg(part, layers), TEXTS)
+    h, mask = lower_states(encoder_cfg(part, layers).encoder, TEXTS)
     with torch.no_grad():
         ours = model.embed(h, mask)
     theirs = torch.as_tensor(load_encoder("all-MiniLM-L6-v2", "cpu").encode(TEXTS, convert_to_numpy=True))
@@ -71,8 +74,7 @@ def test_vectorized_clipped_sums_match_a_loop_over_users(part: str, steps: int) 
     torch.manual_seed(1)
     matrix = torch.randn(385, 4, dtype=torch.float64, generator=torch.Generator().manual_seed(1)) * 0.1
     model = _model(part, 1, matrix)
-    cfg = encoder_cfg(part)
-    h, m = lower_states(cfg, TEXTS)
+    h, m = lower_states(encoder_cfg(part).encoder, TEXTS)
     owner = torch.tensor([0, 0, 1, 2, 2, 2, 3])
     clip, lr = 0.05, 0.5
     _, norms_ref = loop_reference(model, (h, m), LABELS, owner, 4, steps, lr, 1e9)
@@ -99,29 +101,29 @@ def test_evaluation_batches_by_length_and_reuses_the_lower_layers(monkeypatch: p
     """The evaluation path (length-sorted batches, the lower layers' states cached per process)
     predicts what the model predicts on the padded states, in the order of the texts; the second
     call runs no lower layer; over the cache's size limit nothing is kept."""
-    cfg, model = encoder_cfg("lora"), _model("lora")
-    batches = lower_batches(cfg, TEXTS, "cpu", batch_size=3)
+    encoder, model = encoder_cfg("lora").encoder, _model("lora")
+    batches = lower_batches(encoder, TEXTS, "cpu", batch_size=3)
     assert sorted(torch.cat([rows for rows, _, _ in batches]).tolist()) == list(range(len(TEXTS)))
     assert all(m.shape[1] == int(m.sum(1).max()) for _, _, m in batches)  # trimmed to each batch's longest
     with torch.no_grad():
-        want = model(*lower_states(cfg, TEXTS)).argmax(dim=1)
+        want = model(*lower_states(encoder, TEXTS)).argmax(dim=1)
     encoder_training._eval_cache.clear()
-    assert torch.equal(encoder_predictions(cfg, model, TEXTS, "cpu"), want)
+    assert torch.equal(encoder_predictions(encoder, model, TEXTS, "cpu"), want)
     calls = []
     monkeypatch.setattr(encoder_training, "lower_batches", lambda *a, **k: calls.append(a) or [])
-    assert torch.equal(encoder_predictions(cfg, model, TEXTS, "cpu"), want)  # from the cache
+    assert torch.equal(encoder_predictions(encoder, model, TEXTS, "cpu"), want)  # from the cache
     assert not calls
     monkeypatch.undo()
-    assert torch.equal(encoder_predictions(cfg, model, TEXTS[::-1], "cpu"), want.flip(0))
+    assert torch.equal(encoder_predictions(encoder, model, TEXTS[::-1], "cpu"), want.flip(0))
     assert len(encoder_training._eval_cache) == 2  # a worker keeps every node's set while they fit
     one = encoder_training._nbytes(encoder_training._eval_cache[next(iter(encoder_training._eval_cache))])
     monkeypatch.setattr(encoder_training, "EVAL_CACHE_BYTES", one)
-    encoder_predictions(cfg, model, TEXTS[:3], "cpu")
+    encoder_predictions(encoder, model, TEXTS[:3], "cpu")
     assert (
         len(encoder_training._eval_cache) == 1
         and encoder_training._nbytes(next(iter(encoder_training._eval_cache.values()))) <= one
     )  # the oldest dropped to make room
     encoder_training._eval_cache.clear()
     monkeypatch.setattr(encoder_training, "EVAL_CACHE_BYTES", 0)
-    assert torch.equal(encoder_predictions(cfg, model, TEXTS, "cpu"), want)
+    assert torch.equal(encoder_predictions(encoder, model, TEXTS, "cpu"), want)
     assert not encoder_training._eval_cache  # too large to keep: recomputed next time

@@ -26,8 +26,15 @@ def test_central_encoder_sums_on_cuda_match_the_cpu() -> None:
     out = {}
     for device in ("cpu", CUDA):
         torch.manual_seed(0)
-        model = build_encoder_classifier(cfg, ServerModel(384, 384, 8, 2), None, device)
-        h, m = lower_states(cfg, TEXTS, device)
+        model = build_encoder_classifier(
+            cfg.encoder,
+            ServerModel(384, 384, 8, 2),
+            None,
+            device,
+            tuning_part=cfg.central.central_tuning_part,
+            seed=cfg.users.seed,
+        )
+        h, m = lower_states(cfg.encoder, TEXTS, device)
         y = LABELS.to(device)
         hs, ys, mask = pad_by_user(h, y, owner.to(device), 4)
         ms = pad_by_user(m, y, owner.to(device), 4)[0]
@@ -41,7 +48,7 @@ def test_central_encoder_sums_on_cuda_match_the_cpu() -> None:
 
 @pytest.mark.gpu
 def test_public_tuning_on_cuda(tmp_path: Path, data_dir: Path) -> None:
-    from fl.encoding.public_tuning import published_encoder, tune_public
+    from fl.encoding.public_tuning import TuningSpec, published_encoder, tune_public
 
     texts = [{"text": t, "label": int(y)} for t, y in zip(TEXTS * 4, LABELS.tolist() * 4, strict=True)]
     (tmp_path / "d.jsonl").write_text("".join(json.dumps(r) + "\n" for r in texts))
@@ -55,5 +62,5 @@ def test_public_tuning_on_cuda(tmp_path: Path, data_dir: Path) -> None:
             "device": CUDA,
         }
     )
-    tuned = tune_public(cfg, CUDA, progress=False)
+    tuned = tune_public(TuningSpec.from_config(cfg), CUDA, progress=False)
     assert published_encoder(tuned.folder.parent, tuned.digest) == str(tuned.folder)
