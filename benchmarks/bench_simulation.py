@@ -344,6 +344,7 @@ def floor_local(cfg: dict[str, Any]) -> dict[str, Any]:
     from fl import config as config_mod
     from fl.data import datasets
     from fl.levels.channels import make_channels
+    from fl.levels.spec import LevelSpec
     from fl.maps import input_map as maps
     from fl.maps.pipeline import build_model, confusion_matrix, predict, scores, train_epochs
 
@@ -353,7 +354,7 @@ def floor_local(cfg: dict[str, Any]) -> dict[str, Any]:
     assert isinstance(ds, datasets.SyntheticDataset)
     m_prime = maps.map_dim(rc.release, ds.dim)
     matrix = maps.input_map(rc["map-in"], ds.dim, m_prime, rc["map-seed"])
-    channels = make_channels(rc, m_prime)
+    channels = make_channels(LevelSpec.from_config(rc), m_prime)
     mechanism = channels.embedding.mechanism
     generator = torch.Generator().manual_seed(int(rc["noise-seed"]))
     block = int(rc["users-per-node"])
@@ -378,7 +379,7 @@ def floor_local(cfg: dict[str, Any]) -> dict[str, Any]:
         x_all[lo:hi] = rows.numpy()
         y_all[lo:hi] = channels.label.release(torch.from_numpy(y), rows, None, ds.num_classes, generator)
     t0 = time.perf_counter()
-    model = build_model(rc, release_dim, ds.dim, ds.num_classes)
+    model = build_model(release_dim, ds.dim, ds.num_classes, hidden_dim=rc.server.hidden_dim, seed=rc.users.seed)
     optimizer = torch.optim.Adam(model.parameters(), lr=rc["learning-rate"])
     fit_generator = torch.Generator().manual_seed(int(rc["seed"]))
     loss = train_epochs(
@@ -433,7 +434,8 @@ def floor_central(cfg: dict[str, Any]) -> dict[str, Any]:
     m_prime = maps.map_dim(rc.release, ds.dim)
     matrix = maps.input_map(rc["map-in"], ds.dim, m_prime, rc["map-seed"])  # None for identity
     nodes = num_nodes(max(ds.num_train, ds.num_test), int(rc["users-per-node"]))  # as simulations.launch
-    model = build_model(rc, m_prime, ds.dim, ds.num_classes)  # the strategy's seeded start
+    # the strategy's seeded start
+    model = build_model(m_prime, ds.dim, ds.num_classes, hidden_dim=rc.server.hidden_dim, seed=rc.users.seed)
     lr = float(rc["server-learning-rate"])  # the optimizer as UserLevelDPFedAvg builds it, before the round
     params = list(model.parameters())
     optimizer = torch.optim.Adam(params, lr=lr) if rc["server-optimizer"] == "adam" else torch.optim.SGD(params, lr=lr)

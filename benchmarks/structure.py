@@ -113,8 +113,9 @@ ONE_WORD_KEYS = frozenset({"dataset", "partitioner", "seed", "encoder", "mode", 
 
 def _kebab_key(node: ast.AST, receiver: ast.AST) -> bool:
     """A key as run-config keys are spelled: a string or f-string with a hyphen in its literal part, one of the
-    one-word keys, or a variable (``cfg[k] for k in KEYS``: keys chosen at run time) where the receiver is
-    spelled exactly ``cfg`` or ``config`` (a JSON file's ``pooling_config[key]`` is not the run config)."""
+    one-word keys, or a variable (``cfg[k] for k in KEYS``, ``cfg[self.mechanism_key]``: keys chosen at run
+    time) where the receiver is spelled exactly ``cfg`` or ``config`` (a JSON file's ``pooling_config[key]``
+    is not the run config)."""
     if isinstance(node, ast.Constant):
         return isinstance(node.value, str) and (
             ("-" in node.value and " " not in node.value) or node.value in ONE_WORD_KEYS
@@ -124,7 +125,7 @@ def _kebab_key(node: ast.AST, receiver: ast.AST) -> bool:
     name = (
         receiver.id if isinstance(receiver, ast.Name) else receiver.attr if isinstance(receiver, ast.Attribute) else ""
     )
-    return isinstance(node, ast.Name) and name in ("cfg", "config")
+    return isinstance(node, ast.Name | ast.Attribute) and name in ("cfg", "config")
 
 
 def _config_reads(tree: ast.AST) -> list[int]:

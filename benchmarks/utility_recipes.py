@@ -105,7 +105,9 @@ def run_recipe(
     d = xp.shape[1]
     info: dict[str, Any] = {"recipe": recipe, "m_prime": m_prime}
     started = time.perf_counter()
-    model = build_model(cfg, int(mech.output_dim(m_prime)), d, num_classes)
+    model = build_model(
+        int(mech.output_dim(m_prime)), d, num_classes, hidden_dim=cfg.server.hidden_dim, seed=cfg.users.seed
+    )
 
     # Public validation: the same recipe fitted on 80% of the public split, scored on the rest.
     order = torch.randperm(len(yp), generator=torch.Generator().manual_seed(int(cfg["seed"]) + 7))
@@ -118,12 +120,16 @@ def run_recipe(
         if kind == "supervised":
             s = scale
             if s == 0:
-                s, chosen = public_start.choose_map_scale(cfg, x, y, num_classes, m_prime, mech, gen)
+                s, chosen = public_start.choose_map_scale(
+                    x, y, num_classes, m_prime, mech, gen, server=cfg.server, seed=cfg.users.seed
+                )
                 info.setdefault("scale_choices", []).append(chosen["validation_accuracy"])
             info.setdefault("scales", []).append(s)
             return maps.supervised_map(x, y, num_classes, m_prime, s)
         start = maps.input_map("public", d, m_prime, cfg["map-seed"])
-        throwaway = start_model or build_model(cfg, int(mech.output_dim(m_prime)), d, num_classes)
+        throwaway = start_model or build_model(
+            int(mech.output_dim(m_prime)), d, num_classes, hidden_dim=cfg.server.hidden_dim, seed=cfg.users.seed
+        )
         matrix, _ = maps.train_public_map(
             start, throwaway, x, y, mech, int(cfg["public-epochs"]), int(cfg["batch-size"]), cfg["learning-rate"], gen
         )
@@ -131,7 +137,14 @@ def run_recipe(
 
     val_matrix = build(xp[fit], yp[fit], None)
     info["public_validation_accuracy"] = public_start.public_validation_accuracy(
-        cfg, val_matrix, (xp[fit], yp[fit]), (xp[val], yp[val]), mech, num_classes, gen
+        val_matrix,
+        (xp[fit], yp[fit]),
+        (xp[val], yp[val]),
+        mech,
+        num_classes,
+        gen,
+        server=cfg.server,
+        seed=cfg.users.seed,
     )
     # The run: M1 from the whole public split, every private document released once.
     matrix = build(xp, yp, model if kind == "public" else None)

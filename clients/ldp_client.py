@@ -12,7 +12,9 @@ the server's model on them (and, with ``clean-evaluation``, on the clean
 ones: on-device inference), with the models fitted on the public data alone beside it
 (the public-only line), and returns only confusion counts.
 
-Privacy bookkeeping on the node:
+The release itself is the library's (:func:`fl.release.release`, over the node's state kept in
+``context.state``: :class:`fl.release.NodeState`); the audits and attacks call the same function. Its
+bookkeeping on the node:
 
 * Each user is sanitized independently: one row of a batched mechanism call
   per document, with fresh randomness per row.
@@ -21,54 +23,30 @@ Privacy bookkeeping on the node:
   drawn again, and the reply marks it ``fresh`` so the server accounts it.
 * Every row travels with its charge (``fl.accounting.charges``): the same
   object the node's budget check used.
-* Noise seeds come from the node's secret (``clients.node``).
+* Noise seeds come from the node's secret (:class:`fl.release.NodeState`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
 import numpy as np
 import torch
-from flwr.app import Array, ArrayRecord, ConfigRecord, Context, Message, MetricRecord, RecordDict
+from flwr.app import Array, ArrayRecord, Context, Message, MetricRecord, RecordDict
 
-from clients.node import derived_seed, next_generator, node_cohort, noise_secret, public_model_predictions
-from fl import config as config_mod
+from clients.node import node_cohort, public_model_predictions
 from fl import wire
-from fl.accounting.charges import Charge
-from fl.accounting.charges import costs as charge_costs
 from fl.cohort import Cohort
 from fl.config import RunConfig
 from fl.data.sentences import split_sentences
-from fl.levels.base import EmbeddingChannel
 from fl.levels.channels import Channels, ReleaseInputs, channel_class, make_channels
 from fl.levels.document import setup as document_level
 from fl.levels.document.setup import DocumentSetup
-from fl.levels.word import rewrite as rewrite_mod
+from fl.levels.spec import LevelSpec
 from fl.maps import input_map as maps
 from fl.maps.pipeline import confusion_matrix, empty_head, predict
-
-
-def _rewrite(context: Context, cfg: RunConfig, purpose: str, c: Cohort, fresh: bool) -> rewrite_mod.RewrittenSplit:
-    """The word-level rewrite in force for this split: draw 0, or a new draw per call with fresh noise.
-
-    A row is released from one draw at most once (the release cache and the
-    ``fresh-noise-per-round`` rule guarantee it), so every release of a row
-    uses independent noise.
-    """
-    key = f"sanitas.word.{purpose}"
-    done = wire.read_int(wire.config_record(context.state, key), "draws") if key in context.state else 0
-    draw = done if fresh else 0
-    context.state[key] = ConfigRecord({"draws": draw + 1 if fresh else 1})
-    secret = wire.read_int(noise_secret(context, cfg.release), "secret")
-    texts = c.train_text if purpose == "train" else c.test_text
-    seed = derived_seed(secret, c.partition_id, f"word-{purpose}", draw)
-    return rewrite_mod.rewritten_split(
-        rewrite_mod.RewriteSpec.from_config(cfg), texts, purpose, (c.partition_id, c.num_partitions), draw, seed
-    )
+from fl.release import NodeState, release
 
 
 def node_map(msg: Message, map_in: str, map_seed: int, c: Cohort) -> torch.Tensor | None:
@@ -101,192 +79,12 @@ def _server_model(msg: Message, cfg: RunConfig, c: Cohort, key: str = wire.MODEL
 _CHANNELS: dict[tuple[Any, int, int, str | None], Channels] = {}
 
 
-def node_channels(cfg: RunConfig, c: Cohort, setup: DocumentSetup | None) -> Channels:
+def node_channels(spec: LevelSpec, c: Cohort, setup: DocumentSetup | None) -> Channels:
     """The run's channels, built once per process (and per document setup)."""
-    key = (
-        cfg if isinstance(cfg, config_mod.RunConfig) else id(cfg),
-        c.map_dim,
-        c.num_classes,
-        None if setup is None else setup.version(),
-    )
+    key = (spec, c.map_dim, c.num_classes, None if setup is None else setup.version())
     if key not in _CHANNELS:
-        _CHANNELS[key] = make_channels(cfg, c.map_dim, setup, c.num_classes)
+        _CHANNELS[key] = make_channels(spec, c.map_dim, setup, c.num_classes)
     return _CHANNELS[key]
-
-
-@dataclass
-class NodeRelease:
-    """What a node sends for one request: the rows it releases and what it refused."""
-
-    rows: np.ndarray  # cohort rows sent (requested rows minus refused ones)
-    emb: np.ndarray
-    ids: np.ndarray | None  # public candidate indices (DeepCandidate), per sent row
-    labels: np.ndarray | None
-    fresh: np.ndarray  # per sent row: drawn now (costs privacy) or re-sent from the cache (free)
-    refused: int  # fresh draws refused because the user's budget would be exceeded (re-sent if cached)
-    extras: dict[str, np.ndarray]  # the channel's per-row extras of the sent rows
-    grad: torch.Tensor | None = None  # leaky mode only: unsanitized dLoss/dM1
-
-    def to_wire(self, channels: Channels, user_ids: np.ndarray, doc_ids: np.ndarray | None) -> wire.Release:
-        """The release as it crosses: the channel's arrays and every row's charges."""
-        n = self.rows.size
-        emb_charges, emb_index = charges_by_extras(channels.embedding, n, self.extras)
-        charges, index = {"embedding": emb_charges}, {"embedding": emb_index}
-        if self.labels is not None:
-            charges["label"], index["label"] = channels.label.charges(n)
-        return wire.Release(
-            user_ids=user_ids,
-            fresh=self.fresh,
-            rows=channels.embedding.to_record(self.emb, self.ids, self.extras),
-            charges=charges,
-            index=index,
-            doc_ids=doc_ids,
-            labels=self.labels,
-        )
-
-
-def charges_by_extras(
-    channel: EmbeddingChannel, n: int, extras: Mapping[str, np.ndarray]
-) -> tuple[list[Charge], np.ndarray]:
-    """``channel.charges(n, extras)``, computed once per distinct row of extras.
-
-    A row's charge is a function of its extras (``EmbeddingChannel.row_charges``), so
-    rows with equal extras (every row, when the level has none) share one; the table
-    and the index are exactly those of ``channel.charges(n, extras)``, without a
-    Python step per row.
-    """
-    if n == 0:
-        return channel.charges(0, extras)
-    keys = sorted(extras)
-    if not keys:
-        table, index = channel.charges(1, extras)
-        return table, np.full(n, index[0], dtype=np.int64)
-    stacked = np.stack([np.asarray(extras[k]).reshape(n) for k in keys], axis=1)
-    distinct, first, inverse = np.unique(stacked, axis=0, return_index=True, return_inverse=True)
-    order = np.argsort(first)  # distinct rows in first-seen order, so the table's order is the same
-    rank = np.empty(order.size, dtype=np.int64)
-    rank[order] = np.arange(order.size)
-    table, index = channel.charges(order.size, {k: distinct[order, i] for i, k in enumerate(keys)})
-    return table, np.asarray(index, dtype=np.int64)[rank[np.asarray(inverse).reshape(n)]]
-
-
-def within_budget(context: Context, budget: float, purpose: str, users: np.ndarray, costs: np.ndarray) -> np.ndarray:
-    """Which of these prospective releases (one per entry of ``users``, in order, costing
-    ``costs``) fit the users' lifetime ``budget`` (``max-epsilon``; 0 = none); records the spend of
-    the allowed ones.
-
-    The node keeps each of its users' spend in its own state: the budget is
-    enforced by the client, whatever the server asks.
-    """
-    if budget <= 0 or users.size == 0:
-        return np.ones(users.size, dtype=bool)
-    key = f"sanitas.spent.{purpose}"
-    spent: dict[int, float] = {}
-    if key in context.state:
-        record = wire.array_record(context.state, key)
-        spent = dict(zip(record["user"].numpy().tolist(), record["eps"].numpy().tolist(), strict=True))
-    allowed = np.zeros(users.size, dtype=bool)
-    for i, (u, cost) in enumerate(zip(users.tolist(), costs.tolist(), strict=True)):  # not a hot path
-        if spent.get(u, 0.0) + cost <= budget * (1 + 1e-12):
-            spent[u] = spent.get(u, 0.0) + cost
-            allowed[i] = True
-    context.state[key] = ArrayRecord(
-        {
-            "user": Array(np.fromiter(spent.keys(), dtype=np.int64, count=len(spent))),
-            "eps": Array(np.fromiter(spent.values(), dtype=np.float64, count=len(spent))),
-        }
-    )
-    return allowed
-
-
-def release(
-    context: Context,
-    cfg: RunConfig,
-    purpose: str,
-    c: Cohort,
-    rows: np.ndarray,
-    channels: Channels,
-    matrix: torch.Tensor | None,
-    model: torch.nn.Module | None = None,
-    setup_version: str = "",
-) -> NodeRelease:
-    """Released embeddings (and, for training, labels) of ``rows``, drawn by ``channels``.
-
-    Rows released before under the same M1 (and document setup) are re-sent
-    from the node's state unless ``fresh-noise-per-round`` is set; a new M1
-    makes every cached row stale. A fresh draw that would take its user past
-    ``max-epsilon`` (the channel's cost, plus the label's for training) is
-    refused: the row is re-sent from the cache if it has one, else left out and
-    counted. The M1 gradient is only computed in the ``leaky`` mode (and is not
-    private).
-    """
-    key = f"sanitas.release.{purpose}"
-    if purpose == "train":
-        y, row_user = c.train_y, c.train_doc_user
-    else:
-        y, row_user = None, np.arange(c.test_users.start, c.test_users.stop, dtype=np.int64)
-    n, out_dim = row_user.size, c.release_dim
-    version = maps.map_version(matrix) + (f"|{setup_version}" if setup_version else "")
-    if key in context.state and wire.config_record(context.state, key + ".map")["version"] == version:
-        rec = wire.array_record(context.state, key)
-        emb_cache, lab_cache, done = rec["emb"].numpy(), rec["lab"].numpy(), rec["done"].numpy().astype(bool)
-        cand_cache = rec["cand"].numpy()
-    else:
-        emb_cache = np.zeros((n, out_dim), dtype=np.float32)
-        lab_cache = np.full(n, -1, dtype=np.int64)
-        cand_cache = np.full(n, -1, dtype=np.int64)
-        done = np.zeros(n, dtype=bool)
-    fresh_noise = bool(cfg.release.fresh_noise_per_round)
-    want = rows if fresh_noise else rows[~done[rows]]
-    budget = float(cfg.release.max_epsilon)
-    if budget > 0:  # the per-row costs are only read by a budget
-        extras = channels.embedding.extras(c, purpose, want)
-        costs = charge_costs(*charges_by_extras(channels.embedding, want.size, extras))
-        if y is not None:
-            costs = costs + channels.label.costs(want.size)
-        ok = within_budget(context, budget, purpose, row_user[want], costs)
-    else:
-        ok = np.ones(want.size, dtype=bool)
-    need, denied = want[ok], want[~ok]
-    grad = None
-    if need.size:
-        gen = next_generator(context, cfg, purpose, c.partition_id)
-        inputs = ReleaseInputs(
-            c,
-            purpose,
-            matrix,
-            model,
-            leaky=cfg.release.map_in == "leaky",
-            rewrite=lambda: _rewrite(context, cfg, purpose, c, fresh_noise),
-        )
-        drawn = channels.embedding.release(inputs, need, gen)
-        grad = drawn.grad
-        emb_cache[need] = drawn.emb.numpy()
-        if drawn.ids is not None:
-            cand_cache[need] = drawn.ids
-        if y is not None:
-            lab_cache[need] = channels.label.release(y[need], drawn.emb, model, c.num_classes, gen)
-        done[need] = True
-        context.state[key] = ArrayRecord(
-            {
-                "emb": Array(emb_cache),
-                "lab": Array(lab_cache),
-                "cand": Array(cand_cache),
-                "done": Array(done.astype(np.uint8)),
-            }
-        )
-        context.state[key + ".map"] = ConfigRecord({"version": version})
-    sent = rows[done[rows]]  # refused rows with an earlier release are re-sent, at no cost
-    return NodeRelease(
-        rows=sent,
-        emb=emb_cache[sent],
-        ids=cand_cache[sent],
-        labels=lab_cache[sent] if y is not None else None,
-        fresh=np.isin(sent, need),
-        refused=int(denied.size),
-        extras=channels.embedding.extras(c, purpose, sent),
-        grad=grad,
-    )
 
 
 SETUP_KEY = "sanitas.document-setup"
@@ -294,7 +92,7 @@ SETUP_KEY = "sanitas.document-setup"
 
 def node_document_setup(msg: Message, context: Context, cfg: RunConfig) -> DocumentSetup | None:
     """The document level's public material: sent by the server once, then kept in the node's state."""
-    if not channel_class(cfg).needs_public_setup:
+    if not channel_class(cfg.release.level).needs_public_setup:
         return None
     if wire.DOCUMENT_SETUP in msg.content:
         context.state[SETUP_KEY] = msg.content[wire.DOCUMENT_SETUP]
@@ -311,8 +109,10 @@ def handle_train(msg: Message, context: Context, cfg: RunConfig) -> Message:
     matrix = node_map(msg, cfg.release.map_in, cfg.release.map_seed, c)
     model = _server_model(msg, cfg, c)
     setup = node_document_setup(msg, context, cfg)
-    channels = node_channels(cfg, c, setup)
-    rel = release(context, cfg, "train", c, rows, channels, matrix, model, setup.version() if setup else "")
+    spec = LevelSpec.from_config(cfg)
+    channels = node_channels(spec, c, setup)
+    state = NodeState(context.state)
+    rel = release(state, spec, "train", c, rows, channels, matrix, model, setup.version() if setup else "")
     out = rel.to_wire(channels, c.train_doc_user[rel.rows], c.train_doc_rows[rel.rows])
     content = RecordDict(
         {
@@ -343,8 +143,10 @@ def handle_evaluate(msg: Message, context: Context, cfg: RunConfig) -> Message:
     if model is None:
         raise ValueError("the evaluate message carries no model")
     setup = node_document_setup(msg, context, cfg)
-    channels = node_channels(cfg, c, setup)
-    rel = release(context, cfg, "test", c, rows, channels, matrix, setup_version=setup.version() if setup else "")
+    spec = LevelSpec.from_config(cfg)
+    channels = node_channels(spec, c, setup)
+    state = NodeState(context.state)
+    rel = release(state, spec, "test", c, rows, channels, matrix, setup_version=setup.version() if setup else "")
     truth = c.test_y.numpy()[rel.rows]
     sanitized = predict(model, torch.as_tensor(rel.emb, dtype=torch.float32)).numpy()
     metrics: dict[str, int | float | list[int] | list[float]] = {

@@ -11,8 +11,6 @@ privacy unit; the cohort only batches the work.
 
 from __future__ import annotations
 
-import hashlib
-import secrets
 from collections.abc import Mapping
 from functools import lru_cache
 from typing import Any
@@ -26,9 +24,7 @@ from fl import wire
 from fl.cohort import Cohort, build_cohort, build_local_cohort
 from fl.config import ReleaseConfig, RunConfig
 from fl.maps.public_model import predict_affine
-
-NOISE_KEY = "sanitas.noise"
-
+from fl.release import NodeState
 
 DATA_PATH = "data-path"  # node config: the node's own training documents
 USERS_STATE = "sanitas.users"  # Context.state: the global ids the server assigned to a data-path node
@@ -142,38 +138,9 @@ def handle_query(msg: Message, context: Context, cfg: RunConfig) -> Message:
 
 # ------------------------------------------------------------------------------------- noise
 def noise_secret(context: Context, release: ReleaseConfig) -> ConfigRecord:
-    """This node's noise state: its secret (from the OS, or ``noise-seed``) and draw counter.
-
-    With ``noise-seed = -1`` (the default) the secret comes from the OS CSPRNG
-    (``secrets``) and never leaves the node: no message carries it. A fixed
-    ``noise-seed >= 0`` makes a simulation reproducible, and whoever knows it
-    (the run config, which the server holds) can replay every draw of every
-    node and remove the noise: the run's epsilon is then no guarantee against
-    them (``summary.json``'s ``noise`` block and the console say so,
-    :func:`fl.accounting.scope.noise_block`).
-    """
-    state = context.state
-    if NOISE_KEY in state:
-        return wire.config_record(state, NOISE_KEY)
-    secret = release.noise_seed if release.noise_seed >= 0 else secrets.randbits(62)
-    noise = ConfigRecord({"secret": int(secret), "draws": 0})
-    state[NOISE_KEY] = noise
-    return noise
-
-
-def derived_seed(secret: int, partition_id: int, purpose: str, draw: int) -> int:
-    """A 63-bit seed from the node's secret and what it is for (never from data)."""
-    material = f"{secret}|{partition_id}|{purpose}|{draw}".encode()
-    return int.from_bytes(hashlib.sha256(material).digest()[:8], "little") >> 1
-
-
-def next_generator(context: Context, cfg: RunConfig, purpose: str, partition_id: int) -> torch.Generator:
-    """A fresh generator for the next draw of this node."""
-    noise = noise_secret(context, cfg.release)
-    draw = wire.read_int(noise, "draws")
-    noise["draws"] = draw + 1
-    context.state[NOISE_KEY] = noise
-    return torch.Generator().manual_seed(derived_seed(wire.read_int(noise, "secret"), partition_id, purpose, draw))
+    """This node's noise state in its ``context.state`` (:meth:`fl.release.NodeState.noise`): its secret
+    (from the OS, or ``noise-seed``) and draw counter."""
+    return NodeState(context.state).noise(release.noise_seed)
 
 
 def public_model_predictions(content: RecordDict, x: np.ndarray | torch.Tensor) -> np.ndarray:

@@ -108,7 +108,7 @@ def _documents_key(cfg: RunConfig) -> tuple[tuple[str, Any], ...]:
 
 def _shaped(c: Cohort, cfg: RunConfig) -> Cohort:
     """``c`` with this run's M1 and release dimensions (the documents and embeddings shared)."""
-    m, r = map_dim(cfg.release, c.encoder_dim), release_dim(cfg, c.encoder_dim, c.num_classes)
+    m, r = map_dim(cfg.release, c.encoder_dim), release_dim(cfg.release, c.encoder_dim, c.num_classes)
     return c if (c.map_dim, c.release_dim) == (m, r) else replace(c, map_dim=m, release_dim=r)
 
 
@@ -245,7 +245,7 @@ def _build(
         ds.num_classes,
         d,
         map_dim(cfg.release, d),
-        release_dim(cfg, d, ds.num_classes),
+        release_dim(cfg.release, d, ds.num_classes),
         train_text,
         test_text,
         train_docs=docs[0],
@@ -283,7 +283,7 @@ def _synthetic_cohort(cfg: RunConfig, partition_id: int, num_partitions: int) ->
         ds.num_classes,
         ds.dim,
         map_dim(cfg.release, ds.dim),
-        release_dim(cfg, ds.dim, ds.num_classes),
+        release_dim(cfg.release, ds.dim, ds.num_classes),
         [],  # no text
         [],
     )

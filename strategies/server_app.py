@@ -28,6 +28,7 @@ from fl.data import datasets as data
 from fl.data import sources
 from fl.encoding.encoder import best_device
 from fl.levels.channels import channel_class
+from fl.levels.spec import LevelSpec
 from fl.reporting.outcome import outcome, outcome_text
 from fl.reporting.results import RunWriter
 from fl.reporting.timing import PHASES
@@ -157,7 +158,8 @@ def run_server(grid: Grid, cfg: RunConfig, timeout: float = 3600.0, resume: bool
         with PHASES.measure("server setup"), failed_status(writer):  # central mode: discovery, public start
             mode.check(cfg)
             run = mode.start(grid, cfg, writer, timeout)
-            diagnostics = channel_class(cfg).diagnostics(cfg)  # e.g. the word-level rewrite's quality
+            # e.g. the word-level rewrite's quality
+            diagnostics = channel_class(cfg.release.level).diagnostics(LevelSpec.from_config(cfg))
             if diagnostics is not None:
                 name, data_ = diagnostics
                 writer.write_json(f"{name}.json", data_)
@@ -205,7 +207,9 @@ def run_server(grid: Grid, cfg: RunConfig, timeout: float = 3600.0, resume: bool
             "timings": run_timings(grid),
             **({"resumed_after_round": done} if resume else {}),
         }
-        summary.update(summary_scope(summary, cfg))  # noise: secret or seeded; the guarantee in words
+        summary.update(
+            summary_scope(summary, cfg.release, user_unit=cfg.data.user_unit)
+        )  # noise: secret or seeded; the guarantee in words
         with PHASES.measure("writing results"):
             writer.write_json("summary.json", summary)
             writer.plot(title, test_label=test_label, reference=cfg.output.reference_accuracy or None)

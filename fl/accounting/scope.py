@@ -25,7 +25,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from fl.config import RunConfig
+    from fl.config import ReleaseConfig
 
 GUARANTEE_COVERS = {
     "local": "the sanitized releases only (training releases and the test users' evaluation releases)",
@@ -150,12 +150,13 @@ def guarantee_statement(
     )
 
 
-def summary_scope(summary: Mapping[str, Any], cfg: RunConfig) -> dict[str, Any]:
-    """What ``summary.json`` adds about its guarantee's scope: ``noise`` (:func:`noise_block`),
-    ``clean_evaluation`` and ``guarantee_statement`` (:func:`guarantee_statement`)."""
+def summary_scope(summary: Mapping[str, Any], release: ReleaseConfig, *, user_unit: str) -> dict[str, Any]:
+    """What ``summary.json`` adds about its guarantee's scope: ``noise`` (:func:`noise_block`, from
+    ``release``'s ``noise-seed`` and ``secure-rng``), ``clean_evaluation`` (``release``'s, in local mode) and
+    ``guarantee_statement`` (:func:`guarantee_statement`, per ``user_unit``: the data section's ``user-unit``)."""
     fields: dict[str, Any] = {
-        "noise": noise_block(_scope(summary), int(cfg.release.noise_seed), bool(cfg.release.secure_rng)),
-        "clean_evaluation": bool(cfg.release.clean_evaluation) if _scope(summary) == "local" else True,
+        "noise": noise_block(_scope(summary), int(release.noise_seed), bool(release.secure_rng)),
+        "clean_evaluation": bool(release.clean_evaluation) if _scope(summary) == "local" else True,
     }
-    fields["guarantee_statement"] = guarantee_statement({**summary, **fields}, user_unit=cfg.data.user_unit)
+    fields["guarantee_statement"] = guarantee_statement({**summary, **fields}, user_unit=user_unit)
     return fields

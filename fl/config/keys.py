@@ -328,6 +328,15 @@ class ReleaseConfig(Section):
         when that level's mechanism is set, else ``"sentence"``."""
         return level_of(self.flat())
 
+    def mechanism_name(self, channel: str) -> str:
+        """The registry name of the ``channel``'s mechanism (``<channel>-mechanism``: ``"sentence"``,
+        ``"word"``, ``"document"`` or ``"label"``)."""
+        return str(self.flat()[f"{channel}-mechanism"])
+
+    def epsilon(self, channel: str) -> float:
+        """The ``channel``'s per-unit epsilon (``<channel>-epsilon``)."""
+        return float(self.flat()[f"{channel}-epsilon"])
+
     def mechanism(self, channel: str, input_dim: int | None = None, num_classes: int | None = None) -> Any:
         """The ``channel``'s mechanism (``"sentence"``, ``"label"``, ``"word"``, ...) as these keys name it
         (:func:`fl.config.values.make_mechanism`)."""

@@ -30,7 +30,8 @@ from flwr.app import Array, ArrayRecord
 
 from fl.accounting.charges import Charge, costs, index_charges
 from fl.cohort import Cohort
-from fl.config import RunConfig, make_mechanism
+from fl.config import ReleaseConfig
+from fl.levels.spec import LevelSpec
 from fl.maps import input_map as maps
 from mechanisms.guarantee import Guarantee
 
@@ -75,8 +76,8 @@ class EmbeddingChannel(ABC):
 
     Parameters
     ----------
-    cfg : Mapping[str, Any]
-        Resolved run config.
+    release : ReleaseConfig
+        The run's release section (the mechanisms and their budgets).
     input_dim : int
         m', the dimension the mechanism sees (M1's output).
     num_classes : int, optional
@@ -85,13 +86,12 @@ class EmbeddingChannel(ABC):
 
     level: ClassVar[str]
     extra_keys: ClassVar[tuple[str, ...]] = ()  # per-row arrays on the wire besides the rows
-    mechanism_key: ClassVar[str]  # the run-config keys naming the mechanism and its per-unit epsilon
-    epsilon_key: ClassVar[str]
+    channel: ClassVar[str]  # whose ``<channel>-mechanism`` and ``<channel>-epsilon`` name the mechanism and budget
     unit_suffix: ClassVar[str] = ""  # "-per-word": what the epsilon in a run name is per
     needs_public_setup: ClassVar[bool] = False  # the server builds public material and sends it to nodes
 
-    def __init__(self, cfg: RunConfig, input_dim: int, num_classes: int | None = None) -> None:
-        self.cfg = cfg
+    def __init__(self, release: ReleaseConfig, input_dim: int, num_classes: int | None = None) -> None:
+        self.release_config = release
         self.input_dim = int(input_dim)
         self.num_classes = num_classes  # the run's classes (a task-aware mechanism releases one of them)
 
@@ -138,17 +138,17 @@ class EmbeddingChannel(ABC):
 
     # ------------------------------------------------------------- the server's side
     @classmethod
-    def public_setup(cls, cfg: RunConfig, device: Any) -> Any:
+    def public_setup(cls, spec: LevelSpec, device: Any) -> Any:
         """Public material the server builds before the first round (``None``: none needed)."""
         return None
 
     @classmethod
-    def early_warning(cls, cfg: RunConfig, num_users: int) -> str | None:
+    def early_warning(cls, release: ReleaseConfig, num_users: int) -> str | None:
         """A loud warning about this level's guarantee for ``num_users`` users, before anything runs."""
         return None
 
     @classmethod
-    def diagnostics(cls, cfg: RunConfig) -> tuple[str, dict[str, Any]] | None:
+    def diagnostics(cls, spec: LevelSpec) -> tuple[str, dict[str, Any]] | None:
         """``(name, data)`` of a diagnostic the driver computes once per run (``<name>.json``)."""
         return None
 
@@ -180,21 +180,21 @@ class EmbeddingChannel(ABC):
         return None
 
     @classmethod
-    def run_label(cls, cfg: RunConfig) -> str:
+    def run_label(cls, release: ReleaseConfig) -> str:
         """Mechanism and epsilon for run names and plot titles (``purkayastha-eps10``,
-        ``cmp-eps10-per-word``); needs only the config."""
-        name = str(cfg[cls.mechanism_key])
-        return name if name == "none" else f"{name}-eps{cfg[cls.epsilon_key]:g}{cls.unit_suffix}"
+        ``cmp-eps10-per-word``); needs only the release section."""
+        name = release.mechanism_name(cls.channel)
+        return name if name == "none" else f"{name}-eps{release.epsilon(cls.channel):g}{cls.unit_suffix}"
 
     @property
     def mechanism_name(self) -> str:
         """Registry name of the mechanism."""
-        return str(self.cfg[self.mechanism_key])
+        return self.release_config.mechanism_name(self.channel)
 
     @property
     def epsilon(self) -> float:
         """The configured per-unit epsilon."""
-        return float(self.cfg[self.epsilon_key])
+        return self.release_config.epsilon(self.channel)
 
 
 class MappedChannel(EmbeddingChannel):
@@ -203,9 +203,9 @@ class MappedChannel(EmbeddingChannel):
     also carries dLoss/dM1. The sentence and word levels are such channels (the word level's sentence
     mechanism is ``none``: its noise is in the rewrite)."""
 
-    def __init__(self, cfg: RunConfig, input_dim: int, num_classes: int | None = None) -> None:
-        super().__init__(cfg, input_dim, num_classes)
-        self.mechanism = make_mechanism(cfg, "sentence", input_dim=input_dim, num_classes=num_classes)
+    def __init__(self, release: ReleaseConfig, input_dim: int, num_classes: int | None = None) -> None:
+        super().__init__(release, input_dim, num_classes)
+        self.mechanism = release.mechanism("sentence", input_dim=input_dim, num_classes=num_classes)
 
     @abstractmethod
     def source(self, inputs: ReleaseInputs, rows: np.ndarray) -> torch.Tensor:

@@ -46,8 +46,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from fl import config as config_mod
-from fl.config import ReleaseConfig, RunConfig
+from fl.config import ReleaseConfig
 from fl.maps.pipeline import train_epochs
 from fl.threads import blas_threads_for
 from mechanisms.base import SentenceMechanism, normalize_rows, straight_through
@@ -69,11 +68,21 @@ def map_dim(release: ReleaseConfig, d: int) -> int:
     return d if release.map_in == "identity" else int(release.map_dim)
 
 
-def release_dim(cfg: RunConfig, d: int, num_classes: int | None = None) -> int:
-    """Columns of a released vector: the sentence mechanism's output on m' = map_dim inputs
-    (``num_classes``: the run's, for a task-aware mechanism whose release is one row over the classes)."""
-    m_prime = map_dim(cfg.release, d)
-    mech = config_mod.make_mechanism(cfg, "sentence", input_dim=m_prime, num_classes=num_classes)
+def release_dim(release: ReleaseConfig, d: int, num_classes: int | None = None) -> int:
+    """Columns of a released vector: the sentence mechanism's output on m' = map_dim inputs.
+
+    Parameters
+    ----------
+    release : ReleaseConfig
+        The run's release section: ``map-in`` and ``map-dim`` (m') and the sentence mechanism
+        (``sentence-mechanism``, ``sentence-epsilon``, ``sentence-options``).
+    d : int
+        The encoder's embedding dimension (M1's input).
+    num_classes : int or None
+        The run's classes, for a task-aware mechanism whose release is one row over the classes.
+    """
+    m_prime = map_dim(release, d)
+    mech = release.mechanism("sentence", input_dim=m_prime, num_classes=num_classes)
     return int(mech.output_dim(m_prime))
 
 

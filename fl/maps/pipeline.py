@@ -20,7 +20,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from fl.config import RunConfig
+from fl.config import ServerConfig
 from fl.maps.minibatch import TrainJob, run_job, server_adam
 from fl.threads import sized_threads
 
@@ -37,10 +37,25 @@ class ServerModel(nn.Module):
         return self.classifier(torch.tanh(self.restore(x)))
 
 
-def build_model(cfg: RunConfig, m_prime: int, d: int, num_classes: int) -> ServerModel:
-    """The server model with a seeded initialisation."""
-    torch.manual_seed(int(cfg.users.seed))
-    return ServerModel(m_prime, d, int(cfg.server.hidden_dim), num_classes)
+def build_model(m_prime: int, d: int, num_classes: int, *, hidden_dim: int, seed: int) -> ServerModel:
+    """The server model (:class:`ServerModel`) with a seeded initialisation.
+
+    Parameters
+    ----------
+    m_prime : int
+        m', the width of a release (M2's input).
+    d : int
+        The encoder's embedding dimension (M2's output).
+    num_classes : int
+        Classes of the task.
+    hidden_dim : int
+        The classifier's hidden width (``server.hidden_dim``, the run's ``hidden-dim``).
+    seed : int
+        Seeds torch's global generator before the layers are built (``users.seed``, the run's ``seed``):
+        the same seed gives the same initial weights.
+    """
+    torch.manual_seed(int(seed))
+    return ServerModel(m_prime, d, int(hidden_dim), num_classes)
 
 
 def empty_head(server_model: str, m_prime: int, d: int, hidden: int, num_classes: int) -> nn.Module:
@@ -85,7 +100,6 @@ def train_epochs(
 
 
 def train_and_score(
-    cfg: RunConfig,
     z: torch.Tensor,
     labels: torch.Tensor,
     z_val: torch.Tensor,
@@ -94,14 +108,38 @@ def train_and_score(
     num_classes: int,
     epochs: int,
     generator: torch.Generator,
+    *,
+    server: ServerConfig,
+    seed: int,
 ) -> float:
     """Accuracy on (``z_val``, ``y_val``) of a fresh server model (the run's hidden width, Adam at its
     learning rate, its batch size) trained ``epochs`` epochs on releases ``z`` with ``labels``: the run's
-    server step, emulated on public documents (``fl.maps.public_start``, ``fl.maps.recipes``)."""
+    server step, emulated on public documents (``fl.maps.public_start``, ``fl.maps.recipes``).
+
+    Parameters
+    ----------
+    z, labels : torch.Tensor
+        The releases the model trains on and their labels, on the device the model trains on.
+    z_val, y_val : torch.Tensor
+        The releases it is scored on and their true labels.
+    d : int
+        The encoder's embedding dimension (M2's output).
+    num_classes : int
+        Classes of the task.
+    epochs : int
+        Epochs of training.
+    generator : torch.Generator
+        The batch order's generator (advanced by the training).
+    server : ServerConfig
+        The run's server section: ``hidden-dim``, ``learning-rate`` and ``batch-size``.
+    seed : int
+        The run's ``seed`` (``users.seed``): the model's initialisation (torch's global generator is left
+        as it was).
+    """
     with torch.random.fork_rng(devices=[]):  # build_model seeds the global generator: leave it as it was
-        model = build_model(cfg, z.shape[1], d, num_classes).to(z.device)
-    optimizer = server_adam(model.parameters(), cfg.server.learning_rate, z.device)
-    train_epochs(model, optimizer, z, labels, epochs, int(cfg.server.batch_size), generator)
+        model = build_model(z.shape[1], d, num_classes, hidden_dim=server.hidden_dim, seed=seed).to(z.device)
+    optimizer = server_adam(model.parameters(), server.learning_rate, z.device)
+    train_epochs(model, optimizer, z, labels, epochs, int(server.batch_size), generator)
     return float((predict(model, z_val) == y_val).double().mean())
 
 

@@ -20,21 +20,22 @@ would spend privacy nobody counted; here every candidate is scored by emulating 
    as the run sanitizes them).
 
 The best candidate's keys are returned with the whole table. Only public embeddings, public
-labels and the run config are read, so the choice is public: it costs no privacy.
+labels and the run's release and server sections and seed (:class:`RecipeSpec`) are read, so the choice
+is public: it costs no privacy.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass, field, fields, replace
+from typing import Any, TypeVar
 
 import numpy as np
 import torch
 
-from fl import config as config_mod
-from fl.config import RunConfig
+from fl.config import ConfigError, ReleaseConfig, RunConfig, ServerConfig
+from fl.config.section import attribute
 from fl.maps import input_map as maps
 from fl.maps.class_means_emulation import emulate as emulate_means
 from fl.maps.pipeline import train_and_score
@@ -50,6 +51,61 @@ EMULATED_EPOCHS = 5
 VALIDATION_DRAWS = 4
 #: Shares of the whole-record budget given to the label in the default grid.
 LABEL_SHARES: tuple[float, ...] = (0.05, 0.1, 0.2, 0.35)
+
+
+_S = TypeVar("_S", ReleaseConfig, ServerConfig)
+
+
+def _changed(section: _S, changes: Mapping[str, Any]) -> _S:
+    """``section`` with the fields ``changes`` names (attribute names) set, checked again (its own ``check``);
+    ``section`` itself when nothing changes. An int given for a float key is widened, as a resolved config's."""
+    if not changes:
+        return section
+    declared = {f.name: f.default for f in fields(section)}
+    typed: dict[str, Any] = {
+        k: float(v) if isinstance(declared[k], float) and isinstance(v, int) and not isinstance(v, bool) else v
+        for k, v in changes.items()
+    }
+    out = replace(section, **typed)
+    out.check()
+    return out
+
+
+@dataclass(frozen=True)
+class RecipeSpec:
+    """What emulating a run on public documents reads of it: the release section (M1: ``map-in``, ``map-dim``,
+    ``map-scale``, ``map-seed``; the sentence and label mechanisms, their options and epsilons), the server
+    section (``server-model``; the server model's training: ``server-epochs``, ``batch-size``,
+    ``learning-rate``, ``hidden-dim``) and the run's ``seed`` (the hold-out splits and the server model's
+    initialisation). A recipe changes keys of the first two (:meth:`with_keys`)."""
+
+    release: ReleaseConfig
+    server: ServerConfig
+    seed: int
+
+    @classmethod
+    def from_config(cls, cfg: RunConfig) -> RecipeSpec:
+        """The emulation inputs of a resolved run config."""
+        return cls(cfg.release, cfg.server, int(cfg.users.seed))
+
+    def with_keys(self, keys: Mapping[str, Any]) -> RecipeSpec:
+        """A copy with run-config keys of the release and server sections set (a candidate's keys, a budget's
+        split: ``{"map-dim": 2, "sentence-epsilon": 0.9}``), each changed section checked again by its own
+        ``check`` (:class:`~fl.config.ConfigError` naming the first bad key, or a key of another section). The
+        rules across sections (:mod:`fl.config.rules`) read sections a spec does not hold: they were checked
+        where the run config was resolved."""
+        release_fields = {f.name for f in fields(ReleaseConfig)}
+        server_fields = {f.name for f in fields(ServerConfig)}
+        to_release: dict[str, Any] = {}
+        to_server: dict[str, Any] = {}
+        for name, value in keys.items():
+            if attribute(name) in release_fields:
+                to_release[attribute(name)] = value
+            elif attribute(name) in server_fields:
+                to_server[attribute(name)] = value
+            else:
+                raise ConfigError(f"a recipe sets keys of the release and server sections only, got {name!r}")
+        return RecipeSpec(_changed(self.release, to_release), _changed(self.server, to_server), self.seed)
 
 
 @dataclass(frozen=True)
@@ -124,33 +180,43 @@ def class_means_candidates(
     ]
 
 
-def pure_per_unit(cfg: RunConfig, input_dim: int, num_classes: int) -> float:
+def pure_per_unit(release: ReleaseConfig, input_dim: int, num_classes: int) -> float:
     """Pure-LDP epsilon of one release per unit of ``sentence-epsilon`` (pi for Purkayastha's angular
     metric, 2 for planar Laplace on the sphere, 1 for a pure mechanism). ``ValueError`` when the
-    mechanism's cost is not linear in its epsilon (a budget cannot then be split by a factor)."""
+    mechanism's cost is not linear in its epsilon (a budget cannot then be split by a factor).
+
+    ``release``: the run's release section (``sentence-mechanism``, ``sentence-options``; its epsilon is
+    replaced by 1 and 2); ``input_dim``: the mechanism's input dimension m'; ``num_classes``: the run's
+    classes (for a task-aware mechanism)."""
     costs = []
     for eps in (1.0, 2.0):
-        trial = cfg.replace(**{"sentence-epsilon": eps})
-        mech = config_mod.make_mechanism(trial, "sentence", input_dim=input_dim, num_classes=num_classes)
+        trial = replace(release, sentence_epsilon=eps)
+        mech = trial.mechanism("sentence", input_dim=input_dim, num_classes=num_classes)
         costs.append(float(mech.guarantee.as_ldp()[0]))
     if not (math.isfinite(costs[0]) and costs[0] > 0 and math.isclose(costs[1], 2 * costs[0], rel_tol=1e-9)):
         raise ValueError(
-            f"sentence-mechanism {cfg.release.sentence_mechanism!r}: its pure-LDP cost ({costs}) is not linear in "
+            f"sentence-mechanism {release.sentence_mechanism!r}: its pure-LDP cost ({costs}) is not linear in "
             "sentence-epsilon, so a whole-record budget cannot be split for it"
         )
     return costs[0]
 
 
-def split_budget(cfg: RunConfig, total: float, label_share: float, input_dim: int, num_classes: int) -> dict[str, Any]:
+def split_budget(
+    release: ReleaseConfig, total: float, label_share: float, input_dim: int, num_classes: int
+) -> dict[str, Any]:
     """The keys that spend a whole-record pure ``total`` per user: ``label-epsilon = share * total`` (none
     when the label mechanism is ``"none"``: then the whole budget goes to the embedding and the figure
-    is embedding-only) and ``sentence-epsilon`` = the rest over the mechanism's pure cost per unit."""
+    is embedding-only) and ``sentence-epsilon`` = the rest over the mechanism's pure cost per unit.
+
+    ``release``: the run's release section (``label-mechanism`` and the sentence mechanism,
+    :func:`pure_per_unit`); ``label_share``: the label's share of ``total``; ``input_dim``: the sentence
+    mechanism's input dimension m'; ``num_classes``: the run's classes."""
     if not (total > 0 and math.isfinite(total)):
         raise ValueError(f"the whole-record epsilon must be > 0 and finite, got {total}")
-    if not 0.0 < label_share < 1.0 and cfg.release.label_mechanism != "none":
+    if not 0.0 < label_share < 1.0 and release.label_mechanism != "none":
         raise ValueError(f"the label's share of the budget must lie in (0, 1), got {label_share}")
-    label = 0.0 if cfg.release.label_mechanism == "none" else label_share * total
-    per_unit = pure_per_unit(cfg, input_dim, num_classes)
+    label = 0.0 if release.label_mechanism == "none" else label_share * total
+    per_unit = pure_per_unit(release, input_dim, num_classes)
     out: dict[str, Any] = {"sentence-epsilon": (total - label) / per_unit}
     if label:
         out["label-epsilon"] = label
@@ -176,14 +242,15 @@ def _holdout(groups: np.ndarray, generator: torch.Generator) -> tuple[torch.Tens
     return torch.from_numpy(np.flatnonzero(~is_val)), torch.from_numpy(np.flatnonzero(is_val))
 
 
-def _start_map(cfg: RunConfig, x: torch.Tensor, y: torch.Tensor, num_classes: int) -> torch.Tensor | None:
-    """M1 from the fitting part alone, as the run builds it from the public split."""
-    kind, m_prime = cfg.release.map_in, maps.map_dim(cfg.release, x.shape[1])
+def _start_map(release: ReleaseConfig, x: torch.Tensor, y: torch.Tensor, num_classes: int) -> torch.Tensor | None:
+    """M1 from the fitting part alone, as the run builds it from the public split (``release``: ``map-in``,
+    ``map-dim``, ``map-scale``, ``map-seed``)."""
+    kind, m_prime = release.map_in, maps.map_dim(release, x.shape[1])
     if kind == "supervised":
-        scale = float(cfg.release.map_scale) or 0.25
+        scale = float(release.map_scale) or 0.25
         return maps.supervised_map(x, y, num_classes, m_prime, scale)
     if kind in ("random", "identity"):
-        return maps.input_map(kind, x.shape[1], m_prime, int(cfg.release.map_seed))
+        return maps.input_map(kind, x.shape[1], m_prime, int(release.map_seed))
     if kind == "projection":
         return None  # built by the class-means emulation from the fitting part's public model
     raise ValueError(f"sanitas tune emulates map-in 'supervised', 'projection', 'random' or 'identity', got {kind!r}")
@@ -197,7 +264,7 @@ def _halves(fit: torch.Tensor) -> tuple[np.ndarray, np.ndarray]:
 
 
 def emulate_class_means(
-    cfg: RunConfig,
+    release: ReleaseConfig,
     x: torch.Tensor,
     y: torch.Tensor,
     split: tuple[torch.Tensor, torch.Tensor],
@@ -206,27 +273,29 @@ def emulate_class_means(
     num_users: int,
     generator: torch.Generator,
 ) -> float:
-    """On-device accuracy of the ``class-means`` run ``cfg`` emulated on public documents
+    """On-device accuracy of a ``class-means`` run emulated on public documents
     (:func:`fl.maps.class_means_emulation.emulate`): one half of the fitting part stands in for the public
-    split, the other, resampled to the run's users (at most ``MAX_EMULATED_USERS``), for the private users."""
+    split, the other, resampled to the run's users (at most ``MAX_EMULATED_USERS``), for the private users.
+
+    ``release``: the run's release section (``map-in``, ``map-dim``; the sentence mechanism, which must
+    release without bias, and the label mechanism, ``rr`` or ``none``); ``split`` = (fitting rows, hold-out
+    rows); ``model``: the public model of the public stand-in half; ``generator``: every draw."""
     fit, val = split
     pub, priv = _halves(fit)
-    m_prime = maps.map_dim(cfg.release, x.shape[1])
-    mech = config_mod.make_mechanism(cfg, "sentence", input_dim=m_prime, num_classes=num_classes)
+    m_prime = maps.map_dim(release, x.shape[1])
+    mech = release.mechanism("sentence", input_dim=m_prime, num_classes=num_classes)
     second = mech.unbiased_moments(m_prime)
     if second is None:
-        raise ValueError(
-            f"server-model = 'class-means' needs unbiased releases; {cfg.release.sentence_mechanism!r} is not"
-        )
+        raise ValueError(f"server-model = 'class-means' needs unbiased releases; {release.sentence_mechanism!r} is not")
     law, label_sanitize = None, None
-    if cfg.release.label_mechanism == "rr":
-        label = config_mod.make_mechanism(cfg, "label")
+    if release.label_mechanism == "rr":
+        label = release.mechanism("label")
         law = label.log_transition_matrix(num_classes)
 
         def label_sanitize(labels: torch.Tensor, gen: torch.Generator) -> torch.Tensor:
             return label.sanitize(labels, num_classes, generator=gen)
 
-    elif cfg.release.label_mechanism != "none":
+    elif release.label_mechanism != "none":
         raise ValueError("sanitas tune emulates label-mechanism 'rr' or 'none'")
     xn, yn = x.cpu().numpy(), y.cpu().numpy()
     return emulate_means(
@@ -246,7 +315,7 @@ def emulate_class_means(
 
 
 def emulate(
-    cfg: RunConfig,
+    spec: RecipeSpec,
     x: torch.Tensor,
     y: torch.Tensor,
     split: tuple[torch.Tensor, torch.Tensor],
@@ -256,34 +325,37 @@ def emulate(
     generator: torch.Generator,
     draws: int = VALIDATION_DRAWS,
 ) -> float:
-    """Accuracy of the run ``cfg`` emulated on public documents ``x``, ``y`` (see the module docstring):
-    ``split`` = (fitting rows, hold-out rows), ``matrix`` = M1 built from the fitting rows alone; the
-    hold-out is scored on ``draws`` independent releases of each document."""
+    """Accuracy of the run ``spec`` (its release and server sections and seed) emulated on public documents
+    ``x``, ``y`` (see the module docstring): ``split`` = (fitting rows, hold-out rows), ``matrix`` = M1 built
+    from the fitting rows alone; the hold-out is scored on ``draws`` independent releases of each document."""
     fit, val = split
-    m_prime = maps.map_dim(cfg.release, x.shape[1])
-    mech = config_mod.make_mechanism(cfg, "sentence", input_dim=m_prime, num_classes=num_classes)
+    release = spec.release
+    m_prime = maps.map_dim(release, x.shape[1])
+    mech = release.mechanism("sentence", input_dim=m_prime, num_classes=num_classes)
     users = min(int(num_users), MAX_EMULATED_USERS)
     rows = fit[torch.randint(len(fit), (users,), generator=generator)]
     z = mech.sanitize(maps.apply_input_map(x[rows], matrix), generator=generator).to(torch.float32)
     labels = y[rows]
-    if cfg.release.label_mechanism == "rr":
-        labels = config_mod.make_mechanism(cfg, "label").sanitize(labels, num_classes, generator=generator)
-    elif cfg.release.label_mechanism != "none":
+    if release.label_mechanism == "rr":
+        labels = release.mechanism("label").sanitize(labels, num_classes, generator=generator)
+    elif release.label_mechanism != "none":
         raise ValueError("sanitas tune emulates label-mechanism 'rr' or 'none'")
     held = val.repeat(draws)
     zv = mech.sanitize(maps.apply_input_map(x[held], matrix), generator=generator).to(torch.float32)
-    epochs = max(1, min(int(cfg.server.server_epochs), EMULATED_EPOCHS))
-    return train_and_score(cfg, z, labels, zv, y[held], x.shape[1], num_classes, epochs, generator)
+    epochs = max(1, min(int(spec.server.server_epochs), EMULATED_EPOCHS))
+    return train_and_score(
+        z, labels, zv, y[held], x.shape[1], num_classes, epochs, generator, server=spec.server, seed=spec.seed
+    )
 
 
-def _test_inputs(cfg: RunConfig) -> str:
+def _test_inputs(server: ServerConfig) -> str:
     """What an emulated candidate's hold-out accuracy scores: ``clean`` rows (on-device inference) for the
-    class-means server, ``sanitized`` releases for the others."""
-    return "clean" if cfg.server.server_model == "class-means" else "sanitized"
+    class-means server (``server-model``), ``sanitized`` releases for the others."""
+    return "clean" if server.server_model == "class-means" else "sanitized"
 
 
 def choose(
-    cfg: RunConfig,
+    spec: RecipeSpec,
     total: float,
     x: torch.Tensor,
     y: torch.Tensor,
@@ -296,35 +368,41 @@ def choose(
     """The candidate with the best emulated public hold-out accuracy at whole-record pure ``total`` per
     user (the mean over ``repeats`` seeded public fitting/hold-out splits by source group, ``groups``
     [n] naming each public document's group, the same splits and maps for every candidate), and every
-    candidate's score. Ties go to the earlier candidate. Deterministic for the run's ``seed``."""
+    candidate's score. Ties go to the earlier candidate. Deterministic for the run's ``seed``.
+
+    ``spec``: the run's release and server sections and seed (:meth:`RecipeSpec.from_config`), to which each
+    candidate's keys and its budget split are applied (:meth:`RecipeSpec.with_keys`); ``x``, ``y``: the
+    public embeddings and labels; ``num_users``: the run's private users (the emulated population, at most
+    ``MAX_EMULATED_USERS``); ``candidates``: the grid (default :func:`default_candidates`)."""
     if len(groups) != int(y.shape[0]):
         raise ValueError(f"groups names {len(groups)} public documents, the embeddings {int(y.shape[0])}")
     grid = list(candidates or default_candidates(num_classes))
     trials = []
     for cand in grid:
-        trial = cfg.replace(**dict(cand.keys))
+        trial = spec.with_keys(cand.keys)
         m_prime = maps.map_dim(trial.release, x.shape[1])
-        values = {**dict(cand.keys), **split_budget(trial, total, cand.label_share, m_prime, num_classes)}
-        trials.append((cand, values, cfg.replace(**values)))
+        values = {**dict(cand.keys), **split_budget(trial.release, total, cand.label_share, m_prime, num_classes)}
+        trials.append((cand, values, spec.with_keys(values)))
     accs: list[list[float]] = [[] for _ in grid]
     for r in range(repeats):
-        gen = torch.Generator().manual_seed(int(cfg.users.seed) * 1000 + r)
+        gen = torch.Generator().manual_seed(int(spec.seed) * 1000 + r)
         split = _holdout(np.asarray(groups), gen)
         matrices: dict[tuple[Any, ...], torch.Tensor | None] = {}
         public: PublicModel | None = None  # the fitting part's public model, for every class-means candidate
         for i, (_, _, trial) in enumerate(trials):
-            if trial["server-model"] == "class-means":
+            if trial.server.server_model == "class-means":
                 if public is None:  # fitted on the public stand-in half of the fitting rows
                     half = torch.as_tensor(_halves(split[0])[0])
                     public = fit_public_model(x[half], y[half], num_classes)
-                accs[i].append(emulate_class_means(trial, x, y, split, public, num_classes, num_users, gen))
+                accs[i].append(emulate_class_means(trial.release, x, y, split, public, num_classes, num_users, gen))
                 continue
-            key = (trial["map-in"], trial["map-dim"], trial["map-scale"], trial["map-seed"])
+            release = trial.release
+            key = (release.map_in, release.map_dim, release.map_scale, release.map_seed)
             if key not in matrices:
-                matrices[key] = _start_map(trial, x[split[0]], y[split[0]], num_classes)
+                matrices[key] = _start_map(release, x[split[0]], y[split[0]], num_classes)
             accs[i].append(emulate(trial, x, y, split, matrices[key], num_classes, num_users, gen))
     table = [
-        Scored(cand, values, float(np.mean(a)), {"accuracies": a, "test_inputs": _test_inputs(trial)})
+        Scored(cand, values, float(np.mean(a)), {"accuracies": a, "test_inputs": _test_inputs(trial.server)})
         for (cand, values, trial), a in zip(trials, accs, strict=True)
     ]
     if len({s.extra["test_inputs"] for s in table}) > 1:

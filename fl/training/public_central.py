@@ -91,7 +91,8 @@ def emulate_user_level(
     ----------
     start_fn : Callable[[int, int, int], CentralStart]
         Builds the run's start from ``(m', d, num_classes)``, as the server does:
-        ``functools.partial(fl.training.central_start.central_start, run)``. Called once per emulation,
+        ``functools.partial(fl.training.central_start.central_start, PublicSpec.from_config(cfg), cfg.central)``
+        (:class:`fl.maps.public_start.PublicSpec`). Called once per emulation,
         with torch's global generator restored afterwards; the model it returns is trained in place.
     x, y : torch.Tensor
         The public embeddings [n, d] and labels [n]; a seeded fifth is the hold-out.

@@ -58,13 +58,16 @@ class Pipeline:
 
     def __init__(self, cfg: Any, state: AttackState) -> None:
         from fl.levels.channels import channel_class
+        from fl.levels.spec import LevelSpec
 
         self.cfg = cfg
         self.state = state
-        self.level = channel_class(cfg).level
+        self.spec = LevelSpec.from_config(cfg)
+        self.level = self.spec.level
         self.setup = None
-        if channel_class(cfg).needs_public_setup:
-            self.setup = channel_class(cfg).public_setup(cfg, "cpu")  # seeded, from public documents: cached
+        if channel_class(self.level).needs_public_setup:
+            # seeded, from public documents: cached
+            self.setup = channel_class(self.level).public_setup(self.spec, "cpu")
 
     def embed(self, texts: Sequence[str]) -> Any:
         """Encoder embeddings [n, d] (document level: the sentence embeddings per document)."""
@@ -73,7 +76,7 @@ class Pipeline:
 
         if self.level == "document":
             return embed_sentences(list(texts), self.cfg.encoder, self.cfg.server.device, progress=False)
-        emb = embed_texts(list(texts), self.cfg.encoder, best_device(self.cfg["device"]), progress=False)
+        emb = embed_texts(list(texts), self.cfg.encoder, best_device(self.cfg.server.device), progress=False)
         return torch.as_tensor(np.asarray(emb), dtype=torch.float32)
 
     def clean(self, texts: Sequence[str]) -> torch.Tensor:
@@ -90,12 +93,10 @@ class Pipeline:
         """What a node holding these texts releases under the run's config (fresh noise from ``seed``)."""
         from dataclasses import replace
 
-        from flwr.app import Context, RecordDict
-
-        from clients.ldp_client import release
         from fl.cohort import Cohort, word_counts
         from fl.levels.channels import make_channels
         from fl.maps import input_map as maps
+        from fl.release import NodeState, release
 
         if self.cfg["map-in"] == "leaky":
             raise ValueError("map-in = 'leaky' runs have no local release flow to replay")
@@ -123,7 +124,7 @@ class Pipeline:
             num_classes,
             d,
             maps.map_dim(self.cfg.release, d),
-            maps.release_dim(self.cfg, d, num_classes),
+            maps.release_dim(self.cfg.release, d, num_classes),
             list(texts),
             [],
             docs,
@@ -131,10 +132,11 @@ class Pipeline:
             word_counts(list(texts)) if self.level == "word" else None,
             np.zeros(0, dtype=np.int64) if self.level == "word" else None,
         )
-        cfg = self.cfg.replace(**{"noise-seed": int(seed), "fresh-noise-per-round": False, "max-epsilon": 0.0})
-        channels = make_channels(cfg, cohort.map_dim, self.setup, num_classes)
-        ctx = Context(run_id=0, node_id=0, node_config={}, state=RecordDict(), run_config={})
-        out = release(ctx, cfg, "train", cohort, rows, channels, self.state.matrix)
+        # A node of its own whose secret is ``seed``, drawing each row once, with no budget to refuse it.
+        drawing = replace(self.spec.release, noise_seed=int(seed), fresh_noise_per_round=False, max_epsilon=0.0)
+        spec = replace(self.spec, release=drawing)
+        channels = make_channels(spec, cohort.map_dim, self.setup, num_classes)
+        out = release(NodeState(), spec, "train", cohort, rows, channels, self.state.matrix)
         return np.asarray(out.emb, dtype=np.float32)
 
 
@@ -196,7 +198,7 @@ def _train_shadow(
     half = np.sort(rng.permutation(len(texts))[: max(2, len(texts) // 2)])
     sub = [texts[j] for j in half]
     x = pipe.clean(sub).numpy() if central else pipe.releases(sub, labels[half], seed=10_000 * (seed + 1) + i)
-    model = build_model(cfg.replace(seed=int(seed) * 1000 + i), st.m_prime, st.d, st.num_classes)
+    model = build_model(st.m_prime, st.d, st.num_classes, hidden_dim=cfg.server.hidden_dim, seed=int(seed) * 1000 + i)
     opt = torch.optim.Adam(model.parameters(), lr=float(cfg["learning-rate"]))
     epochs = int(cfg["server-epochs"]) * int(cfg["num-server-rounds"])
     gen = torch.Generator().manual_seed(int(seed) * 1000 + i)

@@ -282,7 +282,7 @@ def audit_run(
         level=level,
         pair=canary.pair,
         rounds=rounds,
-        fresh_noise_per_round=bool(flow.released_cfg["fresh-noise-per-round"]),
+        fresh_noise_per_round=bool(flow.released.release.fresh_noise_per_round),
         tamper=tamper,
         printed_epsilon=printed,
         pair_epsilon=_pair_epsilon(cfg, level, canary, flow.charged_channels, fresh_rounds),
@@ -334,8 +334,9 @@ def _audit_config(
 def _document_setup(cfg: Any) -> Any:
     """The document level's public setup (its recoder, if any, trained on public data), as the nodes build it."""
     from fl.levels.channels import channel_class
+    from fl.levels.spec import LevelSpec
 
-    return channel_class(cfg).public_setup(cfg, "cpu")
+    return channel_class(cfg.release.level).public_setup(LevelSpec.from_config(cfg), "cpu")
 
 
 def _choose_pair(cfg: Any, level: str, real: Any, matrix: torch.Tensor | None, setup: Any, pool: int) -> CanaryPair:
@@ -404,7 +405,7 @@ def _word_pair(cfg: Any, real: Any) -> CanaryPair:
 
 class _TamperedFlow:
     """The node's release flow for canary cohorts, with the power check ``tamper`` applied to what is released
-    (``release_channels``, ``released_cfg``), while the ledger charges the honest ``charged_channels``."""
+    (``release_channels``, ``released``), while the ledger charges the honest ``charged_channels``."""
 
     def __init__(
         self, cfg: Any, tamper: str, real: Any, matrix: torch.Tensor | None, setup: Any, words: int, rounds: int
@@ -413,19 +414,26 @@ class _TamperedFlow:
         from dataclasses import replace
 
         from fl.levels.channels import make_channels
+        from fl.levels.spec import LevelSpec
 
         self.cfg, self.real, self.matrix, self.words, self.rounds = cfg, real, matrix, words, rounds
-        self.charged_channels = make_channels(cfg, real.map_dim, setup, real.num_classes)
-        self.released_cfg = _release_cfg(cfg, tamper)
+        self.charged_channels = make_channels(LevelSpec.from_config(cfg), real.map_dim, setup, real.num_classes)
+        self.released = LevelSpec.from_config(_release_cfg(cfg, tamper))  # what the (tampered) node releases
         released_setup = setup
         if setup is not None and tamper == "epsilon-3x":  # the node's mechanism comes from the setup's epsilon
             released_setup = replace(setup, epsilon=3 * setup.epsilon)
-        self.release_channels = make_channels(self.released_cfg, real.map_dim, released_setup, real.num_classes)
+        self.release_channels = make_channels(self.released, real.map_dim, released_setup, real.num_classes)
         self.model = None
         if tamper == "leaky-map":
             from fl.maps.pipeline import build_model
 
-            self.model = build_model(cfg, real.release_dim, real.encoder_dim, real.num_classes)
+            self.model = build_model(
+                real.release_dim,
+                real.encoder_dim,
+                real.num_classes,
+                hidden_dim=cfg.server.hidden_dim,
+                seed=cfg.users.seed,
+            )
         # word level: the node's rewrites of the canary (new at every batch) go to a scratch cache
         self.scratch = tempfile.TemporaryDirectory(prefix="sanitas-audit-")
 
@@ -435,9 +443,9 @@ class _TamperedFlow:
     def sampler(self, canary: CanaryPair, side: int) -> Any:
         """``draw(n, gen)``: n trials of input ``side`` (0: x, 1: x'), each a user on a node of its own with a
         fresh node secret; a row holds what the server sees of that user over the rounds."""
-        from flwr.app import Context, RecordDict
+        from dataclasses import replace
 
-        from clients.ldp_client import release
+        from fl.release import NodeState, release
 
         emb, label = canary.emb[side], canary.labels[side]
         text, sentences = canary.texts[side], canary.blocks[side]
@@ -445,22 +453,22 @@ class _TamperedFlow:
         def draw(n: int, gen: torch.Generator) -> torch.Tensor:
             cohort = _canary_cohort(self.real, emb, label, n, text, self.words, sentences)
             secret = int(torch.randint(0, 2**62, (1,), generator=gen))  # a fresh node secret per batch
-            run_cfg = self.released_cfg.replace(**{"noise-seed": secret, "cache-dir": self.scratch.name})
-            ctx = Context(
-                run_id=0,
-                node_id=0,
-                node_config={"partition-id": 0, "num-partitions": 1},
-                state=RecordDict(),
-                run_config={},
+            # A node of its own (a new state) whose secret is this batch's: noise-seed = secret, as a node with
+            # that seed would draw; its word rewrites go to the scratch cache.
+            spec = replace(
+                self.released,
+                release=replace(self.released.release, noise_seed=secret),
+                encoder=replace(self.released.encoder, cache_dir=self.scratch.name),
             )
+            state = NodeState()
             if self.model is not None:
-                return torch.cat([self._leaky_trial(ctx, run_cfg, cohort, i) for i in range(n)])
+                return torch.cat([self._leaky_trial(state, spec, cohort, i) for i in range(n)])
             rows = np.arange(n, dtype=np.int64)
             seen = []
             for _ in range(self.rounds):
-                rel = release(ctx, run_cfg, "train", cohort, rows, self.release_channels, self.matrix)
+                rel = release(state, spec, "train", cohort, rows, self.release_channels, self.matrix)
                 parts = [torch.as_tensor(rel.emb, dtype=torch.float64)]
-                if rel.labels is not None and self.cfg["label-mechanism"] != "none":
+                if rel.labels is not None and self.cfg.release.label_mechanism != "none":
                     labels = torch.as_tensor(rel.labels)
                     parts.append(torch.nn.functional.one_hot(labels, self.real.num_classes).double())
                 seen.append(torch.cat(parts, dim=1))
@@ -468,11 +476,11 @@ class _TamperedFlow:
 
         return draw
 
-    def _leaky_trial(self, ctx: Any, run_cfg: Any, cohort: Any, i: int) -> torch.Tensor:
+    def _leaky_trial(self, state: Any, spec: Any, cohort: Any, i: int) -> torch.Tensor:
         """One leaky user on a node of its own: its release and the gradient its reply carries."""
-        from clients.ldp_client import release
+        from fl.release import release
 
-        rel = release(ctx, run_cfg, "train", cohort, np.array([i]), self.release_channels, self.matrix, self.model)
+        rel = release(state, spec, "train", cohort, np.array([i]), self.release_channels, self.matrix, self.model)
         assert rel.grad is not None
         flat = [torch.as_tensor(rel.emb, dtype=torch.float64).reshape(-1), rel.grad.double().reshape(-1)]
         return torch.cat(flat)[None]
@@ -480,8 +488,8 @@ class _TamperedFlow:
 
 def _printed_figure(cfg: Any, level: str, canary: CanaryPair, channels: Any, fresh_rounds: int) -> tuple[float, float]:
     """(epsilon, delta) the run's ledger prints for the canary: the charges of its fresh rows over the rounds."""
-    from clients.ldp_client import charges_by_extras
     from fl.accounting import PrivacyLedger
+    from fl.release import charges_by_extras
 
     ledger = PrivacyLedger({"train": 1}, target_delta=cfg["accounting-delta"])
     extras = (

@@ -17,6 +17,7 @@ from typing import Any
 from tqdm import tqdm
 
 from fl import config
+from fl.levels.spec import LevelSpec
 from fl.levels.word.quality import rewrite_quality
 from fl.levels.word.rewrite import word_mechanism
 
@@ -46,7 +47,7 @@ def rows(
                 "seed": seed,
             }
         )
-        q = rewrite_quality(cfg)
+        q = rewrite_quality(LevelSpec.from_config(cfg))
         delta = word_mechanism(cfg.release).guarantee.delta  # cached: built once by rewrite_quality
         out.append(
             {

@@ -32,12 +32,12 @@ def _public_embeddings(cfg: config_mod.RunConfig) -> tuple[Any, Any, int] | None
 
     from fl.data import datasets as data
     from fl.encoding.public_tuning import with_tuned_encoder
-    from fl.maps.public_start import public_embeddings
+    from fl.maps.public_start import PublicSpec, public_embeddings
 
     loaded = data.load(cfg.data, cfg.users, cfg.release.level)
     if getattr(loaded, "public", None) is None:
         return None
-    x, y = public_embeddings(with_tuned_encoder(cfg), torch.device("cpu"))
+    x, y = public_embeddings(PublicSpec.from_config(with_tuned_encoder(cfg)), torch.device("cpu"))
     return x, y, int(loaded.num_classes)
 
 
@@ -46,6 +46,7 @@ def check_central_points(central_cfg: Mapping[str, Any], noise: Mapping[float, f
     public documents of ``central_cfg`` at ``seed``; returns what was checked (``emulations``) or why
     nothing was (``unchecked``). Raises :class:`fl.config.ConfigError` naming the points that learn
     nothing there and what to change."""
+    from fl.maps.public_start import PublicSpec
     from fl.reporting.progress import bar
     from fl.training.central_start import central_start
     from fl.training.public_central import Emulation, emulate_user_level
@@ -63,7 +64,8 @@ def check_central_points(central_cfg: Mapping[str, Any], noise: Mapping[float, f
     if int(y.shape[0]) < MIN_PUBLIC:
         return {"unchecked": f"the central runs' public part has {int(y.shape[0])} documents (< {MIN_PUBLIC})"}
     configured = float(cfg.central.server_learning_rate)
-    start = functools.partial(central_start, cfg)  # the run's own start, built afresh for every emulation
+    # the run's own start, built afresh for every emulation
+    start = functools.partial(central_start, PublicSpec.from_config(cfg), cfg.central)
 
     def emulate(noise_multiplier: float, server_learning_rate: float) -> Emulation:
         return emulate_user_level(

@@ -204,12 +204,15 @@ def local_points(
     for total in totals:
         share = label_share[total] if isinstance(label_share, Mapping) else float(label_share)
         trial = config_mod.as_run_config({**dict(cfg), "label-mechanism": protected})
-        keys = {"label-mechanism": protected, **recipes.split_budget(trial, total, share, input_dim, num_classes)}
+        keys = {
+            "label-mechanism": protected,
+            **recipes.split_budget(trial.release, total, share, input_dim, num_classes),
+        }
         variants = [keys]
         if labels_clear:
             clear = config_mod.as_run_config({**dict(cfg), "label-mechanism": "none"})
             variants.append(
-                {"label-mechanism": "none", **recipes.split_budget(clear, total, share, input_dim, num_classes)}
+                {"label-mechanism": "none", **recipes.split_budget(clear.release, total, share, input_dim, num_classes)}
             )
         for keys in variants:
             ordered: dict[str, Any] = {
@@ -529,10 +532,10 @@ def _label_shares(
     from fl.data import datasets as data
     from fl.encoding.public_tuning import with_tuned_encoder
     from fl.maps import recipes
-    from fl.maps.public_start import public_embeddings
+    from fl.maps.public_start import PublicSpec, public_embeddings
 
     tuned = with_tuned_encoder(cfg)
-    x, y = public_embeddings(tuned, torch.device("cpu"))
+    x, y = public_embeddings(PublicSpec.from_config(tuned), torch.device("cpu"))
     groups = data.public_groups(
         tuned.data, tuned.users, tuned.release.level
     )  # the hold-out keeps each source group on one side
@@ -547,7 +550,9 @@ def _label_shares(
         grid = recipes.class_means_candidates()  # the projection's dimension is chosen with the share
     out, dims = {}, {}
     for total in totals:
-        best, _ = recipes.choose(tuned, total, x, y, num_classes, users, groups, candidates=grid)
+        best, _ = recipes.choose(
+            recipes.RecipeSpec.from_config(tuned), total, x, y, num_classes, users, groups, candidates=grid
+        )
         out[total] = best.candidate.label_share
         dims[total] = int(best.values["map-dim"])
         print(

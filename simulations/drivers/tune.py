@@ -30,7 +30,7 @@ def tune(config: str, epsilons: Sequence[float], sets: Sequence[str], out: str, 
     from fl.data import datasets as data
     from fl.encoding.public_tuning import with_tuned_encoder
     from fl.maps import recipes
-    from fl.maps.public_start import public_embeddings
+    from fl.maps.public_start import PublicSpec, public_embeddings
     from simulations.runtime.api import resolve_config
     from simulations.runtime.overrides import load_with_overrides
 
@@ -47,7 +47,7 @@ def tune(config: str, epsilons: Sequence[float], sets: Sequence[str], out: str, 
     loaded = data.load(cfg.data, cfg.users, cfg.release.level)
     assert isinstance(loaded, data.TextDataset)
     cfg = with_tuned_encoder(cfg)  # the public embeddings the run's nodes will compute
-    x, y = public_embeddings(cfg, torch.device("cpu"))
+    x, y = public_embeddings(PublicSpec.from_config(cfg), torch.device("cpu"))
     groups = data.public_groups(
         cfg.data, cfg.users, cfg.release.level
     )  # the hold-out keeps each source group on one side
@@ -63,7 +63,9 @@ def tune(config: str, epsilons: Sequence[float], sets: Sequence[str], out: str, 
     chosen: dict[str, Any] = {}
     for eps in epsilons:
         candidates = recipes.class_means_candidates() if grid == "class-means" else None
-        best, table = recipes.choose(cfg, float(eps), x, y, loaded.num_classes, num_users, groups, candidates)
+        best, table = recipes.choose(
+            recipes.RecipeSpec.from_config(cfg), float(eps), x, y, loaded.num_classes, num_users, groups, candidates
+        )
         for s in table:
             rows.append(
                 {

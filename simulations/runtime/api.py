@@ -171,7 +171,7 @@ def many_nodes_warning(nodes: int) -> str:
 class _Prepared:
     """A run checked and ready to start: its config (``run-name`` fixed), folder and federation."""
 
-    cfg: Any
+    cfg: Any  # a resolved fl.config.RunConfig
     folder: Path
     train_users: int
     test_users: int
@@ -216,7 +216,8 @@ def _warn(cfg: Any, prepared: _Prepared) -> None:
         print(f"sanitas: WARNING: {LEAKY_WARNING}", file=sys.stderr, flush=True)
     if prepared.nodes > MANY_NODES and prepared.backend == "ray":
         print(f"sanitas: WARNING: {many_nodes_warning(prepared.nodes)}", file=sys.stderr, flush=True)
-    warning = channel_class(cfg).early_warning(cfg, prepared.train_users + prepared.test_users)
+    release = prepared.cfg.release  # the resolved config
+    warning = channel_class(release.level).early_warning(release, prepared.train_users + prepared.test_users)
     if warning:
         print(f"sanitas: WARNING: {warning}", file=sys.stderr, flush=True)
 

@@ -133,7 +133,7 @@ class LocalDPAccounting(Strategy):
         self._pending = {p: np.zeros(n, dtype=np.int64) for p, n in sizes.items()}
         assert core.channels is not None
         self.level_warning = type(core.channels.embedding).early_warning(
-            self.cfg, core.num_train_users + core.num_test_users
+            self.cfg.release, core.num_train_users + core.num_test_users
         )
         if self.level_warning:
             log.warning("WORD-LEVEL DELTA TOO LARGE: %s", self.level_warning)

@@ -42,12 +42,14 @@ from fl.encoding.encoder import best_device
 from fl.levels.channels import Channels, channel_class, make_channels
 from fl.levels.document import setup as document_level
 from fl.levels.document.setup import DocumentSetup
+from fl.levels.spec import LevelSpec
 from fl.maps import class_means
 from fl.maps import input_map as maps
 from fl.maps.minibatch import server_adam
 from fl.maps.pipeline import build_model, scores, train_epochs
 from fl.maps.public_model import PublicModel
 from fl.maps.public_start import (
+    PublicSpec,
     cached_public_model,
     projection_start,
     public_embeddings,
@@ -120,12 +122,19 @@ class ReleaseTraining(Strategy):
         if self.class_means:
             self.model = class_means.LinearHead(info.release_dim, info.num_classes).to(self.device)
         else:
-            self.model = build_model(self.cfg, info.release_dim, info.encoder_dim, info.num_classes).to(self.device)
+            self.model = build_model(
+                info.release_dim,
+                info.encoder_dim,
+                info.num_classes,
+                hidden_dim=self.cfg.server.hidden_dim,
+                seed=self.cfg.users.seed,
+            ).to(self.device)
             self.optimizer = server_adam(self.model.parameters(), self.cfg.server.learning_rate, self.device)
         self._x_buf = np.zeros((0, info.release_dim), dtype=np.float32)
         self._x = self._x_buf[:0]
         self.setup_map()
-        self.document_setup = channel_class(self.cfg).public_setup(self.cfg, self.device)
+        level = LevelSpec.from_config(self.cfg)
+        self.document_setup = channel_class(level.level).public_setup(level, self.device)
         if self.document_setup is not None:
             self.public_info = {**self.public_info, "document_setup": self.document_setup.info}
             log.info(
@@ -133,7 +142,7 @@ class ReleaseTraining(Strategy):
                 self.cfg.release.document_mechanism,
                 json.dumps({k: v for k, v in self.document_setup.info.items() if k != "recoder"}),
             )
-        self.channels = make_channels(self.cfg, info.map_dim, self.document_setup, info.num_classes)
+        self.channels = make_channels(level, info.map_dim, self.document_setup, info.num_classes)
         self.setup_public_only()
         log.info(
             "%d nodes hold %d training users and %d test users; releases are %d-dimensional",
@@ -179,7 +188,7 @@ class ReleaseTraining(Strategy):
             return
         if kind == "projection":
             self.map_matrix, self.public_model, self.public_info = projection_start(
-                self.cfg, self.info.num_classes, self.info.map_dim, self.device
+                PublicSpec.from_config(self.cfg), self.info.num_classes, self.info.map_dim, self.device
             )
             log.info(
                 "M1 = the public projection on %d public documents (m' = %d: the public model's logit directions "
@@ -207,7 +216,9 @@ class ReleaseTraining(Strategy):
         mech = config_mod.make_mechanism(
             self.cfg, "sentence", input_dim=self.info.map_dim, num_classes=self.info.num_classes
         )
-        matrix, info = train_public_start(self.cfg, self.model, self.map_matrix, mech, self.device, self._gen)
+        matrix, info = train_public_start(
+            PublicSpec.from_config(self.cfg), self.model, self.map_matrix, mech, self.device, self._gen
+        )
         self.public_info = info
         log.info(
             "M1 trained on %d public documents (loss %.4f), frozen",
@@ -224,7 +235,7 @@ class ReleaseTraining(Strategy):
             self.cfg, "sentence", input_dim=self.info.map_dim, num_classes=self.info.num_classes
         )
         matrix, info = supervised_start(
-            self.cfg, mech, self.info.num_classes, self.info.map_dim, self.device, self._gen
+            PublicSpec.from_config(self.cfg), mech, self.info.num_classes, self.info.map_dim, self.device, self._gen
         )
         self.public_info = info
         log.info(
@@ -258,12 +269,13 @@ class ReleaseTraining(Strategy):
         assert self.info is not None and self.channels is not None
         if not config_mod.has_public(self.cfg):
             return
-        x, y = public_embeddings(self.cfg, self.device)
+        public = PublicSpec.from_config(self.cfg)
+        x, y = public_embeddings(public, self.device)
         k = self.info.num_classes
         if self.public_model is None:
-            self.public_model = cached_public_model(self.cfg, x, y, k)
+            self.public_model = cached_public_model(public, x, y, k)
         mech = getattr(self.channels.embedding, "mechanism", None)
-        if channel_class(self.cfg).level != "sentence" or mech is None or self.leaky:
+        if self.cfg.release.level != "sentence" or mech is None or self.leaky:
             return  # the server can sanitize public documents itself only at the sentence level
         rows = maps.apply_input_map(x.cpu(), self.map_matrix)
         if self.class_means:
@@ -275,7 +287,13 @@ class ReleaseTraining(Strategy):
         gen = torch.Generator().manual_seed(int(self.cfg.users.seed) + 7919)  # apart from the run's stream
         z = mech.sanitize(rows, generator=gen).to(torch.float32).to(self.device)
         with torch.random.fork_rng(devices=[]):  # build_model seeds the global generator: leave it as it was
-            head = build_model(self.cfg, self.info.release_dim, self.info.encoder_dim, k).to(self.device)
+            head = build_model(
+                self.info.release_dim,
+                self.info.encoder_dim,
+                k,
+                hidden_dim=self.cfg.server.hidden_dim,
+                seed=self.cfg.users.seed,
+            ).to(self.device)
         optimizer = server_adam(head.parameters(), self.cfg.server.learning_rate, self.device)
         epochs, batch = int(self.cfg.server.server_epochs), int(self.cfg.server.batch_size)
         with progress_bar(total=epochs, desc=f"public-only model on {len(y)} public releases", leave=False) as bar:

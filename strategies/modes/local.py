@@ -118,7 +118,7 @@ class LocalMode:
         assert core.info is not None
         leak = " | NOT LDP (leaky M1)" if core.leaky else ""
         title = (
-            f"{cfg.data.dataset} | {run_label(cfg)} | M1={cfg.release.map_in} m'={core.info.map_dim} | "
+            f"{cfg.data.dataset} | {run_label(cfg.release)} | M1={cfg.release.map_in} m'={core.info.map_dim} | "
             f"label={cfg.release.label_mechanism}{leak}"
         )
         return fields, title, "sanitized test"
@@ -138,4 +138,4 @@ class LocalMode:
 
     def run_name(self, cfg: RunConfig) -> str:
         """The dataset and the level's mechanism and epsilon."""
-        return f"{Path(cfg.data.dataset).stem}-{run_label(cfg)}"
+        return f"{Path(cfg.data.dataset).stem}-{run_label(cfg.release)}"

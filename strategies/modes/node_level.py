@@ -50,7 +50,9 @@ class NodeLevelMode:
             random.seed(int(cfg.release.noise_seed))
             np.random.seed(int(cfg.release.noise_seed) % 2**32)
         strategy = make_central_strategy(cfg, nodes, writer)
-        model = build_model(cfg, first.map_dim, first.encoder_dim, first.num_classes)
+        model = build_model(
+            first.map_dim, first.encoder_dim, first.num_classes, hidden_dim=cfg.server.hidden_dim, seed=cfg.users.seed
+        )
         log.info(
             "%d nodes hold %d training users and %d test users; %d nodes sampled per round",
             len(nodes),
@@ -97,7 +99,9 @@ class NodeLevelMode:
         if info is None:  # a checkpoint from before the shape was kept
             log.info("no attack state: the node-level run's model shape is not recorded")
             return None
-        model = build_model(cfg, info.map_dim, info.encoder_dim, info.num_classes)
+        model = build_model(
+            info.map_dim, info.encoder_dim, info.num_classes, hidden_dim=cfg.server.hidden_dim, seed=cfg.users.seed
+        )
         model.load_state_dict(final.to_torch_state_dict())
         if cfg.release.map_in in maps.FROM_SERVER:
             return None

@@ -21,6 +21,7 @@ from fl.config import RunConfig
 from fl.config.rules import check_central_config
 from fl.encoding.encoder import best_device
 from fl.maps.pipeline import ServerModel
+from fl.maps.public_start import PublicSpec
 from fl.reporting.results import RunWriter
 from fl.training.central_start import central_start
 from strategies import discovery
@@ -47,7 +48,9 @@ class UserLevelMode:
     def start(self, grid: Grid, cfg: RunConfig, writer: RunWriter, timeout: float) -> ModeRun:
         nodes = discovery.discover_nodes(grid, timeout)
         first = next(iter(nodes.values()))
-        begin = central_start(cfg, first.map_dim, first.encoder_dim, first.num_classes)
+        begin = central_start(
+            PublicSpec.from_config(cfg), cfg.central, first.map_dim, first.encoder_dim, first.num_classes
+        )
         model, matrix, start = begin.model, begin.matrix, begin.text
         trained: torch.nn.Module = model  # the head, or (central-train = "encoder") the encoder's top part and the head
         if cfg.central.central_train == "encoder":  # the encoder's top part trains next to the head

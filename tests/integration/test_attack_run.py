@@ -43,7 +43,7 @@ def folder(tmp_path: Path, offline_env: None) -> Path:
     members = np.arange(len(ds.train))
     texts = [ds.train[int(i)]["text"] for i in members]
     y = torch.as_tensor(np.asarray([ds.train[int(i)]["label"] for i in members]))
-    model = build_model(cfg, 384, 384, 2)
+    model = build_model(384, 384, 2, hidden_dim=cfg.server.hidden_dim, seed=cfg.users.seed)
     pipe = Pipeline(cfg, from_model(model, None, members, "every training document"))
     x = pipe.clean(texts)
     opt = torch.optim.Adam(model.parameters(), lr=1e-3)

@@ -121,7 +121,7 @@ def test_the_audit_table_rows_are_valid_configs(tmp_path: Path) -> None:
 
     for name, cfg, level, tamper, trials in ROWS:
         want = {"word": "WordChannel", "document": "DocumentChannel"}.get(level, "SentenceChannel")
-        assert channel_class(resolve_config(cfg, {})).__name__ == want, name
+        assert channel_class(resolve_config(cfg, {}).release.level).__name__ == want, name
         assert trials >= 2_000 and (tamper == "" or "power check" in name)
     row = dict.fromkeys(("row", "level", "tamper", "printed_epsilon", "pair_epsilon", "epsilon_lb"), "x")
     row |= {"trials": 1, "confidence": 0.95, "verdict": "passes", "seconds": 0.1, "pair": "p"}

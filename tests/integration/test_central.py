@@ -186,7 +186,7 @@ def test_a_node_replies_the_clipped_sum_of_its_sampled_users_only(data_dir: Path
     cfg, c, context = _node(
         data_dir, cache_dir, {"central-clip": 0.05, "local-epochs": 2, "client-learning-rate": 0.5, "noise-seed": 11}
     )
-    model = build_model(cfg, c.map_dim, c.encoder_dim, c.num_classes)
+    model = build_model(c.map_dim, c.encoder_dim, c.num_classes, hidden_dim=cfg.server.hidden_dim, seed=cfg.users.seed)
     request = ConfigRecord({"server-round": 4, "sampling-rate": 0.5})
     msg = Message(
         content=RecordDict({wire.MODEL: ArrayRecord(model.state_dict()), wire.CONFIG: request}),
@@ -223,7 +223,8 @@ def test_a_node_trains_the_model_it_kept_from_the_evaluate_request(
     from fl.maps.pipeline import build_model
 
     cfg, c, context = _node(data_dir, cache_dir, {"noise-seed": 11})
-    arrays = ArrayRecord(build_model(cfg, c.map_dim, c.encoder_dim, c.num_classes).state_dict())
+    model = build_model(c.map_dim, c.encoder_dim, c.num_classes, hidden_dim=cfg.server.hidden_dim, seed=cfg.users.seed)
+    arrays = ArrayRecord(model.state_dict())
     request = ConfigRecord({"server-round": 2, "sampling-rate": 0.5})
 
     def train(content: dict) -> dict:

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 from flwr.app import Message, MetricRecord, RecordDict
 
-from clients.ldp_client import NodeRelease
 from fl import config, wire
+from fl.release import NodeRelease
 from strategies.local.release_training import ReleaseTraining
 
 EPS, LABEL_EPS = 2.0, 1.0

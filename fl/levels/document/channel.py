@@ -20,9 +20,10 @@ from flwr.app import Array, ArrayRecord
 
 from fl.accounting.charges import Charge
 from fl.cohort import Cohort
-from fl.config import RunConfig
+from fl.config import ReleaseConfig
 from fl.levels.base import Drawn, EmbeddingChannel, Received, ReleaseInputs, described
 from fl.levels.document.setup import DocumentSetup
+from fl.levels.spec import LevelSpec
 from mechanisms.guarantee import Guarantee
 
 
@@ -30,16 +31,15 @@ class DocumentChannel(EmbeddingChannel):
     """Release one SentDP document embedding per user; charge the whole document's guarantee."""
 
     level = "document"
-    mechanism_key = "document-mechanism"
-    epsilon_key = "document-epsilon"
+    channel = "document"
     unit_suffix = "-per-sentence"
     needs_public_setup = True
     extra_keys = ("num-sentences",)
 
-    def __init__(self, cfg: RunConfig, input_dim: int, setup: DocumentSetup) -> None:
-        super().__init__(cfg, input_dim)
+    def __init__(self, release: ReleaseConfig, input_dim: int, setup: DocumentSetup) -> None:
+        super().__init__(release, input_dim)
         self.setup = setup
-        self.mechanism = setup.mechanism(cfg.release)
+        self.mechanism = setup.mechanism(release)
         self._by_k: dict[int, Charge] = {}
 
     @property
@@ -64,7 +64,7 @@ class DocumentChannel(EmbeddingChannel):
         c = inputs.cohort
         docs = c.train_docs if inputs.purpose == "train" else c.test_docs
         assert docs is not None
-        emb, chosen = self.setup.release(self.cfg, docs.select(rows), generator)
+        emb, chosen = self.setup.release(self.release_config, docs.select(rows), generator)
         return Drawn(emb, ids=None if chosen is None else chosen.numpy())
 
     def clean(self, inputs: ReleaseInputs, rows: np.ndarray) -> torch.Tensor | None:
@@ -77,12 +77,12 @@ class DocumentChannel(EmbeddingChannel):
         return extras["num-sentences"]
 
     @classmethod
-    def public_setup(cls, cfg: RunConfig, device: Any) -> DocumentSetup:
+    def public_setup(cls, spec: LevelSpec, device: Any) -> DocumentSetup:
         """Recoder, candidates and projections (DeepCandidate) or the box (truncation), from public
         documents only."""
         from fl.levels.document.setup import build_setup
 
-        return build_setup(cfg, device)
+        return build_setup(spec, device)
 
     def to_record(self, emb: np.ndarray, ids: np.ndarray | None, extras: Mapping[str, np.ndarray]) -> dict[str, Array]:
         """DeepCandidate sends the index of the chosen public candidate *instead of* a vector."""

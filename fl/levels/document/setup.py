@@ -32,7 +32,7 @@ import torch
 from flwr.app import Array, ArrayRecord
 
 import mechanisms
-from fl.config import ReleaseConfig, RunConfig, mechanism_options
+from fl.config import ReleaseConfig, mechanism_options
 from fl.data import datasets as data
 from fl.encoding.cache_files import atomic_write, discarded, seal, unseal
 from fl.encoding.documents import SentenceDocs, embed_sentences
@@ -44,6 +44,7 @@ from fl.levels.document.recoder import (
     train_recoder,
     tune_projections,
 )
+from fl.levels.spec import LevelSpec
 from fl.maps.pipeline import confusion_matrix
 from mechanisms.base import DocumentMechanism
 
@@ -138,10 +139,11 @@ class DocumentSetup:
         return docs.means(self.recode(docs))
 
     def release(
-        self, cfg: RunConfig, docs: SentenceDocs, generator: torch.Generator
+        self, release: ReleaseConfig, docs: SentenceDocs, generator: torch.Generator
     ) -> tuple[torch.Tensor, torch.Tensor | None]:
-        """One release per document: (embedding [n, d] float32, candidate ids or ``None``)."""
-        mech = self.mechanism(cfg.release)
+        """One release per document under ``release``'s document mechanism: (embedding [n, d] float32,
+        candidate ids or ``None``)."""
+        mech = self.mechanism(release)
         blocks = docs.docs(emb=self.recode(docs))
         out = mech.sanitize(blocks, generator=generator)
         if self.kind == "deepcandidate":
@@ -182,16 +184,18 @@ def _mechanism(version: str, setup: DocumentSetup, options_text: str) -> Documen
     return _MECHANISMS[key]
 
 
-def build_setup(cfg: RunConfig, device: str | torch.device = "cpu", progress: bool = True) -> DocumentSetup:
-    """Build the public material from the public split (server side). Public data only."""
-    ds = data.load(cfg.data, cfg.users, cfg.release.level)
+def build_setup(spec: LevelSpec, device: str | torch.device = "cpu", progress: bool = True) -> DocumentSetup:
+    """Build the public material from the public split (server side), training on ``device``; the public
+    sentences are embedded on ``spec.device``. Public data only."""
+    ds = data.load(spec.data, spec.users, spec.level)
     if ds.public is None or len(ds.public) == 0:
         raise ValueError("the document level needs public documents: set public-fraction > 0")
-    public = embed_sentences(ds.public["text"][:], cfg.encoder, cfg.server.device, progress)
+    public = embed_sentences(ds.public["text"][:], spec.encoder, spec.device, progress)
     labels = torch.as_tensor(np.asarray(ds.public["label"][:], dtype=np.int64))
     usable = np.flatnonzero(public.num_sentences >= 2)  # as for private documents
     public, labels = public.select(usable), labels[usable]
-    kind, eps, seed = cfg.release.document_mechanism, float(cfg.release.document_epsilon), int(cfg.users.seed)
+    release = spec.release
+    kind, eps, seed = release.document_mechanism, float(release.document_epsilon), int(spec.users.seed)
     if kind == "truncation":
         from mechanisms.truncation import median_box
 
@@ -201,16 +205,16 @@ def build_setup(cfg: RunConfig, device: str | torch.device = "cpu", progress: bo
     if kind != "deepcandidate":
         raise ValueError(f"unknown document mechanism {kind!r}")
     recoder, classifier, val, chosen, candidates, recoder_info = _public_recoder(
-        cfg, public, labels, ds.num_classes, device, progress
+        spec, public, labels, ds.num_classes, device, progress
     )
     info = {"recoder": recoder_info, "candidates": int(len(chosen))}
-    num_projections = int(cfg.release.num_projections)
+    num_projections = int(release.num_projections)
     if num_projections == 0:  # tune p on the public validation documents (no privacy cost)
         val_docs = public.select(val)
         blocks = val_docs.docs(emb=recode(recoder, val_docs.emb))
 
         def make(p: int) -> DocumentMechanism:
-            return DocumentSetup(kind, eps, recoder, candidates, p, seed).mechanism(cfg.release)
+            return DocumentSetup(kind, eps, recoder, candidates, p, seed).mechanism(release)
 
         num_projections, scores = tune_projections(
             make, candidates, classifier, blocks, labels[val].numpy(), ds.num_classes, PROJECTION_GRID, seed
@@ -224,7 +228,7 @@ def build_setup(cfg: RunConfig, device: str | torch.device = "cpu", progress: bo
 
 
 def _public_recoder(
-    cfg: RunConfig,
+    spec: LevelSpec,
     public: SentenceDocs,
     labels: torch.Tensor,
     num_classes: int,
@@ -234,23 +238,23 @@ def _public_recoder(
     """H, C_dc, the validation rows, the candidates' rows and F: trained once per public data and
     settings, then read back from ``<cache-dir>/document-setup/`` (a function of public data only,
     shared by every epsilon of a sweep)."""
-    release = cfg.release
+    release = spec.release
     material = json.dumps(
         {
             "v": 2,
-            "data": cfg.data.flat(),  # the public documents (with the seed and the level below)
-            "seed": cfg.users.seed,
+            "data": spec.data.flat(),  # the public documents (with the seed and the level below)
+            "seed": spec.users.seed,
             "level": release.level,
-            "folder": str(cfg.data.folder),
-            "encoder": cfg.encoder.encoder,
+            "folder": str(spec.data.folder),
+            "encoder": spec.encoder.encoder,
             "recoder": [release.recoder_clusters, release.recoder_epochs],
             "candidates": [release.num_candidates, release.candidate_min_sentences],
         },
         sort_keys=True,
         default=str,
     )
-    path = cfg.encoder.cache_folder / "document-setup" / f"{hashlib.sha256(material.encode()).hexdigest()[:32]}.pt"
-    d, seed = public.dim, int(cfg.users.seed)
+    path = spec.encoder.cache_folder / "document-setup" / f"{hashlib.sha256(material.encode()).hexdigest()[:32]}.pt"
+    d, seed = public.dim, int(spec.users.seed)
     if path.is_file():
         cached = _read_setup(path, d, num_classes)
         if cached is not None:
@@ -260,8 +264,8 @@ def _public_recoder(
         public,
         labels,
         num_classes,
-        clusters=int(cfg.release.recoder_clusters),
-        epochs=int(cfg.release.recoder_epochs),
+        clusters=int(release.recoder_clusters),
+        epochs=int(release.recoder_epochs),
         seed=seed,
         device=device,
         progress=progress,
@@ -270,7 +274,7 @@ def _public_recoder(
     recoded = recode(recoder, public.emb)
     val = np.asarray(training.info.pop("validation_rows"), dtype=np.int64)
     chosen, candidates = select_candidates(
-        public, recoded, int(cfg.release.candidate_min_sentences), int(cfg.release.num_candidates), seed, exclude=val
+        public, recoded, int(release.candidate_min_sentences), int(release.num_candidates), seed, exclude=val
     )
     entry = seal(
         {

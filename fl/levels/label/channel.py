@@ -7,8 +7,8 @@ import numpy as np
 import torch
 
 from fl.accounting.charges import Charge
-from fl.config import RunConfig, make_mechanism
 from fl.data import datasets as data
+from fl.levels.spec import LevelSpec
 from mechanisms.guarantee import Guarantee
 from mechanisms.rr_prior import LabelPrior
 
@@ -19,15 +19,18 @@ class LabelChannel:
 
     Parameters
     ----------
-    cfg : Mapping[str, Any]
-        Resolved run config (``label-*`` keys).
+    spec : LevelSpec
+        The run's level inputs: its release section (``label-*`` keys) and, for ``label-prior =
+        "public"``, the data whose public documents give the prior.
+    num_classes : int, optional
+        The run's number of classes (randomized response's exact account needs it).
     """
 
     level = "label"
 
-    def __init__(self, cfg: RunConfig, num_classes: int | None = None) -> None:
-        self.cfg = cfg
-        self.mechanism = make_mechanism(cfg, "label")
+    def __init__(self, spec: LevelSpec, num_classes: int | None = None) -> None:
+        self.spec = spec
+        self.mechanism = spec.release.mechanism("label")
         self.num_classes = num_classes
 
     @property
@@ -47,10 +50,11 @@ class LabelChannel:
 
     def prior(self, released: torch.Tensor, model: torch.nn.Module | None, num_classes: int) -> LabelPrior | None:
         """RR-with-prior's prior for these released rows (``None`` for other mechanisms)."""
-        if self.cfg.release.label_mechanism != "rr_prior":
+        release = self.spec.release
+        if release.label_mechanism != "rr_prior":
             return None
-        if self.cfg.release.label_prior == "public":
-            public = data.load(self.cfg.data, self.cfg.users, self.cfg.release.level).public
+        if release.label_prior == "public":
+            public = data.load(self.spec.data, self.spec.users, self.spec.level).public
             if public is None:
                 raise ValueError("label-prior = 'public' needs public documents (public-fraction > 0)")
             counts = np.bincount(np.asarray(public["label"], dtype=np.int64), minlength=num_classes)

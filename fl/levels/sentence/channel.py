@@ -22,8 +22,7 @@ class SentenceChannel(MappedChannel):
     """Release ``mechanism(n(M1 G(doc)))`` per document; in the leaky mode also dLoss/dM1."""
 
     level = "sentence"
-    mechanism_key = "sentence-mechanism"
-    epsilon_key = "sentence-epsilon"
+    channel = "sentence"
 
     @property
     def guarantee(self) -> Guarantee:

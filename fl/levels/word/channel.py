@@ -18,8 +18,9 @@ import torch
 
 from fl.accounting.charges import Charge
 from fl.cohort import Cohort
-from fl.config import RunConfig
+from fl.config import ReleaseConfig
 from fl.levels.base import MappedChannel, ReleaseInputs, described
+from fl.levels.spec import LevelSpec
 from fl.levels.word import rewrite as rewrite_mod
 from mechanisms.guarantee import Guarantee
 
@@ -28,14 +29,13 @@ class WordChannel(MappedChannel):
     """Release G(rewrite(doc)) through M1; charge k per-word guarantees per document."""
 
     level = "word"
-    mechanism_key = "word-mechanism"
-    epsilon_key = "word-epsilon"
+    channel = "word"
     unit_suffix = "-per-word"
     extra_keys = ("num-words",)
 
-    def __init__(self, cfg: RunConfig, input_dim: int, num_classes: int | None = None) -> None:
-        super().__init__(cfg, input_dim, num_classes)  # the sentence mechanism is "none" (config check)
-        self.word_mechanism = rewrite_mod.word_mechanism(cfg.release)
+    def __init__(self, release: ReleaseConfig, input_dim: int, num_classes: int | None = None) -> None:
+        super().__init__(release, input_dim, num_classes)  # the sentence mechanism is "none" (config check)
+        self.word_mechanism = rewrite_mod.word_mechanism(release)
 
     @property
     def guarantee(self) -> Guarantee:
@@ -67,18 +67,18 @@ class WordChannel(MappedChannel):
         )
 
     @classmethod
-    def early_warning(cls, cfg: RunConfig, num_users: int) -> str | None:
-        return rewrite_mod.delta_warning(rewrite_mod.word_mechanism(cfg.release).guarantee, num_users)
+    def early_warning(cls, release: ReleaseConfig, num_users: int) -> str | None:
+        return rewrite_mod.delta_warning(rewrite_mod.word_mechanism(release).guarantee, num_users)
 
     @classmethod
-    def diagnostics(cls, cfg: RunConfig) -> tuple[str, dict[str, Any]] | None:
+    def diagnostics(cls, spec: LevelSpec) -> tuple[str, dict[str, Any]] | None:
         """N_w, S_w, ROUGE-1 and BLEU of the rewrite on sampled test documents (reads raw text: a
         diagnostic, not a release)."""
-        if cfg.release.word_quality_docs <= 0:
+        if spec.release.word_quality_docs <= 0:
             return None
         from fl.levels.word.quality import rewrite_quality
 
-        return "rewrite_quality", rewrite_quality(cfg)
+        return "rewrite_quality", rewrite_quality(spec)
 
     def report(self, seen: Mapping[str, np.ndarray], warning: str | None = None) -> tuple[str, dict[str, Any]]:
         """The per-word guarantee and the document guarantee (the mechanism's own composition over

@@ -25,8 +25,9 @@ from typing import Any
 import numpy as np
 import torch
 
-from fl.config import RunConfig, UsersConfig
+from fl.config import UsersConfig
 from fl.data import datasets as data
+from fl.levels.spec import LevelSpec
 from fl.levels.word.rewrite import word_mechanism
 from mechanisms.words import unchanged_fraction, word_statistics
 
@@ -51,14 +52,14 @@ def text_similarity(originals: list[str], rewrites: list[str]) -> dict[str, floa
     return {"rouge1_f": float(np.mean(rouge)), "bleu": float(sacrebleu.corpus_bleu(rewrites, [originals]).score)}
 
 
-def rewrite_quality(cfg: RunConfig) -> dict[str, Any]:
+def rewrite_quality(spec: LevelSpec) -> dict[str, Any]:
     """N_w, S_w, ROUGE-1 and BLEU of the configured word mechanism on a sample of test documents."""
-    mech = word_mechanism(cfg.release)
-    ds = data.load(cfg.data, cfg.users, cfg.release.level)
+    mech = word_mechanism(spec.release)
+    ds = data.load(spec.data, spec.users, spec.level)
     if not isinstance(ds, data.TextDataset):
         raise ValueError("dataset = 'synthetic' has no texts to rewrite")
     test = ds.test
-    n = min(int(cfg.release.word_quality_docs), len(test))
+    n = min(int(spec.release.word_quality_docs), len(test))
     out: dict[str, Any] = {
         "mechanism": mech.name,
         "epsilon_per_word": mech.epsilon,
@@ -67,9 +68,9 @@ def rewrite_quality(cfg: RunConfig) -> dict[str, Any]:
     if n == 0:
         return out
     start = time.perf_counter()
-    rows = np.random.default_rng(_seed(cfg.users, "word-quality-sample")).choice(len(test), size=n, replace=False)
+    rows = np.random.default_rng(_seed(spec.users, "word-quality-sample")).choice(len(test), size=n, replace=False)
     texts = list(test.select(np.sort(rows))["text"][:])
-    gen = torch.Generator().manual_seed(_seed(cfg.users, "word-quality-noise"))
+    gen = torch.Generator().manual_seed(_seed(spec.users, "word-quality-noise"))
     r = mech.rewrite(texts, gen)
     out.update(
         {
@@ -81,7 +82,7 @@ def rewrite_quality(cfg: RunConfig) -> dict[str, Any]:
             "examples": [{"original": o, "rewrite": w} for o, w in zip(texts[:3], r.texts[:3], strict=True)],
         }
     )
-    k = int(cfg.release.word_support_words)
+    k = int(spec.release.word_support_words)
     if k > 0:
         frequent = [i for i, _ in Counter(r.input_ids[r.input_ids != r.unk].tolist()).most_common(k)]
         if frequent:

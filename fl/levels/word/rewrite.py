@@ -37,9 +37,10 @@ from typing import Any
 import numpy as np
 import torch
 
-from fl.config import DataConfig, EncoderConfig, ReleaseConfig, RunConfig, UsersConfig
+from fl.config import ReleaseConfig
 from fl.encoding.cache_files import atomic_write, discarded, seal, unseal
 from fl.encoding.encoder import best_device, embed_texts
+from fl.levels.spec import LevelSpec
 from mechanisms.base import WordMechanism
 from mechanisms.guarantee import Guarantee
 
@@ -59,24 +60,6 @@ def _mechanism(name: str, epsilon: float, options: str) -> WordMechanism:
     if not isinstance(mech, WordMechanism):
         raise ValueError(f"word-mechanism {name!r} is not a word-level mechanism")
     return mech
-
-
-@dataclass(frozen=True)
-class RewriteSpec:
-    """What a word-level rewrite reads of a run: the release section (the word mechanism, ``noise-seed``),
-    the data and users sections (which documents: the cache key), the encoder section that embeds the
-    rewrites, and the configured device it embeds them on."""
-
-    release: ReleaseConfig
-    data: DataConfig
-    users: UsersConfig
-    encoder: EncoderConfig
-    device: str
-
-    @classmethod
-    def from_config(cls, cfg: RunConfig) -> RewriteSpec:
-        """The rewrite inputs of a resolved run config."""
-        return cls(cfg.release, cfg.data, cfg.users, cfg.encoder, cfg.server.device)
 
 
 def delta_warning(guarantee: Guarantee, num_users: int) -> str | None:
@@ -104,7 +87,7 @@ class RewrittenSplit:
     num_words: np.ndarray  # int64 [n]: word tokens per document (the guarantee's units)
 
 
-def _key(spec: RewriteSpec, purpose: str, partition: tuple[int, int], draw: int) -> str:
+def _key(spec: LevelSpec, purpose: str, partition: tuple[int, int], draw: int) -> str:
     release, users, encoder = spec.release, spec.users, spec.encoder
     material = json.dumps(
         {
@@ -128,7 +111,7 @@ _MEMORY: dict[tuple[str, int], RewrittenSplit] = {}
 
 
 def rewritten_split(
-    spec: RewriteSpec, texts: list[str], purpose: str, partition: tuple[int, int], draw: int, seed: int
+    spec: LevelSpec, texts: list[str], purpose: str, partition: tuple[int, int], draw: int, seed: int
 ) -> RewrittenSplit:
     """Rewrite ``texts`` (a node's documents of ``purpose``) with a generator seeded by ``seed``, then embed.
 
@@ -154,7 +137,7 @@ def rewritten_split(
     return out
 
 
-def _rewrite_and_embed(spec: RewriteSpec, texts: list[str], seed: int, purpose: str) -> RewrittenSplit:
+def _rewrite_and_embed(spec: LevelSpec, texts: list[str], seed: int, purpose: str) -> RewrittenSplit:
     if not texts:
         return RewrittenSplit(torch.zeros(0, 0), np.zeros(0, dtype=np.int64))
     mech = word_mechanism(spec.release)

@@ -38,7 +38,8 @@ def test_clean_evaluation_is_named_off_by_default() -> None:
 
 def test_the_summary_fields_follow_the_config() -> None:
     summary = {"dataset": "sst2", "ldp_guarantee_holds": True, "privacy": {"epsilon_total": 6.28, "delta_total": 0.0}}
-    fields = summary_scope(summary, config.resolve({"noise-seed": 3, "clean-evaluation": True, "user-unit": "source"}))
+    cfg = config.resolve({"noise-seed": 3, "clean-evaluation": True, "user-unit": "source"})
+    fields = summary_scope(summary, cfg.release, user_unit=cfg.data.user_unit)
     assert fields["noise"]["secret"] is False and fields["clean_evaluation"] is True
     text = fields["guarantee_statement"]
     assert text.startswith("epsilon 6.28 per source sentence, delta 0, local DP.")

@@ -25,6 +25,7 @@ from fl.encoding import cache_files, embedding_cache, encoder
 from fl.encoding.documents import SentenceDocs
 from fl.levels.document import setup as document_level
 from fl.levels.document.recoder import Recoder, RecoderTraining
+from fl.levels.spec import LevelSpec
 from fl.levels.word import rewrite
 from fl.reporting.results import RunWriter
 
@@ -439,16 +440,16 @@ def test_rewritten_split_recomputes_a_damaged_file(tmp_path: Path, monkeypatch: 
 
     monkeypatch.setattr(rewrite, "_rewrite_and_embed", fake_rewrite)
     monkeypatch.setattr(rewrite, "_MEMORY", {})
-    first = rewrite.rewritten_split(rewrite.RewriteSpec.from_config(cfg), TEXTS[:4], "train", (0, 1), 0, 7)
+    first = rewrite.rewritten_split(LevelSpec.from_config(cfg), TEXTS[:4], "train", (0, 1), 0, 7)
     (path,) = (tmp_path / "rewrites").glob("*.npz")
     rewrite._MEMORY.clear()
     assert torch.equal(
-        rewrite.rewritten_split(rewrite.RewriteSpec.from_config(cfg), TEXTS[:4], "train", (0, 1), 0, 7).emb, first.emb
+        rewrite.rewritten_split(LevelSpec.from_config(cfg), TEXTS[:4], "train", (0, 1), 0, 7).emb, first.emb
     )
     assert calls == [7]  # read back, not recomputed
     _resave_npz(path, emb=_fresh(TEXTS[:4]) * 2)
     rewrite._MEMORY.clear()
-    again = rewrite.rewritten_split(rewrite.RewriteSpec.from_config(cfg), TEXTS[:4], "train", (0, 1), 0, 7)
+    again = rewrite.rewritten_split(LevelSpec.from_config(cfg), TEXTS[:4], "train", (0, 1), 0, 7)
     assert torch.equal(again.emb, first.emb) and calls == [7, 7]
 
 

@@ -14,17 +14,18 @@ from flwr.app import RecordDict
 import mechanisms
 from fl import config, wire
 from fl.accounting import PrivacyLedger
+from fl.config import level_of
 from fl.levels.channels import (
     DocumentChannel,
     EmbeddingChannel,
     LabelChannel,
     SentenceChannel,
     WordChannel,
-    level_of,
     make_channels,
     run_label,
 )
 from fl.levels.document.setup import DocumentSetup
+from fl.levels.spec import LevelSpec
 from mechanisms.guarantee import Guarantee
 
 DIM = 8
@@ -43,7 +44,9 @@ def _setup(kind: str, eps: float = 2.0) -> DocumentSetup:
 
 def _channel(level: str, name: str) -> EmbeddingChannel:
     if level == "sentence":
-        return make_channels(config.resolve({"sentence-mechanism": name, "sentence-epsilon": 2.0}), DIM).embedding
+        return make_channels(
+            LevelSpec.from_config(config.resolve({"sentence-mechanism": name, "sentence-epsilon": 2.0})), DIM
+        ).embedding
     if level == "word":
         cfg = config.resolve(
             {
@@ -53,7 +56,7 @@ def _channel(level: str, name: str) -> EmbeddingChannel:
                 "word-options": "vocab_size = 2000",
             }
         )
-        return make_channels(cfg, DIM).embedding
+        return make_channels(LevelSpec.from_config(cfg), DIM).embedding
     cfg = config.resolve(
         {
             "document-mechanism": name,
@@ -63,7 +66,7 @@ def _channel(level: str, name: str) -> EmbeddingChannel:
             "public-fraction": 0.1,
         }
     )
-    return make_channels(cfg, DIM, _setup(name)).embedding
+    return make_channels(LevelSpec.from_config(cfg), DIM, _setup(name)).embedding
 
 
 EXTRAS = {
@@ -107,7 +110,7 @@ def test_cost_equals_the_ledger_charge_and_survives_the_wire(level: str, name: s
     rows, extras and charges."""
     channel = _channel(level, name)
     assert isinstance(channel.guarantee, Guarantee) and channel.guarantee.is_private
-    assert channel.level == level == level_of(channel.cfg)
+    assert channel.level == level == channel.release_config.level
     extras = EXTRAS[level]
     n = 4
     costs = channel.costs(n, extras)
@@ -155,7 +158,7 @@ def test_bad_parameters_are_refused_before_running(level: str, name: str) -> Non
 )
 def test_label_channel_contract(name: str) -> None:
     """The label channel charges one use of its guarantee per label (infinite in the clear)."""
-    channel = LabelChannel(config.resolve({"label-mechanism": name, "label-epsilon": 1.5}))
+    channel = LabelChannel(LevelSpec.from_config(config.resolve({"label-mechanism": name, "label-epsilon": 1.5})))
     charges, index = channel.charges(3)
     assert len(charges) == 1 and np.array_equal(index, np.zeros(3))
     expected = 1.5 if name != "none" else math.inf
@@ -173,7 +176,9 @@ def test_the_rr_label_channel_keeps_a_label_with_the_probability_its_epsilon_giv
     """2-ary randomized response at epsilon 1.5 keeps a label with probability e^1.5 / (e^1.5 + 1) = 0.8176:
     20,000 releases land within 4 standard deviations of it (power: epsilon 1.0 keeps 0.7311, 3.0 keeps
     0.9526, both more than 30 standard deviations away)."""
-    channel = LabelChannel(config.resolve({"label-mechanism": "rr", "label-epsilon": 1.5}), num_classes=2)
+    channel = LabelChannel(
+        LevelSpec.from_config(config.resolve({"label-mechanism": "rr", "label-epsilon": 1.5})), num_classes=2
+    )
     n = 20_000
     y = torch.arange(n) % 2
     out = channel.release(y, torch.zeros(n, 2), None, 2, torch.Generator().manual_seed(3))
@@ -190,12 +195,14 @@ def test_one_factory_decides_the_level() -> None:
         {"document-mechanism": "truncation", "sentence-mechanism": "none", "map-in": "identity", "public-fraction": 0.1}
     )
     assert [level_of(c) for c in (sentence, word, document)] == ["sentence", "word", "document"]
-    assert isinstance(make_channels(sentence, DIM).embedding, SentenceChannel)
-    assert isinstance(make_channels(word, DIM).embedding, WordChannel)
-    assert isinstance(make_channels(document, DIM, _setup("truncation")).embedding, DocumentChannel)
+    assert isinstance(make_channels(LevelSpec.from_config(sentence), DIM).embedding, SentenceChannel)
+    assert isinstance(make_channels(LevelSpec.from_config(word), DIM).embedding, WordChannel)
+    assert isinstance(
+        make_channels(LevelSpec.from_config(document), DIM, _setup("truncation")).embedding, DocumentChannel
+    )
     with pytest.raises(ValueError, match="public setup"):
-        make_channels(document, DIM)
-    assert (run_label(sentence), run_label(word), run_label(document)) == (
+        make_channels(LevelSpec.from_config(document), DIM)
+    assert (run_label(sentence.release), run_label(word.release), run_label(document.release)) == (
         "purkayastha-eps10",
         "cmp-eps10-per-word",
         "truncation-eps10-per-sentence",
@@ -207,11 +214,13 @@ def test_rr_label_charges_name_the_number_of_labels() -> None:
     from dp_accounting import dp_event
 
     cfg = config.resolve({"label-mechanism": "rr", "label-epsilon": 1.0})
-    (charge,), _ = LabelChannel(cfg, num_classes=4).charges(2)
+    (charge,), _ = LabelChannel(LevelSpec.from_config(cfg), num_classes=4).charges(2)
     assert charge.num_buckets == 4
     assert isinstance(charge.event, dp_event.RandomizedResponseDpEvent)
     assert charge.event.noise_parameter == pytest.approx(4 / (math.e + 3)) and charge.event.num_buckets == 4
-    (unknown,), _ = LabelChannel(cfg).charges(2)
+    (unknown,), _ = LabelChannel(LevelSpec.from_config(cfg)).charges(2)
     assert unknown.num_buckets is None and unknown.event is None  # K unknown: the generic pair
     prior = config.resolve({"label-mechanism": "rr_prior", "label-epsilon": 1.0})
-    assert LabelChannel(prior, num_classes=4).charges(1)[0][0].num_buckets is None  # not k-RR's law
+    assert (
+        LabelChannel(LevelSpec.from_config(prior), num_classes=4).charges(1)[0][0].num_buckets is None
+    )  # not k-RR's law

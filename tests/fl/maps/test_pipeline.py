@@ -78,8 +78,11 @@ def test_release_dim_for_every_sentence_mechanism() -> None:
         if name != "none" and mechanisms.mechanism_class(name).level != "sentence":
             continue
         if name == "class_rr":  # the task-aware release is one row over the run's classes
-            assert release_dim(resolve({"sentence-mechanism": name}), 384, num_classes=4) == 4
-            assert release_dim(resolve({"sentence-mechanism": name, "map-in": "identity"}), 384, num_classes=3) == 3
+            assert release_dim(resolve({"sentence-mechanism": name}).release, 384, num_classes=4) == 4
+            assert (
+                release_dim(resolve({"sentence-mechanism": name, "map-in": "identity"}).release, 384, num_classes=3)
+                == 3
+            )
             continue
-        assert release_dim(resolve({"sentence-mechanism": name}), 384) == 16, name
-        assert release_dim(resolve({"sentence-mechanism": name, "map-in": "identity"}), 384) == 384, name
+        assert release_dim(resolve({"sentence-mechanism": name}).release, 384) == 16, name
+        assert release_dim(resolve({"sentence-mechanism": name, "map-in": "identity"}).release, 384) == 384, name

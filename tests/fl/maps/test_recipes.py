@@ -39,11 +39,11 @@ TASK_AWARE = {
 )
 def test_the_split_spends_exactly_the_whole_record_budget(mechanism: str, per_unit: float) -> None:
     cfg = config.resolve({"sentence-mechanism": mechanism, "label-mechanism": "rr", "map-dim": 2})
-    assert recipes.pure_per_unit(cfg, 2, 2) == pytest.approx(per_unit, rel=1e-12)
-    keys = recipes.split_budget(cfg, 6.28, 0.1, 2, 2)
+    assert recipes.pure_per_unit(cfg.release, 2, 2) == pytest.approx(per_unit, rel=1e-12)
+    keys = recipes.split_budget(cfg.release, 6.28, 0.1, 2, 2)
     assert keys["label-epsilon"] == pytest.approx(0.628)
     assert keys["sentence-epsilon"] * per_unit + keys["label-epsilon"] == pytest.approx(6.28, rel=1e-12)
-    clear = recipes.split_budget(cfg.replace(**{"label-mechanism": "none"}), 6.28, 0.1, 2, 2)
+    clear = recipes.split_budget(cfg.replace(**{"label-mechanism": "none"}).release, 6.28, 0.1, 2, 2)
     assert "label-epsilon" not in clear and clear["sentence-epsilon"] * per_unit == pytest.approx(6.28)
 
 
@@ -66,14 +66,32 @@ def test_the_emulation_prefers_the_task_aware_release_to_a_random_projection() -
         ),
     ]
     best, table = recipes.choose(
-        cfg, 3.0, x, y, 2, num_users=2000, groups=np.arange(len(y)), candidates=grid, repeats=2
+        recipes.RecipeSpec.from_config(cfg),
+        3.0,
+        x,
+        y,
+        2,
+        num_users=2000,
+        groups=np.arange(len(y)),
+        candidates=grid,
+        repeats=2,
     )
     scores = {s.candidate.name: s.accuracy for s in table}
     assert best.candidate.name == "task-aware"
     keep = math.exp(2.7) / (math.exp(2.7) + 1)
     assert scores["task-aware"] > 0.85 * keep
     assert scores["random-privunit"] < scores["task-aware"] - 0.1
-    again, _ = recipes.choose(cfg, 3.0, x, y, 2, num_users=2000, groups=np.arange(len(y)), candidates=grid, repeats=2)
+    again, _ = recipes.choose(
+        recipes.RecipeSpec.from_config(cfg),
+        3.0,
+        x,
+        y,
+        2,
+        num_users=2000,
+        groups=np.arange(len(y)),
+        candidates=grid,
+        repeats=2,
+    )
     assert again.accuracy == best.accuracy and again.values == best.values
 
 
@@ -109,19 +127,23 @@ def test_choose_scores_every_candidate_on_hold_outs_by_source_group(monkeypatch:
     x, y = _public(n=20)
     seen: list[tuple[torch.Tensor, torch.Tensor]] = []
 
-    def record(cfg: object, x: object, y: object, split: tuple[torch.Tensor, torch.Tensor], *rest: object) -> float:
+    def record(spec: object, x: object, y: object, split: tuple[torch.Tensor, torch.Tensor], *rest: object) -> float:
         seen.append(split)
         return 0.5
 
     monkeypatch.setattr(recipes, "emulate", record)
     cfg = config.resolve({"seed": 3, "public-fraction": 0.25, "label-mechanism": "rr"})
     grid = recipes.default_candidates(2, shares=(0.1,))
-    recipes.choose(cfg, 3.0, x, y, 2, num_users=100, groups=GROUPS, candidates=grid, repeats=3)
+    recipes.choose(
+        recipes.RecipeSpec.from_config(cfg), 3.0, x, y, 2, num_users=100, groups=GROUPS, candidates=grid, repeats=3
+    )
     assert len(seen) == 3 * len(grid)
     for fit, val in seen:
         assert not set(GROUPS[fit.numpy()]) & set(GROUPS[val.numpy()])
     with pytest.raises(ValueError, match="groups names 19 public documents, the embeddings 20"):
-        recipes.choose(cfg, 3.0, x, y, 2, num_users=100, groups=GROUPS[:19], candidates=grid)
+        recipes.choose(
+            recipes.RecipeSpec.from_config(cfg), 3.0, x, y, 2, num_users=100, groups=GROUPS[:19], candidates=grid
+        )
 
 
 def test_tune_splits_its_hold_out_by_the_public_texts_source_groups(
@@ -180,7 +202,15 @@ def test_the_class_means_grid_is_scored_on_clean_hold_out_rows_and_never_mixed()
         "class-means-projection-m8 label-share 0.35",
     ]
     best, table = recipes.choose(
-        cfg, 3.0, x, y, 2, num_users=5000, groups=np.arange(len(y)), candidates=grid, repeats=2
+        recipes.RecipeSpec.from_config(cfg),
+        3.0,
+        x,
+        y,
+        2,
+        num_users=5000,
+        groups=np.arange(len(y)),
+        candidates=grid,
+        repeats=2,
     )
     assert best.accuracy > 0.95 and {s.extra["test_inputs"] for s in table} == {"clean"}
     assert best.values["server-model"] == "class-means" and best.values["sentence-options"] == "unbiased = true"
@@ -194,4 +224,14 @@ def test_the_class_means_grid_is_scored_on_clean_hold_out_rows_and_never_mixed()
         ),
     ]
     with pytest.raises(ValueError, match="mixes on-device"):
-        recipes.choose(cfg, 3.0, x, y, 2, num_users=500, groups=np.arange(len(y)), candidates=mixed, repeats=1)
+        recipes.choose(
+            recipes.RecipeSpec.from_config(cfg),
+            3.0,
+            x,
+            y,
+            2,
+            num_users=500,
+            groups=np.arange(len(y)),
+            candidates=mixed,
+            repeats=1,
+        )

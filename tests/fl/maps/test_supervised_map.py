@@ -19,8 +19,9 @@ import mechanisms
 from clients.ldp_client import node_map
 from fl import config, wire
 from fl.levels.channels import make_channels
+from fl.levels.spec import LevelSpec
 from fl.maps import input_map as maps
-from fl.maps.public_start import choose_map_scale, public_embeddings, supervised_start
+from fl.maps.public_start import PublicSpec, choose_map_scale, public_embeddings, supervised_start
 from strategies.local.accounting import LocalDPAccounting
 from strategies.local.release_training import ReleaseTraining
 from strategies.modes.local import guarantee_statement
@@ -139,7 +140,17 @@ def test_scale_is_the_best_candidate_on_a_seeded_public_hold_out() -> None:
     cfg = config.resolve({"server-epochs": 4, "hidden-dim": 8, "batch-size": 32, "learning-rate": 0.02, "seed": 1})
     mech = mechanisms.create("purkayastha", epsilon=3.0)
     runs = [
-        choose_map_scale(cfg, x.float(), y, 2, 2, mech, torch.Generator().manual_seed(5), candidates=(0.1, 1.0, 10.0))
+        choose_map_scale(
+            x.float(),
+            y,
+            2,
+            2,
+            mech,
+            torch.Generator().manual_seed(5),
+            candidates=(0.1, 1.0, 10.0),
+            server=cfg.server,
+            seed=cfg.users.seed,
+        )
         for _ in range(2)
     ]
     (best, info), again = runs
@@ -161,29 +172,30 @@ def test_the_scale_choice_is_cached_exactly_and_keyed_by_everything_it_reads(
     cfg = config.resolve({"server-epochs": 1, "hidden-dim": 8, "batch-size": 32, "seed": 1, "cache-dir": str(tmp_path)})
     mech = mechanisms.create("purkayastha", epsilon=3.0)
     fresh = torch.Generator().manual_seed(5)
-    expected = choose_map_scale(cfg, x, y, 2, 2, mech, fresh)
+    expected = choose_map_scale(x, y, 2, 2, mech, fresh, server=cfg.server, seed=cfg.users.seed)
+    public = PublicSpec.from_config(cfg)
     first = torch.Generator().manual_seed(5)
-    assert ps.cached_map_scale(cfg, x, y, 2, 2, mech, first) == expected  # computed and stored
+    assert ps.cached_map_scale(public, x, y, 2, 2, mech, first) == expected  # computed and stored
     calls = []
     real = ps.choose_map_scale
     monkeypatch.setattr(ps, "choose_map_scale", lambda *a, **k: calls.append(1) or real(*a, **k))
     second = torch.Generator().manual_seed(5)
-    assert ps.cached_map_scale(cfg, x, y, 2, 2, mech, second) == expected and not calls  # read back
+    assert ps.cached_map_scale(public, x, y, 2, 2, mech, second) == expected and not calls  # read back
     # the generator continues exactly where the computation would have left it
     assert torch.equal(second.get_state(), fresh.get_state()) and torch.equal(first.get_state(), fresh.get_state())
     # power: a changed public label, mechanism, seed or generator state is another entry
     flipped = y.clone()
     flipped[0] = 1 - flipped[0]
-    ps.cached_map_scale(cfg, x, flipped, 2, 2, mech, torch.Generator().manual_seed(5))
+    ps.cached_map_scale(public, x, flipped, 2, 2, mech, torch.Generator().manual_seed(5))
     other = mechanisms.create("purkayastha", epsilon=4.0)
-    ps.cached_map_scale(cfg, x, y, 2, 2, other, torch.Generator().manual_seed(5))
-    ps.cached_map_scale(cfg.replace(seed=2), x, y, 2, 2, mech, torch.Generator().manual_seed(5))
-    ps.cached_map_scale(cfg, x, y, 2, 2, mech, torch.Generator().manual_seed(6))
+    ps.cached_map_scale(public, x, y, 2, 2, other, torch.Generator().manual_seed(5))
+    ps.cached_map_scale(PublicSpec.from_config(cfg.replace(seed=2)), x, y, 2, 2, mech, torch.Generator().manual_seed(5))
+    ps.cached_map_scale(public, x, y, 2, 2, mech, torch.Generator().manual_seed(6))
     assert len(calls) == 4
     # a damaged entry is discarded and recomputed
     for path in (tmp_path / "public-start").glob("*.pt"):
         path.write_bytes(path.read_bytes()[:-7])
-    assert ps.cached_map_scale(cfg, x, y, 2, 2, mech, torch.Generator().manual_seed(5)) == expected
+    assert ps.cached_map_scale(public, x, y, 2, 2, mech, torch.Generator().manual_seed(5)) == expected
     assert len(calls) == 5
 
 
@@ -201,7 +213,9 @@ def test_the_map_reads_the_public_split_only(tmp_path: Path, cache_dir: Path) ->
     mech = config.make_mechanism(cfg, "sentence", input_dim=2)
 
     def build(c: config.RunConfig) -> tuple[torch.Tensor, dict]:
-        return supervised_start(c, mech, 2, 2, torch.device("cpu"), torch.Generator().manual_seed(0))
+        return supervised_start(
+            PublicSpec.from_config(c), mech, 2, 2, torch.device("cpu"), torch.Generator().manual_seed(0)
+        )
 
     matrix, info = build(cfg)
     assert matrix.shape == (385, 2) and info["map_scale"] in maps.SCALE_CANDIDATES
@@ -225,7 +239,7 @@ def test_the_map_reads_the_public_split_only(tmp_path: Path, cache_dir: Path) ->
 
     fixed, fixed_info = build(_cfg(_write(tmp_path / "d.jsonl", rows), test, cache_dir, **{"map-scale": 0.3}))
     assert fixed[-1, 1] == 0.3 and "map_scale_chosen_on_public_validation" not in fixed_info
-    x, _ = public_embeddings(cfg, torch.device("cpu"))
+    x, _ = public_embeddings(PublicSpec.from_config(cfg), torch.device("cpu"))
     assert len(x) == len(public_texts)
 
 
@@ -254,7 +268,7 @@ def test_server_builds_sends_and_records_the_affine_map(tmp_path: Path, cache_di
     with pytest.raises(ValueError, match="input map has shape"):
         node_map(wrong, "supervised", 0, SimpleNamespace(encoder_dim=384, map_dim=2))
 
-    channels = make_channels(cfg, 2)
+    channels = make_channels(LevelSpec.from_config(cfg), 2)
     g = channels.embedding.guarantee
     assert g.epsilon == pytest.approx(4.0) and g.as_ldp()[0] == pytest.approx(math.pi * 4.0)
     statement = guarantee_statement(cfg, acc)

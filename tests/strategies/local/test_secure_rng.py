@@ -64,7 +64,7 @@ def test_node_noise_secret_is_from_the_os(monkeypatch: pytest.MonkeyPatch) -> No
 
     from clients.node import noise_secret
 
-    monkeypatch.setattr("clients.node.secrets.randbits", lambda bits: 987654321)
+    monkeypatch.setattr("fl.release.state.secrets.randbits", lambda bits: 987654321)
     ctx = Context(run_id=1, node_id=1, node_config={}, state=RecordDict(), run_config={})
     cfg = config.resolve({"secure-rng": True})
     assert int(noise_secret(ctx, cfg.release)["secret"]) == 987654321

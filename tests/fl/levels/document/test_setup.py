@@ -82,7 +82,7 @@ def test_setup_round_trips_through_the_wire_format(trained: tuple) -> None:
     back = DocumentSetup.from_record(setup.to_record(), cfg.release)
     assert back.version() == setup.version() and back.num_projections == 25 and back.projection_seed == 7
     assert torch.allclose(back.recode(docs), setup.recode(docs))
-    emb, ids = back.release(cfg, docs.select(range(10)), torch.Generator().manual_seed(0))
+    emb, ids = back.release(cfg.release, docs.select(range(10)), torch.Generator().manual_seed(0))
     assert ids is not None and ids.shape == (10,) and torch.equal(emb, f[ids])
     assert back.mechanism(cfg.release).document_guarantee(6).epsilon == pytest.approx(9.0)  # eps k / 2
 

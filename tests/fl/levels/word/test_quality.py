@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from fl import config
+from fl.levels.spec import LevelSpec
 from fl.levels.word.quality import rewrite_quality, text_similarity
 
 
@@ -38,7 +39,7 @@ def test_rewrite_quality_tracks_epsilon(
             "word-support-words": 2,
         }
     )
-    q = rewrite_quality(cfg)
+    q = rewrite_quality(LevelSpec.from_config(cfg))
     assert q["documents"] == 40 and q["words"] > 300 and 0.0 <= q["oov_fraction"] < 0.2
     assert low <= q["N_w"] <= high and low <= q["rouge1_f"] <= high
     assert set(q["support"]["per_word"]) <= {"the", "a", ",", "and", "of", "."}

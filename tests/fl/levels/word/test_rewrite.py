@@ -13,6 +13,7 @@ import torch
 import mechanisms
 from fl import config
 from fl.encoding.encoder import embed_documents
+from fl.levels.spec import LevelSpec
 from fl.levels.word import rewrite
 
 TEXTS = [
@@ -44,7 +45,7 @@ def _files(folder: Path) -> set[Path]:
 def test_rewrite_is_reproducible_cached_and_leaves_the_embedding_cache_alone(tmp_path: Path) -> None:
     cfg = _cfg(tmp_path)
     before = _files(tmp_path / "embeddings")
-    first = rewrite.rewritten_split(rewrite.RewriteSpec.from_config(cfg), TEXTS, "train", (0, 1), draw=0, seed=123)
+    first = rewrite.rewritten_split(LevelSpec.from_config(cfg), TEXTS, "train", (0, 1), draw=0, seed=123)
     assert first.emb.shape == (4, 384) and first.emb.dtype == torch.float32
     assert first.num_words.tolist() == [6, 4, 4, 6]
     assert _files(tmp_path / "embeddings") == before  # rewrites are not added to the shared cache
@@ -52,7 +53,7 @@ def test_rewrite_is_reproducible_cached_and_leaves_the_embedding_cache_alone(tmp
     assert len(cached) == 1
     # Another process (empty memory cache) reads the same file back.
     rewrite._MEMORY.clear()
-    again = rewrite.rewritten_split(rewrite.RewriteSpec.from_config(cfg), TEXTS, "train", (0, 1), draw=0, seed=123)
+    again = rewrite.rewritten_split(LevelSpec.from_config(cfg), TEXTS, "train", (0, 1), draw=0, seed=123)
     assert torch.equal(again.emb, first.emb)
     # The released embedding is G(rewritten text): recompute it from the mechanism directly.
     mech = rewrite.word_mechanism(cfg.release)
@@ -63,17 +64,17 @@ def test_rewrite_is_reproducible_cached_and_leaves_the_embedding_cache_alone(tmp
 
 def test_draws_and_configurations_get_their_own_rewrites(tmp_path: Path) -> None:
     cfg = _cfg(tmp_path, **{"word-epsilon": 0.5})  # small epsilon: almost every word changes
-    a = rewrite.rewritten_split(rewrite.RewriteSpec.from_config(cfg), TEXTS, "train", (0, 1), draw=0, seed=1)
-    b = rewrite.rewritten_split(rewrite.RewriteSpec.from_config(cfg), TEXTS, "train", (0, 1), draw=1, seed=2)
+    a = rewrite.rewritten_split(LevelSpec.from_config(cfg), TEXTS, "train", (0, 1), draw=0, seed=1)
+    b = rewrite.rewritten_split(LevelSpec.from_config(cfg), TEXTS, "train", (0, 1), draw=1, seed=2)
     assert not torch.allclose(a.emb, b.emb)
     other = rewrite.rewritten_split(
-        rewrite.RewriteSpec.from_config(_cfg(tmp_path, **{"word-epsilon": 0.6})), TEXTS, "train", (0, 1), 0, 1
+        LevelSpec.from_config(_cfg(tmp_path, **{"word-epsilon": 0.6})), TEXTS, "train", (0, 1), 0, 1
     )
     assert not torch.allclose(a.emb, other.emb)
     assert len(list((tmp_path / "rewrites").glob("*.npz"))) == 3
     # A secret seed (noise-seed = -1) is never written to disk.
     secret = _cfg(tmp_path / "secret", **{"noise-seed": -1})
-    rewrite.rewritten_split(rewrite.RewriteSpec.from_config(secret), TEXTS, "test", (0, 1), 0, 99)
+    rewrite.rewritten_split(LevelSpec.from_config(secret), TEXTS, "test", (0, 1), 0, 99)
     assert not (tmp_path / "secret" / "rewrites").exists()
 
 

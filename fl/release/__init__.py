@@ -1,0 +1,14 @@
+"""What a node releases, as a library: its own state (:mod:`fl.release.state`: the noise secret and draw
+counters, the users' spent budgets, the cache of drawn releases) and the release drawn from it
+(:mod:`fl.release.draw`).
+
+The local-DP ClientApp (``clients.ldp_client``) calls :func:`fl.release.draw.release` with the state it
+keeps in Flower's ``context.state``; the privacy audits and the attacks (``simulations.analyses``) call the
+same function with a fresh :class:`~fl.release.state.NodeState` of their own, so what they measure is the
+node's release itself, not a copy of it.
+"""
+
+from fl.release.draw import NodeRelease, charges_by_extras, release
+from fl.release.state import NodeState, derived_seed
+
+__all__ = ["NodeRelease", "NodeState", "charges_by_extras", "derived_seed", "release"]

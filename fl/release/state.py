@@ -1,0 +1,100 @@
+"""A node's own state: its noise secret and draw counters, its users' spent budgets, and the releases
+it has drawn (kept so that a release is re-sent rather than drawn again).
+
+The state lives in a Flower ``RecordDict``: in the ClientApp it is the node's ``context.state``, which
+persists across the messages of a run and, through ``clients.node_state``, across a resumed run. Nothing
+in it ever leaves the node.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+
+import numpy as np
+import torch
+from flwr.app import Array, ArrayRecord, ConfigRecord, RecordDict
+
+from fl import wire
+
+#: The node's noise secret and draw counter (a ``ConfigRecord``: ``secret``, ``draws``).
+NOISE_KEY = "sanitas.noise"
+
+
+def derived_seed(secret: int, partition_id: int, purpose: str, draw: int) -> int:
+    """A 63-bit seed from the node's secret and what it is for (never from data)."""
+    material = f"{secret}|{partition_id}|{purpose}|{draw}".encode()
+    return int.from_bytes(hashlib.sha256(material).digest()[:8], "little") >> 1
+
+
+class NodeState:
+    """The state a node's releases read and write, over a Flower ``RecordDict`` (``records``; a new, empty
+    one by default: a node that has drawn nothing yet)."""
+
+    def __init__(self, records: RecordDict | None = None) -> None:
+        self.records = RecordDict() if records is None else records
+
+    def noise(self, noise_seed: int) -> ConfigRecord:
+        """This node's noise state: its secret and draw counter, created on first use.
+
+        With ``noise_seed = -1`` (``noise-seed``'s default) the secret comes from the OS CSPRNG
+        (``secrets``) and never leaves the node: no message carries it. A fixed ``noise_seed >= 0`` makes
+        a simulation reproducible, and whoever knows it (the run config, which the server holds) can replay
+        every draw of every node and remove the noise: the run's epsilon is then no guarantee against them
+        (``summary.json``'s ``noise`` block and the console say so, :func:`fl.accounting.scope.noise_block`).
+        """
+        if NOISE_KEY in self.records:
+            return wire.config_record(self.records, NOISE_KEY)
+        secret = noise_seed if noise_seed >= 0 else secrets.randbits(62)
+        noise = ConfigRecord({"secret": int(secret), "draws": 0})
+        self.records[NOISE_KEY] = noise
+        return noise
+
+    def secret(self, noise_seed: int) -> int:
+        """The node's noise secret (:meth:`noise`)."""
+        return wire.read_int(self.noise(noise_seed), "secret")
+
+    def next_generator(self, noise_seed: int, purpose: str, partition_id: int) -> torch.Generator:
+        """A fresh generator for the next draw of this node: seeded from its secret, the draw counter
+        (advanced here), the partition and the purpose."""
+        noise = self.noise(noise_seed)
+        draw = wire.read_int(noise, "draws")
+        noise["draws"] = draw + 1
+        self.records[NOISE_KEY] = noise
+        return torch.Generator().manual_seed(derived_seed(wire.read_int(noise, "secret"), partition_id, purpose, draw))
+
+    def next_rewrite_draw(self, purpose: str, fresh: bool) -> int:
+        """The word-level rewrite draw in force for ``purpose``: draw 0, or with ``fresh`` (fresh noise per
+        round) a new draw per call. Advances the counter."""
+        key = f"sanitas.word.{purpose}"
+        done = wire.read_int(wire.config_record(self.records, key), "draws") if key in self.records else 0
+        draw = done if fresh else 0
+        self.records[key] = ConfigRecord({"draws": draw + 1 if fresh else 1})
+        return draw
+
+    def within_budget(self, budget: float, purpose: str, users: np.ndarray, costs: np.ndarray) -> np.ndarray:
+        """Which of these prospective releases (one per entry of ``users``, in order, costing ``costs``) fit
+        the users' lifetime ``budget`` (``max-epsilon``; 0 = none); records the spend of the allowed ones.
+
+        The node keeps each of its users' spend in its own state: the budget is enforced by the client,
+        whatever the server asks.
+        """
+        if budget <= 0 or users.size == 0:
+            return np.ones(users.size, dtype=bool)
+        key = f"sanitas.spent.{purpose}"
+        spent: dict[int, float] = {}
+        if key in self.records:
+            record = wire.array_record(self.records, key)
+            spent = dict(zip(record["user"].numpy().tolist(), record["eps"].numpy().tolist(), strict=True))
+        allowed = np.zeros(users.size, dtype=bool)
+        for i, (u, cost) in enumerate(zip(users.tolist(), costs.tolist(), strict=True)):  # not a hot path
+            if spent.get(u, 0.0) + cost <= budget * (1 + 1e-12):
+                spent[u] = spent.get(u, 0.0) + cost
+                allowed[i] = True
+        self.records[key] = ArrayRecord(
+            {
+                "user": Array(np.fromiter(spent.keys(), dtype=np.int64, count=len(spent))),
+                "eps": Array(np.fromiter(spent.values(), dtype=np.float64, count=len(spent))),
+            }
+        )
+        return allowed
