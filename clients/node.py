@@ -23,6 +23,7 @@ from fl import config as config_mod
 from fl import wire
 from fl.cohort import Cohort, build_cohort, build_local_cohort
 from fl.config import ReleaseConfig, RunConfig
+from fl.levels.spec import LevelSpec
 from fl.maps.public_model import predict_affine
 from fl.release import NodeState
 
@@ -59,11 +60,11 @@ def node_cohort(context: Context, cfg: RunConfig) -> Cohort:
     pid, num = node_partition(context)
     path = context.node_config.get(DATA_PATH)
     if not path:
-        return build_cohort(cfg, pid, num)
+        return build_cohort(LevelSpec.from_config(cfg), pid, num)
     users = context.state.config_records.get(USERS_STATE)
     offset, total = (wire.read_int(users, "train-offset"), wire.read_int(users, "num-train-users")) if users else (0, 0)
     try:
-        return build_local_cohort(cfg, str(path), pid, num, offset, total)
+        return build_local_cohort(LevelSpec.from_config(cfg), str(path), pid, num, offset, total)
     except (ValueError, FileNotFoundError, KeyError) as err:
         raise ValueError(f"node partition-id={pid}: {err}") from None
 

@@ -14,16 +14,15 @@ file, no partition, no encoder, and memory in O(users of the node).
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 import torch
 
-from fl.config import DataConfig, RunConfig, UsersConfig, as_run_config, level_of
+from fl.config import DataConfig, EncoderConfig, ReleaseConfig, UsersConfig
 from fl.data import datasets as data
 from fl.data.partition import UserPartition, cohort
 from fl.data.user_files import read_node_file
@@ -73,54 +72,59 @@ def user_partition(documents: DataConfig, users: UsersConfig, level: str) -> Use
     return UserPartition(ds.train, users.num_users, users.partitioner, users.dirichlet_alpha, users.seed)
 
 
-def population_sizes(cfg: RunConfig) -> tuple[int, int]:
-    """(training users, test users): a test user holds one test document."""
-    ds = data.load(cfg.data, cfg.users, cfg.release.level)
+def population_sizes(documents: DataConfig, users: UsersConfig, level: str) -> tuple[int, int]:
+    """(training users, test users) of the documents ``documents`` and ``level`` load, partitioned as ``users``
+    says: a test user holds one test document."""
+    ds = data.load(documents, users, level)
     if isinstance(ds, data.SyntheticDataset):
         return ds.num_train, ds.num_test
-    return user_partition(cfg.data, cfg.users, cfg.release.level).num_users, len(ds.test)
+    return user_partition(documents, users, level).num_users, len(ds.test)
 
 
-#: Keys that change what a node releases or what the server does with it, never which documents a node
-#: holds nor their embeddings: runs that differ only in them (the points of an epsilon sweep, local and
-#: central DP on the same users) share a node's cohort. Its two shape fields that do depend on them
-#: (``map_dim``, ``release_dim``) are set per run by :func:`_shaped`.
-RELEASE_ONLY_KEYS = frozenset(
-    {
-        "map-in", "map-dim", "map-scale", "map-seed", "public-epochs",
-        "sentence-mechanism", "sentence-epsilon", "sentence-options",
-        "label-mechanism", "label-epsilon", "label-options", "label-prior",
-        "fresh-noise-per-round", "noise-seed", "secure-rng", "max-epsilon", "accounting-delta", "clean-evaluation",
-        "mode", "central-noise-multiplier", "central-clip", "central-clipping", "central-delta", "local-epochs",
-        "central-unit", "central-cohort-size", "client-learning-rate", "server-optimizer", "server-learning-rate",
-        "central-train", "central-tuning-part",
-        "strategy", "num-server-rounds", "fraction-train", "server-epochs", "batch-size", "learning-rate",
-        "hidden-dim", "node-timeout", "fault-rate", "fault-kind", "out-dir", "run-name", "reference-accuracy",
-    }
-)  # fmt: skip
+class CohortInputs(Protocol):
+    """What a cohort is built from: the data and users sections (which documents, which users hold them), the
+    encoder section (their embeddings), the release section (the level, M1's and a release's dimensions) and
+    the configured device the documents are embedded on (``"auto"`` included). A
+    :class:`fl.levels.spec.LevelSpec` is one."""
+
+    @property
+    def data(self) -> DataConfig: ...
+
+    @property
+    def users(self) -> UsersConfig: ...
+
+    @property
+    def encoder(self) -> EncoderConfig: ...
+
+    @property
+    def release(self) -> ReleaseConfig: ...
+
+    @property
+    def device(self) -> str: ...
 
 
-def _documents_key(cfg: RunConfig) -> tuple[tuple[str, Any], ...]:
-    """What a cohort's documents and embeddings depend on: every key but :data:`RELEASE_ONLY_KEYS`, and
-    the level (documents are embedded sentence by sentence at the document level)."""
-    return (("level", level_of(cfg)), *((k, v) for k, v in cfg.items() if k not in RELEASE_ONLY_KEYS))
+def _documents_key(inputs: CohortInputs) -> tuple[Any, ...]:
+    """What a cohort's documents and embeddings depend on: the data, users and encoder sections, the device
+    they are embedded on and the level (documents are embedded sentence by sentence at the document level);
+    never the release's mechanisms or budgets, nor the server's settings."""
+    return (inputs.data, inputs.users, inputs.encoder, inputs.device, inputs.release.level)
 
 
-def _shaped(c: Cohort, cfg: RunConfig) -> Cohort:
-    """``c`` with this run's M1 and release dimensions (the documents and embeddings shared)."""
-    m, r = map_dim(cfg.release, c.encoder_dim), release_dim(cfg.release, c.encoder_dim, c.num_classes)
+def _shaped(c: Cohort, release: ReleaseConfig) -> Cohort:
+    """``c`` with the M1 and release dimensions of ``release`` (the documents and embeddings shared)."""
+    m, r = map_dim(release, c.encoder_dim), release_dim(release, c.encoder_dim, c.num_classes)
     return c if (c.map_dim, c.release_dim) == (m, r) else replace(c, map_dim=m, release_dim=r)
 
 
-def build_cohort(cfg: Mapping[str, Any], partition_id: int, num_partitions: int, progress: bool = True) -> Cohort:
+def build_cohort(inputs: CohortInputs, partition_id: int, num_partitions: int, progress: bool = True) -> Cohort:
     """Embed the documents of node ``partition_id``'s users (train and test); built once per process for
-    all runs that differ only in :data:`RELEASE_ONLY_KEYS`."""
-    run = as_run_config(cfg)
-    return _shaped(_build_cached(_documents_key(run), run, partition_id, num_partitions, progress), run)
+    all runs whose inputs differ only in their release (mechanisms, budgets, M1)."""
+    key = _documents_key(inputs)
+    return _shaped(_build_cached(key, inputs, partition_id, num_partitions, progress), inputs.release)
 
 
 def build_local_cohort(
-    cfg: Mapping[str, Any],
+    inputs: CohortInputs,
     path: str,
     partition_id: int,
     num_partitions: int,
@@ -137,8 +141,8 @@ def build_local_cohort(
     info = file.stat() if file.is_file() else None
     stamp = (info.st_size, info.st_mtime_ns) if info is not None else (0, 0)  # a changed file is read again
     node_file = (path, stamp, train_offset, num_train_users)
-    run = as_run_config(cfg)
-    return _shaped(_build_cached(_documents_key(run), run, partition_id, num_partitions, progress, node_file), run)
+    key = _documents_key(inputs)
+    return _shaped(_build_cached(key, inputs, partition_id, num_partitions, progress, node_file), inputs.release)
 
 
 def clear_cohorts() -> None:
@@ -153,19 +157,19 @@ _cohorts: OrderedDict[tuple[Any, ...], Cohort] = OrderedDict()
 
 
 def _build_cached(
-    key: tuple[tuple[str, Any], ...],
-    cfg: RunConfig,
+    key: tuple[Any, ...],
+    inputs: CohortInputs,
     partition_id: int,
     num_partitions: int,
     progress: bool,
     node_file: tuple[str, tuple[int, int], int, int] | None = None,
 ) -> Cohort:
-    """The cohort built by :func:`_build` for ``key`` (the documents key of ``cfg``), once per process."""
+    """The cohort built by :func:`_build` for ``key`` (the documents key of ``inputs``), once per process."""
     at = (key, partition_id, num_partitions, node_file)
     if at in _cohorts:
         _cohorts.move_to_end(at)
         return _cohorts[at]
-    built = _build(cfg, partition_id, num_partitions, progress, node_file)
+    built = _build(inputs, partition_id, num_partitions, progress, node_file)
     _cohorts[at] = built
     if len(_cohorts) > MAX_COHORTS:
         _cohorts.popitem(last=False)  # the least recently used
@@ -173,21 +177,21 @@ def _build_cached(
 
 
 def _build(
-    cfg: RunConfig,
+    inputs: CohortInputs,
     partition_id: int,
     num_partitions: int,
     progress: bool,
     node_file: tuple[str, tuple[int, int], int, int] | None = None,
 ) -> Cohort:
-    if cfg.data.synthetic:
+    if inputs.data.synthetic:
         if node_file is not None:
             raise ValueError('dataset = "synthetic" generates every user: a node cannot also read a data-path')
-        return _synthetic_cohort(cfg, partition_id, num_partitions)
-    ds = data.load(cfg.data, cfg.users, cfg.release.level)
+        return _synthetic_cohort(inputs, partition_id, num_partitions)
+    ds = data.load(inputs.data, inputs.users, inputs.release.level)
     assert isinstance(ds, data.TextDataset)
     test_users = cohort(partition_id, num_partitions, len(ds.test))
     if node_file is None:
-        parts = user_partition(cfg.data, cfg.users, cfg.release.level)
+        parts = user_partition(inputs.data, inputs.users, inputs.release.level)
         total = parts.num_users
         train_users = cohort(partition_id, num_partitions, total)
         train_split = ds.train
@@ -197,16 +201,16 @@ def _build(
     else:
         path, _, offset, total = node_file
         train_split = read_node_file(
-            cfg.data, path, ds.label_names, num_users=cfg.users.num_users, level=cfg.release.level
+            inputs.data, path, ds.label_names, num_users=inputs.users.num_users, level=inputs.release.level
         )
         train_users = range(offset, offset + len(train_split))
         doc_rows = np.arange(len(train_split), dtype=np.int64)
         doc_user = np.asarray(train_users, dtype=np.int64)
 
-    device = best_device(cfg.server.device)
-    d = encoder_dimension(cfg.encoder.encoder, device)  # the model itself loads only if a text misses the cache
+    device = best_device(inputs.device)
+    d = encoder_dimension(inputs.encoder.encoder, device)  # the model itself loads only if a text misses the cache
 
-    document_level = level_of(cfg) == "document"
+    document_level = inputs.release.level == "document"
     sentence_docs: list[SentenceDocs] = []
 
     def embed(split: Any, rows: np.ndarray) -> tuple[torch.Tensor, torch.Tensor, list[str]]:
@@ -217,10 +221,10 @@ def _build(
         texts = list(sub["text"][:])  # whole columns at once (a per-row read is ~100x slower)
         labels = torch.as_tensor(np.asarray(sub["label"][:], dtype=np.int64))
         if document_level:  # the clean document embedding is the mean of its sentences' (docs/SPEC.md §8.2)
-            docs = embed_sentences(texts, cfg.encoder, cfg.server.device, progress)
+            docs = embed_sentences(texts, inputs.encoder, inputs.device, progress)
             sentence_docs.append(docs)
             return docs.means(), labels, texts
-        emb = embed_texts(texts, cfg.encoder, device, progress)
+        emb = embed_texts(texts, inputs.encoder, device, progress)
         return torch.as_tensor(np.asarray(emb), dtype=torch.float32), labels, texts
 
     train_emb, train_y, train_text = embed(train_split, doc_rows)
@@ -228,7 +232,7 @@ def _build(
     if node_file is not None:  # the server knows a node's document by its user's global id, not by its file row
         doc_rows = doc_user.copy()
     docs = sentence_docs if document_level else [None, None]  # (train, test)
-    words = (word_counts(train_text), word_counts(test_text)) if level_of(cfg) == "word" else (None, None)
+    words = (word_counts(train_text), word_counts(test_text)) if inputs.release.level == "word" else (None, None)
     return Cohort(
         partition_id,
         num_partitions,
@@ -244,8 +248,8 @@ def _build(
         test_y,
         ds.num_classes,
         d,
-        map_dim(cfg.release, d),
-        release_dim(cfg.release, d, ds.num_classes),
+        map_dim(inputs.release, d),
+        release_dim(inputs.release, d, ds.num_classes),
         train_text,
         test_text,
         train_docs=docs[0],
@@ -256,12 +260,12 @@ def _build(
     )
 
 
-def _synthetic_cohort(cfg: RunConfig, partition_id: int, num_partitions: int) -> Cohort:
+def _synthetic_cohort(inputs: CohortInputs, partition_id: int, num_partitions: int) -> Cohort:
     """A node's block of synthetic users, generated from (seed, user id) alone (sentence level only)."""
-    ds = data.load(cfg.data, cfg.users, cfg.release.level)
+    ds = data.load(inputs.data, inputs.users, inputs.release.level)
     assert isinstance(ds, data.SyntheticDataset)
-    if level_of(cfg) != "sentence":  # data.load refuses it too; the cohort has no text to rewrite
-        raise ValueError(f'dataset = "synthetic" has no text: the {level_of(cfg)} level is not supported')
+    if inputs.release.level != "sentence":  # data.load refuses it too; the cohort has no text to rewrite
+        raise ValueError(f'dataset = "synthetic" has no text: the {inputs.release.level} level is not supported')
     train_users = cohort(partition_id, num_partitions, ds.num_train)
     test_users = cohort(partition_id, num_partitions, ds.num_test)
     train_x, train_y = ds.rows("train", train_users)
@@ -282,8 +286,8 @@ def _synthetic_cohort(cfg: RunConfig, partition_id: int, num_partitions: int) ->
         torch.from_numpy(test_y),
         ds.num_classes,
         ds.dim,
-        map_dim(cfg.release, ds.dim),
-        release_dim(cfg.release, ds.dim, ds.num_classes),
+        map_dim(inputs.release, ds.dim),
+        release_dim(inputs.release, ds.dim, ds.num_classes),
         [],  # no text
         [],
     )

@@ -154,10 +154,12 @@ def node_zero_and_map(cfg: Any) -> tuple[Any, torch.Tensor | None]:
     from fl import wire
     from fl.cohort import build_cohort, population_sizes
     from fl.data.partition import num_nodes
+    from fl.levels.spec import LevelSpec
     from strategies.local.release_training import ReleaseTraining
 
-    train_users, test_users = population_sizes(cfg)
-    real = build_cohort(cfg, 0, num_nodes(max(train_users, test_users), cfg["users-per-node"]), progress=False)
+    train_users, test_users = population_sizes(cfg.data, cfg.users, cfg.release.level)
+    nodes = num_nodes(max(train_users, test_users), cfg.users.users_per_node)
+    real = build_cohort(LevelSpec.from_config(cfg), 0, nodes, progress=False)
     server = ReleaseTraining(cfg)
     server.info = wire.CohortInfo(
         0, 0, train_users, 0, 0, 0, test_users, real.num_classes, real.encoder_dim, real.map_dim, real.release_dim

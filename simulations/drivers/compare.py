@@ -52,7 +52,7 @@ import json
 import math
 import sys
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -394,7 +394,10 @@ def _calibrate(central_cfg: config_mod.RunConfig, targets: Sequence[float], seed
     from fl.accounting.user_level import sampling_rate
     from fl.cohort import population_sizes
 
-    populations = {s: population_sizes(central_cfg.replace(seed=s))[0] for s in seed_list}
+    populations = {
+        s: population_sizes(central_cfg.data, replace(central_cfg.users, seed=s), central_cfg.release.level)[0]
+        for s in seed_list
+    }
     num_users = min(populations.values())
     q = sampling_rate(float(central_cfg["central-cohort-size"]), num_users)
     rounds = int(central_cfg["num-server-rounds"])
@@ -541,7 +544,7 @@ def _label_shares(
     )  # the hold-out keeps each source group on one side
     from fl.cohort import population_sizes
 
-    users = population_sizes(tuned)[0]
+    users = population_sizes(tuned.data, tuned.users, tuned.release.level)[0]
     keys = {k: cfg[k] for k in ("map-in", "map-dim", "map-scale", "map-seed", "sentence-mechanism", "sentence-options")}
     keys["label-mechanism"] = cfg["label-mechanism"] if cfg["label-mechanism"] != "none" else "rr"
     keys["server-model"] = cfg["server-model"]

@@ -51,7 +51,7 @@ def tune(config: str, epsilons: Sequence[float], sets: Sequence[str], out: str, 
     groups = data.public_groups(
         cfg.data, cfg.users, cfg.release.level
     )  # the hold-out keeps each source group on one side
-    num_users = population_sizes(cfg)[0]
+    num_users = population_sizes(cfg.data, cfg.users, cfg.release.level)[0]
     folder = Path(out).expanduser().resolve()
     folder.mkdir(parents=True, exist_ok=True)
     print(

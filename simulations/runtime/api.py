@@ -202,7 +202,7 @@ def _prepare(cfg: Mapping[str, Any], resume: bool) -> _Prepared:
     if not resume and folder.exists() and any(folder.iterdir()):
         raise FileExistsError(f"results folder {folder} already exists and is not empty")
     cfg = config_mod.resolve({**cfg, "run-name": folder.name})  # the ServerApp writes to exactly this folder
-    train_users, test_users = population_sizes(cfg)
+    train_users, test_users = population_sizes(cfg.data, cfg.users, cfg.release.level)
     nodes = num_nodes(max(train_users, test_users), cfg["users-per-node"])
     return _Prepared(cfg, folder, train_users, test_users, nodes, config_mod.simulation_backend(cfg))
 

@@ -153,6 +153,7 @@ def _node(data_dir: Path, cache_dir: Path, keys: dict) -> tuple:
     from flwr.supercore.task_identity import TaskIdentity
 
     from fl.cohort import build_cohort
+    from fl.levels.spec import LevelSpec
 
     cfg = config_mod.resolve(
         {
@@ -168,7 +169,7 @@ def _node(data_dir: Path, cache_dir: Path, keys: dict) -> tuple:
         }
     )
     TaskIdentity.run_id, TaskIdentity.node_id, TaskIdentity.task_id = 1, 0, 0
-    c = build_cohort(cfg, 3, 10, progress=False)
+    c = build_cohort(LevelSpec.from_config(cfg), 3, 10, progress=False)
     return cfg, c, Context(1, 5, {"partition-id": 3, "num-partitions": 10}, RecordDict(), {})
 
 

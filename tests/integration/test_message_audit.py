@@ -276,7 +276,7 @@ def simulate(name: str, raw: Mapping[str, Any], data_dir: Path, cache_dir: Path,
     cfg = config_mod.resolve(
         {**raw, "data-dir": str(data_dir), "cache-dir": str(cache_dir), "out-dir": str(out), "run-name": "r"}
     )
-    nodes = num_nodes(max(population_sizes(cfg)), cfg["users-per-node"])
+    nodes = num_nodes(max(population_sizes(cfg.data, cfg.users, cfg.release.level)), cfg.users.users_per_node)
     files = write_node_files(cfg, out / "files", [".jsonl"] * nodes) if name in OWN_FILES else None
     grid = InProcessGrid(make_client_app(cfg), nodes, files)
     summary = run_server(grid, cfg, timeout=60.0)

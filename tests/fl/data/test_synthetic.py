@@ -17,6 +17,7 @@ from fl import cohort as cohort_mod
 from fl import config
 from fl.config import ConfigError
 from fl.data import datasets, synthetic
+from fl.levels.spec import LevelSpec
 from tests.conftest import REPO
 from tests.support.run_data import load_run
 
@@ -46,7 +47,7 @@ def test_shapes_dtypes_and_sizes(monkeypatch: pytest.MonkeyPatch) -> None:
     assert x.dtype == np.float32 and x.shape == (10, 48) and y.dtype == np.int64 and y.shape == (10,)
     np.testing.assert_allclose(np.linalg.norm(x, axis=1), 1.0, rtol=1e-5)  # unit rows, like the encoder's
     assert set(np.unique(y)) <= {0, 1}
-    assert cohort_mod.population_sizes(cfg) == (60, 25)
+    assert cohort_mod.population_sizes(cfg.data, cfg.users, cfg.release.level) == (60, 25)
     assert "synthetic" in datasets.check_source(cfg.data, cfg.users)
     described = ds.describe()
     assert (described["train_documents"], described["test_documents"], described["synthetic_dim"]) == (60, 25, 48)
@@ -57,7 +58,7 @@ def test_shapes_dtypes_and_sizes(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_a_cohort_needs_no_file_and_no_encoder(monkeypatch: pytest.MonkeyPatch) -> None:
     _no_files_no_encoder(monkeypatch)
     cfg = _cfg(**{"synthetic-dim": 32, "users-per-node": 20})
-    c = cohort_mod.build_cohort(cfg, 1, 3)
+    c = cohort_mod.build_cohort(LevelSpec.from_config(cfg), 1, 3)
     assert (c.train_users, c.test_users) == (range(20, 40), range(8, 17))
     assert c.train_emb.shape == (20, 32) and c.test_emb.shape == (9, 32)
     assert c.train_y.shape == (20,) and c.test_y.shape == (9,)
@@ -94,7 +95,7 @@ def test_a_users_row_does_not_depend_on_the_cohort_split() -> None:
         nodes = -(-60 // users_per_node)
         seen = {}
         for pid in range(nodes):
-            c = cohort_mod.build_cohort(cfg, pid, nodes)
+            c = cohort_mod.build_cohort(LevelSpec.from_config(cfg), pid, nodes)
             for i, u in enumerate(c.train_users):
                 seen[u] = (c.train_emb[i].numpy(), int(c.train_y[i]))
         rows.append(seen)
