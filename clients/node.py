@@ -12,6 +12,7 @@ privacy unit; the cohort only batches the work.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from functools import lru_cache
 from typing import Any
 
@@ -84,11 +85,6 @@ def resolve_once(run_config: Mapping[str, Any], overrides: Mapping[str, Any] | N
     return _resolved(tuple(sorted(merged.items())))
 
 
-@lru_cache(maxsize=64)
-def _with_encoder(items: tuple[tuple[str, Any], ...], folder: str) -> config_mod.RunConfig:
-    return config_mod.resolve({**dict(items), "encoder": folder})
-
-
 def with_published_encoder(cfg: RunConfig, msg: Message) -> RunConfig:
     """The config to serve ``msg`` with: with ``encoder-tuning = "public"``, the encoder the request
     names by digest (``fl.wire.ENCODER``), loaded from the published folder and checked against
@@ -100,7 +96,8 @@ def with_published_encoder(cfg: RunConfig, msg: Message) -> RunConfig:
     from fl.encoding.public_tuning import encoders_root, published_encoder
 
     folder = published_encoder(encoders_root(cfg.encoder), str(msg.content[wire.ENCODER]["digest"]))
-    return _with_encoder(tuple(sorted(dict(cfg).items())), folder)
+    # The published folder in the encoder section (a typed swap of one section; nothing is resolved again).
+    return replace(cfg, encoder=replace(cfg.encoder, encoder=str(folder)))
 
 
 def cohort_info(c: Cohort) -> wire.CohortInfo:

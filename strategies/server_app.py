@@ -15,6 +15,7 @@ import logging
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from dataclasses import replace
 from typing import Any
 
 from flwr.app import ArrayRecord, Context
@@ -89,8 +90,9 @@ def publish_encoder(cfg: RunConfig, grid: Grid) -> tuple[RunConfig, Grid, dict[s
     from fl.encoding.public_tuning import TuningSpec, tune_public
 
     tuned = tune_public(TuningSpec.from_config(cfg), best_device(cfg.server.device))
-    tuned_cfg = config_mod.resolve({**dict(cfg), "encoder": str(tuned.folder)})
-    return tuned_cfg, EncoderGrid(grid, tuned.digest).as_grid(), {"name": cfg.encoder.encoder, **tuned.record()}
+    # The published folder in the encoder section (a typed swap of one section; nothing is resolved again).
+    published = replace(cfg, encoder=replace(cfg.encoder, encoder=str(tuned.folder)))
+    return published, EncoderGrid(grid, tuned.digest).as_grid(), {"name": cfg.encoder.encoder, **tuned.record()}
 
 
 def encoder_note(encoder: Mapping[str, Any]) -> str:

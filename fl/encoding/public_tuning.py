@@ -39,7 +39,7 @@ import math
 import shutil
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -447,21 +447,17 @@ def _noise(tuning: TuningSpec, num_classes: int) -> dict[str, Any]:
     return {"noise": noise, "noise_dim": m_prime}
 
 
-def with_tuned_encoder(cfg: RunConfig, device: str | None = None) -> RunConfig:
-    """The config with the encoder the run's nodes use: the public-tuned one (its published folder)
-    when ``encoder-tuning = "public"``, else ``cfg`` itself. For drivers that read public embeddings
-    as the run will (``sanitas tune``, ``sanitas compare``). ``device`` defaults to the run's own
-    (``best_device``): the tuning's recipe depends on where it runs, so a driver must tune where the
-    run's server does, or it would choose on another encoder than the run's."""
-    if cfg.encoder.encoder_tuning != "public":
-        return cfg
-    from fl.config import as_run_config, resolve
-    from fl.encoding.encoder import best_device
-
-    device = device or best_device(cfg.server.device)
-
-    folder = tune_public(TuningSpec.from_config(cfg), device).folder
-    return as_run_config(resolve({**dict(cfg), "encoder": str(folder)}))
+def tuned_encoder(tuning: TuningSpec, device: str) -> EncoderConfig:
+    """The encoder section the run's nodes embed with: with ``encoder-tuning = "public"`` the public-tuned
+    encoder (``encoder`` = its published folder; :func:`tune_public`, from the recipe cache when it was tuned
+    before), else ``tuning.encoder`` itself. For drivers that read public embeddings as the run will
+    (``sanitas tune``, ``sanitas compare``), which pass it on to what embeds. ``device``: where the run's
+    server tunes (``best_device`` of its ``device``): the recipe depends on where it runs, so a driver must
+    tune there too, or it would choose on another encoder than the run's."""
+    if tuning.encoder.encoder_tuning != "public":
+        return tuning.encoder
+    published = replace(tuning.encoder, encoder=str(tune_public(tuning, device).folder))
+    return published
 
 
 @dataclass(frozen=True)

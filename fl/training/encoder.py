@@ -99,9 +99,9 @@ def build_encoder_classifier(
     Parameters
     ----------
     encoder : EncoderConfig
-        The run's encoder section (``cfg.encoder``, after :func:`fl.encoding.public_tuning.with_tuned_encoder`
-        where the encoder was tuned): ``encoder`` (name or folder), ``tuning-layers`` (how many top layers are
-        copied) and ``tuning-lora-rank`` (the adapters' rank).
+        The encoder section the nodes embed with (where the encoder was tuned, the published one:
+        :func:`fl.encoding.public_tuning.tuned_encoder`): ``encoder`` (name or folder), ``tuning-layers``
+        (how many top layers are copied) and ``tuning-lora-rank`` (the adapters' rank).
     head : ServerModel
         The server model (M2 + classifier) on top of M1; used as is, not copied.
     matrix : torch.Tensor or None

@@ -33,6 +33,7 @@ import json
 import logging
 import time
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -91,7 +92,6 @@ class Pipeline:
 
     def releases(self, texts: Sequence[str], labels: Sequence[int], seed: int) -> np.ndarray:
         """What a node holding these texts releases under the run's config (fresh noise from ``seed``)."""
-        from dataclasses import replace
 
         from fl.cohort import Cohort, word_counts
         from fl.levels.channels import make_channels
@@ -172,8 +172,8 @@ def _nonmembers(
 
     seen = set(ds.train["text"]) | (set(ds.public["text"]) if ds.public is not None else set())
     if cfg["train-size"] > 0:
-        whole = cfg.replace(**{"train-size": 0, "public-fraction": 0.0, "map-in": "random", "empty-documents": "drop"})
-        full = data.load(whole.data, whole.users, whole.release.level).train
+        whole = replace(cfg.data, train_size=0, public_fraction=0.0, empty_documents="drop")
+        full = data.load(whole, cfg.users, cfg.release.level).train
         rows = [i for i in rng.permutation(len(full)).tolist() if full[i]["text"] not in seen][:k]
         if len(rows) >= min(k, 50):
             texts, labels = _rows(full, rows)
@@ -289,17 +289,15 @@ def _attribute(pipe: Pipeline, n_aux: int, n_victims: int, seed: int) -> dict[st
     """20 Newsgroups group from releases of posts (module docstring)."""
     from fl.data import datasets as data
 
-    news_cfg = pipe.cfg.replace(
-        **{
-            "dataset": ATTRIBUTE_DATASET,
-            "train-size": 0,
-            "test-size": 0,
-            "public-fraction": 0.0,
-            "map-in": "random",
-            "empty-documents": "drop",
-        }
+    news_data = replace(
+        pipe.cfg.data,
+        dataset=ATTRIBUTE_DATASET,
+        train_size=0,
+        test_size=0,
+        public_fraction=0.0,
+        empty_documents="drop",
     )
-    news = data.load(news_cfg.data, news_cfg.users, news_cfg.release.level)
+    news = data.load(news_data, pipe.cfg.users, pipe.cfg.release.level)
     rng = np.random.default_rng([seed, 17])
     pool = news.train
     order = rng.permutation(len(pool))

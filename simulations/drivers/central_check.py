@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 from fl import config as config_mod
@@ -31,13 +32,15 @@ def _public_embeddings(cfg: config_mod.RunConfig) -> tuple[Any, Any, int] | None
     import torch
 
     from fl.data import datasets as data
-    from fl.encoding.public_tuning import with_tuned_encoder
+    from fl.encoding.encoder import best_device
+    from fl.encoding.public_tuning import TuningSpec, tuned_encoder
     from fl.maps.public_start import PublicSpec, public_embeddings
 
     loaded = data.load(cfg.data, cfg.users, cfg.release.level)
     if getattr(loaded, "public", None) is None:
         return None
-    x, y = public_embeddings(PublicSpec.from_config(with_tuned_encoder(cfg)), torch.device("cpu"))
+    encoder = tuned_encoder(TuningSpec.from_config(cfg), best_device(cfg.server.device))
+    x, y = public_embeddings(replace(PublicSpec.from_config(cfg), encoder=encoder), torch.device("cpu"))
     return x, y, int(loaded.num_classes)
 
 

@@ -498,8 +498,7 @@ def _local_context(cfg: config_mod.RunConfig, seed: int) -> tuple[int, int, Any]
     """(number of classes, the encoder's dimension d, the public documents or None) of the run at ``seed``."""
     from fl.data import datasets as data
 
-    seeded = cfg.replace(seed=seed)
-    loaded = data.load(seeded.data, seeded.users, seeded.release.level)
+    loaded = data.load(cfg.data, replace(cfg.users, seed=seed), cfg.release.level)
     dim = int(getattr(loaded, "dim", 0)) or config_mod.ENCODER_DIMS.get(str(cfg["encoder"]), 0)
     if not dim:
         from fl.encoding.encoder import encoder_dimension
@@ -532,19 +531,18 @@ def _label_shares(
         return {t: float(config_mod.parse_value(label_share)) for t in totals}, {}
     import torch
 
+    from fl.cohort import population_sizes
     from fl.data import datasets as data
-    from fl.encoding.public_tuning import with_tuned_encoder
+    from fl.encoding.encoder import best_device
+    from fl.encoding.public_tuning import TuningSpec, tuned_encoder
     from fl.maps import recipes
     from fl.maps.public_start import PublicSpec, public_embeddings
 
-    tuned = with_tuned_encoder(cfg)
-    x, y = public_embeddings(PublicSpec.from_config(tuned), torch.device("cpu"))
-    groups = data.public_groups(
-        tuned.data, tuned.users, tuned.release.level
-    )  # the hold-out keeps each source group on one side
-    from fl.cohort import population_sizes
-
-    users = population_sizes(tuned.data, tuned.users, tuned.release.level)[0]
+    encoder = tuned_encoder(TuningSpec.from_config(cfg), best_device(cfg.server.device))
+    x, y = public_embeddings(replace(PublicSpec.from_config(cfg), encoder=encoder), torch.device("cpu"))
+    # the hold-out keeps each source group on one side
+    groups = data.public_groups(cfg.data, cfg.users, cfg.release.level)
+    users = population_sizes(cfg.data, cfg.users, cfg.release.level)[0]
     keys = {k: cfg[k] for k in ("map-in", "map-dim", "map-scale", "map-seed", "sentence-mechanism", "sentence-options")}
     keys["label-mechanism"] = cfg["label-mechanism"] if cfg["label-mechanism"] != "none" else "rr"
     keys["server-model"] = cfg["server-model"]
@@ -554,7 +552,7 @@ def _label_shares(
     out, dims = {}, {}
     for total in totals:
         best, _ = recipes.choose(
-            recipes.RecipeSpec.from_config(tuned), total, x, y, num_classes, users, groups, candidates=grid
+            recipes.RecipeSpec.from_config(cfg), total, x, y, num_classes, users, groups, candidates=grid
         )
         out[total] = best.candidate.label_share
         dims[total] = int(best.values["map-dim"])

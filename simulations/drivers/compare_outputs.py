@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -438,8 +439,7 @@ def _ceiling_inputs(
     The accuracy is a reference figure scored like every run's accuracy, never used to choose anything."""
     from fl.data import datasets as data
 
-    first = cfg.replace(seed=seeds[0])
-    loaded = data.load(first.data, first.users, first.release.level)
+    loaded = data.load(cfg.data, replace(cfg.users, seed=seeds[0]), cfg.release.level)
     if not isinstance(loaded, data.TextDataset):
         return [], {}
     counts = np.bincount(np.asarray(loaded.test["label"][:], dtype=np.int64), minlength=loaded.num_classes)
@@ -448,18 +448,20 @@ def _ceiling_inputs(
         return priors, {}
     import torch
 
-    from fl.encoding.encoder import embed_texts
-    from fl.encoding.public_tuning import with_tuned_encoder
+    from fl.encoding.encoder import best_device, embed_texts
+    from fl.encoding.public_tuning import TuningSpec, tuned_encoder
     from fl.maps.input_map import logistic_directions
     from mechanisms.class_rr import logit_class
 
     accuracy = {}
     for seed in seeds:
-        seeded = with_tuned_encoder(cfg.replace(seed=seed))
-        ds = data.load(seeded.data, seeded.users, seeded.release.level)
+        users = replace(cfg.users, seed=seed)
+        tuning = TuningSpec(cfg.encoder, cfg.data, users, cfg.release)
+        encoder = tuned_encoder(tuning, best_device(cfg.server.device))
+        ds = data.load(cfg.data, users, cfg.release.level)
         assert isinstance(ds, data.TextDataset) and ds.public is not None
-        xp = np.asarray(embed_texts(ds.public["text"][:], seeded.encoder, "cpu", progress=False))
-        xt = np.asarray(embed_texts(ds.test["text"][:], seeded.encoder, "cpu", progress=False))
+        xp = np.asarray(embed_texts(ds.public["text"][:], encoder, "cpu", progress=False))
+        xt = np.asarray(embed_texts(ds.test["text"][:], encoder, "cpu", progress=False))
         a, b = logistic_directions(xp, np.asarray(ds.public["label"][:]), ds.num_classes)
         pred = logit_class(torch.as_tensor(xt @ a + b), ds.num_classes).numpy()
         accuracy[seed] = float((pred == np.asarray(ds.test["label"][:])).mean())

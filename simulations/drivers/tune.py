@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +29,8 @@ def tune(config: str, epsilons: Sequence[float], sets: Sequence[str], out: str, 
 
     from fl.cohort import population_sizes
     from fl.data import datasets as data
-    from fl.encoding.public_tuning import with_tuned_encoder
+    from fl.encoding.encoder import best_device
+    from fl.encoding.public_tuning import TuningSpec, tuned_encoder
     from fl.maps import recipes
     from fl.maps.public_start import PublicSpec, public_embeddings
     from simulations.runtime.api import resolve_config
@@ -46,8 +48,9 @@ def tune(config: str, epsilons: Sequence[float], sets: Sequence[str], out: str, 
         )
     loaded = data.load(cfg.data, cfg.users, cfg.release.level)
     assert isinstance(loaded, data.TextDataset)
-    cfg = with_tuned_encoder(cfg)  # the public embeddings the run's nodes will compute
-    x, y = public_embeddings(PublicSpec.from_config(cfg), torch.device("cpu"))
+    # the public embeddings the run's nodes will compute (with its public-tuned encoder, if any)
+    encoder = tuned_encoder(TuningSpec.from_config(cfg), best_device(cfg.server.device))
+    x, y = public_embeddings(replace(PublicSpec.from_config(cfg), encoder=encoder), torch.device("cpu"))
     groups = data.public_groups(
         cfg.data, cfg.users, cfg.release.level
     )  # the hold-out keeps each source group on one side
