@@ -114,6 +114,12 @@ def release(
 ) -> NodeRelease:
     """Released embeddings (and, for training, labels) of the cohort ``rows``, drawn by ``channels``.
 
+    Rows released before under the same M1 (and document setup) are re-sent from the state unless
+    ``fresh-noise-per-round`` is set. A fresh draw that would take its user past ``max-epsilon`` (the
+    channel's cost, plus the label's for training) is refused: the row is re-sent from the cache if it has
+    one, else left out and counted. The M1 gradient is only computed in the ``leaky`` mode (and is not
+    private).
+
     Parameters
     ----------
     state : NodeState
@@ -126,16 +132,16 @@ def release(
         ``"train"`` (releases embeddings and labels) or ``"test"`` (embeddings only).
     c : Cohort
         The node's users.
-    rows, channels, matrix, model, setup_version
-        The rows to release, the run's channels, M1 (``None``: the identity), the server model (the leaky
-        mode's gradient, RR-with-prior's model prior) and the document setup's version (a new one makes the
-        cached rows stale).
-
-    Rows released before under the same M1 (and document setup) are re-sent from the state unless
-    ``fresh-noise-per-round`` is set. A fresh draw that would take its user past ``max-epsilon`` (the
-    channel's cost, plus the label's for training) is refused: the row is re-sent from the cache if it has
-    one, else left out and counted. The M1 gradient is only computed in the ``leaky`` mode (and is not
-    private).
+    rows : np.ndarray
+        The cohort rows to release.
+    channels : Channels
+        The run's channels.
+    matrix : torch.Tensor or None
+        M1 (``None``: the identity).
+    model : torch.nn.Module, optional
+        The server model (the leaky mode's gradient, RR-with-prior's model prior).
+    setup_version : str, optional
+        The document setup's version (a new one makes the cached rows stale).
     """
     cfg = spec.release
     key = f"sanitas.release.{purpose}"

@@ -90,25 +90,26 @@ class FlowAudit:
         return asdict(self)
 
 
-def _release_cfg(cfg: Any, tamper: str) -> Any:
+def _released(release: Any, tamper: str) -> Any:
+    """The release section a node with the power check ``tamper`` releases under (the ledger still charges
+    ``release``): a typed replace of the honest section."""
+    from dataclasses import replace
+
     if tamper == "epsilon-3x":
-        return cfg.replace(
-            **{
-                "sentence-epsilon": 3 * cfg["sentence-epsilon"],
-                "label-epsilon": 3 * cfg["label-epsilon"],
-                "word-epsilon": 3 * cfg["word-epsilon"],
-                "document-epsilon": 3 * cfg["document-epsilon"],
-            }
+        return replace(
+            release,
+            sentence_epsilon=3 * release.sentence_epsilon,
+            label_epsilon=3 * release.label_epsilon,
+            word_epsilon=3 * release.word_epsilon,
+            document_epsilon=3 * release.document_epsilon,
         )
     if tamper == "unsanitized":  # the node forgets its level's mechanism: the clean embedding goes out
-        return cfg.replace(
-            **{"word-mechanism": "none", "word-options": "", "document-mechanism": "none", "document-options": ""}
-        )
+        return replace(release, word_mechanism="none", word_options="", document_mechanism="none", document_options="")
     if tamper == "redraw-uncharged":
-        return cfg.replace(**{"fresh-noise-per-round": True})
+        return replace(release, fresh_noise_per_round=True)
     if tamper == "leaky-map":
-        return cfg.replace(**{"map-in": "leaky", "allow-unaccounted-leakage": True})
-    return cfg
+        return replace(release, map_in="leaky")
+    return release
 
 
 def _canary_cohort(
@@ -322,12 +323,13 @@ def _audit_config(
     if tamper == "leaky-map" and (level != "sentence" or cfg["map-in"] != "random"):
         raise ValueError("the leaky-map power check runs at the sentence level from a random M1 (the leaky start)")
     if cfg["encoder-tuning"] != "none":  # the nodes embed with the server's published public-tuned encoder
+        from dataclasses import replace
+
         from fl.encoding.encoder import best_device
         from fl.encoding.public_tuning import TuningSpec, tune_public
 
-        cfg = cfg.replace(
-            encoder=str(tune_public(TuningSpec.from_config(cfg), best_device(cfg["device"]), progress=False).folder)
-        )
+        tuned = tune_public(TuningSpec.from_config(cfg), best_device(cfg.server.device), progress=False)
+        cfg = replace(cfg, encoder=replace(cfg.encoder, encoder=str(tuned.folder)))
     if level == "label" and cfg["label-mechanism"] == "none":
         raise ValueError("level = 'label' needs a label mechanism (labels in the clear have no finite epsilon)")
     return cfg
@@ -420,7 +422,8 @@ class _TamperedFlow:
 
         self.cfg, self.real, self.matrix, self.words, self.rounds = cfg, real, matrix, words, rounds
         self.charged_channels = make_channels(LevelSpec.from_config(cfg), real.map_dim, setup, real.num_classes)
-        self.released = LevelSpec.from_config(_release_cfg(cfg, tamper))  # what the (tampered) node releases
+        honest = LevelSpec.from_config(cfg)
+        self.released = replace(honest, release=_released(cfg.release, tamper))  # what the (tampered) node releases
         released_setup = setup
         if setup is not None and tamper == "epsilon-3x":  # the node's mechanism comes from the setup's epsilon
             released_setup = replace(setup, epsilon=3 * setup.epsilon)

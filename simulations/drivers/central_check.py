@@ -54,7 +54,8 @@ def check_central_points(central_cfg: Mapping[str, Any], noise: Mapping[float, f
     from fl.training.central_start import central_start
     from fl.training.public_central import Emulation, emulate_user_level
 
-    cfg = config_mod.as_run_config(dict(central_cfg)).replace(seed=seed)
+    resolved = config_mod.as_run_config(central_cfg)
+    cfg = replace(resolved, users=replace(resolved.users, seed=seed))  # the central runs at this seed
     if cfg.central.central_unit != "user" or cfg.central.central_train != "head":
         return {"unchecked": "only the head of user-level central points is emulated on public data"}
     public = _public_embeddings(cfg)

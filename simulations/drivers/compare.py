@@ -203,16 +203,16 @@ def local_points(
     points: list[tuple[dict[str, Any], float]] = []
     for total in totals:
         share = label_share[total] if isinstance(label_share, Mapping) else float(label_share)
-        trial = config_mod.as_run_config({**dict(cfg), "label-mechanism": protected})
+        trial = replace(cfg.release, label_mechanism=protected)
         keys = {
             "label-mechanism": protected,
-            **recipes.split_budget(trial.release, total, share, input_dim, num_classes),
+            **recipes.split_budget(trial, total, share, input_dim, num_classes),
         }
         variants = [keys]
         if labels_clear:
-            clear = config_mod.as_run_config({**dict(cfg), "label-mechanism": "none"})
+            clear = replace(cfg.release, label_mechanism="none")
             variants.append(
-                {"label-mechanism": "none", **recipes.split_budget(clear.release, total, share, input_dim, num_classes)}
+                {"label-mechanism": "none", **recipes.split_budget(clear, total, share, input_dim, num_classes)}
             )
         for keys in variants:
             ordered: dict[str, Any] = {

@@ -34,7 +34,7 @@ import sys
 import time
 import warnings
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -201,7 +201,8 @@ def _prepare(cfg: Mapping[str, Any], resume: bool) -> _Prepared:
     folder = run_folder(cfg)
     if not resume and folder.exists() and any(folder.iterdir()):
         raise FileExistsError(f"results folder {folder} already exists and is not empty")
-    cfg = config_mod.resolve({**cfg, "run-name": folder.name})  # the ServerApp writes to exactly this folder
+    # The ServerApp writes to exactly this folder: its name set in the output section (nothing resolved again).
+    cfg = replace(cfg, output=replace(cfg.output, run_name=folder.name))
     train_users, test_users = population_sizes(cfg.data, cfg.users, cfg.release.level)
     nodes = num_nodes(max(train_users, test_users), cfg["users-per-node"])
     return _Prepared(cfg, folder, train_users, test_users, nodes, config_mod.simulation_backend(cfg))
