@@ -447,7 +447,7 @@ def _noise(tuning: TuningSpec, num_classes: int) -> dict[str, Any]:
     return {"noise": noise, "noise_dim": m_prime}
 
 
-def tuned_encoder(tuning: TuningSpec, device: str) -> EncoderConfig:
+def tuned_encoder(tuning: TuningSpec, device: str, progress: bool = True) -> EncoderConfig:
     """The encoder section the run's nodes embed with: with ``encoder-tuning = "public"`` the public-tuned
     encoder (``encoder`` = its published folder; :func:`tune_public`, from the recipe cache when it was tuned
     before), else ``tuning.encoder`` itself. For drivers that read public embeddings as the run will
@@ -456,8 +456,7 @@ def tuned_encoder(tuning: TuningSpec, device: str) -> EncoderConfig:
     tune there too, or it would choose on another encoder than the run's."""
     if tuning.encoder.encoder_tuning != "public":
         return tuning.encoder
-    published = replace(tuning.encoder, encoder=str(tune_public(tuning, device).folder))
-    return published
+    return replace(tuning.encoder, encoder=str(tune_public(tuning, device, progress).folder))
 
 
 @dataclass(frozen=True)

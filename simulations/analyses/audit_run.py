@@ -322,14 +322,14 @@ def _audit_config(
         raise ValueError("map-in = 'leaky' prints no guarantee to audit (use tamper = 'leaky-map' as a power check)")
     if tamper == "leaky-map" and (level != "sentence" or cfg["map-in"] != "random"):
         raise ValueError("the leaky-map power check runs at the sentence level from a random M1 (the leaky start)")
-    if cfg["encoder-tuning"] != "none":  # the nodes embed with the server's published public-tuned encoder
+    if cfg.encoder.encoder_tuning != "none":  # the nodes embed with the server's published public-tuned encoder
         from dataclasses import replace
 
         from fl.encoding.encoder import best_device
-        from fl.encoding.public_tuning import TuningSpec, tune_public
+        from fl.encoding.public_tuning import TuningSpec, tuned_encoder
 
-        tuned = tune_public(TuningSpec.from_config(cfg), best_device(cfg.server.device), progress=False)
-        cfg = replace(cfg, encoder=replace(cfg.encoder, encoder=str(tuned.folder)))
+        encoder = tuned_encoder(TuningSpec.from_config(cfg), best_device(cfg.server.device), progress=False)
+        cfg = replace(cfg, encoder=encoder)
     if level == "label" and cfg["label-mechanism"] == "none":
         raise ValueError("level = 'label' needs a label mechanism (labels in the clear have no finite epsilon)")
     return cfg
