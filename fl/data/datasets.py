@@ -523,34 +523,6 @@ def _other_public(data: DataConfig, label_names: list[str], seed: int) -> tuple[
     return public, info
 
 
-#: The run-config keys that fix which documents a run loads (with the level, of which the word and
-#: document mechanisms decide): what caches of per-document work built outside this module are keyed by.
-DATA_KEYS = (
-    "dataset",
-    "data-dir",
-    "test-file",
-    "text-column",
-    "label-column",
-    "label-names",
-    "test-fraction",
-    "train-size",
-    "test-size",
-    "public-fraction",
-    "public-split",
-    "group-column",
-    "public-dataset",
-    "public-size",
-    "public-sentences",
-    "public-labels",
-    "user-unit",
-    "empty-documents",
-    "word-mechanism",
-    "document-mechanism",
-    "short-documents",
-    "seed",
-)
-
-
 def public_groups(data: DataConfig, users: UsersConfig, level: str) -> np.ndarray:
     """The source group of every public document of the run, in the order of ``load(...).public`` (and of
     :func:`fl.maps.public_start.public_embeddings`): the containment groups of the public texts

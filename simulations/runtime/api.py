@@ -304,13 +304,21 @@ def launch(cfg: Mapping[str, Any], resume: bool = False, verbose: bool = True) -
     return _finished(run.folder)
 
 
+#: The run-config keys runs must agree on to share one federation: the documents (with the level, which
+#: the word and document mechanisms decide) and the seed, the users and their nodes, the backend.
+FEDERATION_KEYS = (
+    "dataset", "data-dir", "test-file", "text-column", "label-column", "label-names", "test-fraction",
+    "train-size", "test-size", "public-fraction", "public-split", "group-column", "public-dataset",
+    "public-size", "public-sentences", "public-labels", "user-unit", "empty-documents", "word-mechanism",
+    "document-mechanism", "short-documents", "seed",
+    "users-per-node", "num-users", "backend", "ray-address", "node-cpus", "node-gpus",
+)  # fmt: skip
+
+
 def shared_federation(cfg: Mapping[str, Any]) -> tuple[Any, ...]:
     """What runs must agree on to share one federation (``strategies.points``): the backend and its
-    nodes (their number and resources) and the data that decides them."""
-    from fl.data import datasets as data
-
-    keys = (*data.DATA_KEYS, "users-per-node", "num-users", "backend", "ray-address", "node-cpus", "node-gpus")
-    return tuple((k, cfg[k]) for k in keys)
+    nodes (their number and resources) and the data that decides them (:data:`FEDERATION_KEYS`)."""
+    return tuple((k, cfg[k]) for k in FEDERATION_KEYS)
 
 
 def launch_points(cfgs: Sequence[Mapping[str, Any]], verbose: bool = True) -> list[Path | BaseException]:

@@ -97,8 +97,8 @@ def test_integer_labels_beyond_the_names_are_refused(tmp_path: Path) -> None:
 
 
 def test_label_names_reach_the_loaded_dataset(tmp_path: Path) -> None:
-    """Would catch label-names missing from the keys a dataset is read and cached by
-    (fl.data.datasets.DATA_KEYS): the second load would ignore it and return the sorted classes."""
+    """Would catch label-names missing from what a dataset is read and cached by (the data section
+    fl.data.datasets.load is keyed by): the second load would ignore it and return the sorted classes."""
     path = _csv(tmp_path / "sms.csv", LABELS * 3)
     sorted_names = load_run(_cfg(path, **{"test-fraction": 0.3}))
     given = load_run(_cfg(path, **{"test-fraction": 0.3, "label-names": "spam,ham"}))
