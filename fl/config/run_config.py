@@ -28,7 +28,7 @@ from fl.config.keys import (
     UsersConfig,
 )
 from fl.config.rules import ENCODER_DIMS, check_across_sections
-from fl.config.section import attribute
+from fl.config.section import attribute, coerce
 from fl.config.values import (
     USER_FILE_SUFFIXES,
     has_public,
@@ -124,29 +124,6 @@ class RunConfig(Mapping[str, Any]):
         return resolve({**dict(self), **changes})
 
 
-def _coerce(key: str, value: Any) -> Any:
-    default = DEFAULTS[key]
-    if isinstance(default, bool):
-        if isinstance(value, bool):
-            return value
-        if isinstance(value, str) and value.lower() in ("true", "false"):
-            return value.lower() == "true"
-        raise ConfigError(f"{key} must be true or false, got {value!r}")
-    if isinstance(default, int):
-        if isinstance(value, int) and not isinstance(value, bool):
-            return value  # exact, however large (a float round trip would reject 63-bit seeds)
-        if isinstance(value, bool) or not isinstance(value, float) or not value.is_integer():
-            raise ConfigError(f"{key} must be an integer, got {value!r}")
-        return int(value)
-    if isinstance(default, float):
-        if isinstance(value, bool) or not isinstance(value, int | float):
-            raise ConfigError(f"{key} must be a number, got {value!r}")
-        return float(value)
-    if not isinstance(value, str):
-        raise ConfigError(f"{key} must be a string, got {value!r}")
-    return value
-
-
 def resolve(overrides: Mapping[str, Any] | None = None) -> RunConfig:
     """Defaults updated with ``overrides``, type-checked and validated, as a frozen :class:`RunConfig`.
 
@@ -158,7 +135,7 @@ def resolve(overrides: Mapping[str, Any] | None = None) -> RunConfig:
         if key not in DEFAULTS:
             hint = did_you_mean(key, DEFAULTS) or "; `sanitas config-reference` lists every key"
             raise ConfigError(f"unknown config key {key!r}{hint}")
-        cfg[key] = _coerce(key, value)
+        cfg[key] = coerce(key, DEFAULTS[key], value)
     config = RunConfig.from_flat(cfg)
     config.check()
     return config

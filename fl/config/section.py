@@ -8,8 +8,9 @@ value among its own keys with a one-line :class:`~fl.config.errors.ConfigError`.
 from __future__ import annotations
 
 import re
-from dataclasses import field, fields
-from typing import Any, ClassVar
+from collections.abc import Mapping
+from dataclasses import field, fields, replace
+from typing import Any, ClassVar, TypeVar
 
 from fl.config.errors import ConfigError
 from mechanisms.suggest import did_you_mean
@@ -30,6 +31,34 @@ def attribute(name: str) -> str:
     return name.replace("-", "_")
 
 
+def coerce(key: str, default: Any, value: Any) -> Any:
+    """``value`` for the key ``key`` as the type of its ``default``: a bool (or "true"/"false"), an exact
+    integer (an integral float too), a number as a float, or a string; anything else is the one-line
+    :class:`ConfigError` naming the key."""
+    if isinstance(default, bool):
+        if isinstance(value, bool):
+            return value
+        if isinstance(value, str) and value.lower() in ("true", "false"):
+            return value.lower() == "true"
+        raise ConfigError(f"{key} must be true or false, got {value!r}")
+    if isinstance(default, int):
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value  # exact, however large (a float round trip would reject 63-bit seeds)
+        if isinstance(value, bool) or not isinstance(value, float) or not value.is_integer():
+            raise ConfigError(f"{key} must be an integer, got {value!r}")
+        return int(value)
+    if isinstance(default, float):
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise ConfigError(f"{key} must be a number, got {value!r}")
+        return float(value)
+    if not isinstance(value, str):
+        raise ConfigError(f"{key} must be a string, got {value!r}")
+    return value
+
+
+_S = TypeVar("_S", bound="Section")
+
+
 class Section:
     """What every section shares: its keys as a flat mapping, and the check of the keys that take a fixed
     set of values. Each section's ``check`` adds the rules that read its own keys only; rules that read
@@ -40,6 +69,17 @@ class Section:
     def flat(self) -> dict[str, Any]:
         """The section's keys and values, kebab-case (``{"sentence-epsilon": 10.0, ...}``)."""
         return {kebab(f.name): getattr(self, f.name) for f in fields(self)}
+
+    def with_keys(self: _S, changes: Mapping[str, Any]) -> _S:
+        """A copy with these of its keys (kebab-case) set, each value coerced as :func:`fl.config.resolve`
+        coerces it (:func:`coerce`), then checked by the section's own ``check``; ``self`` when nothing
+        changes. The rules across sections (:mod:`fl.config.rules`) are not applied: they need the others."""
+        if not changes:
+            return self
+        declared = {f.name: f.default for f in fields(self)}
+        out = replace(self, **{attribute(k): coerce(k, declared[attribute(k)], v) for k, v in changes.items()})
+        out.check()
+        return out
 
     def check(self) -> None:
         """Refuse the first value outside its key's choices (:class:`ConfigError` naming the key, with a

@@ -28,14 +28,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, fields, replace
-from typing import Any, TypeVar
+from dataclasses import dataclass, field, replace
+from typing import Any
 
 import numpy as np
 import torch
 
-from fl.config import ConfigError, ReleaseConfig, RunConfig, ServerConfig
-from fl.config.section import attribute
+from fl.config import SECTIONS, ConfigError, ReleaseConfig, RunConfig, ServerConfig
 from fl.maps import input_map as maps
 from fl.maps.class_means_emulation import emulate as emulate_means
 from fl.maps.pipeline import train_and_score
@@ -51,24 +50,6 @@ EMULATED_EPOCHS = 5
 VALIDATION_DRAWS = 4
 #: Shares of the whole-record budget given to the label in the default grid.
 LABEL_SHARES: tuple[float, ...] = (0.05, 0.1, 0.2, 0.35)
-
-
-_S = TypeVar("_S", ReleaseConfig, ServerConfig)
-
-
-def _changed(section: _S, changes: Mapping[str, Any]) -> _S:
-    """``section`` with the fields ``changes`` names (attribute names) set, checked again (its own ``check``);
-    ``section`` itself when nothing changes. An int given for a float key is widened, as a resolved config's."""
-    if not changes:
-        return section
-    declared = {f.name: f.default for f in fields(section)}
-    typed: dict[str, Any] = {
-        k: float(v) if isinstance(declared[k], float) and isinstance(v, int) and not isinstance(v, bool) else v
-        for k, v in changes.items()
-    }
-    out = replace(section, **typed)
-    out.check()
-    return out
 
 
 @dataclass(frozen=True)
@@ -91,21 +72,15 @@ class RecipeSpec:
     def with_keys(self, keys: Mapping[str, Any]) -> RecipeSpec:
         """A copy with run-config keys of the release and server sections set (a candidate's keys, a budget's
         split: ``{"map-dim": 2, "sentence-epsilon": 0.9}``), each changed section checked again by its own
-        ``check`` (:class:`~fl.config.ConfigError` naming the first bad key, or a key of another section). The
-        rules across sections (:mod:`fl.config.rules`) read sections a spec does not hold: they were checked
-        where the run config was resolved."""
-        release_fields = {f.name for f in fields(ReleaseConfig)}
-        server_fields = {f.name for f in fields(ServerConfig)}
-        to_release: dict[str, Any] = {}
-        to_server: dict[str, Any] = {}
-        for name, value in keys.items():
-            if attribute(name) in release_fields:
-                to_release[attribute(name)] = value
-            elif attribute(name) in server_fields:
-                to_server[attribute(name)] = value
-            else:
-                raise ConfigError(f"a recipe sets keys of the release and server sections only, got {name!r}")
-        return RecipeSpec(_changed(self.release, to_release), _changed(self.server, to_server), self.seed)
+        ``check`` (:meth:`fl.config.section.Section.with_keys`: :class:`~fl.config.ConfigError` naming the first
+        bad key, or a key of another section). The rules across sections (:mod:`fl.config.rules`) read sections
+        a spec does not hold: they were checked where the run config was resolved."""
+        to_release = {k: v for k, v in keys.items() if k in SECTIONS["release"]}
+        to_server = {k: v for k, v in keys.items() if k in SECTIONS["server"]}
+        other = [k for k in keys if k not in to_release and k not in to_server]
+        if other:
+            raise ConfigError(f"a recipe sets keys of the release and server sections only, got {other[0]!r}")
+        return RecipeSpec(self.release.with_keys(to_release), self.server.with_keys(to_server), self.seed)
 
 
 @dataclass(frozen=True)
