@@ -134,7 +134,11 @@ def handle_train(msg: Message, context: Context, cfg: RunConfig) -> Message:
 
 def handle_evaluate(msg: Message, context: Context, cfg: RunConfig) -> Message:
     """Score the model on sanitized (released) and, unless ``clean-evaluation`` is false, clean test
-    embeddings; return aggregate counts only (computed from true labels: not covered by any guarantee)."""
+    embeddings; return aggregate counts only (computed from true labels: not covered by any guarantee).
+
+    Beside it, the public-only models the request carries, on the same inputs: the server model fitted on
+    the public data alone (``wire.PUBLIC_RELEASE_MODEL``) on the sanitized releases and on the clean rows in
+    M1's space, and the public logistic regression (``wire.PUBLIC_MODEL``) on the clean embeddings."""
     c = node_cohort(context, cfg)
     k = c.num_classes
     rows = np.arange(c.test_emb.shape[0])
@@ -176,6 +180,9 @@ def handle_evaluate(msg: Message, context: Context, cfg: RunConfig) -> Message:
         metrics["clean-confusion"] = confusion_matrix(truth, clean, k).reshape(-1).tolist()
         if sizes is not None:
             metrics["clean-confusion-by-k"] = document_level.confusion_by_k(truth, clean, sizes, k).reshape(-1).tolist()
+        if public_model is not None:  # public-only: the server model fitted on public data, same clean inputs
+            public_head_clean = predict(public_model, rows_clean).numpy()
+            metrics["public-head-clean-confusion"] = confusion_matrix(truth, public_head_clean, k).reshape(-1).tolist()
     if cfg.release.clean_evaluation and wire.PUBLIC_MODEL in msg.content:  # public-only, same clean inputs
         public_clean = public_model_predictions(msg.content, c.test_emb[rel.rows])
         metrics["public-clean-confusion"] = confusion_matrix(truth, public_clean, k).reshape(-1).tolist()

@@ -372,10 +372,13 @@ _LOCAL_EVAL_COUNTS = {
     "evaluation counts use true labels and are not covered by the guarantee)",
     "clean-confusion": "confusion counts of the server model on the clean test inputs (on-device inference, "
     "clean-evaluation = true; a measurement outside the guarantee)",
-    "public-confusion": "confusion counts of the model fitted on the public data alone on the same sanitized test "
-    "releases (the public-only line)",
+    "public-confusion": "confusion counts of the server model fitted on the public data alone on the same "
+    "sanitized test releases (the public-only line of server-side inference)",
     "public-clean-confusion": "confusion counts of the public logistic regression on the clean test inputs "
-    "(clean-evaluation = true: the public-only line of on-device inference)",
+    "(clean-evaluation = true: a public-only model of on-device inference)",
+    "public-head-clean-confusion": "confusion counts of the server model fitted on the public data alone on the "
+    "same clean test inputs in M1's space as the run's model (clean-evaluation = true: a public-only model of "
+    "on-device inference)",
 }
 _BY_K_COUNTS = {
     "confusion-by-k": "confusion counts by sentences per document (document tasks: doc-embedding = sentence-mean)",

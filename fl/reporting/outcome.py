@@ -53,15 +53,50 @@ def standard_error(accuracy: float | None, n: int | None) -> float | None:
     return (max(accuracy * (1 - accuracy), 0.0) / n) ** 0.5
 
 
-def against_public(accuracy: float | None, public_only: float | None, n: int | None) -> dict[str, Any]:
-    """The run's accuracy against the model fitted on its public data alone, on the same test inputs:
-    ``public_only_accuracy``, ``gain_over_public`` (the difference) and ``adds_over_public``: whether the gain
-    exceeds one binomial standard error of the accuracy on the ``n`` test users (None: not measured). A run
-    whose gain does not is flagged "adds nothing over the public data" like one at the majority class."""
+#: The models fitted on the public data alone that a run is held against, by the test inputs of the block
+#: (:func:`outcome`): the name each is recorded under in ``public_only_models`` and the round record's key of its
+#: accuracy. Server-side inference (local mode, sanitized test releases): the run's own server model fitted on
+#: the public data with no private release. On-device inference (local mode, clean test inputs in M1's space):
+#: the public logistic regression on the encoder's embeddings and that same server model on the clean inputs.
+#: Central mode (clean test inputs): the public logistic regression (fitted on the public split, as the
+#: public start's data).
+PUBLIC_ONLY_MODELS: dict[str, tuple[tuple[str, str], ...]] = {
+    "sanitized": (("server_model", "public_only_accuracy"),),
+    "clean": (("logistic_regression", "public_only_accuracy"),),
+    "on_device": (
+        ("logistic_regression", "public_only_clean_accuracy"),
+        ("server_model", "public_only_head_clean_accuracy"),
+    ),
+}
+
+
+def public_only_models(record: Mapping[str, Any], block: str) -> dict[str, float]:
+    """The public-only models' accuracies a round ``record`` holds for a ``block`` of :data:`PUBLIC_ONLY_MODELS`,
+    by name (only those measured)."""
+    out = {}
+    for name, key in PUBLIC_ONLY_MODELS.get(block, ()):
+        value = _number(record.get(key))
+        if value is not None:
+            out[name] = value
+    return out
+
+
+def against_public(accuracy: float | None, models: Mapping[str, float | None], n: int | None) -> dict[str, Any]:
+    """The run's accuracy against the models fitted on its public data alone, on the same test inputs.
+
+    ``models`` maps each public-only model's name to its accuracy (None: not measured). The public-only line
+    is the strongest of them: ``public_only_accuracy`` is the largest accuracy, ``gain_over_public`` the
+    run's accuracy minus it, and ``adds_over_public`` whether that gain exceeds one binomial standard error
+    of the accuracy on the ``n`` test users (None: not measured); ``public_only_models`` records every
+    measured model's accuracy by name. A run whose gain does not is flagged "adds nothing over the public
+    data" like one at the majority class."""
+    measured = {name: value for name, value in ((n, _number(v)) for n, v in models.items()) if value is not None}
+    public_only = max(measured.values()) if measured else None
     gain = None if accuracy is None or public_only is None else accuracy - public_only
     se = standard_error(accuracy, n)
     return {
         "public_only_accuracy": public_only,
+        "public_only_models": measured,
         "gain_over_public": gain,
         "adds_over_public": None if gain is None or se is None else bool(gain > se),
     }
@@ -90,11 +125,12 @@ def outcome(
     final accuracy does not beat the majority class, or, where that rate is unknown, the scores never moved
     (a run above the majority class whose scores stood still after its first round did learn).
 
-    Beside it, the model fitted on the public data alone on the same test inputs (:func:`against_public`;
-    ``test_inputs``: what ``accuracy`` scored, ``"sanitized"`` releases in local mode, ``"clean"`` inputs in
-    central mode) and, where the nodes also scored clean test inputs (local mode with clean-evaluation),
-    ``on_device``: on-device inference (the model applied to the clean test input) against the public
-    logistic regression on the same clean inputs."""
+    Beside it, the models fitted on the public data alone on the same test inputs (:func:`against_public`,
+    the strongest of them is the line; ``test_inputs``: what ``accuracy`` scored, ``"sanitized"`` releases in
+    local mode, ``"clean"`` inputs in central mode; :data:`PUBLIC_ONLY_MODELS`) and, where the nodes also
+    scored clean test inputs (local mode with clean-evaluation), ``on_device``: on-device inference (the
+    model applied to the clean test input) against the better of the public logistic regression and the
+    run's server model fitted on the public data alone, on the same clean inputs."""
     majority = majority_rate(class_counts) if class_counts else None
     last = records[-1] if records else {}
     final = last.get("accuracy") if records else None
@@ -106,7 +142,7 @@ def outcome(
         "training_moved": changed,
         "learned_nothing": beats is False or (beats is None and changed is False),
         "test_inputs": test_inputs,
-        **against_public(_number(final), _number(last.get("public_only_accuracy")), n),
+        **against_public(_number(final), public_only_models(last, test_inputs), n),
     }
     clean = _number(last.get("clean_accuracy"))
     if test_inputs == "sanitized" and clean is not None:
@@ -114,7 +150,7 @@ def outcome(
             "test_inputs": "clean",
             "accuracy": clean,
             "beats_majority_class": learned(clean, majority),
-            **against_public(clean, _number(last.get("public_only_clean_accuracy")), n),
+            **against_public(clean, public_only_models(last, "on_device"), n),
         }
     return block
 

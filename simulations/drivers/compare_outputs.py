@@ -16,7 +16,7 @@ from fl import config as config_mod
 from fl.reporting.outcome import adds_over_public
 from simulations.drivers import sweep as sw
 from simulations.outputs import aggregate as agg
-from simulations.outputs.writers import pyplot, read_json, save_figure, write_csv
+from simulations.outputs.writers import pyplot, read_json, save_figure, text_cell, write_csv
 
 #: Columns of compare.csv: one row per point (series, value), aggregated over seeds.
 COLUMNS = (
@@ -38,6 +38,7 @@ COLUMNS = (
     "accuracy_mean",
     "accuracy_sd",
     "public_only_accuracy",
+    "public_only_models",
     "gain_over_public",
     "gain_over_public_sd",
     "adds_over_public",
@@ -61,6 +62,23 @@ def _local_start(summary: Mapping[str, Any]) -> str:
     return "public-trained M1, M2 and classifier" if "trained on the public split" in text else "seeded start"
 
 
+def public_line(scored: Mapping[str, Any], accuracy: Any) -> dict[str, Any]:
+    """A run's public-only line on one test mode of its ``outcome`` (``scored``): ``public_only_models``
+    (each public-only model's accuracy by name), ``public_only_accuracy`` the largest of them and
+    ``gain_over_public`` the run's ``accuracy`` minus it, the per-seed gain the point's test pairs. A summary
+    that names no models (written before they were recorded) gives its own two figures."""
+    models = {name: float(v) for name, v in (scored.get("public_only_models") or {}).items() if agg.finite([v])}
+    if not models:
+        return {
+            "public_only_models": None,
+            "public_only_accuracy": scored.get("public_only_accuracy"),
+            "gain_over_public": scored.get("gain_over_public"),
+        }
+    public = max(models.values())
+    gain = float(accuracy) - public if agg.finite([accuracy]) else None
+    return {"public_only_models": models, "public_only_accuracy": public, "gain_over_public": gain}
+
+
 def rows_for(run: sw.Run, sweep_dir: Path, targets: Mapping[str, float] | None = None) -> list[dict[str, Any]]:
     """The comparison rows of one finished run (none while it has no summary). ``targets`` maps a
     user-level central run's name to the per-user epsilon its noise was calibrated for."""
@@ -73,8 +91,7 @@ def rows_for(run: sw.Run, sweep_dir: Path, targets: Mapping[str, float] | None =
     base = {
         "accuracy": final.get("accuracy"),
         "test_inputs": scored.get("test_inputs", "sanitized"),
-        "public_only_accuracy": scored.get("public_only_accuracy"),
-        "gain_over_public": scored.get("gain_over_public"),
+        **public_line(scored, final.get("accuracy")),
         "public_documents": ((summary.get("data") or {}).get("public") or {}).get("documents"),
         "macro_f1": final.get("macro_f1"),
         "seed": run.values.get("seed"),
@@ -148,8 +165,7 @@ def rows_for(run: sw.Run, sweep_dir: Path, targets: Mapping[str, float] | None =
                 "accuracy": on_device.get("accuracy"),
                 "macro_f1": (summary.get("final") or {}).get("clean_macro_f1"),
                 "test_inputs": "clean",
-                "public_only_accuracy": on_device.get("public_only_accuracy"),
-                "gain_over_public": on_device.get("gain_over_public"),
+                **public_line(on_device, on_device.get("accuracy")),
                 "test_release_epsilon": None,  # no test release: the ceiling of a sanitized input does not apply
             }
         ]
@@ -180,6 +196,17 @@ def _stats(values: Sequence[Any]) -> tuple[float | None, float | None]:
     return mean, sd
 
 
+def _models_mean(members: Sequence[Mapping[str, Any]]) -> dict[str, float] | None:
+    """Each public-only model's mean accuracy over the seeds that scored it, by name (None: none named)."""
+    names = list(dict.fromkeys(name for m in members for name in m.get("public_only_models") or {}))
+    out = {}
+    for name in names:
+        mean, _, _ = agg.mean_sd((m.get("public_only_models") or {}).get(name) for m in members)
+        if mean is not None:
+            out[name] = mean
+    return out or None
+
+
 def aggregate(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """One point per (series, value): mean and sample sd over seeds (:mod:`simulations.outputs.aggregate`) of
     accuracy, macro-F1 and wall time; the privacy figures, which do not depend on the seed, from
@@ -198,6 +225,7 @@ def aggregate(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
             raise ValueError(f"{series} at {value}: the seeds' runs report different epsilons {sorted(eps)}")
         acc, acc_sd = _stats([m.get("accuracy") for m in members])
         public_only, _ = _stats([m.get("public_only_accuracy") for m in members])
+        # paired per seed, over its strongest public-only model
         gain, gain_sd, gain_n = agg.mean_sd(m.get("gain_over_public") for m in members)
         ceiling_rr, _ = _stats([m.get("ceiling_public_rr") for m in members])
         f1, f1_sd = _stats([m.get("macro_f1") for m in members])
@@ -231,6 +259,7 @@ def aggregate(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
                 "accuracy_mean": acc,
                 "accuracy_sd": acc_sd,
                 "public_only_accuracy": public_only,
+                "public_only_models": _models_mean(members),
                 "gain_over_public": gain,
                 "gain_over_public_sd": gain_sd,
                 "adds_over_public": adds_over_public(gain, gain_sd, gain_n, acc, first.get("test_users")),
@@ -256,19 +285,11 @@ def write(
 ) -> tuple[Path, Path, Path]:
     """``compare.csv``, ``compare.json`` and ``compare.png`` in ``sweep_dir``."""
     csv_path = sweep_dir / "compare.csv"
-    write_csv(csv_path, ({k: p.get(k) for k in COLUMNS} for p in points), COLUMNS, cell=_cell)
+    write_csv(csv_path, ({k: p.get(k) for k in COLUMNS} for p in points), COLUMNS, cell=text_cell)
     json_path = sweep_dir / "compare.json"
     document = {**dict(extra or {}), "random_guess_accuracy": random_guess, "points": list(points), "runs": list(rows)}
     json_path.write_text(json.dumps(document, indent=2, default=str) + "\n")
     return csv_path, json_path, plot(points, sweep_dir / "compare.png", title, random_guess, baseline)
-
-
-def _cell(value: Any) -> Any:
-    if value is None:
-        return ""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    return value
 
 
 def _points(points: Sequence[Mapping[str, Any]], series: str, key: str) -> list[tuple[float, float, float, int]]:

@@ -28,8 +28,10 @@ METRIC_COLUMNS: tuple[str, ...] = (
     "best_accuracy",
     "clean_accuracy",
     "public_only_accuracy",
+    "public_only_models",
     "gain_over_public",
     "public_only_clean_accuracy",
+    "public_only_clean_models",
     "gain_over_public_clean",
     "test_inputs",
     "public_documents",
@@ -128,10 +130,13 @@ def collect_row(run: Run, sweep_dir: Path, keys: Sequence[str]) -> dict[str, Any
         macro_f1=final.get("macro_f1"),
         best_accuracy=summary.get("best_accuracy"),
         clean_accuracy=final.get("clean_accuracy"),
-        # The model fitted on the public data alone, on the same test inputs (fl.reporting.outcome).
+        # The strongest model fitted on the public data alone, on the same test inputs, and every one scored
+        # there by name (fl.reporting.outcome.against_public).
         public_only_accuracy=scored.get("public_only_accuracy"),
+        public_only_models=scored.get("public_only_models") or None,
         gain_over_public=scored.get("gain_over_public"),
         public_only_clean_accuracy=on_device.get("public_only_accuracy"),
+        public_only_clean_models=on_device.get("public_only_models") or None,
         gain_over_public_clean=on_device.get("gain_over_public"),
         test_inputs=scored.get("test_inputs"),
         public_documents=((summary.get("data") or {}).get("public") or {}).get("documents"),

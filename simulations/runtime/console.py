@@ -195,9 +195,10 @@ def outcome_verdict(block: Mapping[str, Any]) -> str:
 
 
 def public_only_rows(block: Mapping[str, Any]) -> list[tuple[str, str]]:
-    """The summary rows that hold the run against the model fitted on its public data alone (``summary.json``'s
-    ``outcome``): its gain on the run's own test inputs and, where the nodes also scored clean inputs,
-    on-device. A gain within one binomial standard error is named as adding nothing."""
+    """The summary rows that hold the run against the models fitted on its public data alone (``summary.json``'s
+    ``outcome``): its gain over the strongest of them on the run's own test inputs and, where the nodes also
+    scored clean inputs, on-device; each public-only model scored is named with its accuracy. A gain within
+    one binomial standard error is named as adding nothing."""
     rows = []
     for label, scored in (("vs public-only", block), ("on-device", block.get("on_device") or {})):
         public = scored.get("public_only_accuracy")
@@ -206,10 +207,13 @@ def public_only_rows(block: Mapping[str, Any]) -> list[tuple[str, str]]:
         inputs = scored.get("test_inputs", "sanitized")
         accuracy = f"accuracy {scored['accuracy']:.4f}, " if label == "on-device" else ""
         verdict = "" if scored.get("adds_over_public") is not False else ": ADDS NOTHING over the public data"
+        models = scored.get("public_only_models") or {}
+        named = ", ".join(f"{name.replace('_', ' ')} {value:.4f}" for name, value in models.items())
+        which = f" = the best of {named};" if len(models) > 1 else f": {named};" if models else ","
         rows.append(
             (
                 label,
-                f"{accuracy}gain over public-only {scored['gain_over_public']:+.4f} (public-only {public:.4f}, "
+                f"{accuracy}gain over public-only {scored['gain_over_public']:+.4f} (public-only {public:.4f}{which} "
                 f"{inputs} test inputs){verdict}",
             )
         )

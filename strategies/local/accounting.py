@@ -423,6 +423,7 @@ class LocalDPAccounting(Strategy):
                     "clean_macro_f1",
                     "public_only_accuracy",
                     "public_only_clean_accuracy",
+                    "public_only_head_clean_accuracy",
                     "test_users",
                     "random_guess_f1",
                 )

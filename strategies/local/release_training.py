@@ -260,12 +260,16 @@ class ReleaseTraining(Strategy):
 
         * the public logistic regression on the encoder's embeddings (:mod:`fl.maps.public_model`), which
           the nodes score on clean test inputs (on-device inference);
-        * the server model fitted on releases of the public documents alone, which the nodes score on the
-          same sanitized test releases as the run's model (server-side inference): with ``class-means``
-          the public class means' discriminant, with the MLP a fresh model trained on the server's own
-          sanitized releases of the public documents (their labels are public), at the sentence level.
+        * the server model fitted on releases of the public documents alone (``public_head``), which the
+          nodes score on the same sanitized test releases as the run's model (server-side inference) and,
+          with clean-evaluation, on the same clean test inputs in M1's space as the run's model (on-device
+          inference): with ``class-means`` the public class means' discriminant, with the MLP a fresh model
+          trained on the server's own sanitized releases of the public documents (their labels are public),
+          at the sentence level.
 
-        Only public documents are read; nothing here costs privacy. Runs without public data have none."""
+        On each test input the public-only line is the stronger of the models scored there
+        (:func:`fl.reporting.outcome.against_public`). Only public documents are read; nothing here costs
+        privacy. Runs without public data have none."""
         assert self.info is not None and self.channels is not None
         if not config_mod.has_public(self.cfg):
             return
@@ -513,7 +517,15 @@ class ReleaseTraining(Strategy):
         k = self.info.num_classes
         conf = np.zeros((k, k), dtype=np.int64)
         clean = np.zeros((k, k), dtype=np.int64)
-        public = {name: np.zeros((k, k), dtype=np.int64) for name in ("public-confusion", "public-clean-confusion")}
+        # The public-only models' confusion counts and the evaluation key of each one's accuracy: the server
+        # model fitted on public data alone on the sanitized test releases, the public logistic regression and
+        # that server model on the clean test inputs (fl.reporting.outcome.PUBLIC_ONLY_MODELS names them).
+        public_only = {
+            "public-confusion": "public_only_accuracy",
+            "public-clean-confusion": "public_only_clean_accuracy",
+            "public-head-clean-confusion": "public_only_head_clean_accuracy",
+        }
+        public = {name: np.zeros((k, k), dtype=np.int64) for name in public_only}
         by_k: dict[str, Any] = {}
         fresh_total = refused = 0
         for reply in replies:
@@ -537,12 +549,10 @@ class ReleaseTraining(Strategy):
             "clean_accuracy": clean_scores["accuracy"],
             "clean_macro_f1": clean_scores["macro_f1"],
             # The models fitted on the public data alone, on the same test inputs (None: not scored).
-            "public_only_accuracy": scores(public["public-confusion"])["accuracy"]
-            if public["public-confusion"].sum()
-            else None,
-            "public_only_clean_accuracy": scores(public["public-clean-confusion"])["accuracy"]
-            if public["public-clean-confusion"].sum()
-            else None,
+            **{
+                key: scores(public[name])["accuracy"] if public[name].sum() else None
+                for name, key in public_only.items()
+            },
             "test_users": int(conf.sum()),
             "random_guess_f1": random_guess(conf),
             "fresh_test_releases": fresh_total,

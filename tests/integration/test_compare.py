@@ -341,48 +341,65 @@ def test_a_bad_label_share_is_one_line_before_any_work(
 
 def test_every_point_is_held_against_public_only_on_its_own_test_inputs(tmp_path: Path) -> None:
     """A local run with on-device inference gives two rows (sanitized and clean test inputs), each with the
-    public-only accuracy on the same inputs and the paired gain; a central run's row is on clean inputs. The
-    point's gain is the mean of the seeds' paired gains, flagged when it does not beat their sd; compare.csv
-    carries test_inputs, public_only_accuracy, gain_over_public and public_documents."""
+    public-only line on the same inputs (per seed, the strongest public-only model scored there) and the paired
+    gain; a central run's row is on clean inputs. The point's gain is the mean of the seeds' paired gains,
+    flagged when it does not beat their sd; compare.csv carries test_inputs, public_only_accuracy,
+    public_only_models, gain_over_public and public_documents."""
+    from fl.reporting.outcome import outcome
+
     privacy = {"epsilon_ldp": 5.0, "epsilon_total": 6.28, "delta_total": 0.0, "label_protected": True}
     runs = cmp.plan([{"sentence-epsilon": 5.0, "label-mechanism": "rr", "label-epsilon": 1.28}], NOISE, [1, 2])
     local = [r for r in runs if r.values.get("mode") == "local" and r.values.get("sentence-mechanism") != "none"]
     central = [r for r in runs if r.values.get("central-noise-multiplier") == NOISE[1.0]]
     data = {"public": {"documents": 282}}
-    for run, (gain, clean_gain) in zip(local, ((0.01, 0.04), (0.03, 0.03)), strict=True):
-        block = {
-            "test_inputs": "sanitized",
+    # Seed 1: on the clean inputs the public logistic regression (0.72) beats the public server model (0.70);
+    # seed 2: the public server model (0.74) beats it. Each seed's gain is over its own stronger one.
+    seeds = ((0.02, 0.76, 0.70), (0.021, 0.75, 0.74))
+    for run, (gain, clean, head) in zip(local, seeds, strict=True):
+        record = {
+            "accuracy": 0.56 + gain,
+            "clean_accuracy": clean,
             "public_only_accuracy": 0.56,
-            "gain_over_public": gain,
-            "on_device": {
-                "test_inputs": "clean",
-                "accuracy": 0.72 + clean_gain,
-                "public_only_accuracy": 0.72,
-                "gain_over_public": clean_gain,
-            },
+            "public_only_clean_accuracy": 0.72,
+            "public_only_head_clean_accuracy": head,
+            "test_users": 872,
         }
+        block = outcome([record], [436, 436])
         _fake(tmp_path / run.name, 0.56 + gain, privacy, outcome=block, data=data, users={"test": 872})
     for run, gain in zip(central, (0.001, -0.003), strict=True):
-        block = {"test_inputs": "clean", "public_only_accuracy": 0.72, "gain_over_public": gain}
+        block = outcome([{"accuracy": 0.72 + gain, "public_only_accuracy": 0.72, "test_users": 872}], None, "clean")
         _fake(tmp_path / run.name, 0.72 + gain, {"epsilon": 0.99, "delta": 1e-6}, holds=False, outcome=block, data=data)
     targets = {r.name: 6.28 for r in local} | {r.name: 1.0 for r in central}
     rows = [row for run in runs for row in cmp.rows_for(run, tmp_path, targets)]
+    device_rows = [r for r in rows if r["series"] == "local-ldp-on-device"]
+    assert [r["public_only_accuracy"] for r in device_rows] == pytest.approx([0.72, 0.74])  # the per-seed max
+    assert [r["gain_over_public"] for r in device_rows] == pytest.approx([0.04, 0.01])
     points = {p["series"]: p for p in cmp.aggregate(rows) if p["series"] != "local-shuffled"}
     device, sanitized, flat = points["local-ldp-on-device"], points["local-ldp"], points["central-user"]
     assert device["test_inputs"] == "clean" and sanitized["test_inputs"] == "sanitized"
-    assert device["accuracy_mean"] == pytest.approx(0.755) and device["public_only_accuracy"] == pytest.approx(0.72)
-    assert device["gain_over_public"] == pytest.approx(0.035) and device["adds_over_public"] is True
-    assert sanitized["gain_over_public"] == pytest.approx(0.02) and sanitized["gain_over_public_sd"] == pytest.approx(
-        0.01414, rel=1e-3
+    assert device["accuracy_mean"] == pytest.approx(0.755) and device["public_only_accuracy"] == pytest.approx(0.73)
+    assert device["public_only_models"] == pytest.approx({"logistic_regression": 0.72, "server_model": 0.72})
+    # gains 0.04 and 0.01 (against the logistic regression alone they would be 0.04 and 0.03)
+    assert device["gain_over_public"] == pytest.approx(0.025) and device["adds_over_public"] is True  # > sd 0.021
+    assert sanitized["public_only_models"] == pytest.approx({"server_model": 0.56})
+    assert sanitized["gain_over_public"] == pytest.approx(0.0205) and sanitized["gain_over_public_sd"] == pytest.approx(
+        0.000707, rel=1e-2
     )
-    assert sanitized["adds_over_public"] is True  # 0.02 > sd 0.014
+    assert sanitized["adds_over_public"] is True
     assert flat["test_inputs"] == "clean" and flat["adds_over_public"] is False  # -0.001 on average
+    assert flat["public_only_models"] == pytest.approx({"logistic_regression": 0.72})
     assert device["test_release_epsilon"] is None  # no sanitized test input: no ceiling of one
-    csv_path, _, _ = cmp.write(list(points.values()), tmp_path, "t", 0.5, {}, rows, "majority class")
+    csv_path, json_path, _ = cmp.write(list(points.values()), tmp_path, "t", 0.5, {}, rows, "majority class")
     table = {r["series"]: r for r in csv.DictReader(csv_path.open())}
     for column in ("test_inputs", "public_only_accuracy", "gain_over_public", "public_documents"):
         assert column in table["local-ldp"]
     assert table["central-user"]["adds_over_public"] == "false" and table["local-ldp"]["public_documents"] == "282"
+    assert json.loads(table["local-ldp-on-device"]["public_only_models"]) == pytest.approx(
+        {"logistic_regression": 0.72, "server_model": 0.72}
+    )
+    document = json.loads(json_path.read_text())
+    stored = next(p for p in document["points"] if p["series"] == "local-ldp-on-device")
+    assert stored["public_only_models"] == pytest.approx({"logistic_regression": 0.72, "server_model": 0.72})
 
 
 def test_a_class_means_recipe_carries_its_map_dim_and_compare_sets_like_for_like() -> None:

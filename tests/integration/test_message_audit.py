@@ -726,8 +726,13 @@ def audit(run: Captured, allow_unsanitized: bool = False) -> tuple[list[str], Ru
 # Scores by k are sent for document tasks (doc-embedding = "sentence-mean") only.
 _BY_K = {(wire.EVALUATE, wire.METRICS, key) for key in ("confusion-by-k", "clean-confusion-by-k")}
 # The public-only line is scored only where the run has public data (the release-space one at the sentence level).
-_PUBLIC = {(wire.EVALUATE, wire.METRICS, key) for key in ("public-confusion", "public-clean-confusion")}
-_PUBLIC_RELEASE = {(wire.EVALUATE, wire.METRICS, "public-confusion")}
+_PUBLIC = {
+    (wire.EVALUATE, wire.METRICS, key)
+    for key in ("public-confusion", "public-clean-confusion", "public-head-clean-confusion")
+}
+# The server model fitted on public data alone, scored on the sanitized releases and on the clean inputs.
+_PUBLIC_RELEASE = {(wire.EVALUATE, wire.METRICS, key) for key in ("public-confusion", "public-head-clean-confusion")}
+_PUBLIC_CENTRAL = {(wire.EVALUATE, wire.METRICS, "public-confusion")}  # the public logistic regression
 ABSENT = {
     "sentence": _BY_K | _PUBLIC,
     "sentence-tuned": _BY_K,
@@ -738,9 +743,9 @@ ABSENT = {
     "word": _BY_K | _PUBLIC,
     "document": {(t, wire.RELEASE, "embeddings") for t in (wire.TRAIN, wire.EVALUATE)} | _PUBLIC_RELEASE,
     "truncation": {(t, wire.RELEASE, "candidate-ids") for t in (wire.TRAIN, wire.EVALUATE)} | _PUBLIC_RELEASE,
-    "central-user": _PUBLIC_RELEASE,
-    "central-user-encoder": _PUBLIC_RELEASE,
-    "central-node": _PUBLIC_RELEASE,
+    "central-user": _PUBLIC_CENTRAL,
+    "central-user-encoder": _PUBLIC_CENTRAL,
+    "central-node": _PUBLIC_CENTRAL,
 }
 
 

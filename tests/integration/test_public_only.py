@@ -2,9 +2,11 @@
 same public data and test users, each held against the model fitted on that public data alone.
 
 What it would catch: a public-only figure scored on other test inputs than the run's (the two modes' clean
-public-only accuracies must be the same number: the same public logistic regression on the same clean test
-users), a gain that is not the difference of the two recorded accuracies, an on-device block missing from a
-local run that scored clean inputs, and a central start that ignored central-start = "public"."""
+public-only accuracies of the public logistic regression must be the same number: the same model on the same
+clean test users), a gain that is not the difference of the run's accuracy and the stronger public-only model
+on its inputs, an on-device block without the public server model scored on the clean inputs, an on-device
+block missing from a local run that scored clean inputs, and a central start that ignored
+central-start = "public"."""
 
 from __future__ import annotations
 
@@ -66,10 +68,15 @@ def test_a_local_run_is_held_against_public_only_on_both_test_inputs(summaries: 
     block, final = s["outcome"], s["final"]
     assert block["test_inputs"] == "sanitized"
     assert block["gain_over_public"] == pytest.approx(final["accuracy"] - block["public_only_accuracy"])
+    assert set(block["public_only_models"]) == {"server_model"}  # the class means of the public data alone
     device = block["on_device"]
     assert device["test_inputs"] == "clean" and device["accuracy"] == pytest.approx(final["clean_accuracy"])
+    # on the clean inputs both public-only models were scored, and the line is the stronger of them
+    models = device["public_only_models"]
+    assert set(models) == {"logistic_regression", "server_model"}
+    assert device["public_only_accuracy"] == pytest.approx(max(models.values()))
     assert device["gain_over_public"] == pytest.approx(device["accuracy"] - device["public_only_accuracy"])
-    assert 0.5 < device["public_only_accuracy"] <= 1.0  # the public logistic regression learned something
+    assert 0.5 < models["logistic_regression"] <= 1.0  # the public logistic regression learned something
     assert s["noise"]["secret"] is False and "reproducible" in s["guarantee_statement"]  # SMALL_RUN seeds it
 
 
@@ -81,7 +88,9 @@ def test_a_central_run_starts_from_the_public_data_and_meets_the_same_public_onl
     block = central["outcome"]
     assert block["test_inputs"] == "clean" and "on_device" not in block
     # the same public logistic regression on the same clean test users, whichever mode scored it
-    assert block["public_only_accuracy"] == pytest.approx(local["outcome"]["on_device"]["public_only_accuracy"])
+    assert set(block["public_only_models"]) == {"logistic_regression"}
+    device = local["outcome"]["on_device"]["public_only_models"]
+    assert block["public_only_accuracy"] == pytest.approx(device["logistic_regression"])
     assert block["gain_over_public"] == pytest.approx(central["final"]["accuracy"] - block["public_only_accuracy"])
 
 
@@ -100,4 +109,5 @@ def test_on_device_scores_by_sentences_need_no_public_model(tmp_path: Path, data
         mp.undo()
     last = json.loads((folder / "rounds.jsonl").read_text().splitlines()[-1])
     assert last["public_only_clean_accuracy"] is None  # no public data: no public model sent
+    assert last["public_only_head_clean_accuracy"] is None
     assert last["by_sentences"] and all("clean_macro_f1" in row for row in last["by_sentences"])

@@ -695,3 +695,18 @@ def test_a_point_whose_scores_never_moved_is_flagged_even_above_an_unknown_major
     sw.print_findings(runs, tmp_path)
     out, err = capsys.readouterr()
     assert out.count("NO: training did not move") == 1 and "1 point(s)" in err
+
+
+def test_a_run_row_carries_the_public_only_models_it_was_held_against(tmp_path: Path) -> None:
+    runs = _runs()[:1]
+    _summary(tmp_path / runs[0].name, 0.80, 2.0, 2 * math.pi)
+    summary = json.loads((tmp_path / runs[0].name / "summary.json").read_text())
+    summary["outcome"] = {
+        "test_inputs": "sanitized",
+        "public_only_accuracy": 0.79,
+        "public_only_models": {"server_model": 0.79},
+        "gain_over_public": 0.01,
+    }
+    (tmp_path / runs[0].name / "summary.json").write_text(json.dumps(summary))
+    row = sw.collect_row(runs[0], tmp_path, sw.grid_keys(runs))
+    assert row["public_only_models"] == {"server_model": 0.79} and row["public_only_clean_models"] is None

@@ -164,3 +164,24 @@ def test_the_summary_holds_the_run_against_public_only_on_both_test_inputs() -> 
         ("on-device", "accuracy 0.7534, gain over public-only +0.0321 (public-only 0.7213, clean test inputs)"),
     ]
     assert public_only_rows({"public_only_accuracy": None}) == []
+    # with the public-only models named: the line is the best of them, each shown with its accuracy
+    named = {
+        **block,
+        "public_only_models": {"server_model": 0.5654},
+        "on_device": {
+            **block["on_device"],
+            "public_only_models": {"logistic_regression": 0.7013, "server_model": 0.7213},
+        },
+    }
+    assert public_only_rows(named) == [
+        (
+            "vs public-only",
+            "gain over public-only +0.0149 (public-only 0.5654: server model 0.5654; sanitized test inputs): ADDS "
+            "NOTHING over the public data",
+        ),
+        (
+            "on-device",
+            "accuracy 0.7534, gain over public-only +0.0321 (public-only 0.7213 = the best of logistic regression "
+            "0.7013, server model 0.7213; clean test inputs)",
+        ),
+    ]

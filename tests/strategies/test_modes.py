@@ -83,7 +83,8 @@ def test_a_run_of_each_mode_keeps_the_contract(name: str, finished: dict[str, An
         "training_moved",
         "learned_nothing",
         "test_inputs",  # what accuracy scored: sanitized releases (local) or clean inputs (central)
-        "public_only_accuracy",
+        "public_only_accuracy",  # the strongest of public_only_models (None: no public data)
+        "public_only_models",
         "gain_over_public",
         "adds_over_public",
     }

@@ -51,6 +51,7 @@ def test_the_issue_s_flat_central_run_learned_nothing_and_the_line_says_what_to_
         "learned_nothing": True,
         "test_inputs": "sanitized",
         "public_only_accuracy": None,
+        "public_only_models": {},
         "gain_over_public": None,
         "adds_over_public": None,
     }
@@ -72,13 +73,26 @@ def test_the_public_only_line_is_the_gain_against_one_binomial_standard_error() 
     """872 test users at 0.80: one standard error is sqrt(0.8 * 0.2 / 872) = 0.01355; a gain of 0.013 adds
     nothing, 0.014 does."""
     assert standard_error(0.8, 872) == pytest.approx(0.013546, abs=1e-6)
-    assert against_public(0.80, 0.787, 872) == {
+    assert against_public(0.80, {"server_model": 0.787}, 872) == {
         "public_only_accuracy": 0.787,
+        "public_only_models": {"server_model": 0.787},
         "gain_over_public": pytest.approx(0.013),
         "adds_over_public": False,
     }
-    assert against_public(0.80, 0.786, 872)["adds_over_public"] is True
-    assert against_public(0.80, None, 872)["adds_over_public"] is None
+    assert against_public(0.80, {"server_model": 0.786}, 872)["adds_over_public"] is True
+    assert against_public(0.80, {"server_model": None}, 872)["adds_over_public"] is None
+
+
+def test_the_public_only_line_is_the_strongest_public_only_model() -> None:
+    """Two public-only models on the same inputs: the line is the better one, and the gain is over it (a gain
+    over the weaker one, 0.80 - 0.70, would pass as adding; over the stronger, 0.80 - 0.79, it does not)."""
+    block = against_public(0.80, {"logistic_regression": 0.70, "server_model": 0.79, "unscored": None}, 872)
+    assert block["public_only_models"] == {"logistic_regression": 0.70, "server_model": 0.79}
+    assert block["public_only_accuracy"] == 0.79
+    assert block["gain_over_public"] == pytest.approx(0.01) and block["adds_over_public"] is False
+    # whichever of the two is the stronger
+    flipped = against_public(0.80, {"logistic_regression": 0.79, "server_model": 0.70}, 872)
+    assert flipped["public_only_accuracy"] == 0.79 and flipped["adds_over_public"] is False
 
 
 def test_a_point_adds_over_public_when_its_mean_paired_gain_beats_the_seeds_sd() -> None:
@@ -105,15 +119,39 @@ def test_the_outcome_holds_both_test_inputs_against_public_only() -> None:
     assert block["test_inputs"] == "sanitized"
     # 0.015 over public-only is within one standard error at 0.58 (0.0167): it adds nothing
     assert block["public_only_accuracy"] == 0.565 and block["adds_over_public"] is False
+    assert block["public_only_models"] == {"server_model": 0.565}
     assert block["on_device"] == {
         "test_inputs": "clean",
         "accuracy": 0.755,
         "beats_majority_class": True,
         "public_only_accuracy": 0.721,
+        "public_only_models": {"logistic_regression": 0.721},
         "gain_over_public": pytest.approx(0.034),
         "adds_over_public": True,
     }
     central = outcome([{**record, "clean_accuracy": 0.58}], [428, 444], "clean")
     assert "on_device" not in central and central["test_inputs"] == "clean"
+    assert central["public_only_models"] == {"logistic_regression": 0.565}
     flat = outcome([{**record, "accuracy": 0.57}], [428, 444])
     assert "adds nothing over the public data" in outcome_text(flat, 0.57)
+
+
+def test_on_device_the_line_is_the_better_of_the_logistic_regression_and_the_public_server_model() -> None:
+    """The run's own server model fitted on the public data alone beats the public logistic regression on the
+    clean inputs: on-device inference is held against it (0.755 - 0.745 = 0.010, within one standard error),
+    not against the weaker logistic regression (0.755 - 0.721 = 0.034 would count as adding)."""
+    record = {
+        "accuracy": 0.58,
+        "macro_f1": 0.58,
+        "clean_accuracy": 0.755,
+        "public_only_accuracy": 0.565,
+        "public_only_clean_accuracy": 0.721,
+        "public_only_head_clean_accuracy": 0.745,
+        "test_users": 872,
+    }
+    device = outcome([record], [428, 444])["on_device"]
+    assert device["public_only_models"] == {"logistic_regression": 0.721, "server_model": 0.745}
+    assert device["public_only_accuracy"] == 0.745
+    assert device["gain_over_public"] == pytest.approx(0.010) and device["adds_over_public"] is False
+    weaker = outcome([{**record, "public_only_head_clean_accuracy": 0.70}], [428, 444])["on_device"]
+    assert weaker["public_only_accuracy"] == 0.721 and weaker["adds_over_public"] is True
