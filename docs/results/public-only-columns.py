@@ -15,11 +15,12 @@ model fitted on the public data alone ("public-only"), paired per seed on the sa
 * a comparison that recorded neither says "public-only not recorded (run before the public-only line)".
 
 The gain is the mean +- sample sd over the seeds of (accuracy - public-only) per seed; a point beats
-public-only beyond seed noise when that mean is > 0 and > the sd (with one seed: > one binomial standard
-error of its accuracy on the test users), ``fl.reporting.outcome.adds_over_public``. As a local point's
-public-only is an expectation over the randomized-response draw, its mean gain must also exceed that
-draw's sd on the test users (``rr_draw_sd``; shown as "RR draw sd"): otherwise a gain of a test user or
-less (+0.000 +- 0.000 at 12.6) would pass the rule. Prints, per folder,
+public-only beyond seed noise when a one-sided paired t-test over the seeds' gains (H0: mean gain <= 0)
+gives p < 0.05 (with one seed: the gain is > one binomial standard error of its accuracy on the test
+users), ``fl.reporting.outcome.adds_over_public``. As a local point's public-only is an expectation over
+the randomized-response draw, its mean gain must also exceed that draw's sd on the test users
+(``rr_draw_sd``; shown as "RR draw sd"): otherwise a gain of a test user or less (+0.000 +- 0.000 at
+12.6) would pass the rule. Prints, per folder,
 the table its README quotes; ``docs/results/fair-compare/tables.py`` uses the same functions for tables.md.
 """
 
@@ -108,6 +109,7 @@ def points(doc: dict[str, Any]) -> dict[tuple[str, str], dict[str, Any]]:
             "gain": None,
             "gain_sd": None,
             "adds": None,
+            "p": None,
             "draw_sd": None,
             "majority": max(doc["test_class_priors"]) if doc.get("test_class_priors") else None,
         }
@@ -116,9 +118,7 @@ def points(doc: dict[str, Any]) -> dict[tuple[str, str], dict[str, Any]]:
             point["public_only"] = statistics.fmean(pubs)  # type: ignore[arg-type]
             point["gain"] = statistics.fmean(gains)
             point["gain_sd"] = statistics.stdev(gains) if n > 1 else None
-            point["adds"] = adds_over_public(
-                point["gain"], point["gain_sd"], n, point["accuracy_mean"], test_users(doc)
-            )
+            point["adds"], point["p"] = adds_over_public(gains, point["accuracy_mean"], test_users(doc))
             draws = [rr_draw_sd(r, doc) for r in runs] if key[0].startswith("local-") else []
             if draws and all(d is not None for d in draws):
                 point["draw_sd"] = max(draws)  # type: ignore[type-var]

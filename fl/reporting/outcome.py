@@ -69,6 +69,9 @@ PUBLIC_ONLY_MODELS: dict[str, tuple[tuple[str, str], ...]] = {
     ),
 }
 
+#: The one-sided p-value below which a point's paired gains over the seeds count as adding over the public data.
+ADDS_P = 0.05
+
 
 def public_only_models(record: Mapping[str, Any], block: str) -> dict[str, float]:
     """The public-only models' accuracies a round ``record`` holds for a ``block`` of :data:`PUBLIC_ONLY_MODELS`,
@@ -102,19 +105,39 @@ def against_public(accuracy: float | None, models: Mapping[str, float | None], n
     }
 
 
-def adds_over_public(
-    gain: float | None, gain_sd: float | None, n: int, accuracy: float | None, test_users: int | None
-) -> bool | None:
-    """Whether a point beats the model fitted on its public data alone beyond seed noise: its mean gain
-    (paired per seed, on the same test inputs) is positive and above the gains' sample sd over the seeds; with
-    one seed, above one binomial standard error of the accuracy on the test users (872 SST-2 test users:
-    about 0.013). ``None`` where the public-only accuracy was not measured."""
-    if gain is None:
+def gain_over_public_p(gains: Sequence[float | None]) -> float | None:
+    """The one-sided p-value of a point's paired gains over the seeds (per seed: accuracy minus the public-only
+    line, on the same test inputs), under H0: mean gain <= 0 (a one-sample t-test, ``alternative="greater"``).
+    ``None`` with fewer than two finite gains; with gains all equal (no spread), 0 when they are positive and
+    1 otherwise."""
+    values = [g for g in map(_number, gains) if g is not None]
+    if len(values) < 2:
         return None
-    if n >= 2 and gain_sd is not None:
-        return bool(gain > 0 and gain > gain_sd)
+    if max(values) == min(values):
+        return 0.0 if values[0] > 0 else 1.0
+    from scipy.stats import ttest_1samp
+
+    return float(ttest_1samp(values, 0.0, alternative="greater").pvalue)
+
+
+def adds_over_public(
+    gains: Sequence[float | None], accuracy: float | None, test_users: int | None
+) -> tuple[bool | None, float | None]:
+    """Whether a point beats the model fitted on its public data alone beyond seed noise, and the p-value
+    that says so: a one-sided paired t-test over the seeds (:func:`gain_over_public_p`; the gains are paired
+    per seed, on the same test inputs; H0: mean gain <= 0) at p < :data:`ADDS_P`. With one seed, no test:
+    the gain must exceed one binomial standard error of the accuracy on the test users (872 SST-2 test
+    users: about 0.013), and the p-value is ``None``. ``(None, None)`` where the public-only accuracy was
+    not measured."""
+    values = [g for g in map(_number, gains) if g is not None]
+    if not values:
+        return None, None
+    if len(values) >= 2:
+        p = gain_over_public_p(values)
+        assert p is not None
+        return bool(p < ADDS_P), p
     se = standard_error(accuracy, test_users or 872)
-    return bool(gain > (se or 0.0))
+    return bool(values[0] > (se or 0.0)), None
 
 
 def outcome(

@@ -66,11 +66,12 @@ def findings_table(
         if public:
             gain_sd = p.get("gain_over_public_sd")
             gain = _number(p.get("gain_over_public")) + (f" +- {gain_sd:.3f}" if gain_sd is not None else "")
-            adds = p.get("adds_over_public")
+            adds, p_value = p.get("adds_over_public"), p.get("gain_over_public_p")
+            tested = f" (p = {p_value:.3f})" if p_value is not None else ""
             cells += [
                 _number(p.get("public_only_accuracy")),
                 gain,
-                "-" if adds is None else ("yes" if adds else "NO: adds nothing over the public data"),
+                "-" if adds is None else ("yes" if adds else "NO: adds nothing over the public data") + tested,
             ]
         table.add_row(*cells)
     return table

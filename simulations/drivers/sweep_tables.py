@@ -199,15 +199,17 @@ def write_tables(rows: Sequence[Mapping[str, Any]], sweep_dir: Path, stem: str =
 
 
 def _adds(done: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-    """``adds_over_public`` (and ``_clean``): whether the point's paired gains over the public-only model beat
-    it beyond seed noise (:func:`fl.reporting.outcome.adds_over_public`)."""
+    """``adds_over_public`` (and ``_clean``): whether the point's paired gains over the public-only line (per
+    seed, over the strongest public-only model) beat it beyond seed noise, and ``gain_over_public_p`` (and
+    ``gain_over_public_clean_p``) the one-sided paired t-test's p-value that says so (``None`` with one seed:
+    the binomial rule; :func:`fl.reporting.outcome.adds_over_public`)."""
     from fl.reporting.outcome import adds_over_public
 
     out = {}
     for suffix, acc in (("", "accuracy"), ("_clean", "clean_accuracy")):
-        gain, sd, n = agg.mean_sd(m.get(f"gain_over_public{suffix}") for m in done)
         mean, _, _ = agg.mean_sd(m.get(acc) for m in done)
-        out[f"adds_over_public{suffix}"] = adds_over_public(gain, sd, n, mean, None)
+        adds, p = adds_over_public([m.get(f"gain_over_public{suffix}") for m in done], mean, None)
+        out[f"adds_over_public{suffix}"], out[f"gain_over_public{suffix}_p"] = adds, p
     return out
 
 
@@ -434,6 +436,7 @@ def findings_points(points: Sequence[Mapping[str, Any]], keys: Sequence[str]) ->
             "public_only_accuracy": p.get("public_only_accuracy_mean"),
             "gain_over_public": p.get("gain_over_public_mean"),
             "gain_over_public_sd": p.get("gain_over_public_sd"),
+            "gain_over_public_p": p.get("gain_over_public_p"),
         }
         out.append({**p, **public, "series": series, "value": value, "name": p.get("point", "")})
     return out

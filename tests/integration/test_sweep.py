@@ -710,3 +710,29 @@ def test_a_run_row_carries_the_public_only_models_it_was_held_against(tmp_path: 
     (tmp_path / runs[0].name / "summary.json").write_text(json.dumps(summary))
     row = sw.collect_row(runs[0], tmp_path, sw.grid_keys(runs))
     assert row["public_only_models"] == {"server_model": 0.79} and row["public_only_clean_models"] is None
+
+
+def test_a_point_adds_over_public_by_a_one_sided_paired_t_test_with_its_p_value(tmp_path: Path) -> None:
+    """The seeds' paired gains over the public-only line: [0.005, 0.006, -0.001] is within seed noise (p 0.13),
+    [0.04, 0.042, 0.041] adds (p < 0.001); the p-value sits beside the flag in sweep_summary, and one seed keeps
+    the binomial rule (no p-value)."""
+
+    def point(gains: list[float]) -> dict[str, Any]:
+        rows = [
+            {"point": "p", "status": "ok", "seed": i, "accuracy": 0.8, "gain_over_public": g}
+            for i, g in enumerate(gains)
+        ]
+        (summarized,) = sw.summarize(rows, [])
+        return summarized
+
+    flat = point([0.005, 0.006, -0.001])
+    assert flat["adds_over_public"] is False and flat["gain_over_public_p"] == pytest.approx(0.1336, abs=1e-3)
+    adds = point([0.04, 0.042, 0.041])
+    assert adds["adds_over_public"] is True and adds["gain_over_public_p"] < 1e-3
+    one = point([0.02])  # one seed: above one binomial standard error (0.0136 at 0.8 on 872 users)
+    assert one["adds_over_public"] is True and one["gain_over_public_p"] is None
+    assert adds["adds_over_public_clean"] is None and adds["gain_over_public_clean_p"] is None
+    sw.write_tables([flat, adds], tmp_path, stem="points")
+    table = list(csv.DictReader((tmp_path / "points.csv").open()))
+    assert [r["adds_over_public"] for r in table] == ["false", "true"]
+    assert float(table[0]["gain_over_public_p"]) == pytest.approx(0.1336, abs=1e-3)

@@ -76,8 +76,8 @@ def table(name: str, folder: Path) -> str:
         "Public-only: the model fitted on the public data alone, on the point's own test inputs (local: the public "
         "class + RR at the test-release epsilon, its expectation over the RR draw; central and non-private: the "
         "public classifier on the clean inputs of the same seed). Gain: mean +- sd over the seeds of the paired "
-        "per-seed gains. Beats public-only: the mean gain is > 0 and > that sd (and, for a local point, > the RR "
-        "draw's sd on the test users).\n",
+        "per-seed gains. Beats public-only: a one-sided paired t-test over the seeds' gains (H0: mean gain <= 0) "
+        "gives p < 0.05 (and, for a local point, the mean gain is > the RR draw's sd on the test users).\n",
     ]
     out.append(
         "| series | whole-record epsilon per user | label share | accuracy (mean +- sd) | n | gap to non-private "

@@ -8,6 +8,7 @@ from fl.reporting.outcome import (
     MARGIN,
     adds_over_public,
     against_public,
+    gain_over_public_p,
     learned,
     majority_rate,
     moved,
@@ -95,13 +96,25 @@ def test_the_public_only_line_is_the_strongest_public_only_model() -> None:
     assert flipped["public_only_accuracy"] == 0.79 and flipped["adds_over_public"] is False
 
 
-def test_a_point_adds_over_public_when_its_mean_paired_gain_beats_the_seeds_sd() -> None:
-    assert adds_over_public(0.03, 0.01, 3, 0.75, 872) is True
-    assert adds_over_public(0.01, 0.02, 3, 0.75, 872) is False  # within seed noise
-    assert adds_over_public(-0.01, 0.001, 3, 0.75, 872) is False
-    assert adds_over_public(0.02, None, 1, 0.75, 872) is True  # one seed: one binomial SE is 0.0147
-    assert adds_over_public(0.01, None, 1, 0.75, 872) is False
-    assert adds_over_public(None, None, 0, None, None) is None
+def test_a_point_adds_over_public_by_a_one_sided_paired_t_test_over_the_seeds() -> None:
+    """H0: mean paired gain <= 0; adds at p < 0.05 (t-test over the seeds' gains, two degrees of freedom here)."""
+    adds, p = adds_over_public([0.005, 0.006, -0.001], 0.75, 872)
+    assert adds is False and p == pytest.approx(0.1336, abs=1e-3)  # t = 1.52
+    adds, p = adds_over_public([0.04, 0.042, 0.041], 0.75, 872)
+    assert adds is True and p is not None and p < 1e-3
+    # mean 0.02 above the sample sd 0.015 (the old rule's "adds"), but t = 2.31, p = 0.074: not at 0.05
+    adds, p = adds_over_public([0.02, 0.005, 0.035], 0.75, 872)
+    assert adds is False and p == pytest.approx(0.0735, abs=1e-3)
+    assert adds_over_public([-0.01, -0.011, -0.012], 0.75, 872)[0] is False
+    # no spread: all equal and positive adds (p = 0), all equal and not positive does not
+    assert adds_over_public([0.02, 0.02, 0.02], 0.75, 872) == (True, 0.0)
+    assert adds_over_public([0.0, 0.0], 0.75, 872) == (False, 1.0)
+    # one seed: no test, one binomial standard error (0.0147 at 0.75 on 872 users); no p-value
+    assert adds_over_public([0.02], 0.75, 872) == (True, None)
+    assert adds_over_public([0.01, None], 0.75, 872) == (False, None)
+    assert adds_over_public([None], None, None) == (None, None)
+    assert gain_over_public_p([0.005, 0.006, -0.001]) == pytest.approx(0.1336, abs=1e-3)
+    assert gain_over_public_p([0.01]) is None
 
 
 def test_the_outcome_holds_both_test_inputs_against_public_only() -> None:
