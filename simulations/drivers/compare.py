@@ -13,8 +13,8 @@ Runs, all from the same config (same data, users, rounds), once per seed
   through the config's label mechanism (randomized response when the config has none) at
   ``--label-share`` of ``E`` (``auto``: the share the config's recipe scores best with on the
   public data, :mod:`fl.maps.recipes`), the rest through the sentence mechanism
-  (``sentence-epsilon`` = the rest over its pure cost per unit). Every local point is thus a
-  whole-record guarantee on the axis it shares with central DP;
+  (``sentence-epsilon`` = the rest over its pure cost per unit), at ``accounting-delta`` = the central
+  runs' delta. Every local point is thus a whole-record guarantee on the axis it shares with central DP;
 * with ``--labels-clear``, the same budgets spent on the embedding alone, labels in the clear: an
   embedding-only figure, drawn in a panel of its own, never on the shared axis;
 * central DP, user level (``central-unit = "user"``): one run per target per-user epsilon, at the
@@ -31,8 +31,9 @@ comparison resumes). The x-axis is the privacy of **one user**:
 
 * ``local-ldp``: the per-user pure-LDP epsilon0 of the whole record (embedding + label), with the
   metric epsilon per unit distance beside it (``metric_epsilon``);
-* ``local-shuffled``: the shuffle-amplified central epsilon of the same run (a what-if: it needs a
-  trusted shuffler);
+* ``local-shuffled``: the shuffle-amplified central (epsilon, delta) of the same run (a what-if: it needs
+  a trusted shuffler), at the central runs' delta; ``local-shuffled-on-device`` the same figure with the
+  on-device accuracy (local DP and a shuffler, scored as central DP is);
 * ``central-user`` / ``central-node``: the (epsilon, delta) the run's own accountant printed.
 
 Every local point carries its ceiling (:mod:`fl.accounting.analysis.ceiling`), at the pure epsilon
@@ -116,6 +117,7 @@ def plan(
     central_trains: Sequence[str] = ("head",),
     central_delta: float | None = None,
     clear_options: bool = False,
+    local_delta: float | None = None,
 ) -> list[sw.Run]:
     """The runs of a comparison, in this order: user-level central runs (one per target epsilon, at
     the noise ``central_noise[target]``, once per ``central_trains`` entry: ``"head"`` and/or
@@ -124,7 +126,9 @@ def plan(
 
     ``epsilons``: sentence epsilons (texts), or one mapping of run-config keys per local point (the
     keys that spend a whole-record budget: :func:`local_points`). ``central_delta``: the delta every
-    central run accounts at (the one its noise was calibrated for), set in the runs when given."""
+    central run accounts at (the one its noise was calibrated for), set in the runs when given;
+    ``local_delta``: the ``accounting-delta`` of the local points (their shuffled figures' delta), set in
+    them when given."""
     if not epsilons or not central_noise:
         raise config_mod.ConfigError("compare needs at least one local epsilon and one central epsilon")
     if not seeds or len(set(seeds)) != len(seeds):
@@ -154,12 +158,21 @@ def plan(
                 _axis("central-noise-multiplier", node_multipliers),
             ]
         )
+    local_delta_axis = [] if local_delta is None else [_axis("accounting-delta", [f"{local_delta:.6g}"])]
     if all(isinstance(e, str) for e in epsilons):
-        blocks.append([_axis("mode", ['"local"']), _axis("sentence-epsilon", [str(e) for e in epsilons])])
+        blocks.append(
+            [
+                _axis("mode", ['"local"']),
+                _axis("sentence-epsilon", [str(e) for e in epsilons]),
+                *local_delta_axis,
+            ]
+        )
     else:
         for keys in epsilons:
             assert isinstance(keys, Mapping)
-            blocks.append([_axis("mode", ['"local"']), *(_axis(k, [_text(v)]) for k, v in keys.items())])
+            blocks.append(
+                [_axis("mode", ['"local"']), *(_axis(k, [_text(v)]) for k, v in keys.items()), *local_delta_axis]
+            )
     reference = [
         _axis("mode", ['"local"']),
         _axis("sentence-mechanism", ['"none"']),
@@ -292,6 +305,7 @@ def compare(
     targets = sorted(set(epsilon_list(central_epsilons, "--central-epsilons")))
     seed_list = sw.parse_seeds(list(seeds))
     sets = like_for_like(sets)
+    _check_accounting_delta(sets)
     sweep_dir = Path(out).expanduser().resolve() / (name or f"{Path(config).stem}-compare")
     local_cfg = config_mod.as_run_config(sw.resolve_run(config, sw.Run("probe", {}, {}), sets, sweep_dir))
     _check_label_share(local_cfg, label_share)  # one line, before any work
@@ -311,6 +325,7 @@ def compare(
         trains,
         cal.delta,
         clear_options=bool(local_cfg["sentence-options"]),
+        local_delta=cal.delta,
     )
     run_targets = _run_targets(runs, cal.noise, points)
     sw.check_runs(config, runs, sets, sweep_dir)
@@ -333,6 +348,7 @@ def compare(
         "sampling_rate": cal.q,
         "rounds": cal.rounds,
         "central_delta": cal.delta,
+        "local_accounting_delta": float(f"{cal.delta:.6g}"),
         "noise_for_target_epsilon": {str(t): z for t, z in cal.noise.items()},
         "label_share": {f"{t:g}": shares[t] for t in totals},
         "map_dim": {f"{t:g}": dims.get(t, local_cfg["map-dim"]) for t in totals},
@@ -517,6 +533,15 @@ def _check_label_share(cfg: config_mod.RunConfig, label_share: str) -> None:
         raise config_mod.ConfigError(
             "--label-share auto chooses the label's share of the budget on public data, and the config has none "
             "(public-fraction = 0, no public-dataset): give --label-share, like 0.1"
+        )
+
+
+def _check_accounting_delta(sets: Sequence[str]) -> None:
+    """``accounting-delta`` is compare's to set: the local points account at the central side's delta."""
+    if any(split_override(item, "--set")[0] == "accounting-delta" for item in sets):
+        raise config_mod.ConfigError(
+            "compare sets accounting-delta of the local points to the central side's delta (their shuffled "
+            "figures then share it); set central-delta instead"
         )
 
 

@@ -54,7 +54,14 @@ COLUMNS = (
 )
 
 #: Series whose privacy figure depends on the seed (the point reports the largest over the seeds).
-SEED_DEPENDENT = ("local-shuffled", "local-shuffled-labels-clear", "central-user", "central-user-encoder")
+SEED_DEPENDENT = (
+    "local-shuffled",
+    "local-shuffled-on-device",
+    "local-shuffled-labels-clear",
+    "local-shuffled-labels-clear-on-device",
+    "central-user",
+    "central-user-encoder",
+)
 
 
 def _local_start(summary: Mapping[str, Any]) -> str:
@@ -155,40 +162,36 @@ def rows_for(run: sw.Run, sweep_dir: Path, targets: Mapping[str, float] | None =
     local["start"] = _local_start(summary)
     clear = "" if labels else "-labels-clear"
     on_device = scored.get("on_device") or {}
+    ldp_figures = {
+        "epsilon": ldp,
+        "delta": privacy.get("delta_total", 0.0) if labels else None,
+        "epsilon_embedding_only": privacy.get("epsilon_ldp"),
+    }
+    # the shuffle-amplified central figure, at the run's accounting-delta (compare: the central side's delta)
+    shuffled_figures = {
+        "epsilon": shuffled,
+        "delta": shuffled_delta,
+        "epsilon_embedding_only": privacy.get("epsilon_shuffled_total"),
+    }
+    device = {
+        "accuracy": on_device.get("accuracy"),
+        "macro_f1": (summary.get("final") or {}).get("clean_macro_f1"),
+        "test_inputs": "clean",
+        **public_line(on_device, on_device.get("accuracy")),
+        "test_release_epsilon": None,  # no test release: the ceiling of a sanitized input does not apply
+    }
     device_rows = (
         [
-            {
-                **local,
-                "series": f"local-ldp{clear}-on-device",
-                "epsilon": ldp,
-                "delta": privacy.get("delta_total", 0.0) if labels else None,
-                "epsilon_embedding_only": privacy.get("epsilon_ldp"),
-                "accuracy": on_device.get("accuracy"),
-                "macro_f1": (summary.get("final") or {}).get("clean_macro_f1"),
-                "test_inputs": "clean",
-                **public_line(on_device, on_device.get("accuracy")),
-                "test_release_epsilon": None,  # no test release: the ceiling of a sanitized input does not apply
-            }
+            {**local, "series": f"local-ldp{clear}-on-device", **ldp_figures, **device},
+            {**local, "series": f"local-shuffled{clear}-on-device", **shuffled_figures, **device},
         ]
         if on_device.get("accuracy") is not None
         else []
     )
     return [
-        {
-            **local,
-            "series": f"local-ldp{clear}",
-            "epsilon": ldp,
-            "delta": privacy.get("delta_total", 0.0) if labels else None,
-            "epsilon_embedding_only": privacy.get("epsilon_ldp"),
-        },
+        {**local, "series": f"local-ldp{clear}", **ldp_figures},
         *device_rows,
-        {
-            **local,
-            "series": f"local-shuffled{clear}",
-            "epsilon": shuffled,
-            "delta": shuffled_delta,
-            "epsilon_embedding_only": privacy.get("epsilon_shuffled_total"),
-        },
+        {**local, "series": f"local-shuffled{clear}", **shuffled_figures},
     ]
 
 
@@ -312,6 +315,7 @@ STYLES = {
     "local-ldp": ("o", "-", "local DP: per-user pure epsilon0 (embedding + label)"),
     "local-ldp-on-device": ("P", "-", "local DP, on-device inference (clean test input; same epsilon0)"),
     "local-shuffled": ("s", "--", "local DP, shuffled: central epsilon (what-if, needs a shuffler)"),
+    "local-shuffled-on-device": ("X", "--", "local DP + shuffler, on-device inference: central epsilon (what-if)"),
     "local-ldp-labels-clear": ("o", "-", "local DP, labels in the clear: embedding-only epsilon"),
     "local-shuffled-labels-clear": ("s", "--", "local DP, labels in the clear, shuffled (embedding only)"),
     "central-user": ("^", "-", "central DP, user level (DP-FedAvg, Poisson users)"),

@@ -201,6 +201,43 @@ def test_joint_figures_when_labels_are_protected(tmp_path: Path) -> None:
     assert ldp["epsilon"] == 7.28 and shuffled["epsilon"] == 0.9
 
 
+def test_the_shuffled_point_on_the_device_is_at_the_central_delta(tmp_path: Path) -> None:
+    """Issue 54: the local runs account at the central runs' delta (accounting-delta = central-delta), so their
+    shuffled figure shares it, and a run scored on the device gives a local-shuffled-on-device row: the shuffled
+    (epsilon, delta) with the on-device accuracy and its public-only line, beside local-ldp-on-device."""
+    runs = cmp.plan(["2"], NOISE, [1, 2], central_delta=1.49109e-6, local_delta=1.49109e-6)
+    local = [r for r in runs if r.values.get("sentence-epsilon") == 2]
+    assert [r.values["accounting-delta"] for r in local] == [1.49109e-6, 1.49109e-6]
+    assert {r.values["central-delta"] for r in runs if r.values.get("mode") == "central"} == {1.49109e-6}
+    assert all("accounting-delta" not in r.values for r in runs if r.values.get("sentence-mechanism") == "none")
+    assert "accounting-delta" not in cmp.plan(["2"], NOISE, [1])[-2].values  # none given: the config's
+    for run, shuffled_epsilon in zip(local, (0.9, 0.95), strict=True):
+        privacy = {
+            "epsilon_ldp": 1.5,
+            "epsilon_total": 2.0,
+            "label_protected": True,
+            "epsilon_shuffled_total": 0.8,
+            "epsilon_shuffled_joint_total": shuffled_epsilon,
+            "delta_shuffled_joint_total": run.values["accounting-delta"],
+        }
+        _fake(tmp_path / run.name, 0.6, **_device_summary(0.6, 0.7, 0.62, privacy))
+    rows = [row for run in local for row in cmp.rows_for(run, tmp_path, {r.name: 2.0 for r in local})]
+    assert [r["series"] for r in rows[:4]] == [
+        "local-ldp",
+        "local-ldp-on-device",
+        "local-shuffled-on-device",
+        "local-shuffled",
+    ]
+    points = {p["series"]: p for p in cmp.aggregate(rows)}
+    device, shuffled = points["local-ldp-on-device"], points["local-shuffled-on-device"]
+    assert shuffled["epsilon"] == 0.95 and shuffled["delta"] == 1.49109e-6  # the seeds' largest, at the delta
+    assert shuffled["test_inputs"] == "clean" and shuffled["accuracy_mean"] == pytest.approx(0.7)
+    for key in ("accuracy_mean", "public_only_accuracy", "gain_over_public", "adds_over_public", "n"):
+        assert shuffled[key] == device[key], key
+    assert device["epsilon"] == 2.0 and points["local-shuffled"]["accuracy_mean"] == pytest.approx(0.6)
+    assert "local-shuffled-on-device" in cmp.STYLES  # drawn on compare.png
+
+
 def test_shuffled_figures_of_different_seeds_take_the_largest() -> None:
     """The shuffled epsilon depends on how many users the seed sampled: the point reports the bound
     every seed's run meets (the largest), not the first seed's."""
@@ -426,3 +463,17 @@ def test_a_class_means_recipe_carries_its_map_dim_and_compare_sets_like_for_like
     runs = cmp.plan([points[1][0]], NOISE, [1], clear_options=True)
     reference = next(r for r in runs if r.values.get("sentence-mechanism") == "none")
     assert reference.values["sentence-options"] == ""  # "none" takes no options
+
+
+def _device_summary(accuracy: float, clean: float, public: float, privacy: dict) -> dict:
+    """A local run's summary fields with both test modes (the public-only models named, as runs write them)."""
+    from fl.reporting.outcome import outcome
+
+    record = {
+        "accuracy": accuracy,
+        "clean_accuracy": clean,
+        "public_only_accuracy": public,
+        "public_only_clean_accuracy": public,
+        "test_users": 872,
+    }
+    return {"outcome": outcome([record], [436, 436]), "privacy": privacy}
