@@ -23,8 +23,8 @@ def add_parser(sub: Any) -> None:
         help="local DP vs central DP at the same per-user unit, on one epsilon axis (plot + CSV + JSON)",
         description="Run local-DP runs (one per whole-record epsilon, labels protected), user-level "
         "central-DP runs (one per target per-user epsilon, noise found by the accountant), optional "
-        "node-level runs and a non-private reference from one config, once per seed; write compare.csv, compare.json "
-        "and compare.png into OUT/NAME.",
+        "node-level runs and the non-private references from one config, once per seed; write compare.csv, "
+        "compare.json and compare.png into OUT/NAME.",
     )
     p.add_argument("config", help="flat TOML file of run-config keys shared by every run")
     p.add_argument(

@@ -11,8 +11,9 @@ Runs, all from the same config (same data, users, rounds), once per seed
 
 * local DP: one run per whole-record pure epsilon ``E`` per user (``--epsilons``): the label goes
   through the config's label mechanism (randomized response when the config has none) at
-  ``--label-share`` of ``E`` (``auto``: the share the config's recipe scores best with on the
-  public data, :mod:`fl.maps.recipes`), the rest through the sentence mechanism
+  ``--label-share`` of ``E`` (``auto``: the share, and for a class-means config the map-dim, the
+  config's recipe scores best with on **the seed's own** public draw, :mod:`fl.maps.recipes`; each seed's
+  runs take its own, kept in ``recipes.json``), the rest through the sentence mechanism
   (``sentence-epsilon`` = the rest over its pure cost per unit), at ``accounting-delta`` = the central
   runs' delta. Every local point is thus a whole-record guarantee on the axis it shares with central DP;
 * with ``--labels-clear``, the same budgets spent on the embedding alone, labels in the clear: an
@@ -24,7 +25,8 @@ Runs, all from the same config (same data, users, rounds), once per seed
   every central run so that its account uses the delta its noise was calibrated for;
 * central DP, node level (``--node-multipliers``, optional): DP-FedAvg over whole nodes at those
   noise multipliers (its figure holds per user too);
-* a non-private reference (``sentence-mechanism = "none"``, labels in the clear): the same pipeline.
+* the non-private references (``sentence-mechanism = "none"``, labels in the clear): the same pipeline,
+  one per seed and distinct map-dim of its local points, each local point's noise-free ceiling.
 
 Every run is an ordinary ``sanitas run`` (through :mod:`simulations.drivers.sweep`, so an interrupted
 comparison resumes). The x-axis is the privacy of **one user**:
@@ -39,12 +41,15 @@ comparison resumes). The x-axis is the privacy of **one user**:
 Every local point carries its ceiling (:mod:`fl.accounting.analysis.ceiling`), at the pure epsilon
 its test release spends (``test_release_epsilon``): ``ceiling_bound``, the most any classifier of
 a sanitized input can reach, and ``ceiling_public_rr``, the public classifier's class sent with
-K-ary randomized response (the public classifier's test accuracy per seed is in compare.json).
+K-ary randomized response (the public classifier's test accuracy per seed is in compare.json); and its
+noise-free ceiling (:func:`simulations.drivers.compare_outputs.add_noise_free_ceilings`):
+``noise_free_ceiling_accuracy`` and ``noise_free_ceiling_gain_over_public``, the non-private run of its seed
+at its map-dim on the same test inputs.
 
 Outputs in the comparison folder: ``compare.csv`` (one row per point: mean and sd over seeds, n),
-``compare.json`` (the points, every run, the noise found per target, the label shares, the starts)
+``compare.json`` (the points, every run, the noise found per target, each seed's recipe, the starts)
 and ``compare.png`` (accuracy vs per-user epsilon, log x, error bars, the ceilings, the non-private
-line and the majority-class rate).
+lines and the majority-class rate).
 """
 
 from __future__ import annotations
@@ -66,6 +71,7 @@ from simulations.drivers.compare_outputs import (  # noqa: F401 - the comparison
     _ceiling_inputs,
     _local_start,
     add_ceilings,
+    add_noise_free_ceilings,
     aggregate,
     plot,
     rows_for,
@@ -109,7 +115,7 @@ def _seeded(runs: Sequence[sw.Run], seeds: Sequence[int]) -> list[sw.Run]:
 
 
 def plan(
-    epsilons: Sequence[str] | Sequence[Mapping[str, Any]],
+    epsilons: Sequence[str] | Sequence[Mapping[str, Any]] | Mapping[int, Sequence[Mapping[str, Any]]],
     central_noise: Mapping[float, float],
     seeds: Sequence[int],
     central_sets: Sequence[str] = (),
@@ -121,18 +127,26 @@ def plan(
 ) -> list[sw.Run]:
     """The runs of a comparison, in this order: user-level central runs (one per target epsilon, at
     the noise ``central_noise[target]``, once per ``central_trains`` entry: ``"head"`` and/or
-    ``"encoder"``), optional node-level runs, local points, the reference; each once per seed.
+    ``"encoder"``), optional node-level runs, local points, the non-private references; each once per seed.
     With the head only (the default) the run names carry no ``central-train``.
 
     ``epsilons``: sentence epsilons (texts), or one mapping of run-config keys per local point (the
-    keys that spend a whole-record budget: :func:`local_points`). ``central_delta``: the delta every
-    central run accounts at (the one its noise was calibrated for), set in the runs when given;
-    ``local_delta``: the ``accounting-delta`` of the local points (their shuffled figures' delta), set in
-    them when given."""
+    keys that spend a whole-record budget: :func:`local_points`), the same for every seed, or per seed (a
+    mapping seed -> its points' keys, as many for every seed: the recipe chosen on that seed's own public
+    draw). ``central_delta``: the delta every central run accounts at (the one its noise was calibrated
+    for), set in the runs when given; ``local_delta``: the ``accounting-delta`` of the local points (their
+    shuffled figures' delta), set in them when given.
+
+    The non-private references (``sentence-mechanism = "none"``, labels in the clear: the same pipeline
+    without noise) are one per seed and distinct ``map-dim`` of that seed's points: each local point's
+    noise-free ceiling (:func:`simulations.drivers.compare_outputs.add_noise_free_ceilings`)."""
     if not epsilons or not central_noise:
         raise config_mod.ConfigError("compare needs at least one local epsilon and one central epsilon")
     if not seeds or len(set(seeds)) != len(seeds):
         raise config_mod.ConfigError(f"compare needs distinct seeds, got {list(seeds)}")
+    by_seed = epsilons if isinstance(epsilons, Mapping) else dict.fromkeys(seeds, epsilons)
+    if set(by_seed) != set(seeds) or len({len(by_seed[s]) for s in seeds}) != 1 or not by_seed[seeds[0]]:
+        raise ValueError(f"local points for seeds {sorted(by_seed)}, as many each, are needed for seeds {seeds}")
     noise = [f"{central_noise[t]:.6g}" for t in sorted(central_noise)]
     trains = [] if list(central_trains) == ["head"] else [[_axis("central-train", [f'"{t}"'])] for t in central_trains]
     if trains and any(split_override(item, "--central-set")[0] == "central-train" for item in central_sets):
@@ -158,21 +172,43 @@ def plan(
                 _axis("central-noise-multiplier", node_multipliers),
             ]
         )
-    local_delta_axis = [] if local_delta is None else [_axis("accounting-delta", [f"{local_delta:.6g}"])]
-    if all(isinstance(e, str) for e in epsilons):
-        blocks.append(
-            [
-                _axis("mode", ['"local"']),
-                _axis("sentence-epsilon", [str(e) for e in epsilons]),
-                *local_delta_axis,
-            ]
-        )
-    else:
-        for keys in epsilons:
-            assert isinstance(keys, Mapping)
-            blocks.append(
-                [_axis("mode", ['"local"']), *(_axis(k, [_text(v)]) for k, v in keys.items()), *local_delta_axis]
-            )
+    central = _seeded(sw.expand(blocks), seeds)
+    # Each seed's local points with that seed's keys; listed point by point, seeds fastest (the order of old).
+    local = {s: _seeded(sw.expand(_local_blocks(by_seed[s], local_delta)), [s]) for s in seeds}
+    points = [local[s][i] for i in range(len(local[seeds[0]])) for s in seeds]
+    dims = {s: list(dict.fromkeys(_point_map_dim(keys) for keys in by_seed[s])) for s in seeds}
+    references = [
+        run
+        for dim in dict.fromkeys(d for s in seeds for d in dims[s])
+        for s in seeds
+        if dim in dims[s]
+        for run in _seeded(sw.expand([_reference(dim, clear_options)]), [s])
+    ]
+    return [*central, *points, *references]
+
+
+def _local_blocks(
+    points: Sequence[str] | Sequence[Mapping[str, Any]], local_delta: float | None
+) -> list[list[sw.GridAxis]]:
+    """The grid blocks of one seed's local points (sentence epsilons, or each point's keys), each at
+    ``accounting-delta`` ``local_delta`` when given."""
+    delta = [] if local_delta is None else [_axis("accounting-delta", [f"{local_delta:.6g}"])]
+    if all(isinstance(e, str) for e in points):
+        return [[_axis("mode", ['"local"']), _axis("sentence-epsilon", [str(e) for e in points]), *delta]]
+    blocks = []
+    for keys in points:
+        assert isinstance(keys, Mapping)
+        blocks.append([_axis("mode", ['"local"']), *(_axis(k, [_text(v)]) for k, v in keys.items()), *delta])
+    return blocks
+
+
+def _point_map_dim(keys: str | Mapping[str, Any]) -> int | None:
+    """The ``map-dim`` a local point's keys set (None: the config's)."""
+    return int(keys["map-dim"]) if isinstance(keys, Mapping) and "map-dim" in keys else None
+
+
+def _reference(map_dim: int | None, clear_options: bool) -> list[sw.GridAxis]:
+    """The non-private reference at ``map_dim`` (None: the config's): the same local pipeline, no noise."""
     reference = [
         _axis("mode", ['"local"']),
         _axis("sentence-mechanism", ['"none"']),
@@ -180,8 +216,9 @@ def plan(
     ]
     if clear_options:  # the config's sentence-options belong to its mechanism, not to "none"
         reference.append(_axis("sentence-options", ['""']))
-    blocks.append(reference)
-    return _seeded(sw.expand(blocks), seeds)
+    if map_dim is not None:
+        reference.append(_axis("map-dim", [str(map_dim)]))
+    return reference
 
 
 def _text(value: Any) -> str:
@@ -216,16 +253,17 @@ def local_points(
     points: list[tuple[dict[str, Any], float]] = []
     for total in totals:
         share = label_share[total] if isinstance(label_share, Mapping) else float(label_share)
+        m_prime = int(map_dims[total]) if map_dims and total in map_dims else input_dim
         trial = replace(cfg.release, label_mechanism=protected)
         keys = {
             "label-mechanism": protected,
-            **recipes.split_budget(trial, total, share, input_dim, num_classes),
+            **recipes.split_budget(trial, total, share, m_prime, num_classes),
         }
         variants = [keys]
         if labels_clear:
             clear = replace(cfg.release, label_mechanism="none")
             variants.append(
-                {"label-mechanism": "none", **recipes.split_budget(clear, total, share, input_dim, num_classes)}
+                {"label-mechanism": "none", **recipes.split_budget(clear, total, share, m_prime, num_classes)}
             )
         for keys in variants:
             ordered: dict[str, Any] = {
@@ -313,11 +351,22 @@ def compare(
         sw.resolve_run(config, sw.Run("probe", {}, {}), [*sets, *central_sets], sweep_dir)
     )
     cal = _calibrate(central_cfg, targets, seed_list)
-    num_classes, dim, public = _local_context(local_cfg, seed_list[0])
-    shares, dims = _label_shares(local_cfg, totals, label_share, public, num_classes)
-    points = local_points(local_cfg, totals, shares, _map_dim(local_cfg, dim), num_classes, labels_clear, dims)
+    num_classes, dim = _local_context(local_cfg, seed_list[0])
+    chosen = _recipes(config, sets, sweep_dir, local_cfg, seed_list, totals, label_share, num_classes)
+    points = {
+        s: local_points(
+            local_cfg,
+            totals,
+            {t: r.label_share for t, r in chosen[s].items()},
+            _map_dim(local_cfg, dim),
+            num_classes,
+            labels_clear,
+            {t: r.map_dim for t, r in chosen[s].items() if r.map_dim != local_cfg["map-dim"]},
+        )
+        for s in seed_list
+    }
     runs = plan(
-        [keys for keys, _ in points],
+        {s: [keys for keys, _ in points[s]] for s in seed_list},
         cal.noise,
         seed_list,
         central_sets,
@@ -336,9 +385,10 @@ def compare(
         finished = _collect(runs, sweep_dir)
     else:
         finished = _run_all(config, runs, sets, sweep_dir, jobs, timeout, progress)
-    rows = [row for run in runs for row in rows_for(run, sweep_dir, run_targets)]
+    rows = [row for run in runs for row in rows_for(run, sweep_dir, run_targets, int(local_cfg["map-dim"]))]
     priors, public_accuracy = _ceiling_inputs(local_cfg, seed_list, rows)
     add_ceilings(rows, priors, public_accuracy)
+    add_noise_free_ceilings(rows)
     extra = {
         "config": str(config),
         "sets": list(sets),
@@ -350,9 +400,13 @@ def compare(
         "central_delta": cal.delta,
         "local_accounting_delta": float(f"{cal.delta:.6g}"),
         "noise_for_target_epsilon": {str(t): z for t, z in cal.noise.items()},
-        "label_share": {f"{t:g}": shares[t] for t in totals},
-        "map_dim": {f"{t:g}": dims.get(t, local_cfg["map-dim"]) for t in totals},
-        "label_share_chosen_on": "public data (fl.maps.recipes)" if label_share == "auto" else "given (--label-share)",
+        "recipe_by_seed": {
+            str(s): {f"{t:g}": {"label_share": r.label_share, "map_dim": r.map_dim} for t, r in chosen[s].items()}
+            for s in seed_list
+        },
+        "label_share_chosen_on": "each seed's own public draw (fl.maps.recipes)"
+        if label_share == "auto"
+        else "given (--label-share)",
         "public_model_accuracy": {str(k): v for k, v in public_accuracy.items()},
         "test_class_priors": priors,
         "seeds": list(seeds),
@@ -428,9 +482,12 @@ def _calibrate(central_cfg: config_mod.RunConfig, targets: Sequence[float], seed
 
 
 def _run_targets(
-    runs: Sequence[sw.Run], noise: Mapping[float, float], points: Sequence[tuple[Mapping[str, Any], float]]
+    runs: Sequence[sw.Run],
+    noise: Mapping[float, float],
+    points: Mapping[int, Sequence[tuple[Mapping[str, Any], float]]],
 ) -> dict[str, float]:
-    """Each run's intended per-user epsilon: a user-level central run's target, a local run's whole-record total."""
+    """Each run's intended per-user epsilon: a user-level central run's target, a local run's whole-record
+    total (among its seed's points, ``points[seed]``)."""
     by_noise = {f"{z:.6g}": t for t, z in noise.items()}
     run_targets = {
         r.name: by_noise[f"{r.values['central-noise-multiplier']:.6g}"]
@@ -438,7 +495,7 @@ def _run_targets(
         if r.values.get("mode") == "central" and r.values.get("central-unit") == "user"
     }
     for r in runs:
-        total = point_total(r, points) if r.values.get("mode") == "local" else None
+        total = point_total(r, points.get(r.seed, ())) if r.values.get("mode") == "local" else None
         if total is not None:
             run_targets[r.name] = total
     return run_targets
@@ -510,8 +567,8 @@ def _map_dim(cfg: config_mod.RunConfig, d: int) -> int:
     return map_dim(cfg.release, d)
 
 
-def _local_context(cfg: config_mod.RunConfig, seed: int) -> tuple[int, int, Any]:
-    """(number of classes, the encoder's dimension d, the public documents or None) of the run at ``seed``."""
+def _local_context(cfg: config_mod.RunConfig, seed: int) -> tuple[int, int]:
+    """(number of classes, the encoder's dimension d) of the run at ``seed``."""
     from fl.data import datasets as data
 
     loaded = data.load(cfg.data, replace(cfg.users, seed=seed), cfg.release.level)
@@ -520,7 +577,7 @@ def _local_context(cfg: config_mod.RunConfig, seed: int) -> tuple[int, int, Any]
         from fl.encoding.encoder import encoder_dimension
 
         dim = int(encoder_dimension(str(cfg["encoder"])))
-    return int(loaded.num_classes), dim, getattr(loaded, "public", None)
+    return int(loaded.num_classes), dim
 
 
 def _check_label_share(cfg: config_mod.RunConfig, label_share: str) -> None:
@@ -545,15 +602,106 @@ def _check_accounting_delta(sets: Sequence[str]) -> None:
         )
 
 
-def _label_shares(
-    cfg: config_mod.RunConfig, totals: Sequence[float], label_share: str, public: Any, num_classes: int
-) -> tuple[dict[float, float], dict[float, int]]:
-    """The label's share of each whole-record budget: the given number, or (``auto``) the share of
-    ``fl.maps.recipes.LABEL_SHARES`` the config's own recipe scores best with on the public data; and the
-    map-dim of the budgets whose recipe was chosen with another than the config's (the class-means grid on
-    the public projection, :func:`fl.maps.recipes.class_means_candidates`, chooses it with the share)."""
+@dataclass(frozen=True)
+class Recipe:
+    """What a local point's recipe chose for one whole-record budget on one seed's public draw: the label's
+    share of the budget and the map-dim (the config's when the recipe does not choose it)."""
+
+    label_share: float
+    map_dim: int
+
+
+#: The file in the comparison folder keeping each seed's chosen recipes, so that a resumed or collected
+#: comparison does not choose them again (a seed whose tuning config or grid changed chooses again).
+RECIPES_FILE = "recipes.json"
+
+
+def _seed_config(config: str, sets: Sequence[str], sweep_dir: Path, seed: int) -> config_mod.RunConfig:
+    """The config resolved at ``seed`` (``seed`` and ``noise-seed``), as the seed's runs resolve it."""
+    run = sw.Run("probe", dict.fromkeys(SEED_KEYS, str(seed)), dict.fromkeys(SEED_KEYS, seed))
+    return config_mod.as_run_config(sw.resolve_run(config, run, sets, sweep_dir))
+
+
+def _recipes(
+    config: str,
+    sets: Sequence[str],
+    sweep_dir: Path,
+    cfg: config_mod.RunConfig,
+    seeds: Sequence[int],
+    totals: Sequence[float],
+    label_share: str,
+    num_classes: int,
+) -> dict[int, dict[float, Recipe]]:
+    """Each seed's recipe per whole-record budget: the given ``--label-share`` at the config's map-dim, or
+    (``auto``) the recipe chosen on **that seed's** public draw (the config resolved at the seed, as its
+    runs are: :func:`_choose`), so that no seed's recipe is chosen on texts that are another seed's private
+    users. Kept in :data:`RECIPES_FILE`, reused while a seed's tuning config and grid are unchanged."""
     if label_share != "auto":  # checked by _check_label_share where compare starts
-        return {t: float(config_mod.parse_value(label_share)) for t in totals}, {}
+        given = Recipe(float(config_mod.parse_value(label_share)), int(cfg["map-dim"]))
+        return {s: dict.fromkeys(totals, given) for s in seeds}
+    import hashlib
+
+    path = sweep_dir / RECIPES_FILE
+    stored = read_json(path) or {}
+    out: dict[int, dict[float, Recipe]] = {}
+    for seed in seeds:
+        seed_cfg = _seed_config(config, sets, sweep_dir, seed)
+        grid = _grid(seed_cfg)
+        tuning = {k: v for k, v in seed_cfg.items() if k not in ("run-name", "out-dir")}  # not what tuning reads
+        inputs = json.dumps({"config": tuning, "grid": [c.name for c in grid]}, sort_keys=True, default=str)
+        digest = hashlib.sha256(inputs.encode()).hexdigest()
+        kept = stored.get(str(seed)) or {}
+        known = kept.get("recipes", {}) if kept.get("inputs") == digest else {}
+        missing = [t for t in totals if f"{t:g}" not in known]
+        chosen = _choose(seed_cfg, missing, num_classes, grid) if missing else {}
+        recipes = {f"{t:g}": {"label_share": r.label_share, "map_dim": r.map_dim} for t, r in chosen.items()}
+        stored[str(seed)] = {"inputs": digest, "recipes": {**known, **recipes}}
+        kept_recipes = stored[str(seed)]["recipes"]
+        out[seed] = {
+            t: Recipe(float(kept_recipes[f"{t:g}"]["label_share"]), int(kept_recipes[f"{t:g}"]["map_dim"]))
+            for t in totals
+        }
+        if missing:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(json.dumps(stored, indent=2, sort_keys=True) + "\n")
+        if len(missing) < len(totals):
+            print(f"sanitas: seed {seed}: {len(totals) - len(missing)} recipe(s) as chosen before ({path})", flush=True)
+    _print_recipes(out, totals, int(cfg["map-dim"]))
+    return out
+
+
+def _print_recipes(chosen: Mapping[int, Mapping[float, Recipe]], totals: Sequence[float], map_dim: int) -> None:
+    """The recipe table: per whole-record epsilon, each seed's label share and map-dim."""
+    seeds = list(chosen)
+    print("sanitas: recipes chosen on each seed's own public draw (label share / map-dim):", flush=True)
+    print("  epsilon " + "".join(f"{'seed ' + str(s):>14}" for s in seeds), flush=True)
+    for t in totals:
+        cells = "".join(f"{f'{chosen[s][t].label_share:g} / {chosen[s][t].map_dim}':>14}" for s in seeds)
+        print(f"  {t:<7g} {cells}", flush=True)
+    if any(r.map_dim != map_dim for by in chosen.values() for r in by.values()):
+        print(f"  (the config's map-dim is {map_dim}; each point's noise-free ceiling runs at its own)", flush=True)
+
+
+def _grid(cfg: config_mod.RunConfig) -> list[Any]:
+    """The candidates ``--label-share auto`` chooses among for ``cfg``: each share of
+    ``fl.maps.recipes.LABEL_SHARES`` with the config's recipe, or for a class-means config on the public
+    projection the class-means grid (:func:`fl.maps.recipes.class_means_candidates`: map-dim with the share)."""
+    from fl.maps import recipes
+
+    if cfg["server-model"] == "class-means" and cfg["map-in"] == "projection":
+        return recipes.class_means_candidates()  # the projection's dimension is chosen with the share
+    keys = {k: cfg[k] for k in ("map-in", "map-dim", "map-scale", "map-seed", "sentence-mechanism", "sentence-options")}
+    keys["label-mechanism"] = cfg["label-mechanism"] if cfg["label-mechanism"] != "none" else "rr"
+    keys["server-model"] = cfg["server-model"]
+    return [recipes.Candidate(f"label-share {s:g}", keys, s) for s in recipes.LABEL_SHARES]
+
+
+def _choose(
+    cfg: config_mod.RunConfig, totals: Sequence[float], num_classes: int, grid: Sequence[Any]
+) -> dict[float, Recipe]:
+    """The recipe of ``grid`` each whole-record budget scores best with on ``cfg``'s public data
+    (:func:`fl.maps.recipes.choose`: the public draw, its hold-out and its emulated population are the
+    seed's of ``cfg``)."""
     import torch
 
     from fl.cohort import population_sizes
@@ -568,23 +716,16 @@ def _label_shares(
     # the hold-out keeps each source group on one side
     groups = data.public_groups(cfg.data, cfg.users, cfg.release.level)
     users = population_sizes(cfg.data, cfg.users, cfg.release.level)[0]
-    keys = {k: cfg[k] for k in ("map-in", "map-dim", "map-scale", "map-seed", "sentence-mechanism", "sentence-options")}
-    keys["label-mechanism"] = cfg["label-mechanism"] if cfg["label-mechanism"] != "none" else "rr"
-    keys["server-model"] = cfg["server-model"]
-    grid = [recipes.Candidate(f"label-share {s:g}", keys, s) for s in recipes.LABEL_SHARES]
-    if cfg["server-model"] == "class-means" and cfg["map-in"] == "projection":
-        grid = recipes.class_means_candidates()  # the projection's dimension is chosen with the share
-    out, dims = {}, {}
+    out = {}
     for total in totals:
         best, _ = recipes.choose(
             recipes.RecipeSpec.from_config(cfg), total, x, y, num_classes, users, groups, candidates=grid
         )
-        out[total] = best.candidate.label_share
-        dims[total] = int(best.values["map-dim"])
+        out[total] = Recipe(float(best.candidate.label_share), int(best.values["map-dim"]))
         print(
-            f"sanitas: label share {out[total]:g} of epsilon {total:g}"
-            + (f", map-dim {dims[total]}" if dims[total] != cfg["map-dim"] else "")
-            + ", chosen on public data",
+            f"sanitas: seed {cfg['seed']}: label share {out[total].label_share:g} of epsilon {total:g}"
+            + (f", map-dim {out[total].map_dim}" if out[total].map_dim != cfg["map-dim"] else "")
+            + ", chosen on the seed's public data",
             flush=True,
         )
-    return out, {t: m for t, m in dims.items() if m != cfg["map-dim"]}
+    return out

@@ -34,6 +34,9 @@ COLUMNS = (
     "test_release_epsilon",
     "ceiling_bound",
     "ceiling_public_rr",
+    "map_dims",
+    "noise_free_ceiling_accuracy",
+    "noise_free_ceiling_gain_over_public",
     "test_inputs",
     "accuracy_mean",
     "accuracy_sd",
@@ -62,6 +65,9 @@ SEED_DEPENDENT = (
     "central-user",
     "central-user-encoder",
 )
+#: Local figures that depend on the recipe, which each seed chooses on its own public draw (the label's share
+#: of the budget splits it between the embedding and the label): the point reports the largest over the seeds.
+RECIPE_DEPENDENT = ("metric_epsilon", "epsilon_embedding_only", "test_release_epsilon", "ceiling_bound")
 
 
 def _local_start(summary: Mapping[str, Any]) -> str:
@@ -87,9 +93,13 @@ def public_line(scored: Mapping[str, Any], accuracy: Any) -> dict[str, Any]:
     return {"public_only_models": models, "public_only_accuracy": public, "gain_over_public": gain}
 
 
-def rows_for(run: sw.Run, sweep_dir: Path, targets: Mapping[str, float] | None = None) -> list[dict[str, Any]]:
+def rows_for(
+    run: sw.Run, sweep_dir: Path, targets: Mapping[str, float] | None = None, map_dim: int | None = None
+) -> list[dict[str, Any]]:
     """The comparison rows of one finished run (none while it has no summary). ``targets`` maps a
-    user-level central run's name to the per-user epsilon its noise was calibrated for."""
+    user-level central run's name to the per-user epsilon its noise was calibrated for; ``map_dim`` is the
+    config's ``map-dim``, a local run's unless it sets its own (each row's ``map_dim``: a local point and its
+    noise-free ceiling share it)."""
     folder = sweep_dir / run.name
     summary = read_json(folder / "summary.json")
     if summary is None:
@@ -129,17 +139,25 @@ def rows_for(run: sw.Run, sweep_dir: Path, targets: Mapping[str, float] | None =
             }
         ]
     labels = bool(privacy.get("label_protected"))
+    base["map_dim"] = run.values.get("map-dim", map_dim)
+    on_device = scored.get("on_device") or {}
     if run.values.get("sentence-mechanism") == "none":
+        # The same pipeline without noise, at its map-dim: the noise-free ceiling of the local points there,
+        # on both test modes (on_device_*: the model applied to the clean input).
+        device = public_line(on_device, on_device.get("accuracy"))
         return [
             {
                 **base,
                 "series": "non-private",
-                "parameter": "sentence-mechanism",
-                "value": "none",
+                "parameter": "sentence-mechanism" if base["map_dim"] is None else "map-dim",
+                "value": "none" if base["map_dim"] is None else base["map_dim"],
                 "epsilon": None,
                 "delta": None,
                 "label_protected": labels,
                 "start": _local_start(summary),
+                "on_device_accuracy": on_device.get("accuracy"),
+                "on_device_public_only_accuracy": device["public_only_accuracy"],
+                "on_device_gain_over_public": device["gain_over_public"],
             }
         ]
     eps = run.values["sentence-epsilon"]
@@ -161,7 +179,6 @@ def rows_for(run: sw.Run, sweep_dir: Path, targets: Mapping[str, float] | None =
     local["metric_epsilon"] = eps if privacy else None
     local["start"] = _local_start(summary)
     clear = "" if labels else "-labels-clear"
-    on_device = scored.get("on_device") or {}
     ldp_figures = {
         "epsilon": ldp,
         "delta": privacy.get("delta_total", 0.0) if labels else None,
@@ -215,7 +232,10 @@ def aggregate(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """One point per (series, value): mean and sample sd over seeds (:mod:`simulations.outputs.aggregate`) of
     accuracy, macro-F1 and wall time; the privacy figures, which do not depend on the seed, from
     the first run (checked equal; a shuffled figure, which depends on how many users the seed
-    sampled, is the largest over the seeds)."""
+    sampled, is the largest over the seeds, and so are the figures of :data:`RECIPE_DEPENDENT`, which
+    depend on the recipe each seed chose). A local point's noise-free ceiling (:func:`add_noise_free_ceilings`)
+    is the mean over the seeds that have one, each seed's paired with its own run; ``map_dims`` lists each
+    seed's map-dim in the order of ``seeds``."""
     points = []
     for (series, value), members in agg.group(rows, lambda r: (r["series"], r["value"])).items():
         first = dict(members[0])
@@ -227,6 +247,13 @@ def aggregate(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
             first["epsilon"] = max(eps)
         elif agg.differing(members, ["epsilon"]):
             raise ValueError(f"{series} at {value}: the seeds' runs report different epsilons {sorted(eps)}")
+        for key in RECIPE_DEPENDENT:
+            figures = agg.finite(m.get(key) for m in members)
+            if figures:
+                first[key] = max(figures)
+        noise_free, _ = _stats([m.get("noise_free_ceiling_accuracy") for m in members])
+        noise_free_gain, _ = _stats([m.get("noise_free_ceiling_gain_over_public") for m in members])
+        dims = [m.get("map_dim") for m in members]
         acc, acc_sd = _stats([m.get("accuracy") for m in members])
         public_only, _ = _stats([m.get("public_only_accuracy") for m in members])
         gains = [m.get("gain_over_public") for m in members]  # paired per seed, over its strongest public-only
@@ -260,6 +287,9 @@ def aggregate(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
                     )
                 },
                 "ceiling_public_rr": ceiling_rr,
+                "map_dims": " ".join(str(d) for d in dims) if any(d is not None for d in dims) else None,
+                "noise_free_ceiling_accuracy": noise_free,
+                "noise_free_ceiling_gain_over_public": noise_free_gain,
                 "test_inputs": first.get("test_inputs"),
                 "accuracy_mean": acc,
                 "accuracy_sd": acc_sd,
@@ -367,6 +397,21 @@ def _draw_ceiling(ax: Any, points: Sequence[Mapping[str, Any]], series: str, key
         )
 
 
+def _draw_noise_free(ax: Any, points: Sequence[Mapping[str, Any]]) -> None:
+    """Each on-device local point's noise-free ceiling (the same recipe at its map-dim, no noise), at its x."""
+    rows = sorted(
+        (p["epsilon"], p["noise_free_ceiling_accuracy"])
+        for p in points
+        if p["series"] == "local-ldp-on-device"
+        and p.get("epsilon") is not None
+        and p.get("noise_free_ceiling_accuracy") is not None
+    )
+    if rows:
+        x, y = zip(*rows, strict=True)
+        label = "noise-free ceiling of each on-device point (its recipe, no noise)"
+        ax.plot(x, y, color="gray", linestyle="none", marker="_", markersize=12, mew=2, label=label)
+
+
 def _draw_public_only(ax: Any, points: Sequence[Mapping[str, Any]]) -> None:
     """The model fitted on the public data alone: a line at its accuracy on clean test inputs (what central
     points and on-device inference are held against), its accuracy on the sanitized test inputs beside each
@@ -439,7 +484,11 @@ def plot(
     reference = [p for p in points if p["series"] == "non-private" and p.get("accuracy_mean") is not None]
     for p in reference:
         sd = f" +- {p['accuracy_sd']:.3f}" if p.get("accuracy_sd") is not None else ""
-        ax.axhline(p["accuracy_mean"], color="gray", linestyle=":", label=f"non-private {p['accuracy_mean']:.3f}{sd}")
+        at = f" (map-dim {p['value']})" if p.get("parameter") == "map-dim" and len(reference) > 1 else ""
+        ax.axhline(
+            p["accuracy_mean"], color="gray", linestyle=":", label=f"non-private{at} {p['accuracy_mean']:.3f}{sd}"
+        )
+    _draw_noise_free(ax, points)
     _draw_public_only(ax, points)
     if random_guess is not None:
         ax.axhline(random_guess, color="crimson", linestyle="-.", alpha=0.6, label=f"{baseline} {random_guess:.3f}")
@@ -494,6 +543,27 @@ def _ceiling_inputs(
         pred = logit_class(torch.as_tensor(xt @ a + b), ds.num_classes).numpy()
         accuracy[seed] = float((pred == np.asarray(ds.test["label"][:])).mean())
     return priors, accuracy
+
+
+def add_noise_free_ceilings(rows: Sequence[dict[str, Any]]) -> None:
+    """Each local row's noise-free ceiling: the same local pipeline without noise (the ``non-private`` run of
+    the row's seed at the row's ``map_dim``, the map-dim its recipe was chosen with), scored on the row's test
+    inputs (on-device rows: its on-device accuracy; server-side rows: its server-side accuracy, on inputs no
+    noise touched). ``noise_free_ceiling_accuracy`` is that run's accuracy, ``noise_free_ceiling_gain_over_public``
+    its gain over its own public-only line on the same test mode, ``noise_free_ceiling_run`` its name. Rows
+    whose seed has no such run (not run yet) get none. Not to be confused with ``ceiling_bound``, the most any
+    classifier of a sanitized test input can reach (:func:`add_ceilings`)."""
+    references = {(r.get("seed"), r.get("map_dim")): r for r in rows if r["series"] == "non-private"}
+    for row in rows:
+        reference = references.get((row.get("seed"), row.get("map_dim")))
+        if not row["series"].startswith("local-") or reference is None:
+            continue
+        clean = row.get("test_inputs") == "clean"
+        row["noise_free_ceiling_accuracy"] = reference["on_device_accuracy" if clean else "accuracy"]
+        row["noise_free_ceiling_gain_over_public"] = reference[
+            "on_device_gain_over_public" if clean else "gain_over_public"
+        ]
+        row["noise_free_ceiling_run"] = reference["run_name"]
 
 
 def add_ceilings(rows: Sequence[dict[str, Any]], priors: Sequence[float], public_accuracy: Mapping[int, float]) -> None:

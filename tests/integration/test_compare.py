@@ -477,3 +477,185 @@ def _device_summary(accuracy: float, clean: float, public: float, privacy: dict)
         "test_users": 872,
     }
     return {"outcome": outcome([record], [436, 436]), "privacy": privacy}
+
+
+def test_each_local_point_is_held_against_the_noise_free_run_of_its_seed_at_its_map_dim(tmp_path: Path) -> None:
+    """Issue 54: each seed runs its own recipe; one non-private run per seed and distinct map-dim of that seed's
+    points (none at a map-dim no point of the seed uses), and each local row's noise-free ceiling is its own
+    seed's at its own map-dim, on its own test inputs (on-device rows: the on-device accuracy). Seed 1 runs
+    epsilon 3 at map-dim 16 and epsilon 6 at the config's (32), seed 2 both at 64: a ceiling taken at another
+    map-dim, or another seed's, gives other numbers. The shuffled on-device series is the shuffled figure
+    (epsilon and delta) with the on-device accuracy, and the local runs account at the given delta."""
+    keys = {
+        1: [
+            {"sentence-epsilon": 2.4, "label-mechanism": "rr", "label-epsilon": 0.6, "map-dim": 16},
+            {"sentence-epsilon": 3.9, "label-mechanism": "rr", "label-epsilon": 2.1},
+        ],
+        2: [
+            {"sentence-epsilon": 1.95, "label-mechanism": "rr", "label-epsilon": 1.05, "map-dim": 64},
+            {"sentence-epsilon": 3.9, "label-mechanism": "rr", "label-epsilon": 2.1, "map-dim": 64},
+        ],
+    }
+    runs = cmp.plan(keys, NOISE, [1, 2], central_delta=1.49109e-6, local_delta=1.49109e-6)
+    local = [r for r in runs if r.values.get("mode") == "local" and r.values.get("sentence-mechanism") != "none"]
+    assert [(r.seed, r.values.get("map-dim"), r.values["label-epsilon"]) for r in local] == [
+        (1, 16, 0.6),
+        (2, 64, 1.05),
+        (1, None, 2.1),
+        (2, 64, 2.1),
+    ]
+    assert all(r.values["accounting-delta"] == 1.49109e-6 for r in local)  # the central runs' delta
+    assert all(r.values["central-delta"] == 1.49109e-6 for r in runs if r.values.get("mode") == "central")
+    references = [r for r in runs if r.values.get("sentence-mechanism") == "none"]
+    assert [(r.seed, r.values.get("map-dim")) for r in references] == [(1, 16), (1, None), (2, 64)]
+    assert all("accounting-delta" not in r.values and r.values["label-mechanism"] == "none" for r in references)
+    assert len({r.name for r in runs}) == len(runs)
+    totals = {1: [(keys[1][0], 3.0), (keys[1][1], 6.0)], 2: [(keys[2][0], 3.0), (keys[2][1], 6.0)]}
+    targets = {r.name: cmp.point_total(r, totals[r.seed]) for r in local}
+    assert sorted(targets.values()) == [3.0, 3.0, 6.0, 6.0]
+
+    def ceiling(seed: int, dim: int) -> float:  # the noise-free on-device accuracy of (seed, map-dim)
+        return 0.8 + dim / 1000 + seed / 100
+
+    for r in references:
+        dim = r.values.get("map-dim", 32)
+        extra = _device_summary(0.7 + dim / 1000, ceiling(r.seed, dim), 0.6, {"label_protected": False})
+        _fake(tmp_path / r.name, 0.7 + dim / 1000, **extra)
+    for r in local:
+        privacy = {
+            "epsilon_ldp": targets[r.name] - r.values["label-epsilon"],
+            "epsilon_total": targets[r.name],
+            "delta_total": 0.0,
+            "label_protected": True,
+            "epsilon_shuffled_total": 0.1 * r.seed,
+            "epsilon_shuffled_joint_total": 0.2 * r.seed,
+            "delta_shuffled_joint_total": r.values["accounting-delta"],
+        }
+        _fake(tmp_path / r.name, 0.6, **_device_summary(0.6, 0.65 + r.seed / 100, 0.6, privacy))
+    rows = [row for run in runs for row in cmp.rows_for(run, tmp_path, targets, 32)]
+    cmp.add_noise_free_ceilings(rows)
+    by = {(r["series"], r["seed"], r["value"]): r for r in rows}
+    assert by[("local-ldp-on-device", 1, 3.0)]["noise_free_ceiling_accuracy"] == pytest.approx(ceiling(1, 16))
+    assert by[("local-ldp-on-device", 1, 6.0)]["noise_free_ceiling_accuracy"] == pytest.approx(ceiling(1, 32))
+    assert by[("local-ldp-on-device", 2, 6.0)]["noise_free_ceiling_accuracy"] == pytest.approx(ceiling(2, 64))
+    assert by[("local-ldp", 1, 3.0)]["noise_free_ceiling_accuracy"] == pytest.approx(0.716)  # server-side, m' 16
+    assert by[("local-ldp", 1, 3.0)]["noise_free_ceiling_gain_over_public"] == pytest.approx(0.116)
+    assert by[("local-ldp", 1, 3.0)]["noise_free_ceiling_run"] == next(
+        r.name for r in references if r.seed == 1 and r.values.get("map-dim") == 16
+    )
+    points = {(p["series"], p["value"]): p for p in cmp.aggregate(rows)}
+    device = points[("local-ldp-on-device", 3.0)]
+    assert device["map_dims"] == "16 64" and device["seeds"] == "1 2"
+    assert device["noise_free_ceiling_accuracy"] == pytest.approx((ceiling(1, 16) + ceiling(2, 64)) / 2)
+    assert device["noise_free_ceiling_gain_over_public"] == pytest.approx((ceiling(1, 16) + ceiling(2, 64)) / 2 - 0.6)
+    assert points[("local-ldp-on-device", 6.0)]["map_dims"] == "32 64"
+    assert points[("local-ldp-on-device", 6.0)]["noise_free_ceiling_accuracy"] == pytest.approx(
+        (ceiling(1, 32) + ceiling(2, 64)) / 2
+    )
+    assert points[("local-ldp-on-device", 3.0)]["metric_epsilon"] == 2.4  # the seeds' recipes differ: the largest
+    shuffled = points[("local-shuffled-on-device", 3.0)]
+    assert shuffled["epsilon"] == pytest.approx(0.4) and shuffled["delta"] == 1.49109e-6  # the seeds' largest
+    assert shuffled["test_inputs"] == "clean" and shuffled["accuracy_mean"] == pytest.approx(0.665)
+    assert shuffled["gain_over_public"] == pytest.approx(device["gain_over_public"])
+    assert shuffled["noise_free_ceiling_accuracy"] == pytest.approx(device["noise_free_ceiling_accuracy"])
+    assert {(p["series"], p["value"]) for p in points.values() if p["series"] == "non-private"} == {
+        ("non-private", 16),
+        ("non-private", 32),
+        ("non-private", 64),
+    }
+    csv_path, _, png = cmp.write(list(points.values()), tmp_path, "t", 0.5, {}, rows, "majority class")
+    table = [r for r in csv.DictReader(csv_path.open()) if r["series"] == "local-shuffled-on-device"]
+    assert [float(r["delta"]) for r in table] == [1.49109e-6, 1.49109e-6]
+    assert png.stat().st_size > 1000
+
+
+def test_compare_chooses_each_seeds_recipe_on_that_seeds_public_draw(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, data_dir: Path
+) -> None:
+    """Issue 54: the recipe of seed s is chosen on the config resolved at seed s (its public draw is the runs'
+    own, not the config's seed 42's), each seed's runs take its own keys, the chosen keys are in compare.json
+    per seed and kept in recipes.json (a collect does not choose again), the local runs account at the central
+    delta and their shuffled on-device points sit at it."""
+    from dataclasses import replace
+
+    from fl.data import datasets as data
+    from simulations.cli import main
+
+    monkeypatch.setenv("SANITAS_DATA_DIR", str(data_dir))
+    chosen = {1: {3.0: (0.2, 16), 6.0: (0.35, 16)}, 2: {3.0: (0.5, 64), 6.0: (0.35, 32)}}
+    seen: list[tuple[int, list[str]]] = []
+
+    def public_texts(cfg: object, seed: int) -> list[str]:
+        loaded = data.load(cfg.data, replace(cfg.users, seed=seed), cfg.release.level)  # type: ignore[attr-defined]
+        return sorted(loaded.public["text"][:])
+
+    def fake_choose(cfg: object, totals: list[float], num_classes: int, grid: object) -> dict:
+        seed = cfg["seed"]  # type: ignore[index]
+        seen.append((seed, public_texts(cfg, cfg.users.seed)))  # type: ignore[attr-defined]
+        return {t: cmp.Recipe(*chosen[seed][t]) for t in totals}
+
+    monkeypatch.setattr(cmp, "_choose", fake_choose)
+    monkeypatch.setattr(cmp, "_ceiling_inputs", lambda cfg, seeds, rows: ([0.5, 0.5], {}))
+    monkeypatch.setattr(cmp, "central_noise_table", lambda targets, q, rounds, delta: dict.fromkeys(targets, 1.0))
+    config = Path(__file__).resolve().parents[2] / "simulations" / "experiments" / "quickstart.toml"
+    args = ["compare", str(config), "--epsilons", "3,6", "--central-epsilons", "4", "--seeds", "1,2"]
+    args += ["--central-set", 'map-in="identity"', "--out", str(tmp_path), "--name", "c", "--collect"]
+    assert main(args) == 2  # nothing has run
+    err = capsys.readouterr().err.strip().splitlines()
+    names = [line.split("not run yet: ")[1] for line in err if "not run yet: " in line]
+    assert [s for s, _ in seen] == [1, 2]
+    base = config_for(config)
+    default = public_texts(base, base["seed"])  # the draw of the config's own seed (42), used by no run
+    for seed, texts in seen:  # the run's own public draw, not the config seed's
+        assert texts == public_texts(base, seed) != default
+    assert seen[0][1] != seen[1][1]
+    local = [n for n in names if "sentence-epsilon" in n]
+    by_seed = {s: sorted(n for n in local if n.endswith(f"seed={s}__noise-seed={s}")) for s in (1, 2)}
+    assert all("map-dim=16" in n for n in by_seed[1]) and "label-epsilon=0.6__" in " ".join(by_seed[1])
+    assert sorted("map-dim=64" in n for n in by_seed[2]) == [False, True]  # epsilon 6 at 32: the config's
+    assert not any("map-dim=16" in n or "map-dim=32" in n for n in by_seed[2])
+    assert any("label-epsilon=1.5__map-dim=64" in n for n in by_seed[2])
+    references = sorted(n for n in names if "sentence-mechanism=none" in n)
+    assert len(references) == 3  # seed 1 at 16; seed 2 at 64 and at the config's 32 (no map-dim key)
+    assert sum("map-dim=16" in n and n.endswith("seed=1__noise-seed=1") for n in references) == 1
+    assert sum("map-dim" not in n and n.endswith("seed=2__noise-seed=2") for n in references) == 1
+    deltas = {n.split("accounting-delta=")[1].split("__")[0] for n in local}
+    (central,) = {n.split("central-delta=")[1].split("__")[0] for n in names if n.startswith("mode=central")}
+    assert deltas == {central} and float(central) < 1e-5  # 1 / (10 N) of SST-2's phrase users
+    for name in names:
+        if name.startswith("mode=central"):
+            _fake(tmp_path / "c" / name, 0.8, {"epsilon": 3.9, "delta": float(central)}, holds=False)
+        else:
+            privacy = {
+                "epsilon_total": 3.0,
+                "label_protected": "sentence-epsilon" in name,
+                "epsilon_shuffled_joint_total": 0.5,
+                "delta_shuffled_joint_total": float(name.split("accounting-delta=")[1].split("__")[0])
+                if "accounting-delta" in name
+                else None,
+            }
+            _fake(tmp_path / "c" / name, 0.7, **_device_summary(0.7, 0.75, 0.6, privacy))
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    assert len(seen) == 2  # recipes.json kept the choices: none chosen again
+    assert "2 recipe(s) as chosen before" in out
+    document = json.loads((tmp_path / "c" / "compare.json").read_text())
+    assert document["recipe_by_seed"] == {
+        "1": {"3": {"label_share": 0.2, "map_dim": 16}, "6": {"label_share": 0.35, "map_dim": 16}},
+        "2": {"3": {"label_share": 0.5, "map_dim": 64}, "6": {"label_share": 0.35, "map_dim": 32}},
+    }
+    assert document["local_accounting_delta"] == float(central)
+    with (tmp_path / "c" / "compare.csv").open() as f:
+        table = {(r["series"], r["value"]): r for r in csv.DictReader(f)}
+    shuffled = table[("local-shuffled-on-device", "3.0")]
+    assert float(shuffled["delta"]) == float(table[("central-user", "4.0")]["delta"]) == float(central)
+    assert table[("local-ldp-on-device", "6.0")]["map_dims"] == "16 32"
+    assert float(table[("local-ldp-on-device", "6.0")]["noise_free_ceiling_accuracy"]) == pytest.approx(0.75)
+
+
+def config_for(path: Path) -> object:
+    """The config at ``path`` resolved as compare resolves it (its own seed)."""
+    from fl import config as config_mod
+    from simulations.drivers import sweep as sw
+
+    return config_mod.as_run_config(sw.resolve_run(str(path), sw.Run("probe", {}, {}), cmp.like_for_like([]), Path()))

@@ -104,8 +104,10 @@ def test_a_point_that_learned_nothing_is_flagged_in_the_table_and_the_warning(
     assert f"did not beat the majority-class rate {majority:.3f}" in err and "central-user 2" in err
     assert "random guess" not in out
     # The local point's shuffled figure, on the device, sits at the central side's delta (the local run accounts
-    # at it).
+    # at it), and the point carries its noise-free ceiling: the non-private run at its map-dim (the config's).
     shuffled, central = points["local-shuffled-on-device"], points["central-user"]
     assert float(shuffled["delta"]) == pytest.approx(float(central["delta"]), rel=1e-5)
     device = points["local-ldp-on-device"]
     assert shuffled["test_inputs"] == "clean" and shuffled["accuracy_mean"] == device["accuracy_mean"]
+    assert points["non-private"]["parameter"] == "map-dim" and points["local-ldp"]["map_dims"] == "2"
+    assert points["local-ldp"]["noise_free_ceiling_accuracy"] == points["non-private"]["accuracy_mean"]
