@@ -44,6 +44,11 @@ from strategies.modes import ModeRun, ServerMode, mode_of, run_folder, server_mo
 log = logging.getLogger(__name__)
 
 
+def mode_name_of(scored: Mapping[str, Any]) -> str:
+    """The test mode a scored block is: on-device inference (clean inputs) or server-side inference (sanitized)."""
+    return "ON-DEVICE INFERENCE" if scored.get("test_inputs") == "clean" else "SERVER-SIDE INFERENCE"
+
+
 def _warn_overlap(cfg: RunConfig) -> None:
     """Say on the console when the public documents are not independent of the private users' texts."""
     loaded = data.load(cfg.data, cfg.users, cfg.release.level)
@@ -189,14 +194,17 @@ def run_server(grid: Grid, cfg: RunConfig, timeout: float = 3600.0, resume: bool
                 "THIS RUN LEARNED NOTHING: %s",
                 outcome_text(fields["outcome"], fields["final"]["accuracy"], mode.scope),
             )
-        for scored in (fields["outcome"], fields["outcome"].get("on_device") or {}):
-            if scored.get("adds_over_public") is False:
-                log.warning(
-                    "THIS RUN ADDS NOTHING OVER THE PUBLIC DATA (%s test inputs): accuracy %.4f, public-only %.4f",
-                    scored["test_inputs"],
-                    scored["public_only_accuracy"] + scored["gain_over_public"],
-                    scored["public_only_accuracy"],
-                )
+        scored_modes = [m for m in (fields["outcome"].get("on_device") or {}, fields["outcome"]) if m]
+        nothing = [m for m in scored_modes if m.get("adds_over_public") is False]
+        everything = len(nothing) == len(scored_modes)
+        for scored in nothing:  # each test mode its own line; a warning only when no mode adds anything
+            (log.warning if everything else log.info)(
+                "%s ADDS NOTHING OVER THE PUBLIC DATA (%s): accuracy %.4f, public-only %.4f",
+                "THIS RUN" if everything else mode_name_of(scored),
+                f"{scored['test_inputs']} test inputs",
+                scored["public_only_accuracy"] + scored["gain_over_public"],
+                scored["public_only_accuracy"],
+            )
         fields["guarantee"]["encoder"] = encoder
         fields["guarantee"]["notes"].append(encoder_note(encoder))
         summary = {

@@ -221,11 +221,17 @@ def public_only_rows(block: Mapping[str, Any]) -> list[tuple[str, str]]:
 
 
 def summary_table(summary: Mapping[str, Any]) -> Any:
-    """The final summary as a rich table: accuracy, macro-F1, the guarantee (:func:`privacy_text`, wrapped
-    over several lines), wall time, folder."""
+    """The final summary as a rich table: the accuracy, the verdicts, the guarantee (:func:`privacy_text`, wrapped
+    over several lines), wall time, folder.
+
+    A local run whose nodes also scored clean test inputs leads with on-device inference (the model shipped to
+    each device applied to its clean input, the test mode the central side is scored in and the README answers
+    with), then server-side inference (the server's model on the sanitized test inputs); each mode has its own
+    line against the public-only models."""
     from rich.table import Table
 
     final = summary.get("final") or {}
+    block = summary.get("outcome") or {}
     table = Table(title="sanitas run", show_header=False, title_justify="left")
     table.add_column(style="bold")
     table.add_column()
@@ -233,13 +239,31 @@ def summary_table(summary: Mapping[str, Any]) -> Any:
     def number(value: Any) -> str:
         return "-" if value is None else f"{value:.4f}"
 
-    table.add_row("accuracy", number(final.get("accuracy")))
-    table.add_row("macro-F1", number(final.get("macro_f1")))
-    verdict = outcome_verdict(summary.get("outcome") or {})
+    rows = dict(public_only_rows(block))
+    on_device = block.get("on_device") or {}
+    if on_device.get("accuracy") is not None:
+        table.add_row(
+            "on-device",
+            f"accuracy {number(on_device['accuracy'])}, macro-F1 {number(final.get('clean_macro_f1'))}: the model "
+            "shipped to each device, applied to its clean input",
+        )
+        if "on-device" in rows:
+            table.add_row("  vs public-only", rows["on-device"].split(", ", 1)[1])
+        table.add_row(
+            "server-side",
+            f"accuracy {number(final.get('accuracy'))}, macro-F1 {number(final.get('macro_f1'))}: the server's "
+            "model on the sanitized test inputs",
+        )
+        if "vs public-only" in rows:
+            table.add_row("  vs public-only", rows["vs public-only"])
+    else:
+        table.add_row("accuracy", number(final.get("accuracy")))
+        table.add_row("macro-F1", number(final.get("macro_f1")))
+        if "vs public-only" in rows:
+            table.add_row("vs public-only", rows["vs public-only"])
+    verdict = outcome_verdict(block)
     if verdict:
         table.add_row("learned", verdict)
-    for label, text in public_only_rows(summary.get("outcome") or {}):
-        table.add_row(label, text)
     table.add_row("privacy", privacy_text(summary))
     table.add_row("wall time", f"{summary.get('wall_seconds', float('nan')):.1f} s")
     table.add_row("results", str(summary.get("results_folder", "")))

@@ -185,3 +185,35 @@ def test_the_summary_holds_the_run_against_public_only_on_both_test_inputs() -> 
             "0.7013, server model 0.7213; clean test inputs)",
         ),
     ]
+
+
+def test_a_local_run_that_scored_clean_inputs_leads_with_on_device_inference() -> None:
+    """With on-device scores the table's first row is on-device inference (accuracy and its gain), then
+    server-side inference with its own gain line, each flagged on its own: the quickstart's answer first."""
+    from rich.console import Console
+
+    summary = {
+        "final": {"accuracy": 0.5665, "macro_f1": 0.5661, "clean_macro_f1": 0.7496},
+        "outcome": {
+            "test_inputs": "sanitized",
+            "public_only_accuracy": 0.5711,
+            "gain_over_public": -0.0046,
+            "adds_over_public": False,
+            "on_device": {
+                "test_inputs": "clean",
+                "accuracy": 0.75,
+                "public_only_accuracy": 0.7225,
+                "gain_over_public": 0.0275,
+                "adds_over_public": True,
+            },
+        },
+        "wall_seconds": 8.3,
+        "results_folder": "/tmp/r",
+    }
+    console = Console(record=True, width=200)
+    console.print(summary_table(summary))
+    lines = [line for line in console.export_text().splitlines() if "│" in line]
+    assert "on-device" in lines[0] and "accuracy 0.7500, macro-F1 0.7496" in lines[0]
+    assert "vs public-only" in lines[1] and "+0.0275" in lines[1] and "ADDS NOTHING" not in lines[1]
+    assert "server-side" in lines[2] and "accuracy 0.5665" in lines[2]
+    assert "vs public-only" in lines[3] and "ADDS NOTHING over the public data" in lines[3]
