@@ -176,6 +176,14 @@ class SentenceMechanism(Mechanism):
         """
         return None
 
+    def second_moment_law(self, d: int) -> tuple[float, float] | None:
+        """(a, b) with E[z z^T | u] = a u u^T + b I for every unit input u of dimension ``d`` (z the release),
+        when the mechanism's releases are unbiased and their second moment has that form; ``None`` otherwise.
+
+        What a server needs to debias the releases' second moments, (mean z z^T - b I) / a = an unbiased
+        estimate of the inputs' mean u u^T (``fl.maps.class_means.release_covariance``)."""
+        return None
+
     @abstractmethod
     def sanitize(self, x: torch.Tensor, generator: torch.Generator | None = None) -> torch.Tensor:
         """Return one independent release per row of ``x`` ([n, m]), without a

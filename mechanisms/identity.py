@@ -46,6 +46,10 @@ class NoPrivacy(Mechanism):
         """The release is its unit input: unbiased, second moment 1 (as ``SentenceMechanism.unbiased_moments``)."""
         return 1.0
 
+    def second_moment_law(self, d: int) -> tuple[float, float] | None:
+        """The release is its input: E[z z^T | u] = u u^T (as ``SentenceMechanism.second_moment_law``)."""
+        return 1.0, 0.0
+
     @torch.no_grad()
     def sanitize(
         self,

@@ -255,6 +255,30 @@ class PrivUnit(SentenceMechanism):
             raise ValueError(f"PrivUnit was set up for dimension {self.input_dim}, asked about {d}")
         return 1.0 / self.m**2
 
+    def second_moment_law(self, d: int) -> tuple[float, float] | None:
+        """With ``unbiased``: (a, b) with E[z z^T | u] = a u u^T + b I, exact (docs/SPEC.md §16.1's law).
+
+        z = (T u + sqrt(1 - T^2) w) / m with w uniform on the unit sphere orthogonal to u and independent
+        of T, so E[z z^T | u] = (E[T^2] u u^T + (1 - E[T^2]) (I - u u^T) / (d - 1)) / m^2. E[T^2] comes from
+        the truncated moments of S = (1 + T) / 2 ~ Beta(h, h), h = (d - 1) / 2, in closed form: with
+        c = (1 + gamma) / 2, E[S^k 1{S >= c}] = B(h + k, h) / B(h, h) * I_{1-c}(h, h + k) (the regularised
+        incomplete beta function, no cancellation for a small cap). ``None`` without ``unbiased``."""
+        if not self.unbiased:
+            return None
+        if self._params is None:
+            self._fix_dim(int(d))
+        elif d != self.input_dim:
+            raise ValueError(f"PrivUnit was set up for dimension {self.input_dim}, asked about {d}")
+        par = self.parameters
+        h = (d - 1) / 2
+        tail = (1.0 - par.gamma) / 2  # 1 - c
+        s1 = 0.5 * float(special.betainc(h, h + 1, tail))  # E[S 1{cap}]: B(h+1, h) / B(h, h) = 1/2
+        s2 = h * (h + 1) / (2 * h * (2 * h + 1)) * float(special.betainc(h, h + 2, tail))
+        t2_cap = 4 * s2 - 4 * s1 + par.q  # E[T^2 1{cap}], T = 2S - 1
+        t2 = par.p * t2_cap / par.q + (1 - par.p) * (1.0 / d - t2_cap) / (1 - par.q)  # E[T^2] = 1/d uniformly
+        m2 = self.m**2
+        return (t2 - (1 - t2) / (d - 1)) / m2, (1 - t2) / ((d - 1) * m2)
+
     # ------------------------------------------------------------------ sampling
     def sample_inner_products(
         self, n: int, generator: torch.Generator | None = None, device: torch.device | str = "cpu"

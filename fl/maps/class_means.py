@@ -157,16 +157,59 @@ def discriminant(means: np.ndarray, covariance: np.ndarray, priors: np.ndarray) 
     return w, b
 
 
+#: Smallest eigenvalue kept in a covariance debiased from releases, relative to its largest (the debiased
+#: estimate is not positive definite by construction; its noise lives mostly in the small eigenvalues).
+EIGENVALUE_FLOOR = 1e-4
+
+
+def release_covariance(
+    z: np.ndarray,
+    law: tuple[float, float],
+    counts: np.ndarray,
+    means: np.ndarray,
+    target: np.ndarray | None = None,
+    second_moment: float | None = None,
+) -> np.ndarray:
+    """The within-class covariance [m', m'] of the users' rows, debiased from their releases ``z`` [N, m'].
+
+    ``law`` = (a, b) with E[z z^T | u] = a u u^T + b I (the mechanism's ``second_moment_law``), so
+    (mean z z^T - b I) / a estimates the rows' mean u u^T without bias; the debiased class means ``means``
+    [K, m'] weighted by the debiased class shares ``counts`` [K] remove the between-class part. The result is
+    projected onto the positive definite matrices (eigenvalues floored at :data:`EIGENVALUE_FLOOR` times the
+    largest). Post-processing of the releases: no privacy cost. Its noise grows with m'^2 / N: accurate
+    where the releases are few-dimensional (``cohorts``' last cohort, a small ``map-dim``)."""
+    a, b = law
+    z = np.asarray(z, dtype=np.float64)
+    d = z.shape[1]
+    second = (z.T @ z / len(z) - b * np.eye(d)) / a
+    share = np.maximum(np.asarray(counts, dtype=np.float64), 1.0)
+    share = share / share.sum()
+    within = second - np.einsum("j,ja,jb->ab", share, means, means)
+    if target is not None and second_moment is not None:
+        # Shrink toward the public covariance by the known noise (Ledoit-Wolf's rule with the noise known, not
+        # estimated): the entries' total noise variance is about E||z||^4 / (N a^2) = second_moment^2 / (N a^2).
+        noise = float(second_moment) ** 2 / (len(z) * a**2)
+        gap = float(((within - target) ** 2).sum())
+        weight = max(gap - noise, 0.0) / gap if gap > 0 else 0.0
+        within = weight * within + (1 - weight) * target
+    values, vectors = np.linalg.eigh((within + within.T) / 2)
+    floor = EIGENVALUE_FLOOR * max(float(values.max()), 1e-12)
+    return (vectors * np.maximum(values, floor)) @ vectors.T
+
+
 def fit(
     z: np.ndarray,
     released: np.ndarray,
     transition: np.ndarray,
     second_moment: float,
     public: PublicStatistics,
+    covariance_law: tuple[float, float] | None = None,
 ) -> Fit:
     """The ``class-means`` model from releases ``z`` [N, m'] (unbiased, E||z||^2 = ``second_moment``) with
     released labels (``transition``: their law) and the public statistics; with no releases, the public
-    model in this space (every weight 0)."""
+    model in this space (every weight 0). With ``covariance_law`` (the mechanism's (a, b), see
+    :func:`release_covariance`) the discriminant uses the within-class covariance debiased from the releases
+    instead of the public one (``class-means-covariance = "releases"``)."""
     k, m_prime = public.means.shape
     if len(z) == 0:
         w, b = discriminant(public.means, public.covariance, public.priors)
@@ -179,5 +222,8 @@ def fit(
     )
     means, weight = combine(private_means, variance, public)
     priors = np.maximum(counts, 1.0) / np.maximum(counts, 1.0).sum()  # the private users' class balance
-    w, b = discriminant(means, public.covariance, priors)
+    covariance = public.covariance
+    if covariance_law is not None:
+        covariance = release_covariance(z, covariance_law, counts, private_means, public.covariance, second_moment)
+    w, b = discriminant(means, covariance, priors)
     return Fit(means, weight, counts, private_means, w, b)

@@ -390,3 +390,32 @@ def test_registry() -> None:
     mech = mechanisms.create("privunit", epsilon=1.0, input_dim=3)
     assert isinstance(mech, PrivUnit) and mech.level == "sentence" and mech.output_dim(3) == 3
     assert "privunit" in mechanisms.names() and "pure" in repr(mech)
+
+
+# --------------------------------------------------------------------------- (d') the second moment
+@pytest.mark.parametrize(("eps", "d"), [(2.0, 8), (4.082, 16), (8.19, 4)])
+def test_second_moment_law_matches_the_releases(eps: float, d: int) -> None:
+    """E[z z^T | u] = a u u^T + b I (``second_moment_law``, closed form): on 1e5 unbiased releases of one
+    input, <z, u>^2 averages a + b and the squared coordinates along a direction orthogonal to u average b,
+    each within 5 standard errors; its trace is E||z||^2 = 1 / m^2 exactly. Power: the law of the plain
+    release (V, not V / m: a and b times m^2) and an off-by-one spread (b = (1 / m^2 - a) / (d - 1), the trace
+    split over d - 1 directions) are both rejected by the same sample."""
+    u = _unit_rows(1, d, 21)[0]
+    mech = PrivUnit(eps, input_dim=d, unbiased=True)
+    a, b = mech.second_moment_law(d)
+    assert a + b * d == pytest.approx(1 / mech.m**2, rel=1e-9)
+    z = mech.sanitize(u.expand(N_MEAN, d).contiguous(), generator=torch.Generator().manual_seed(22))
+    orth = torch.linalg.qr(torch.stack([u, _unit_rows(1, d, 23)[0]], dim=1))[0][:, 1]
+    along, across = (z @ u) ** 2, (z @ orth) ** 2
+    se_along, se_across = float(along.std()) / math.sqrt(N_MEAN), float(across.std()) / math.sqrt(N_MEAN)
+    assert abs(float(along.mean()) - (a + b)) < 5 * se_along
+    assert abs(float(across.mean()) - b) < 5 * se_across
+    plain = (a * mech.m**2, b * mech.m**2)
+    off_by_one = (a, (1 / mech.m**2 - a) / (d - 1))
+    for wa, wb in (plain, off_by_one):
+        assert abs(float(along.mean()) - (wa + wb)) > 5 * se_along or abs(float(across.mean()) - wb) > 5 * se_across
+
+
+def test_second_moment_law_needs_unbiased_releases() -> None:
+    """Without ``unbiased`` the releases are not unbiased: no law is declared."""
+    assert PrivUnit(2.0, input_dim=8).second_moment_law(8) is None

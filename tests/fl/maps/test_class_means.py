@@ -129,3 +129,35 @@ def test_fit_without_releases_is_the_public_model_and_many_releases_reach_the_pr
 def test_public_statistics_need_every_class() -> None:
     with pytest.raises(ValueError, match="every class"):
         cm.public_statistics(np.ones((3, 2)), np.array([0, 0, 0]), 2)
+
+
+def test_release_covariance_is_debiased_and_shrinks_toward_the_public_one_by_its_noise() -> None:
+    """The within-class covariance debiased from PrivUnit releases of 40,000 rows of two classes is close to
+    the rows' own within-class covariance (relative Frobenius error < 0.15), where the raw second moment of the
+    releases is not (> 1: the noise's b I dominates); with few releases (200) its known noise pulls it toward a
+    public target, and the shrunk estimate is nearer the truth than the unshrunk one, on each of 20 draws."""
+    from mechanisms.privunit import PrivUnit
+
+    rng = np.random.default_rng(3)
+    d, n = 6, 40_000
+    scales = np.linspace(0.3, 1.5, d)
+    y = rng.integers(0, 2, n)
+    centres = np.stack([np.full(d, -0.4), np.full(d, 0.4)])
+    raw = centres[y] + rng.standard_normal((n, d)) * scales
+    u = raw / np.linalg.norm(raw, axis=1, keepdims=True)
+    means = np.stack([u[y == j].mean(axis=0) for j in (0, 1)])
+    truth = np.cov((u - means[y]).T, bias=True)
+    mech = PrivUnit(3.0, input_dim=d, unbiased=True)
+    z = mech.sanitize(torch.as_tensor(u), generator=torch.Generator().manual_seed(4)).numpy()
+    law = mech.second_moment_law(d)
+    counts = np.bincount(y, minlength=2).astype(float)
+    estimate = cm.release_covariance(z, law, counts, means)
+    assert np.linalg.norm(estimate - truth) / np.linalg.norm(truth) < 0.15
+    assert np.linalg.norm(z.T @ z / n - truth) / np.linalg.norm(truth) > 1
+    target = np.diag(np.diag(truth)) * 1.2
+    for draw in range(20):
+        rows = np.random.default_rng(draw).choice(n, 200, replace=False)
+        few = counts * 200 / n
+        shrunk = cm.release_covariance(z[rows], law, few, means, target, 1 / mech.m**2)
+        plain = cm.release_covariance(z[rows], law, few, means)
+        assert np.linalg.norm(shrunk - truth) < np.linalg.norm(plain - truth)
