@@ -2,11 +2,18 @@
 
     python docs/results/federation-gain/tables.py [RESULTS]   # RESULTS: the folder run.sh wrote into (results)
 
-For each comparison of ``run.sh`` that has finished, copies its compare.csv and compare.json here under the
-comparison's name, and writes ``tables.md`` (per point: the test inputs, accuracy, the model fitted on the
+For each comparison of ``run.sh`` that has finished in RESULTS, copies its compare.csv, compare.json and
+compare.png here under the comparison's name; a comparison RESULTS lacks is read from its copy here (the
+committed one). Then writes ``tables.md`` (per point: the test inputs, accuracy, the model fitted on the
 public data alone on the same inputs, the gain over it paired per seed, and whether it beats public-only
-beyond seed noise) and ``gain_over_public.png`` (the gain against the per-user epsilon, one panel per
-comparison, error bars the sd of the paired gains over the seeds).
+beyond seed noise; the noise-free ceiling where the comparison recorded one) and ``gain_over_public.png``
+(the gain against the per-user epsilon, one panel per comparison, error bars the sd of the paired gains over
+the seeds). A comparison found in neither place stops it, in one line, before anything is written.
+
+Comparisons run before ``sanitas compare`` wrote the ``local-shuffled-on-device`` series get it here from
+their own rows: the epsilon and delta of ``local-shuffled`` (the shuffled whole-record figure, at the runs'
+``accounting-delta`` of 1e-6, below the central side's delta: a smaller delta, so a stronger statement than one
+at the central delta) with the accuracy and the paired gains of ``local-ldp-on-device`` (the same runs).
 """
 
 from __future__ import annotations
@@ -34,6 +41,7 @@ COMPARISONS = (
 SERIES = {
     "local-ldp-on-device": "local DP, on-device inference",
     "local-ldp": "local DP, server-side inference",
+    "local-shuffled-on-device": "local DP + shuffler, on-device inference (central epsilon, what-if)",
     "central-user": "central DP (user level), head",
     "central-user-encoder": "central DP (user level), LoRA encoder + head",
     "non-private": "non-private, same local pipeline",
@@ -57,28 +65,74 @@ def _verdict(row: dict[str, str]) -> str:
     return {"true": "yes", "false": "**no: adds nothing over the public data**"}.get(adds or "", "")
 
 
+def with_shuffled_on_device(rows: list[dict[str, str]]) -> list[dict[str, str]]:
+    """``rows`` with the ``local-shuffled-on-device`` points of a comparison that did not write them: per
+    whole-record epsilon, ``local-shuffled``'s epsilon and delta with ``local-ldp-on-device``'s accuracy and gains
+    (the same runs; ``derived`` marks them). A comparison that wrote the series is returned as it is."""
+    if any(r["series"] == "local-shuffled-on-device" for r in rows):
+        return rows
+    shuffled = {r["value"]: r for r in rows if r["series"] == "local-shuffled"}
+    derived = []
+    for r in rows:
+        figure = shuffled.get(r["value"]) if r["series"] == "local-ldp-on-device" else None
+        if figure and figure.get("epsilon"):
+            derived.append(
+                {**r, "series": "local-shuffled-on-device", "epsilon": figure["epsilon"], "delta": figure["delta"]}
+                | {"derived": "true"}
+            )
+    return rows + derived
+
+
+def _recipes(doc: dict[str, Any]) -> str:
+    """The recipes compare chose on public data: per seed (``recipe_by_seed``), or one for every seed (the
+    ``label_share`` and ``map_dim`` of comparisons that chose them on the config's seed)."""
+    by_seed = doc.get("recipe_by_seed")
+    if not by_seed:
+        return (
+            f"label share and map-dim per local epsilon (chosen on the config seed's public data): "
+            f"{doc.get('label_share')}, {doc.get('map_dim')}"
+        )
+    per_seed = "; ".join(
+        f"seed {seed}: " + ", ".join(f"{t} -> {r['label_share']:g} / {r['map_dim']}" for t, r in recipes.items())
+        for seed, recipes in by_seed.items()
+    )
+    return f"label share / map-dim per local epsilon, chosen on each seed's own public draw: {per_seed}"
+
+
+def _epsilon(series: str, r: dict[str, str]) -> str:
+    """The per-user epsilon cell: the planned value, and the (epsilon, delta) accounted where it is another."""
+    if series == "non-private":
+        return f"none (map-dim {r['value']})" if r.get("parameter") == "map-dim" else "none"
+    eps = f"{float(r['value']):g}"
+    if (series.startswith("central") or series == "local-shuffled-on-device") and r["epsilon"]:
+        eps += f" ({float(r['epsilon']):.3g}, {float(r['delta']):.2g})"
+    return eps + (" (derived)" if r.get("derived") else "")
+
+
 def table(name: str, title: str, rows: list[dict[str, str]], doc: dict[str, Any]) -> str:
-    """One comparison's Markdown table."""
+    """One comparison's Markdown table (with the noise-free ceiling column where the comparison recorded one)."""
     public = next((r["public_documents"] for r in rows if r.get("public_documents")), "")
     users = doc.get("users_by_seed", {})
+    ceiling = any(r.get("noise_free_ceiling_accuracy") for r in rows)
     out = [
         f"### {title} (`{name}`)\n",
         f"{public} public documents; {min(users.values()) if users else '?'}-{max(users.values()) if users else '?'} "
-        f"private users per seed; central delta {doc.get('central_delta', 0):.3g}; label share and map-dim per "
-        f"local epsilon (chosen on public data): {doc.get('label_share')}, {doc.get('map_dim')}.\n",
+        f"private users per seed; central delta {doc.get('central_delta', 0):.3g}; {_recipes(doc)}.\n",
         "| series | per-user epsilon | test inputs | accuracy | public-only | gain over public (paired) | n | beats "
-        "public-only beyond seed noise |",
-        "|---|---|---|---|---|---|---|---|",
+        "public-only beyond seed noise |" + (" noise-free ceiling (its gain over public) |" if ceiling else ""),
+        "|---|---|---|---|---|---|---|---|" + ("---|" if ceiling else ""),
     ]
     for series, label in SERIES.items():
         for r in sorted((r for r in rows if r["series"] == series), key=lambda r: float(r["epsilon"] or 0)):
-            eps = "none" if series == "non-private" else f"{float(r['value']):g}"
-            if series.startswith("central") and r["epsilon"]:
-                eps += f" ({float(r['epsilon']):.3g}, {float(r['delta']):.2g})"
+            cell = ""
+            if ceiling:
+                gain = _f(r.get("noise_free_ceiling_gain_over_public"), sign=True)
+                cell = f" {_f(r.get('noise_free_ceiling_accuracy'))}{f' ({gain})' if gain else ''} |"
+            accuracy = _pm(r["accuracy_mean"], r["accuracy_sd"])
             out.append(
-                f"| {label} | {eps} | {r['test_inputs']} | {_pm(r['accuracy_mean'], r['accuracy_sd'])} | "
+                f"| {label} | {_epsilon(series, r)} | {r['test_inputs']} | {accuracy} | "
                 f"{_f(r['public_only_accuracy'])} | {_pm(r['gain_over_public'], r['gain_over_public_sd'], sign=True)} "
-                f"| {r['n']} | {_verdict(r)} |"
+                f"| {r['n']} | {_verdict(r)} |{cell}"
             )
     return "\n".join(out) + "\n"
 
@@ -96,6 +150,7 @@ def plot(found: list[tuple[str, str, list[dict[str, str]]]], path: Path) -> None
     styles = {
         "local-ldp-on-device": ("P", "tab:blue"),
         "local-ldp": ("o", "tab:cyan"),
+        "local-shuffled-on-device": ("X", "tab:green"),
         "central-user": ("^", "tab:red"),
         "central-user-encoder": ("D", "tab:purple"),
     }
@@ -122,8 +177,11 @@ def plot(found: list[tuple[str, str, list[dict[str, str]]]], path: Path) -> None
         ax.grid(alpha=0.3, which="both")
     for ax in list(axes.flat)[len(found) :]:
         ax.axis("off")
-    handles, labels = axes.flat[0].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="lower center", ncol=4, fontsize=8)
+    legend: dict[str, Any] = {}  # every series drawn in some panel, once
+    for ax in axes.flat:
+        for handle, label in zip(*ax.get_legend_handles_labels(), strict=True):
+            legend.setdefault(label, handle)
+    fig.legend(list(legend.values()), list(legend), loc="lower center", ncol=3, fontsize=8)
     fig.suptitle(
         "What the private users add over the model fitted on the public data alone (3 seeds, mean +- sd of the "
         "paired gains; orange ring: within seed noise)",
@@ -134,27 +192,44 @@ def plot(found: list[tuple[str, str, list[dict[str, str]]]], path: Path) -> None
     plt.close(fig)
 
 
+def sources(results: Path) -> dict[str, Path]:
+    """Each comparison's folder: the one in ``results`` where it has finished, else its copy here. Exits, in one
+    line and before anything is written, when a comparison is in neither (so a partial results folder never
+    replaces a committed table by nothing)."""
+    out, missing = {}, []
+    for name, _ in COMPARISONS:
+        for folder in (results / name, HERE / name):
+            if (folder / "compare.csv").is_file() and (folder / "compare.json").is_file():
+                out[name] = folder
+                break
+        else:
+            missing.append(name)
+    if missing:
+        where = f"in {results} nor in {HERE}: nothing written (run them with run.sh)"
+        sys.exit(f"tables.py: no compare.csv and compare.json for {', '.join(missing)} {where}")
+    return out
+
+
 def main() -> None:
     results = Path(sys.argv[1] if len(sys.argv) > 1 else "results")
+    folders = sources(results)
     parts = ["Written by `python docs/results/federation-gain/tables.py` from the comparisons of `run.sh`.\n"]
     found = []
     for name, title in COMPARISONS:
-        folder = results / name
-        if not (folder / "compare.csv").is_file():
-            parts.append(f"### {title} (`{name}`)\n\nNot run.\n")
-            continue
-        target = HERE / name
-        target.mkdir(exist_ok=True)
-        for file in ("compare.csv", "compare.json", "compare.png"):
-            shutil.copyfile(folder / file, target / file)
-        rows = list(csv.DictReader((folder / "compare.csv").open()))
-        doc = json.loads((folder / "compare.json").read_text())
+        folder, target = folders[name], HERE / name
+        if folder.resolve() != target.resolve():
+            target.mkdir(exist_ok=True)
+            for file in ("compare.csv", "compare.json", "compare.png"):
+                if (folder / file).is_file():
+                    shutil.copyfile(folder / file, target / file)
+        print(f"{name}: {'copied from ' + str(folder) if folder.resolve() != target.resolve() else 'the copy here'}")
+        rows = with_shuffled_on_device(list(csv.DictReader((target / "compare.csv").open())))
+        doc = json.loads((target / "compare.json").read_text())
         parts.append(table(name, title, rows, doc))
         found.append((name, title, rows))
     (HERE / "tables.md").write_text("\n".join(parts))
-    if found:
-        plot(found, HERE / "gain_over_public.png")
-    print(f"wrote {HERE / 'tables.md'}" + (f" and {HERE / 'gain_over_public.png'}" if found else ""))
+    plot(found, HERE / "gain_over_public.png")
+    print(f"wrote {HERE / 'tables.md'} and {HERE / 'gain_over_public.png'}")
 
 
 if __name__ == "__main__":
