@@ -28,6 +28,7 @@ bookkeeping on the node:
 
 from __future__ import annotations
 
+from dataclasses import replace
 from functools import lru_cache
 from typing import Any
 
@@ -47,6 +48,19 @@ from fl.levels.spec import LevelSpec
 from fl.maps import input_map as maps
 from fl.maps.pipeline import confusion_matrix, empty_head, predict
 from fl.release import NodeState, release
+
+
+def cohort_for_request(msg: Message, cfg: RunConfig, c: Cohort) -> Cohort:
+    """The cohort as this request's M1 shapes it: with ``cohorts`` > 1 the server's map sets the release dimension
+    of the round (``cohort-map-dim`` for the earlier cohorts, ``map-dim`` for the last: fl.maps.cohorts); any other
+    width is refused. Otherwise the cohort as configured."""
+    if int(cfg.server.cohorts) == 1 or wire.MAP_IN not in msg.content:
+        return c
+    width = int(wire.array_record(msg.content, wire.MAP_IN)["matrix"].shape[1])
+    allowed = {int(cfg.release.map_dim), int(cfg.server.cohort_map_dim) or int(cfg.release.map_dim)}
+    if width not in allowed:
+        raise ValueError(f"cohorts: the server's map has {width} columns, expected one of {sorted(allowed)}")
+    return c if width == c.map_dim else replace(c, map_dim=width, release_dim=width)
 
 
 def node_map(msg: Message, map_in: str, map_seed: int, c: Cohort) -> torch.Tensor | None:
@@ -103,7 +117,7 @@ def node_document_setup(msg: Message, context: Context, cfg: RunConfig) -> Docum
 
 def handle_train(msg: Message, context: Context, cfg: RunConfig) -> Message:
     """Release sanitized embeddings and labels of the requested users."""
-    c = node_cohort(context, cfg)
+    c = cohort_for_request(msg, cfg, node_cohort(context, cfg))
     requested = np.asarray(msg.content[wire.CONFIG]["user-ids"], dtype=np.int64)
     rows = np.flatnonzero(np.isin(c.train_doc_user, requested))
     matrix = node_map(msg, cfg.release.map_in, cfg.release.map_seed, c)
@@ -139,7 +153,7 @@ def handle_evaluate(msg: Message, context: Context, cfg: RunConfig) -> Message:
     Beside it, the public-only models the request carries, on the same inputs: the server model fitted on
     the public data alone (``wire.PUBLIC_RELEASE_MODEL``) on the sanitized releases and on the clean rows in
     M1's space, and the public logistic regression (``wire.PUBLIC_MODEL``) on the clean embeddings."""
-    c = node_cohort(context, cfg)
+    c = cohort_for_request(msg, cfg, node_cohort(context, cfg))
     k = c.num_classes
     rows = np.arange(c.test_emb.shape[0])
     matrix = node_map(msg, cfg.release.map_in, cfg.release.map_seed, c)

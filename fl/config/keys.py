@@ -512,6 +512,24 @@ class ServerConfig(Section):
         "variances, scored as a linear discriminant; fl.maps.class_means)",
         choices=("mlp", "class-means"),
     )
+    cohorts: int = key(
+        1,
+        'local mode, "class-means": the private users in this many disjoint cohorts, one a round '
+        "(num-server-rounds = cohorts), each user releasing once; each later cohort releases along the map the "
+        "server fitted on the earlier cohort's releases (fl.maps.cohorts)",
+    )
+    cohort_map_dim: int = key(
+        0,
+        "cohorts > 1: m' of every cohort's public projection but the last (0 = map-dim); the last cohort releases "
+        "at map-dim along the map fitted on the one before",
+    )
+    class_means_covariance: str = key(
+        "public",
+        '"class-means": the within-class covariance of the discriminant: "public" (Ledoit-Wolf on the public '
+        "documents) or \"releases\" (debiased from the releases' second moments by the mechanism's known law, shrunk "
+        "toward the public one by its noise; with cohorts, the last cohort's only)",
+        choices=("public", "releases"),
+    )
     device: str = key("auto", '"auto", "cpu", "cuda", "cuda:1", ...')
     node_timeout: float = key(3600.0, "seconds the server waits for a round's replies; later replies count as lost")
 
@@ -519,7 +537,9 @@ class ServerConfig(Section):
         """Rounds, epochs, batch and width >= 1, the sampled fraction in (0, 1], a positive step size and
         round timeout, and ``strategy`` of the form ``package.module:Class``."""
         super().check()
-        at_least(self, 1, "num-server-rounds", "server-epochs", "batch-size", "hidden-dim")
+        at_least(self, 1, "num-server-rounds", "server-epochs", "batch-size", "hidden-dim", "cohorts")
+        if self.cohort_map_dim < 0:
+            raise ConfigError(f"cohort-map-dim must be >= 0 (0 = map-dim), got {self.cohort_map_dim}")
         if not 0.0 < self.fraction_train <= 1.0:
             raise ConfigError(f"fraction-train must lie in (0, 1], got {self.fraction_train}")
         if self.learning_rate <= 0:

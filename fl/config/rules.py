@@ -38,6 +38,7 @@ def check_across_sections(cfg: Mapping[str, Any]) -> None:
         _check_gradient_path(cfg)
     _check_levels(cfg)
     _check_server_model(cfg)
+    _check_cohorts(cfg)
     _check_encoder(cfg)
 
 
@@ -195,6 +196,44 @@ def _check_server_model(cfg: Mapping[str, Any]) -> None:
             clashes.append(f"sentence-mechanism = {cfg['sentence-mechanism']!r}{opts}")
     if clashes:
         raise ConfigError(f"{need} (got {', '.join(clashes)})")
+
+
+def _check_cohorts(cfg: Mapping[str, Any]) -> None:
+    """``cohorts`` > 1 runs one disjoint cohort a round along maps refitted from the releases (fl.maps.cohorts):
+    it needs ``map-in = "projection"``, ``num-server-rounds`` = ``cohorts`` and every user sampled
+    (``fraction-train = 1``); ``class-means-covariance = "releases"`` needs a mechanism that declares its
+    second-moment law."""
+    from fl.config.values import make_mechanism
+
+    cohorts = int(cfg["cohorts"])
+    if int(cfg["cohort-map-dim"]) and cohorts == 1:
+        raise ConfigError(f"cohort-map-dim = {cfg['cohort-map-dim']} sizes the earlier cohorts: set cohorts >= 2, or 0")
+    for key, used in (("cohorts", cohorts > 1), ("class-means-covariance", cfg["class-means-covariance"] != "public")):
+        if used and (cfg["server-model"] != "class-means" or cfg["mode"] != "local"):
+            raise ConfigError(
+                f'{key} = {cfg[key]!r} applies to the class-means server model: set server-model = "class-means" '
+                f"in local mode, or leave {key} at its default"
+            )
+    if cfg["server-model"] != "class-means" or cfg["mode"] != "local":
+        return
+    if cohorts > 1:
+        if cfg["map-in"] != "projection":
+            raise ConfigError(f'cohorts = {cohorts} refits the public projection: set map-in = "projection"')
+        if int(cfg["num-server-rounds"]) != cohorts:
+            raise ConfigError(
+                f"cohorts = {cohorts} releases one cohort a round: set num-server-rounds = {cohorts} "
+                f"(got {cfg['num-server-rounds']})"
+            )
+        if float(cfg["fraction-train"]) != 1.0:
+            raise ConfigError(f"cohorts = {cohorts} asks every user once, cohort by cohort: set fraction-train = 1")
+    if cfg["class-means-covariance"] == "releases" and cfg["sentence-mechanism"] != "none":
+        dim = cfg["map-dim"] if cfg["map-in"] != "identity" else ENCODER_DIMS.get(cfg["encoder"], cfg["synthetic-dim"])
+        mech = make_mechanism(cfg, "sentence", input_dim=int(dim))
+        if mech.second_moment_law(int(dim)) is None:
+            raise ConfigError(
+                'class-means-covariance = "releases" needs a sentence mechanism with a known second-moment law '
+                '(privunit with sentence-options = "unbiased = true", or "none")'
+            )
 
 
 def _looks_like_path(name: str) -> bool:

@@ -36,6 +36,7 @@ import torch
 
 from fl.config import SECTIONS, ConfigError, ReleaseConfig, RunConfig, ServerConfig
 from fl.maps import input_map as maps
+from fl.maps.class_means_emulation import CohortPlan
 from fl.maps.class_means_emulation import emulate as emulate_means
 from fl.maps.pipeline import train_and_score
 from fl.maps.public_model import PublicModel, fit_public_model
@@ -247,6 +248,7 @@ def emulate_class_means(
     num_classes: int,
     num_users: int,
     generator: torch.Generator,
+    server: ServerConfig | None = None,
 ) -> float:
     """On-device accuracy of a ``class-means`` run emulated on public documents
     (:func:`fl.maps.class_means_emulation.emulate`): one half of the fitting part stands in for the public
@@ -254,7 +256,9 @@ def emulate_class_means(
 
     ``release``: the run's release section (``map-in``, ``map-dim``; the sentence mechanism, which must
     release without bias, and the label mechanism, ``rr`` or ``none``); ``split`` = (fitting rows, hold-out
-    rows); ``model``: the public model of the public stand-in half; ``generator``: every draw."""
+    rows); ``model``: the public model of the public stand-in half; ``generator``: every draw; ``server``: the
+    run's server section, whose ``cohorts``, ``cohort-map-dim`` and ``class-means-covariance`` the emulation
+    follows (:class:`fl.maps.class_means_emulation.CohortPlan`)."""
     fit, val = split
     pub, priv = _halves(fit)
     m_prime = maps.map_dim(release, x.shape[1])
@@ -273,6 +277,18 @@ def emulate_class_means(
     elif release.label_mechanism != "none":
         raise ValueError("sanitas tune emulates label-mechanism 'rr' or 'none'")
     xn, yn = x.cpu().numpy(), y.cpu().numpy()
+    plan = None
+    if server is not None and (server.cohorts > 1 or server.class_means_covariance == "releases"):
+
+        def moments(dim: int) -> tuple[Any, float]:
+            other = release.mechanism("sentence", input_dim=dim, num_classes=num_classes)
+            return (lambda rows, gen: other.sanitize(rows, generator=gen)), float(other.unbiased_moments(dim))
+
+        def covariance_law(dim: int) -> tuple[float, float] | None:
+            return release.mechanism("sentence", input_dim=dim, num_classes=num_classes).second_moment_law(dim)
+
+        releases = server.class_means_covariance == "releases"
+        plan = CohortPlan(server.cohorts, server.cohort_map_dim, covariance_law if releases else None, moments)
     return emulate_means(
         model,
         (xn[pub], yn[pub]),
@@ -286,6 +302,7 @@ def emulate_class_means(
         label_sanitize,
         min(int(num_users), MAX_EMULATED_USERS),
         generator,
+        plan,
     )
 
 
@@ -369,7 +386,9 @@ def choose(
                 if public is None:  # fitted on the public stand-in half of the fitting rows
                     half = torch.as_tensor(_halves(split[0])[0])
                     public = fit_public_model(x[half], y[half], num_classes)
-                accs[i].append(emulate_class_means(trial.release, x, y, split, public, num_classes, num_users, gen))
+                accs[i].append(
+                    emulate_class_means(trial.release, x, y, split, public, num_classes, num_users, gen, trial.server)
+                )
                 continue
             release = trial.release
             key = (release.map_in, release.map_dim, release.map_scale, release.map_seed)

@@ -167,7 +167,14 @@ def node_zero_and_map(cfg: Any) -> tuple[Any, torch.Tensor | None]:
     )
     server.model = None
     server.setup_map()
-    return real, server.map_matrix
+    matrix = server.map_matrix
+    if cfg.server.cohorts > 1 and matrix is not None and int(matrix.shape[1]) != real.map_dim:
+        from dataclasses import replace
+
+        # cohorts: the first cohort releases along the map of cohort-map-dim columns (each user releases once, in
+        # one cohort, under the same budget): the node is audited as that cohort's node
+        real = replace(real, map_dim=int(matrix.shape[1]), release_dim=int(matrix.shape[1]))
+    return real, matrix
 
 
 def mechanism_inputs(emb: torch.Tensor, matrix: torch.Tensor | None) -> torch.Tensor:

@@ -194,6 +194,8 @@ def _prepare(cfg: Mapping[str, Any], resume: bool) -> _Prepared:
         from fl.maps.public_model import check_projection_size
 
         check_projection_size(int(cfg["map-dim"]), len(loaded.public), int(loaded.num_classes))
+        if int(cfg["cohort-map-dim"]):
+            check_projection_size(int(cfg["cohort-map-dim"]), len(loaded.public), int(loaded.num_classes))
     if cfg["strategy"]:  # an unknown strategy module or class fails here, before Ray starts
         from strategies.loading import import_object
 

@@ -44,6 +44,7 @@ from fl.levels.document import setup as document_level
 from fl.levels.document.setup import DocumentSetup
 from fl.levels.spec import LevelSpec
 from fl.maps import class_means
+from fl.maps import cohorts as cohort_maps
 from fl.maps import input_map as maps
 from fl.maps.minibatch import server_adam
 from fl.maps.pipeline import build_model, scores, train_epochs
@@ -103,6 +104,9 @@ class ReleaseTraining(Strategy):
         self._map_param: torch.nn.Parameter | None = None  # leaky mode only
         self._map_optimizer: torch.optim.Optimizer | None = None
         self._setup_sent: set[int] = set()
+        # cohorts > 1 (fl.maps.cohorts): the last class-means fit and the round whose cohort the map is for.
+        self._last_fit: class_means.Fit | None = None
+        self._map_round = 1
         # Every document's latest release (re-sent releases replace themselves): document row ->
         # slot (-1: none yet), slots in first-seen order; _x / _y are views of the filled slots.
         self._slot = np.zeros(0, dtype=np.int64)
@@ -133,6 +137,10 @@ class ReleaseTraining(Strategy):
         self._x_buf = np.zeros((0, info.release_dim), dtype=np.float32)
         self._x = self._x_buf[:0]
         self.setup_map()
+        if self.cohorts > 1 and self.stage_dim != info.release_dim:  # the earlier cohorts' cohort-map-dim
+            self.model = class_means.LinearHead(self.stage_dim, info.num_classes).to(self.device)
+            self._x_buf = np.zeros((0, self.stage_dim), dtype=np.float32)
+            self._x = self._x_buf[:0]
         level = LevelSpec.from_config(self.cfg)
         self.document_setup = channel_class(level.level).public_setup(level, self.device)
         if self.document_setup is not None:
@@ -187,8 +195,9 @@ class ReleaseTraining(Strategy):
             self.map_matrix = self.supervised_public_map()
             return
         if kind == "projection":
+            first = int(self.cfg.server.cohort_map_dim) if self.cohorts > 1 else 0  # the earlier cohorts' m'
             self.map_matrix, self.public_model, self.public_info = projection_start(
-                PublicSpec.from_config(self.cfg), self.info.num_classes, self.info.map_dim, self.device
+                PublicSpec.from_config(self.cfg), self.info.num_classes, first or self.info.map_dim, self.device
             )
             log.info(
                 "M1 = the public projection on %d public documents (m' = %d: the public model's logit directions "
@@ -339,12 +348,48 @@ class ReleaseTraining(Strategy):
         return {wire.MODEL: ArrayRecord(self.model.state_dict())} if needs else {}
 
     # ------------------------------------------------------------------ hooks
+    @property
+    def cohorts(self) -> int:
+        """``cohorts``: the disjoint cohorts released one a round (1: every round samples afresh)."""
+        return int(self.cfg.server.cohorts)
+
+    @property
+    def stage_dim(self) -> int:
+        """The dimension of this round's releases: M1's output width (``map-dim``; with ``cohorts`` > 1 the earlier
+        cohorts release at ``cohort-map-dim``)."""
+        assert self.info is not None
+        return int(self.map_matrix.shape[1]) if self.map_matrix is not None else int(self.info.map_dim)
+
+    def next_cohort_map(self, server_round: int) -> None:
+        """``cohorts`` > 1, before round ``server_round`` > 1 asks its cohort: M1 becomes the projection built
+        from the last cohort's class-means fit (:func:`fl.maps.cohorts.next_projection`: public data and earlier
+        releases only), the public statistics and the public-only head are rebuilt in the new space, and the
+        stored releases (in the old space) are set aside: the next fit reads the new cohort's releases only."""
+        if self.cohorts == 1 or server_round == 1 or self._map_round == server_round:
+            return
+        assert self.info is not None and self.public_model is not None and self._last_fit is not None
+        assert self.map_matrix is not None
+        x, _ = public_embeddings(PublicSpec.from_config(self.cfg), self.device)
+        directions = cohort_maps.discriminant_directions(self.map_matrix, self._last_fit.weight)
+        self.map_matrix = cohort_maps.next_projection(directions, x, self.public_model.weight, self.info.map_dim)
+        self._map_round = server_round
+        self.model = class_means.LinearHead(self.stage_dim, self.info.num_classes).to(self.device)
+        self.public_head = None
+        self.setup_public_only()
+        self._slot = np.zeros(0, dtype=np.int64)
+        self._x_buf = np.zeros((0, self.stage_dim), dtype=np.float32)
+        self._y_buf = np.zeros(0, dtype=np.int64)
+        self._x, self._y = self._x_buf, self._y_buf
+        log.info("cohort %d releases along M1 refitted from cohort %d's releases", server_round, server_round - 1)
+
     def sample_users(self, server_round: int) -> np.ndarray:
         """Training users asked to release this round: a seeded sample without
         replacement of ``ceil(fraction-train * num_users)`` users (seeded from the OS CSPRNG
-        with ``secure-rng``)."""
-        k = max(1, math.ceil(self.cfg.server.fraction_train * self.num_train_users))
+        with ``secure-rng``); with ``cohorts`` > 1, the round's own disjoint cohort."""
         base = self._secure_seed if self._secure_seed is not None else int(self.cfg.users.seed)
+        if self.cohorts > 1:  # one disjoint cohort a round: every user asked once (fl.maps.cohorts)
+            return cohort_maps.cohort_users(self.num_train_users, self.cohorts, base)[server_round - 1]
+        k = max(1, math.ceil(self.cfg.server.fraction_train * self.num_train_users))
         rng = np.random.default_rng([base, server_round])
         return np.sort(rng.choice(self.num_train_users, size=k, replace=False))
 
@@ -380,12 +425,23 @@ class ReleaseTraining(Strategy):
                 'server-model = "class-means" needs public data (public-fraction, public-size or public-dataset)'
             )
         k = self.info.num_classes
-        second = self.channels.embedding.mechanism.unbiased_moments(self.info.map_dim)  # type: ignore[attr-defined]
+        mechanism = self.channels.embedding.mechanism  # type: ignore[attr-defined]
+        if self.stage_dim != self.info.map_dim:  # an earlier cohort's releases (cohort-map-dim): its own law
+            mechanism = config_mod.make_mechanism(self.cfg, "sentence", input_dim=self.stage_dim, num_classes=k)
+        second = mechanism.unbiased_moments(self.stage_dim)
         if second is None:
             raise ValueError('server-model = "class-means" needs a sentence mechanism whose releases are unbiased')
         label = self.channels.label.mechanism
         law = label.log_transition_matrix(k) if self.cfg.release.label_mechanism != "none" else None
-        fitted = class_means.fit(x, y, class_means.label_transition(law, k), second, self.public_stats)
+        covariance_law = None
+        # With cohorts the earlier cohorts' maps are wide (cohort-map-dim), where a debiased covariance is too
+        # noisy: only the last cohort's fit reads its releases' covariance.
+        if self.cfg.server.class_means_covariance == "releases" and self._map_round == self.cohorts:
+            covariance_law = mechanism.second_moment_law(self.stage_dim)
+        fitted = class_means.fit(
+            x, y, class_means.label_transition(law, k), second, self.public_stats, covariance_law=covariance_law
+        )
+        self._last_fit = fitted
         self.model.load_state_dict(fitted.head().state_dict())
         self.train_info["class_means"] = fitted.describe()
         return float("nan")
@@ -396,6 +452,7 @@ class ReleaseTraining(Strategy):
     ) -> Iterable[Message]:
         if not self.nodes:
             self.discover(grid)
+        self.next_cohort_map(server_round)
         users = self.sample_users(server_round)
         messages = []
         for node_id, info in self.nodes.items():
@@ -490,6 +547,8 @@ class ReleaseTraining(Strategy):
     def configure_evaluate(
         self, server_round: int, arrays: ArrayRecord, config: ConfigRecord, grid: Grid
     ) -> Iterable[Message]:
+        if self.cohorts > 1 and server_round < self.cohorts:
+            return []  # a cohort's model is a step: the test users release once, for the last cohort's model
         request = ConfigRecord({"server-round": server_round})
         return [
             Message(

@@ -168,9 +168,21 @@ CLASS_MEANS = {
     "sentence-options": "unbiased = true",
     "server-model": "class-means",
 }
+# two disjoint cohorts (fl.maps.cohorts): each user still releases once, under one budget, along a public map
+CLASS_MEANS_COHORTS = {
+    **CLASS_MEANS,
+    "cohorts": 2,
+    "num-server-rounds": 2,
+    "fraction-train": 1.0,
+    "cohort-map-dim": 12,
+    "class-means-covariance": "releases",
+}
 
 
-@pytest.mark.parametrize(("cfg", "printed"), [(TASK_AWARE, 2.0 + 1.0), (PRIVUNIT, 2.0 + 1.0), (CLASS_MEANS, 2.0 + 1.0)])
+@pytest.mark.parametrize(
+    ("cfg", "printed"),
+    [(TASK_AWARE, 2.0 + 1.0), (PRIVUNIT, 2.0 + 1.0), (CLASS_MEANS, 2.0 + 1.0), (CLASS_MEANS_COHORTS, 2.0 + 1.0)],
+)
 @pytest.mark.parametrize(("tamper", "passes"), [("", True), ("epsilon-3x", False)])
 def test_the_new_mechanisms_keep_the_printed_figure(cfg: dict, printed: float, tamper: str, passes: bool) -> None:
     """class_rr and PrivUnit (pure epsilon per release) under the end-to-end audit: the honest flow

@@ -38,7 +38,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -163,6 +163,17 @@ RUNS["sentence-class-means"] = {
     "sentence-options": "unbiased = true",
     "sentence-epsilon": 3.0,
     "server-model": "class-means",
+}
+# two disjoint cohorts (fl.maps.cohorts): the second releases along the map fitted on the first's releases, at another
+# width; the last cohort's covariance from its releases
+RUNS["sentence-class-means-cohorts"] = {
+    **RUNS["sentence-class-means"],
+    "cohorts": 2,
+    "num-server-rounds": 2,
+    "fraction-train": 1.0,
+    "cohort-map-dim": 5,
+    "map-dim": 3,
+    "class-means-covariance": "releases",
 }
 # the sentence level again, each node reading its documents from its own file (node config data-path)
 RUNS["sentence-own-files"] = RUNS["sentence"]
@@ -334,6 +345,9 @@ class Clean:
             ("clean normalised embedding", maps.apply_input_map(torch.cat([train_emb, test_emb]), None).numpy()),
             ("clean mapped embedding", np.concatenate([train_mapped, test_mapped])),
         ]
+        for later in {m.tobytes(): m for m in sent[1:]}.values():  # cohorts: each later cohort's map too
+            emb = torch.cat([train_emb, test_emb])
+            matrices.append(("clean mapped embedding", maps.apply_input_map(emb, torch.as_tensor(later)).numpy()))
         docs = [d for c in cohorts for d in (c.train_docs, c.test_docs) if d is not None and len(d)]
         if docs:
             matrices.append(("clean sentence embedding", torch.cat([d.emb for d in docs]).numpy()))
@@ -447,6 +461,9 @@ def _check_release(
             return problems
     raw_y = np.array([labels[k] for k in keys], dtype=np.int64)
     info = next(iter(run.cohorts.values()))
+    if int(cfg.get("cohorts", 1)) > 1 and wire.MAP_IN in request.content:  # the round's map sets the width
+        width = int(request.content[wire.MAP_IN]["matrix"].numpy().shape[1])
+        info = replace(info, map_dim=width, release_dim=width)
     for key in record.keys():
         a = record[key].numpy()
         if a.dtype.kind in "iu" and a.shape == (n,):
@@ -740,6 +757,7 @@ ABSENT = {
     "sentence-class-rr": _BY_K,
     "sentence-privunit": _BY_K | _PUBLIC,
     "sentence-class-means": _BY_K,
+    "sentence-class-means-cohorts": _BY_K,
     "word": _BY_K | _PUBLIC,
     "document": {(t, wire.RELEASE, "embeddings") for t in (wire.TRAIN, wire.EVALUATE)} | _PUBLIC_RELEASE,
     "truncation": {(t, wire.RELEASE, "candidate-ids") for t in (wire.TRAIN, wire.EVALUATE)} | _PUBLIC_RELEASE,

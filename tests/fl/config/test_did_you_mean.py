@@ -26,8 +26,8 @@ def test_a_mistyped_config_name_gets_the_closest_one(overrides: dict, hint: str)
 
 def test_a_far_name_gets_no_guess_and_no_key_dump() -> None:
     with pytest.raises(config.ConfigError) as err:
-        config.resolve({"colour": "red"})
-    assert str(err.value) == "unknown config key 'colour'; `sanitas config-reference` lists every key"
+        config.resolve({"wallpaper": "red"})  # far from every key ('colour' is near 'cohorts')
+    assert str(err.value) == "unknown config key 'wallpaper'; `sanitas config-reference` lists every key"
     assert did_you_mean("zzzz", ["sentence-epsilon"]) == ""
 
 
