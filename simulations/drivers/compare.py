@@ -347,6 +347,7 @@ def compare(
     sweep_dir = Path(out).expanduser().resolve() / (name or f"{Path(config).stem}-compare")
     local_cfg = config_mod.as_run_config(sw.resolve_run(config, sw.Run("probe", {}, {}), sets, sweep_dir))
     _check_label_share(local_cfg, label_share)  # one line, before any work
+    central_sets = [*central_sets, *local_only_resets(local_cfg, central_sets)]
     central_cfg = config_mod.as_run_config(
         sw.resolve_run(config, sw.Run("probe", {}, {}), [*sets, *central_sets], sweep_dir)
     )
@@ -425,6 +426,23 @@ def compare(
 #: model alone: local runs also score on-device inference (the model applied to the clean test input, as the
 #: central model is scored), and central runs start from the public data the local side fits on.
 LIKE_FOR_LIKE = ("clean-evaluation=true", 'central-start="public"')
+
+
+#: Keys of the local class-means protocol that a central run has no use for (fl.maps.cohorts): compare sets them
+#: back to their defaults on the central side, so a local config that sets them compares as it is.
+LOCAL_ONLY = ("cohorts", "cohort-map-dim", "class-means-covariance")
+
+
+def local_only_resets(local_cfg: Any, central_sets: Sequence[str]) -> list[str]:
+    """``--central-set`` items that put :data:`LOCAL_ONLY` keys the local config changed back to their defaults,
+    for the keys ``central_sets`` does not set itself."""
+    given = {split_override(item, "--central-set")[0] for item in central_sets}
+    out = []
+    for key in LOCAL_ONLY:
+        default = config_mod.DEFAULTS[key]
+        if key not in given and local_cfg[key] != default:
+            out.append(f'{key}="{default}"' if isinstance(default, str) else f"{key}={default}")
+    return out
 
 
 def like_for_like(sets: Sequence[str]) -> list[str]:

@@ -84,3 +84,19 @@ def test_what_cannot_apply_is_refused_in_one_line(keys: dict[str, Any], names: s
     with pytest.raises(config_mod.ConfigError) as err:
         config_mod.resolve({**COHORTS, **keys})
     assert names in str(err.value) and len(str(err.value)) <= 200 and "\n" not in str(err.value)
+
+
+def test_compare_puts_the_local_protocol_keys_back_for_the_central_side() -> None:
+    """A local config with cohorts compares as it is: the central runs get cohorts = 1, cohort-map-dim = 0 and
+    class-means-covariance = "public" (which central mode would refuse otherwise), unless --central-set says."""
+    from simulations.drivers.compare import local_only_resets
+
+    cfg = config_mod.resolve(COHORTS)
+    assert local_only_resets(cfg, []) == ["cohorts=1", "cohort-map-dim=0", 'class-means-covariance="public"']
+    assert local_only_resets(cfg, ["cohorts=1"]) == ["cohort-map-dim=0", 'class-means-covariance="public"']
+    central = {**COHORTS, "mode": "central", "central-unit": "user", "map-in": "identity"}
+    for item in local_only_resets(cfg, []):
+        key, value = item.split("=", 1)
+        central[key] = config_mod.parse_value(value)
+    config_mod.resolve(central)  # accepted once reset
+    assert local_only_resets(config_mod.resolve({**SMALL_RUN}), []) == []
