@@ -2,7 +2,8 @@
 # What the private users add over the model fitted on the public data alone (docs/results/federation-gain):
 # local DP (the class-means recipe, whole-record pure epsilon per user, labels protected, on-device and
 # server-side inference) against user-level central DP (DP-FedAvg, 30 rounds, from the same public start),
-# 5 seeds per point for the headline comparisons (SST-2 and AG News with 200 public texts), 3 for the others, at
+# 5 seeds per point for the headline comparisons (SST-2 and AG News with 200 public texts, SST-2 review-sentence
+# users), 3 for the others, at
 # several amounts of public data. Run from the repository root; results go to $1
 # (default results/); about an hour on 2 CPU cores once the embeddings are cached, the LoRA runs as long again.
 #
@@ -37,7 +38,7 @@ sanitas compare "$SST2" --epsilons 6.28 --central-epsilons 1,4 --central-trains 
     --name sst2-public200-lora
 # SST-2, 200 public texts, one user per review sentence (user-unit = "source": a user's record is every phrase of
 # one sentence, released once under one budget) instead of one per GLUE phrase.
-sanitas compare "$SST2" --epsilons "$LOCAL" --central-epsilons "$CENTRAL" --set 'user-unit="source"' "${THREE[@]}" "${COMMON[@]}" \
+sanitas compare "$SST2" --epsilons "$LOCAL" --central-epsilons "$CENTRAL" --set 'user-unit="source"' "${FIVE[@]}" "${COMMON[@]}" \
     --name sst2-public200-sentences
 # SST-2, 200 public texts, the class-means recipe over two disjoint cohorts (64 then 16 dimensions, the covariance
 # from the last cohort's releases; docs/maps.md): map-dim and the label's share chosen per seed on its public draw by
