@@ -8,7 +8,9 @@ logger (so to ``run.log``). On the console:
 
 * quiet (``sanitas run``'s default; ``simulations.runtime.console``): no bar of its own; the phase is published
   as :func:`current` and the run's one display shows it (what it is doing, how far, how long left);
-* otherwise (``--verbose``, or a command outside a run): a ``tqdm`` bar.
+* otherwise (``--verbose``, or a command outside a run): a ``tqdm`` bar, when stderr is a terminal; into a
+  stream that is not one (a pipe, a CI log, a test's captured stream) a bar would write its redraws and cursor
+  codes as lines, so there the log lines are the only record.
 
 Written by hand because tqdm has no log sink and no way to hand its state to another display.
 """
@@ -38,6 +40,14 @@ def set_quiet(quiet: bool) -> bool:
     global _quiet
     previous, _quiet = _quiet, bool(quiet)
     return previous
+
+
+def _terminal() -> bool:
+    """Whether stderr (where tqdm draws) is a terminal."""
+    import sys
+
+    isatty = getattr(sys.stderr, "isatty", None)
+    return bool(isatty and isatty())
 
 
 def quiet() -> bool:
@@ -76,7 +86,7 @@ class Progress:
         self._logged_at, self._next_tenth = self.started, 1
         self._closed = False
         self._bar = None
-        if not (disable or _quiet):
+        if not (disable or _quiet) and _terminal():
             from tqdm.auto import tqdm
 
             self._bar = tqdm(total=total, desc=desc, unit=unit, **tqdm_kwargs)

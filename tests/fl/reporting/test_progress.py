@@ -4,6 +4,7 @@ the run's one console display."""
 from __future__ import annotations
 
 import logging
+import sys
 
 import pytest
 
@@ -82,12 +83,28 @@ def test_iterating_counts_each_item_and_closes(logged: list[str], quiet_console:
     assert progress.current() is None
 
 
-def test_a_visible_bar_is_drawn_only_when_the_console_is_not_quiet() -> None:
+def test_a_visible_bar_is_drawn_only_when_the_console_is_not_quiet(monkeypatch: pytest.MonkeyPatch) -> None:
     previous = progress.set_quiet(False)
     try:
+        monkeypatch.setattr(sys.stderr, "isatty", lambda: True, raising=False)
         with progress.bar(total=2, desc="x") as shown:
             assert shown._bar is not None
         with progress.bar(total=2, desc="y", disable=True) as hidden:
             assert hidden._bar is None
     finally:
         progress.set_quiet(previous)
+
+
+def test_no_bar_is_drawn_into_a_stream_that_is_not_a_terminal(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A pipe or a captured stream gets no tqdm redraws (cursor codes written as lines): the log is the record."""
+    previous = progress.set_quiet(False)
+    try:
+        monkeypatch.setattr(sys.stderr, "isatty", lambda: False, raising=False)
+        with progress.bar(total=2, desc="fitting the public model") as bar:
+            bar.update(2)
+            assert bar._bar is None
+    finally:
+        progress.set_quiet(previous)
+    assert "fitting the public model" not in capsys.readouterr().err
