@@ -362,6 +362,11 @@ class ReleaseConfig(Section):
         if not 0.0 < self.accounting_delta < 1.0:
             raise ConfigError(f"accounting-delta must lie in (0, 1), got {self.accounting_delta}")
         self._check_levels()
+        if self.noise_seed < -1:
+            raise ConfigError(
+                f"noise-seed = {self.noise_seed}: use -1 (a secret seed per node from the OS) or a seed >= 0 "
+                "(a reproducible simulation)"
+            )
         if self.secure_rng and self.noise_seed >= 0:
             raise ConfigError(
                 f"secure-rng = true seeds every generator from the OS CSPRNG: remove noise-seed (got {self.noise_seed})"

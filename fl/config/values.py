@@ -79,8 +79,44 @@ def mechanism_options(text: str, key: str = "options") -> dict[str, Any]:
         return {}
     try:
         return dict(tomllib.loads(f"o = {{{text}}}")["o"])
-    except tomllib.TOMLDecodeError as err:
-        raise ConfigError(f"{key} must look like 'name = value, name = \"text\"': {err}") from None
+    except tomllib.TOMLDecodeError:
+        shown = text if len(text) <= 60 else text[:57] + "..."
+        raise ConfigError(
+            f'{key} = {shown!r} is not TOML values: write name = value (true/false, numbers, "text" in quotes)'
+        ) from None
+
+
+def check_option_types(cls: Any, options: Mapping[str, Any], key: str) -> None:
+    """Each option's value has the type its constructor parameter declares: a ``bool`` parameter takes a TOML
+    boolean (the string "no" is refused, where ``bool()`` would read it as true), an ``int`` an integer, a
+    ``float`` a number, a ``str`` text. Parameters of other types are left to the constructor."""
+    import typing
+
+    try:
+        hints = typing.get_type_hints(cls.__init__)
+    except Exception:  # noqa: BLE001 - an annotation that does not resolve: nothing to check against
+        return
+    names = {bool: "true or false", int: "an integer", float: "a number", str: "text in quotes"}
+    for name, value in options.items():
+        hint = hints.get(name)
+        if hint is None:
+            continue
+        kinds = [a for a in (typing.get_args(hint) or (hint,)) if a is not type(None)]
+        if any(a not in names for a in kinds):
+            continue
+        fits = (
+            (bool in kinds and isinstance(value, bool))
+            or (int in kinds and isinstance(value, int) and not isinstance(value, bool))
+            or (float in kinds and isinstance(value, int | float) and not isinstance(value, bool))
+            or (str in kinds and isinstance(value, str))
+        )
+        if not fits:
+            want = " or ".join(names[a] for a in kinds)
+            raise ConfigError(f"{key}: {name} = {value!r} must be {want} (e.g. {name} = {_example(kinds[0])})")
+
+
+def _example(kind: type) -> str:
+    return {bool: "true", int: "3", float: "0.5", str: '"text"'}[kind]
 
 
 def make_mechanism(
@@ -107,6 +143,7 @@ def make_mechanism(
         if options:
             raise ValueError(f"{channel}-mechanism 'none' takes no {channel}-options, got {sorted(options)}")
         return NoPrivacy(level=channel)
+    check_option_types(cls, options, f"{channel}-options")
     taken = inspect.signature(cls).parameters
     if input_dim is not None and "input_dim" in taken:
         options.setdefault("input_dim", int(input_dim))

@@ -306,8 +306,17 @@ ROWS = [
         Bad(("data-dir '{dir}/no-data'", "does not exist"), 'data-dir = "{dir}/no-data"\n'), id="data-dir-missing"
     ),
     pytest.param(
-        Bad(("sentence-options", "must look like"), "sentence-options = 'out_dim = '\n"), id="options-not-toml"
+        Bad(("sentence-options = 'out_dim = '", "is not TOML values"), "sentence-options = 'out_dim = '\n"),
+        id="options-not-toml",
     ),
+    pytest.param(
+        Bad(
+            ("sentence-options: unbiased = 'no'", "must be true or false"),
+            'sentence-mechanism = "privunit"\nsentence-options = \'unbiased = "no"\'\n',
+        ),
+        id="boolean-option-as-text",
+    ),
+    pytest.param(Bad(("noise-seed = -7", "use -1"), "noise-seed = -7\n"), id="noise-seed-below-minus-one"),
     # ------------------------------------------------------------------------------ data files
     pytest.param(Bad(("data file '{dir}/none.csv'", "not found"), 'dataset = "{dir}/none.csv"\n'), id="csv-missing"),
     pytest.param(Bad(("data file '{dir}/data.csv'", "is empty"), **_user_file("data.csv", "")), id="csv-empty"),
