@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 from dataclasses import MISSING, dataclass, fields
 from pathlib import Path
 from typing import Any
@@ -499,6 +500,10 @@ class CentralConfig(Section):
                 raise ConfigError(f"{name} must be > 0 and finite, got {value}")
 
 
+#: The devices a run can ask for (torch's names; whether CUDA is there is checked where the run starts).
+DEVICE_FORM = re.compile(r"auto|cpu|mps|cuda(:\d+)?")
+
+
 @dataclass(frozen=True)
 class ServerConfig(Section):
     """The server's strategy and the training of M2 + classifier."""
@@ -551,6 +556,8 @@ class ServerConfig(Section):
             raise ConfigError(f"learning-rate must be > 0, got {self.learning_rate}")
         if not (self.node_timeout > 0 and math.isfinite(self.node_timeout)):
             raise ConfigError(f"node-timeout must be > 0 seconds and finite, got {self.node_timeout}")
+        if not DEVICE_FORM.fullmatch(self.device):
+            raise ConfigError(f'device = {self.device!r}: use "auto", "cpu", "mps", "cuda" or "cuda:N"')
         if self.strategy and not STRATEGY_FORM.fullmatch(self.strategy):
             raise ConfigError(f"strategy must look like 'package.module:Class' (or \"\"), got {self.strategy!r}")
 

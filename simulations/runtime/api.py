@@ -187,6 +187,13 @@ def _prepare(cfg: Mapping[str, Any], resume: bool) -> _Prepared:
     from strategies.modes import run_folder
 
     cfg = config_mod.as_run_config(cfg)
+    if cfg.server.device.startswith("cuda"):  # here, where the run starts: a config may be written elsewhere
+        import torch
+
+        if not torch.cuda.is_available():
+            raise config_mod.ConfigError(
+                f'device = "{cfg.server.device}" but this machine has no CUDA: use device = "auto" or "cpu"'
+            )
     data.check_source(cfg.data, cfg.users)
     # Fails early (empty documents, bad columns), before any output.
     loaded = data.load(cfg.data, cfg.users, cfg.release.level)

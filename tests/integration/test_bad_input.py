@@ -317,6 +317,7 @@ ROWS = [
         id="boolean-option-as-text",
     ),
     pytest.param(Bad(("noise-seed = -7", "use -1"), "noise-seed = -7\n"), id="noise-seed-below-minus-one"),
+    pytest.param(Bad(("device = 'tpu'", '"cuda:N"'), 'device = "tpu"\n'), id="device-unknown"),
     # ------------------------------------------------------------------------------ data files
     pytest.param(Bad(("data file '{dir}/none.csv'", "not found"), 'dataset = "{dir}/none.csv"\n'), id="csv-missing"),
     pytest.param(Bad(("data file '{dir}/data.csv'", "is empty"), **_user_file("data.csv", "")), id="csv-empty"),
@@ -620,3 +621,17 @@ def test_bad_input_is_refused_with_one_line(
         missing = [fragment for fragment in expect if fragment not in lines[0]]
         assert not missing, f"{missing} not in {lines[0]!r}"
     assert not out.exists() or not any(out.iterdir()), f"a results folder was left in {out}"
+
+
+@pytest.mark.skipif(__import__("torch").cuda.is_available(), reason="a machine with CUDA runs device = cuda")
+def test_cuda_on_a_machine_without_it_is_refused_before_any_folder(tmp_path: Path) -> None:
+    """device = "cuda" where torch sees no CUDA: one line naming the key and the fix, exit 2, nothing written."""
+    config = tmp_path / "c.toml"
+    config.write_text(f'device = "cuda"\nout-dir = "{tmp_path / "out"}"\n')
+    done = subprocess.run(
+        [sys.executable, "-m", "simulations.cli", "run", str(config)], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 2, done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and 'device = "cuda" but this machine has no CUDA' in lines[0] and len(lines[0]) <= 200
+    assert not (tmp_path / "out").exists()
