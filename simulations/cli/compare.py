@@ -95,20 +95,18 @@ def add_parser(sub: Any) -> None:
 
 def handle(args: argparse.Namespace) -> int:
     from simulations.drivers.compare import compare
-
-    def split(text: str) -> list[str]:
-        return [v for v in text.split(",") if v.strip()]
+    from simulations.drivers.grid import list_items as items
 
     return compare(
         args.config,
-        split(args.epsilons),
-        split(args.central_epsilons),
-        split(args.seeds),
+        items(args.epsilons, "--epsilons"),
+        items(args.central_epsilons, "--central-epsilons"),
+        items(args.seeds, "--seeds"),
         args.sets,
         args.central_sets,
         args.out,
         name=args.name,
-        node_multipliers=split(args.node_multipliers),
+        node_multipliers=items(args.node_multipliers, "--node-multipliers"),
         central_trains=args.central_trains.split(","),
         timeout=args.timeout,
         collect=args.collect,

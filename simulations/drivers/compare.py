@@ -435,9 +435,15 @@ LOCAL_ONLY = ("cohorts", "cohort-map-dim", "class-means-covariance")
 
 def local_only_resets(local_cfg: Any, central_sets: Sequence[str]) -> list[str]:
     """``--central-set`` items that put :data:`LOCAL_ONLY` keys the local config changed back to their defaults,
-    for the keys ``central_sets`` does not set itself."""
+    and give the central side the identity map where the local config's map is one central mode cannot take
+    (``map-in = "projection"``, the class-means recipe's: fl.config.rules.CENTRAL_MAPS), for the keys
+    ``central_sets`` does not set itself. So no shipped local config needs a ``--central-set`` to be compared."""
+    from fl.config.rules import CENTRAL_MAPS
+
     given = {split_override(item, "--central-set")[0] for item in central_sets}
     out = []
+    if "map-in" not in given and local_cfg["map-in"] not in CENTRAL_MAPS:
+        out.append('map-in="identity"')
     for key in LOCAL_ONLY:
         default = config_mod.DEFAULTS[key]
         if key not in given and local_cfg[key] != default:

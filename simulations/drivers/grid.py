@@ -148,12 +148,27 @@ def expand(blocks: Sequence[Sequence[GridAxis]], seeds: Sequence[int] | None = N
     return with_seeds(runs, seeds) if seeds else runs
 
 
+def list_items(text: str, flag: str) -> list[str]:
+    """The items of a comma-separated option value: the one list parser of the drivers (``compare``'s lists,
+    ``sweep``'s and ``compare``'s ``--seeds``). An empty item ("1,,2") or an item given twice ("2,2") is refused
+    with a ``ConfigError`` naming ``flag`` and what was typed; an empty value is an empty list."""
+    if not text.strip():
+        return []
+    parts = [t.strip() for t in text.split(",")]
+    if any(not t for t in parts):
+        raise config_mod.ConfigError(f"{flag} {text}: an empty item between commas; list each value once, like 1,2,3")
+    twice = sorted({t for t in parts if parts.count(t) > 1})
+    if twice:
+        raise config_mod.ConfigError(f"{flag} {text}: {', '.join(twice)} given twice; list each value once")
+    return parts
+
+
 def parse_seeds(text: str | Sequence[Any]) -> list[int]:
     """``--seeds 1,2,3`` (or a list): distinct non-negative integers, in order.
 
     Raises ``ConfigError`` on an empty list, a non-integer, a negative or a repeated seed.
     """
-    items = [t.strip() for t in text.split(",")] if isinstance(text, str) else [str(t).strip() for t in text]
+    items = list_items(text, "--seeds") if isinstance(text, str) else [str(t).strip() for t in text]
     if not items or any(not t for t in items):
         raise config_mod.ConfigError(f"--seeds expects distinct integers like 1,2,3, got {text!r}")
     try:

@@ -87,14 +87,16 @@ def test_what_cannot_apply_is_refused_in_one_line(keys: dict[str, Any], names: s
 
 
 def test_compare_puts_the_local_protocol_keys_back_for_the_central_side() -> None:
-    """A local config with cohorts compares as it is: the central runs get cohorts = 1, cohort-map-dim = 0 and
-    class-means-covariance = "public" (which central mode would refuse otherwise), unless --central-set says."""
+    """A local config with cohorts and the public projection compares as it is: the central runs get the identity
+    map, cohorts = 1, cohort-map-dim = 0 and class-means-covariance = "public" (which central mode would refuse
+    otherwise), unless --central-set says."""
     from simulations.drivers.compare import local_only_resets
 
     cfg = config_mod.resolve(COHORTS)
-    assert local_only_resets(cfg, []) == ["cohorts=1", "cohort-map-dim=0", 'class-means-covariance="public"']
-    assert local_only_resets(cfg, ["cohorts=1"]) == ["cohort-map-dim=0", 'class-means-covariance="public"']
-    central = {**COHORTS, "mode": "central", "central-unit": "user", "map-in": "identity"}
+    resets = ['map-in="identity"', "cohorts=1", "cohort-map-dim=0", 'class-means-covariance="public"']
+    assert local_only_resets(cfg, []) == resets
+    assert local_only_resets(cfg, ["cohorts=1", 'map-in="random"']) == resets[2:]
+    central = {**COHORTS, "mode": "central", "central-unit": "user"}
     for item in local_only_resets(cfg, []):
         key, value = item.split("=", 1)
         central[key] = config_mod.parse_value(value)

@@ -155,9 +155,12 @@ def test_central_figures_of_different_seeds_take_the_largest() -> None:
         ("--epsilons", "0", "--epsilons: '0' is not an epsilon"),
         ("--central-epsilons", "4,-1", "--central-epsilons: '-1' is not an epsilon"),
         ("--central-epsilons", "inf", "--central-epsilons: 'inf' is not an epsilon"),
-        ("--central-epsilons", ",", "--central-epsilons needs at least one epsilon"),
+        ("--central-epsilons", ",", "--central-epsilons ,: an empty item between commas"),
+        ("--central-epsilons", "", "--central-epsilons needs at least one epsilon"),
         ("--seeds", "1,x", "--seeds expects integers"),
-        ("--seeds", "1,1", "--seeds must be distinct"),
+        ("--seeds", "1,1", "--seeds 1,1: 1 given twice"),
+        ("--seeds", "1,,2", "--seeds 1,,2: an empty item between commas"),
+        ("--epsilons", "2,2", "--epsilons 2,2: 2 given twice"),
     ],
 )
 def test_compare_options_are_checked_before_anything_runs(
