@@ -126,6 +126,11 @@ def _check_public_needs(cfg: Mapping[str, Any]) -> None:
         raise ConfigError(
             f"map-in = {cfg['map-in']!r} builds M1 from the public split: set public-fraction > 0 or public-dataset"
         )
+    if cfg["mode"] == "central" and cfg["central-start"] == "public" and not has_public(cfg):
+        raise ConfigError(
+            'central-start = "public" fits the start on the public split: set public-size, public-fraction or '
+            'public-dataset, or central-start = "seeded"'
+        )
     if cfg["label-mechanism"] == "rr_prior" and cfg["label-prior"] == "public" and not has_public(cfg):
         raise ConfigError(
             "label-prior = 'public' takes class frequencies from the public split: set public-fraction > 0 "

@@ -342,11 +342,14 @@ def compare(
     trains = _central_trains(central_trains)
     targets = sorted(set(epsilon_list(central_epsilons, "--central-epsilons")))
     seed_list = sw.parse_seeds(list(seeds))
-    sets = like_for_like(sets)
-    _check_accounting_delta(sets)
     sweep_dir = Path(out).expanduser().resolve() / (name or f"{Path(config).stem}-compare")
+    given = config_mod.as_run_config(sw.resolve_run(config, sw.Run("probe", {}, {}), sets, sweep_dir))
+    sets = like_for_like(sets, public=config_mod.has_public(given))
+    _check_accounting_delta(sets)
     local_cfg = config_mod.as_run_config(sw.resolve_run(config, sw.Run("probe", {}, {}), sets, sweep_dir))
     _check_label_share(local_cfg, label_share)  # one line, before any work
+    if not config_mod.has_public(local_cfg) and local_cfg["central-start"] == "seeded":
+        print("sanitas: the config has no public data: central runs start from a seeded head", file=sys.stderr)
     central_sets = [*central_sets, *local_only_resets(local_cfg, central_sets)]
     central_cfg = config_mod.as_run_config(
         sw.resolve_run(config, sw.Run("probe", {}, {}), [*sets, *central_sets], sweep_dir)
@@ -451,10 +454,14 @@ def local_only_resets(local_cfg: Any, central_sets: Sequence[str]) -> list[str]:
     return out
 
 
-def like_for_like(sets: Sequence[str]) -> list[str]:
-    """``sets`` with :data:`LIKE_FOR_LIKE` added for the keys it does not set itself."""
+def like_for_like(sets: Sequence[str], public: bool = True) -> list[str]:
+    """``sets`` with :data:`LIKE_FOR_LIKE` added for the keys it does not set itself; without ``public`` data
+    the central runs keep their seeded start (there is no public data to start from), and compare says so."""
     given = {split_override(item, "--set")[0] for item in sets}
-    return [*(item for item in LIKE_FOR_LIKE if split_override(item, "--set")[0] not in given), *sets]
+    wanted = [item for item in LIKE_FOR_LIKE if split_override(item, "--set")[0] not in given]
+    if not public and 'central-start="public"' in wanted:
+        wanted.remove('central-start="public"')
+    return [*wanted, *sets]
 
 
 def _central_trains(central_trains: Sequence[str]) -> list[str]:

@@ -318,6 +318,10 @@ ROWS = [
     ),
     pytest.param(Bad(("noise-seed = -7", "use -1"), "noise-seed = -7\n"), id="noise-seed-below-minus-one"),
     pytest.param(Bad(("device = 'tpu'", '"cuda:N"'), 'device = "tpu"\n'), id="device-unknown"),
+    pytest.param(
+        Bad(('central-start = "public"', "public-size"), 'mode = "central"\ncentral-start = "public"\n'),
+        id="central-public-start-without-public-data",
+    ),
     # ------------------------------------------------------------------------------ data files
     pytest.param(Bad(("data file '{dir}/none.csv'", "not found"), 'dataset = "{dir}/none.csv"\n'), id="csv-missing"),
     pytest.param(Bad(("data file '{dir}/data.csv'", "is empty"), **_user_file("data.csv", "")), id="csv-empty"),
