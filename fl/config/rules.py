@@ -177,19 +177,21 @@ def _check_server_model(cfg: Mapping[str, Any]) -> None:
         return
     from fl.config.values import make_mechanism
 
-    need = (
-        'server-model = "class-means" debiases the releases\' class means: it needs the sentence level, a sentence '
-        'mechanism whose releases are unbiased (privunit with sentence-options = "unbiased = true", or "none"), '
-        'label-mechanism "rr" or "none", map-in other than "leaky", and public data'
-    )
-    clashes = [f"{k} = {cfg[k]!r}" for k in ("word-mechanism", "document-mechanism") if cfg[k] != "none"]
+    head = 'server-model = "class-means"'
+    for k in ("word-mechanism", "document-mechanism"):
+        if cfg[k] != "none":
+            raise ConfigError(f'{head} reads sentence-level releases: set {k} = "none" (got {cfg[k]!r})')
     if cfg["label-mechanism"] not in ("rr", "none"):
-        clashes.append(f"label-mechanism = {cfg['label-mechanism']!r}")
+        raise ConfigError(
+            f'{head} inverts randomized response: set label-mechanism = "rr" or "none" (got {cfg["label-mechanism"]!r})'
+        )
     if cfg["map-in"] == "leaky":
-        clashes.append("map-in = 'leaky'")
+        raise ConfigError(f'{head} needs a map that leaks nothing: map-in = "leaky" does; use map-in = "projection"')
     if not has_public(cfg):
-        clashes.append("no public data (public-fraction, public-size or public-dataset)")
-    if not clashes and cfg["sentence-mechanism"] != "none":
+        raise ConfigError(
+            f"{head} combines private and public class means: set public-size, public-fraction or public-dataset"
+        )
+    if cfg["sentence-mechanism"] != "none":
         dim = cfg["map-dim"] if cfg["map-in"] != "identity" else ENCODER_DIMS.get(cfg["encoder"], cfg["synthetic-dim"])
         try:
             mech = make_mechanism(cfg, "sentence", input_dim=int(dim))
@@ -197,10 +199,11 @@ def _check_server_model(cfg: Mapping[str, Any]) -> None:
         except (TypeError, ValueError):
             unbiased = False
         if not unbiased:
-            opts = f", sentence-options = {cfg['sentence-options']!r}" if cfg["sentence-options"] else ""
-            clashes.append(f"sentence-mechanism = {cfg['sentence-mechanism']!r}{opts}")
-    if clashes:
-        raise ConfigError(f"{need} (got {', '.join(clashes)})")
+            opts = f" with {cfg['sentence-options']!r}" if cfg["sentence-options"] else ""
+            raise ConfigError(
+                f'{head} needs unbiased releases: set sentence-options = "unbiased = true" with privunit '
+                f"(got sentence-mechanism = {cfg['sentence-mechanism']!r}{opts})"
+            )
 
 
 def _check_cohorts(cfg: Mapping[str, Any]) -> None:

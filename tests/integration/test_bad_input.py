@@ -319,6 +319,14 @@ ROWS = [
     pytest.param(Bad(("noise-seed = -7", "use -1"), "noise-seed = -7\n"), id="noise-seed-below-minus-one"),
     pytest.param(Bad(("device = 'tpu'", '"cuda:N"'), 'device = "tpu"\n'), id="device-unknown"),
     pytest.param(
+        Bad(
+            ('server-model = "class-means" needs unbiased releases', "(got sentence-mechanism = 'privunit')"),
+            'server-model = "class-means"\npublic-size = 200\nmap-in = "projection"\nmap-dim = 8\n'
+            'sentence-mechanism = "privunit"\n',
+        ),
+        id="class-means-biased-releases",
+    ),
+    pytest.param(
         Bad(('central-start = "public"', "public-size"), 'mode = "central"\ncentral-start = "public"\n'),
         id="central-public-start-without-public-data",
     ),
