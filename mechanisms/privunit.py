@@ -243,16 +243,22 @@ class PrivUnit(SentenceMechanism):
     def guarantee(self) -> Guarantee:
         return Guarantee(notion="pure", epsilon=self.epsilon, granularity="sentence")
 
-    def unbiased_moments(self, d: int) -> float | None:
-        """With ``unbiased``: E[V / m] = u and ||V / m||^2 = 1 / m^2 exactly (V is a unit vector), so the
-        release's second moment is 1 / m^2 for the m of dimension ``d``; ``None`` without ``unbiased``
-        (E[V] = m u)."""
+    def _unbiased_at(self, d: int) -> bool:
+        """Whether releases are unbiased; fixes the dimension to ``d`` on first use, refuses another one later."""
         if not self.unbiased:
-            return None
+            return False
         if self._params is None:
             self._fix_dim(int(d))
         elif d != self.input_dim:
             raise ValueError(f"PrivUnit was set up for dimension {self.input_dim}, asked about {d}")
+        return True
+
+    def unbiased_moments(self, d: int) -> float | None:
+        """With ``unbiased``: E[V / m] = u and ||V / m||^2 = 1 / m^2 exactly (V is a unit vector), so the
+        release's second moment is 1 / m^2 for the m of dimension ``d``; ``None`` without ``unbiased``
+        (E[V] = m u)."""
+        if not self._unbiased_at(d):
+            return None
         return 1.0 / self.m**2
 
     def second_moment_law(self, d: int) -> tuple[float, float] | None:
@@ -263,12 +269,8 @@ class PrivUnit(SentenceMechanism):
         the truncated moments of S = (1 + T) / 2 ~ Beta(h, h), h = (d - 1) / 2, in closed form: with
         c = (1 + gamma) / 2, E[S^k 1{S >= c}] = B(h + k, h) / B(h, h) * I_{1-c}(h, h + k) (the regularised
         incomplete beta function, no cancellation for a small cap). ``None`` without ``unbiased``."""
-        if not self.unbiased:
+        if not self._unbiased_at(d):
             return None
-        if self._params is None:
-            self._fix_dim(int(d))
-        elif d != self.input_dim:
-            raise ValueError(f"PrivUnit was set up for dimension {self.input_dim}, asked about {d}")
         par = self.parameters
         h = (d - 1) / 2
         tail = (1.0 - par.gamma) / 2  # 1 - c
