@@ -138,9 +138,7 @@ class ReleaseTraining(Strategy):
         self._x = self._x_buf[:0]
         self.setup_map()
         if self.cohorts > 1 and self.stage_dim != info.release_dim:  # the earlier cohorts' cohort-map-dim
-            self.model = class_means.LinearHead(self.stage_dim, info.num_classes).to(self.device)
-            self._x_buf = np.zeros((0, self.stage_dim), dtype=np.float32)
-            self._x = self._x_buf[:0]
+            self._start_stage()
         level = LevelSpec.from_config(self.cfg)
         self.document_setup = channel_class(level.level).public_setup(level, self.device)
         if self.document_setup is not None:
@@ -360,6 +358,16 @@ class ReleaseTraining(Strategy):
         assert self.info is not None
         return int(self.map_matrix.shape[1]) if self.map_matrix is not None else int(self.info.map_dim)
 
+    def _start_stage(self) -> None:
+        """A fresh class-means head and empty release store at :attr:`stage_dim` (a cohort whose map has another
+        width than the one before it)."""
+        assert self.info is not None
+        self.model = class_means.LinearHead(self.stage_dim, self.info.num_classes).to(self.device)
+        self._slot = np.zeros(0, dtype=np.int64)
+        self._x_buf = np.zeros((0, self.stage_dim), dtype=np.float32)
+        self._y_buf = np.zeros(0, dtype=np.int64)
+        self._x, self._y = self._x_buf, self._y_buf
+
     def next_cohort_map(self, server_round: int) -> None:
         """``cohorts`` > 1, before round ``server_round`` > 1 asks its cohort: M1 becomes the projection built
         from the last cohort's class-means fit (:func:`fl.maps.cohorts.next_projection`: public data and earlier
@@ -373,13 +381,9 @@ class ReleaseTraining(Strategy):
         directions = cohort_maps.discriminant_directions(self.map_matrix, self._last_fit.weight)
         self.map_matrix = cohort_maps.next_projection(directions, x, self.public_model.weight, self.info.map_dim)
         self._map_round = server_round
-        self.model = class_means.LinearHead(self.stage_dim, self.info.num_classes).to(self.device)
         self.public_head = None
         self.setup_public_only()
-        self._slot = np.zeros(0, dtype=np.int64)
-        self._x_buf = np.zeros((0, self.stage_dim), dtype=np.float32)
-        self._y_buf = np.zeros(0, dtype=np.int64)
-        self._x, self._y = self._x_buf, self._y_buf
+        self._start_stage()
         log.info("cohort %d releases along M1 refitted from cohort %d's releases", server_round, server_round - 1)
 
     def sample_users(self, server_round: int) -> np.ndarray:
