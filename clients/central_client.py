@@ -52,6 +52,7 @@ from fl.config.rules import check_central_config
 from fl.encoding.encoder import best_device
 from fl.maps import input_map as maps
 from fl.maps.pipeline import ServerModel, confusion_matrix, predict, train_epochs
+from fl.release import NodeState
 from fl.training.encoder import (
     EncoderClassifier,
     build_encoder_classifier,
@@ -145,7 +146,12 @@ def handle_central_train(msg: Message, context: Context, cfg: RunConfig) -> Mess
 def sampled_users(context: Context, cfg: RunConfig, c: Cohort, server_round: int, q: float) -> torch.Tensor:
     """The node's training users in this round's Poisson sample (sorted global ids)."""
     users = torch.arange(c.train_users.start, c.train_users.stop, dtype=torch.int64)
-    secret = wire.read_int(noise_secret(context, cfg.release), "secret")  # noise-seed, or the node's OS secret
+    # noise-seed, or the node's OS secret; with secure-rng its 256-bit key and a ChaCha20 keystream.
+    secret: int | bytes = (
+        NodeState(context.state).sampling_key(cfg.release.noise_seed)
+        if cfg.release.secure_rng
+        else wire.read_int(noise_secret(context, cfg.release), "secret")
+    )
     return users[poisson_sample(secret, server_round, users, c.num_train_users, q)]
 
 

@@ -45,6 +45,8 @@ import math
 
 import torch
 
+from mechanisms import random_source
+
 from .base import SentenceMechanism, check_embeddings, check_epsilon, sample_device
 from .guarantee import Guarantee
 from .randomized_response import RandomizedResponse
@@ -287,8 +289,10 @@ class ClassRR(SentenceMechanism):
         else:
             # The s smallest of K i.i.d. uniform keys are a uniform s-subset; c's key is forced
             # below every other key (c in S, with probability pi) or above them (c not in S).
-            keep = torch.rand(n, generator=generator, dtype=torch.float64, device=device) < self.keep_probability
-            keys = torch.rand((n, k), generator=generator, dtype=torch.float64, device=device)
+            keep = (
+                random_source.rand(n, generator=generator, dtype=torch.float64, device=device) < self.keep_probability
+            )
+            keys = random_source.rand((n, k), generator=generator, dtype=torch.float64, device=device)
             forced = torch.where(keep, -1.0, 2.0).to(torch.float64)
             keys.scatter_(1, cls.unsqueeze(1), forced.unsqueeze(1))
             chosen = keys.topk(s, dim=1, largest=False).indices

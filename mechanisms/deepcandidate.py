@@ -40,6 +40,8 @@ from dataclasses import dataclass
 
 import torch
 
+from mechanisms import random_source
+
 from .base import DocumentMechanism, check_documents, check_epsilon, sample_device
 from .guarantee import Guarantee
 
@@ -324,6 +326,6 @@ class DeepCandidate(DocumentMechanism):
         idx = torch.empty(len(docs), dtype=torch.int64, device=device)
         half_eps = self.epsilon / 2.0
         for start, stop, u in self._chunks(docs, device):
-            exp_noise = torch.empty(u.shape, dtype=u.dtype, device=device).exponential_(generator=generator)
+            exp_noise = random_source.exponential_(torch.empty(u.shape, dtype=u.dtype, device=device), generator)
             idx[start:stop] = (u * half_eps - exp_noise.log()).argmax(dim=1)
         return idx.to(out_device)

@@ -41,6 +41,8 @@ import numpy as np
 import torch
 from scipy import optimize, special
 
+from mechanisms import random_source
+
 from .base import SentenceMechanism, check_epsilon, unit_rows_for_sampling
 from .guarantee import Guarantee
 from .noise import row_blocks
@@ -294,8 +296,8 @@ class PrivUnit(SentenceMechanism):
         """
         par = self.parameters
         device = torch.device(device)
-        cap = torch.rand(n, generator=generator, dtype=torch.float64, device=device) < par.p
-        u = torch.rand(n, generator=generator, dtype=torch.float64, device=device)
+        cap = random_source.rand(n, generator=generator, dtype=torch.float64, device=device) < par.p
+        u = random_source.rand(n, generator=generator, dtype=torch.float64, device=device)
         level = torch.where(cap, u * par.q, u * (1.0 - par.q)).cpu().numpy()
         s = torch.from_numpy(_half_gap(par.dim, level)).to(device)
         t = torch.where(cap, 1.0 - 2.0 * s, 2.0 * s - 1.0)

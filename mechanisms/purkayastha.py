@@ -39,6 +39,8 @@ from functools import lru_cache
 import numpy as np
 import torch
 
+from mechanisms import random_source
+
 from .base import SentenceMechanism, check_embeddings, check_epsilon, normalize_rows, sample_device
 from .guarantee import Guarantee
 
@@ -135,7 +137,7 @@ def sample_purarc(
 ) -> torch.Tensor:
     """Draw ``n`` i.i.d. angles theta ~ PurArc(m, epsilon) as float64 on ``device``."""
     device = torch.device(device)
-    u = torch.rand(n, generator=generator, dtype=torch.float64, device=device)
+    u = random_source.rand(n, generator=generator, dtype=torch.float64, device=device)
     if m == 2:
         # Truncated exponential on [0, pi]: exact inverse CDF.
         return -torch.log1p(u * math.expm1(-epsilon * math.pi)) / epsilon
@@ -208,10 +210,10 @@ class _Workspace:
         k = v.shape[0]
         r = self.r[:k]
         if self.noise is None:
-            torch.randn(r.shape, generator=generator, dtype=r.dtype, device=r.device, out=r)
+            random_source.randn(r.shape, generator=generator, dtype=r.dtype, device=r.device, out=r)
         else:
             noise = self.noise[:k]
-            torch.randn(noise.shape, generator=generator, dtype=noise.dtype, device=noise.device, out=noise)
+            random_source.randn(noise.shape, generator=generator, dtype=noise.dtype, device=noise.device, out=noise)
             r.copy_(noise)
         along = self.rowdot(r, v)  # r . v = |v| (r . mu)
         coef = along if inv_norm is None else along.mul_(inv_norm.square())  # (r . v) / |v|^2

@@ -18,6 +18,8 @@ from typing import overload
 
 import torch
 
+from mechanisms import random_source
+
 from .base import LabelMechanism, check_epsilon, check_labels, sample_device
 from .guarantee import Guarantee
 
@@ -102,11 +104,11 @@ class RandomizedResponse(LabelMechanism):
         y = check_labels(y, num_classes)
         device = sample_device(y.device, generator)
         n = y.numel()
-        keep = torch.rand(n, generator=generator, dtype=torch.float64, device=device) < keep_probability(
+        keep = random_source.rand(n, generator=generator, dtype=torch.float64, device=device) < keep_probability(
             self.epsilon, num_classes
         )
         # (y + 1 + U{0..K-2}) mod K is uniform over the K - 1 other labels.
-        shift = torch.randint(0, num_classes - 1, (n,), generator=generator, device=device)
+        shift = random_source.randint(0, num_classes - 1, (n,), generator=generator, device=device)
         y_dev = y.to(device)
         other = (y_dev + 1 + shift) % num_classes
         return torch.where(keep, y_dev, other).to(y.device)

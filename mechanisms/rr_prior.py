@@ -22,6 +22,8 @@ from dataclasses import dataclass, replace
 
 import torch
 
+from mechanisms import random_source
+
 from .base import check_labels, sample_device
 from .guarantee import Guarantee
 from .randomized_response import RandomizedResponse, keep_probability, log_keep_probability
@@ -144,8 +146,8 @@ class RRWithPrior(RandomizedResponse):
         in_set = rank < k_star
         kf = k_star.to(torch.float64)
         p_keep = keep_probability(self.epsilon, kf)
-        u_keep = torch.rand(n, generator=generator, dtype=torch.float64, device=device)
-        u_pick = torch.rand(n, generator=generator, dtype=torch.float64, device=device)
+        u_keep = random_source.rand(n, generator=generator, dtype=torch.float64, device=device)
+        u_pick = random_source.rand(n, generator=generator, dtype=torch.float64, device=device)
         # Uniform position among the k* - 1 others (skipping y's position), or among all k*.
         others = torch.clamp((u_pick * (kf - 1)).long(), max=(k_star - 2).clamp_min(0))
         others = others + (others >= rank).long()

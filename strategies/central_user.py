@@ -52,6 +52,7 @@ from fl.reporting.results import RunWriter, keep_round
 from fl.training.encoder import trainable_state
 from fl.training.user_updates import hash_seed, noisy_mean
 from fl.wire import CohortInfo
+from mechanisms.random_source import SecureGenerator
 from strategies.evaluation import sum_confusions
 from strategies.grids.faults import check_not_all_failed, split_replies
 
@@ -222,7 +223,11 @@ class UserLevelDPFedAvg(Strategy):
                 raise RuntimeError(f"a node's update sum has arrays {sorted(record.keys())}, expected {names}")
             for k in names:
                 total[k] += torch.from_numpy(np.asarray(record[k].numpy(), dtype=np.float64))
-        gen = torch.Generator().manual_seed(hash_seed(self._noise_secret, server_round, 0x5E1))
+        gen = (
+            SecureGenerator()
+            if self.cfg.release.secure_rng
+            else torch.Generator().manual_seed(hash_seed(self._noise_secret, server_round, 0x5E1))
+        )
         z, clip = float(self.cfg.central.central_noise_multiplier), float(self.cfg.central.central_clip)
         mean = noisy_mean(total, z, clip, self.q * self.num_users, gen)
         self.optimizer.zero_grad(set_to_none=True)

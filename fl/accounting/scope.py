@@ -38,10 +38,17 @@ EVALUATION_NOT_COVERED = (
     "their unsanitized inputs); with few test users per node these counts nearly reveal individual labels"
 )
 
-#: The noise block of a run whose noise nobody else can replay.
+#: The noise block of a run whose noise nobody else can replay: where the secret comes from and which
+#: generator draws the noise from it (``secure-rng`` or not).
 SECRET_NOISE_SOURCE = {
-    "local": "each node's OS CSPRNG, never sent",
-    "central": "OS-seeded generators, never sent or written: the trusted server's noise, each node's user sampling",
+    ("local", False): "each node's secret from its OS CSPRNG, never sent; the noise drawn by torch's Mersenne "
+    "Twister seeded from it (not a cryptographic generator: secure-rng = true draws from ChaCha20)",
+    ("local", True): "a ChaCha20 keystream under a fresh 256-bit key from each node's OS CSPRNG per draw, never "
+    "stored or sent (secure-rng)",
+    ("central", False): "secrets from the OS, never sent or written (the trusted server's noise, each node's user "
+    "sampling); drawn by torch's Mersenne Twister and SplitMix64 seeded from them (not cryptographic)",
+    ("central", True): "ChaCha20 keystreams under 256-bit keys from the OS CSPRNG, never sent or written (the "
+    "trusted server's noise, each node's user sampling; secure-rng)",
 }
 
 SEEDED_NOISE_NOTE = {
@@ -73,8 +80,17 @@ def noise_block(mode: str, noise_seed: int, secure_rng: bool = False) -> dict[st
     (``noise-seed >= 0``) says it is reproducible and no guarantee against whoever knows the seed."""
     scope = "central" if mode == "central" else "local"
     if noise_seed >= 0:
-        return {"secret": False, "noise_seed": int(noise_seed), "note": SEEDED_NOISE_NOTE[scope]}
-    block: dict[str, Any] = {"secret": True, "source": SECRET_NOISE_SOURCE[scope]}
+        return {
+            "secret": False,
+            "noise_seed": int(noise_seed),
+            "generator": "torch MT19937",
+            "note": SEEDED_NOISE_NOTE[scope],
+        }
+    block: dict[str, Any] = {
+        "secret": True,
+        "source": SECRET_NOISE_SOURCE[scope, bool(secure_rng)],
+        "generator": "ChaCha20" if secure_rng else "torch MT19937",
+    }
     if secure_rng:
         block["secure_rng"] = True
     return block

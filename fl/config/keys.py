@@ -313,7 +313,11 @@ class ReleaseConfig(Section):
     )
     fresh_noise_per_round: bool = key(False, "True: re-draw every round (and pay again)")
     noise_seed: int = key(-1, "-1: secret per-node seed from the OS; >= 0: reproducible simulation")
-    secure_rng: bool = key(False, "deployment: every generator seeded from the OS CSPRNG (secrets); refuses noise-seed")
+    secure_rng: bool = key(
+        False,
+        "deployment: the noise (every mechanism, the label's too) and the users' sampling drawn from a ChaCha20 "
+        "keystream keyed from the OS CSPRNG, not torch's Mersenne Twister; refuses noise-seed",
+    )
     max_epsilon: float = key(0.0, "per-user lifetime budget (pure-LDP epsilon, embedding + label); 0 = none")
     accounting_delta: float = key(1e-06, "delta of the approximate-DP figures (PLD/advanced composition, shuffling)")
     clean_evaluation: bool = key(
@@ -370,7 +374,7 @@ class ReleaseConfig(Section):
             )
         if self.secure_rng and self.noise_seed >= 0:
             raise ConfigError(
-                f"secure-rng = true seeds every generator from the OS CSPRNG: remove noise-seed (got {self.noise_seed})"
+                f"secure-rng = true keys every generator from the OS CSPRNG: remove noise-seed (got {self.noise_seed})"
             )
         self._check_mechanisms()
 

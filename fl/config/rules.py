@@ -45,7 +45,7 @@ def check_across_sections(cfg: Mapping[str, Any]) -> None:
 def check_central_config(cfg: Mapping[str, Any]) -> None:
     """Refuse configurations central mode cannot run (ValueError naming the key).
 
-    Reads ``map-in``, ``central-unit`` and ``strategy``; missing keys count as their defaults.
+    Reads ``map-in``, ``central-unit``, ``secure-rng`` and ``strategy``; missing keys count as their defaults.
     """
     map_in = cfg.get("map-in", "random")
     unit = cfg.get("central-unit", "user")
@@ -60,6 +60,11 @@ def check_central_config(cfg: Mapping[str, Any]) -> None:
                 if map_in in USER_LEVEL_MAPS
                 else ")"
             )
+        )
+    if unit == "node" and cfg.get("secure-rng", False):
+        raise ValueError(
+            "secure-rng = true with central-unit = 'node': Flower's DP-FedAvg wrapper draws its noise from numpy's "
+            "generator; use central-unit = 'user' or remove secure-rng"
         )
     if cfg.get("strategy", ""):
         raise ValueError(

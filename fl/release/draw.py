@@ -175,7 +175,7 @@ def release(
     need, denied = want[ok], want[~ok]
     grad = None
     if need.size:
-        gen = state.next_generator(cfg.noise_seed, purpose, c.partition_id)
+        gen = state.next_generator(cfg.noise_seed, purpose, c.partition_id, bool(cfg.secure_rng))
         inputs = ReleaseInputs(
             c,
             purpose,

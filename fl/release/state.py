@@ -16,6 +16,7 @@ import torch
 from flwr.app import Array, ArrayRecord, ConfigRecord, RecordDict
 
 from fl import wire
+from mechanisms.random_source import SecureGenerator
 
 #: The node's noise secret and draw counter (a ``ConfigRecord``: ``secret``, ``draws``).
 NOISE_KEY = "sanitas.noise"
@@ -54,13 +55,26 @@ class NodeState:
         """The node's noise secret (:meth:`noise`)."""
         return wire.read_int(self.noise(noise_seed), "secret")
 
-    def next_generator(self, noise_seed: int, purpose: str, partition_id: int) -> torch.Generator:
-        """A fresh generator for the next draw of this node: seeded from its secret, the draw counter
-        (advanced here), the partition and the purpose."""
+    def sampling_key(self, noise_seed: int) -> bytes:
+        """This node's 256-bit key for ``secure-rng``'s cryptographic user sampling, from the OS CSPRNG on
+        first use (kept in the node's state beside the secret; never sent)."""
+        noise = self.noise(noise_seed)
+        if "key" not in noise:
+            noise["key"] = secrets.token_hex(32)
+            self.records[NOISE_KEY] = noise
+        return bytes.fromhex(str(noise["key"]))
+
+    def next_generator(self, noise_seed: int, purpose: str, partition_id: int, secure: bool = False) -> torch.Generator:
+        """A fresh generator for the next draw of this node (the draw counter advances): torch's,
+        seeded from the node's secret, the draw counter, the partition and the purpose; with ``secure``
+        (``secure-rng``) a :class:`~mechanisms.random_source.SecureGenerator` under a fresh 256-bit key
+        from the OS CSPRNG, which nothing stores."""
         noise = self.noise(noise_seed)
         draw = wire.read_int(noise, "draws")
         noise["draws"] = draw + 1
         self.records[NOISE_KEY] = noise
+        if secure:
+            return SecureGenerator()
         return torch.Generator().manual_seed(derived_seed(wire.read_int(noise, "secret"), partition_id, purpose, draw))
 
     def next_rewrite_draw(self, purpose: str, fresh: bool) -> int:

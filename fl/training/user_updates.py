@@ -24,6 +24,8 @@ import torch
 from torch import nn
 from torch.func import functional_call, grad, vmap
 
+from mechanisms import random_source
+
 
 def pad_by_user(
     x: torch.Tensor, y: torch.Tensor, owner: torch.Tensor, num_users: int
@@ -117,14 +119,25 @@ def _splitmix64(x: np.ndarray) -> np.ndarray:
         return z ^ (z >> np.uint64(31))
 
 
-def user_coins(secret: int, server_round: int, user_ids: torch.Tensor) -> torch.Tensor:
+def user_coins(secret: int | bytes, server_round: int, user_ids: torch.Tensor) -> torch.Tensor:
     """One uniform in [0, 1) per user id (float64, 53 bits), a function of (secret, round, user id)
-    only: counter-based (SplitMix64 of key + id), so a node computes its users' coins in O(its
-    users), whichever node asks and in whatever order."""
+    only: counter-based, so a node computes its users' coins in O(its users), whichever node asks and
+    in whatever order. An integer secret mixes key + id with SplitMix64 (fast, not cryptographic); a
+    32-byte key (``secure-rng``) reads the user ids' positions of the ChaCha20 keystream of
+    SHA-256(key, round) (:func:`mechanisms.random_source.coins`)."""
+    if isinstance(secret, bytes):
+        ids = user_ids.to(torch.int64)
+        if ids.numel() == 0:
+            return torch.zeros(0, dtype=torch.float64)
+        if int(ids.min()) < 0:
+            raise ValueError("user ids must be non-negative")
+        round_key = hashlib.sha256(secret + int(server_round).to_bytes(8, "little")).digest()
+        first = int(ids.min())
+        return random_source.coins(round_key, first, int(ids.max()) - first + 1)[ids - first]
     key = np.uint64(hash_seed(secret, server_round))
-    ids = user_ids.to(torch.int64).numpy().astype(np.uint64)
+    id_words = user_ids.to(torch.int64).numpy().astype(np.uint64)
     with np.errstate(over="ignore"):
-        bits = _splitmix64(_splitmix64(ids * np.uint64(_GOLDEN) + key))
+        bits = _splitmix64(_splitmix64(id_words * np.uint64(_GOLDEN) + key))
     return torch.from_numpy((bits >> np.uint64(11)).astype(np.float64) * 2.0**-53)
 
 
@@ -211,7 +224,9 @@ def _one_step_clipped_sum(
     return {k: total[k] for k in names.values()}, norms
 
 
-def poisson_sample(secret: int, server_round: int, user_ids: torch.Tensor, num_users: int, q: float) -> torch.Tensor:
+def poisson_sample(
+    secret: int | bytes, server_round: int, user_ids: torch.Tensor, num_users: int, q: float
+) -> torch.Tensor:
     """Which of ``user_ids`` take part in this round: each of the ``num_users`` users independently with
     probability ``q``. A user's coin depends on (secret, round, user id) only (:func:`user_coins`),
     never on which node asks, in which order, or on any data."""
@@ -241,6 +256,6 @@ def noisy_mean(
         raise ValueError("need noise_multiplier > 0, clip > 0 and expected_users > 0")
     out = {}
     for k, v in update_sum.items():
-        noise = torch.randn(v.shape, generator=generator, dtype=v.dtype, device=v.device)
+        noise = random_source.randn(v.shape, generator=generator, dtype=v.dtype, device=v.device)
         out[k] = (v + noise_multiplier * clip * noise) / expected_users
     return out

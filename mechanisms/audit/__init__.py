@@ -75,6 +75,7 @@ def audit_mechanism(
     device: torch.device | str = "cpu",
     claim: Guarantee | None = None,
     num_sentences: int = 2,
+    secure: bool = False,
 ) -> AuditResult:
     """Audit ``mech`` on its worst-case-style pair (sentence, label, word or document level).
 
@@ -107,6 +108,8 @@ def audit_mechanism(
         (times d(x, x') for a metric claim) and delta are what the audit tests.
     num_sentences : int
         Document level: k, the length of the default pair's documents.
+    secure : bool
+        Draw every release from ``secure-rng``'s ChaCha20 keystream (keyed by ``seed``).
 
     Notes
     -----
@@ -133,6 +136,7 @@ def audit_mechanism(
         "num_thresholds": num_thresholds,
         "chunk_size": chunk_size,
         "device": device,
+        "secure": secure,
     }
     if mech.level == "label":
         result = _audit_label(mech, guarantee, sanitize, num_samples, seed, pair, num_classes, prior, common)

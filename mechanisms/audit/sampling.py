@@ -20,6 +20,7 @@ from mechanisms.audit.statistics import (
     threshold_audit,
     threshold_counts,
 )
+from mechanisms.random_source import SecureGenerator
 
 
 # --------------------------------------------------------------------------- sampling an audit
@@ -94,6 +95,7 @@ def audit_pair(
     chunk_size: int = DEFAULT_CHUNK,
     device: torch.device | str = "cpu",
     extra_thresholds: Any = None,
+    secure: bool = False,
 ) -> AuditResult:
     """Audit one pair of output distributions with a threshold distinguisher.
 
@@ -129,11 +131,18 @@ def audit_pair(
     extra_thresholds : array or None
         Thresholds fixed in advance added to the grid (e.g. the +-inf markers of
         a support leak), counted in the Bonferroni correction like the others.
+    secure : bool
+        Draw from a :class:`~mechanisms.random_source.SecureGenerator` keyed by
+        ``seed`` (``secure-rng``'s ChaCha20 keystream; CPU) instead of torch's.
     """
     n = int(num_samples)
     if n < 1:
         raise ValueError(f"num_samples must be >= 1, got {num_samples!r}")
-    gen = torch.Generator(device=device).manual_seed(int(seed))
+    gen = (
+        SecureGenerator.from_material("audit", int(seed))
+        if secure
+        else torch.Generator(device=device).manual_seed(int(seed))
+    )
     need_direction = statistic is None
     need_grid = thresholds is None
     if pilot_samples is None:

@@ -23,6 +23,8 @@ import math
 
 import torch
 
+from mechanisms import random_source
+
 from ..clipped_additive import analytic_gaussian_sigma
 from ..guarantee import Guarantee
 from ..noise import laplace
@@ -108,7 +110,10 @@ class WordGaussian(ClippedPerturbProject):
         )
 
     def noise(self, num: int, generator: torch.Generator | None, device: torch.device) -> torch.Tensor:
-        return torch.randn((num, self.space.dim), generator=generator, dtype=torch.float64, device=device) * self.sigma
+        return (
+            random_source.randn((num, self.space.dim), generator=generator, dtype=torch.float64, device=device)
+            * self.sigma
+        )
 
 
 __all__ = ["WordGaussian", "WordLaplace"]

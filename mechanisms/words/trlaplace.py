@@ -20,6 +20,8 @@ import warnings
 
 import torch
 
+from mechanisms import random_source
+
 from ..guarantee import Guarantee
 from .perturb import ClippedPerturbProject
 from .vocab import WordSpace
@@ -86,7 +88,7 @@ def sample_truncated_laplace(
     v ~ U(-1/2, 1/2): sign(v) is the sign, U = 2|v| the magnitude's uniform,
     |t| = -lam log1p(U expm1(-a/lam)) <= a.
     """
-    v = torch.rand(shape, generator=generator, dtype=torch.float64, device=device) - 0.5
+    v = random_source.rand(shape, generator=generator, dtype=torch.float64, device=device) - 0.5
     mag = -lam * torch.log1p(2.0 * v.abs() * math.expm1(-a / lam))
     return torch.sign(v) * mag.clamp(max=a)
 

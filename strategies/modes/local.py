@@ -29,9 +29,9 @@ from strategies.modes.base import ModeRun, any_node_local, final_fields
 log = logging.getLogger(__name__)
 
 SECURE_RNG_NOTE = (
-    "secure-rng: every generator (nodes' noise, the server's sampling) is seeded from the OS CSPRNG; "
-    "the noise streams are torch's (not cryptographic) and continuous noise is float64 without "
-    "snapping (README, Reliability and safety)."
+    "secure-rng: every node draws its noise (sentence, label, word and document mechanisms) from a ChaCha20 "
+    "keystream under a fresh key from its OS CSPRNG, and the server's sampling is keyed from the OS too; "
+    "continuous noise is float64 without snapping (README, Reliability and safety)."
 )
 
 

@@ -43,6 +43,7 @@ from fl.encoding.encoder import best_device, embed_texts
 from fl.levels.spec import LevelSpec
 from mechanisms.base import WordMechanism
 from mechanisms.guarantee import Guarantee
+from mechanisms.random_source import SecureGenerator
 
 log = logging.getLogger(__name__)
 
@@ -142,7 +143,8 @@ def _rewrite_and_embed(spec: LevelSpec, texts: list[str], seed: int, purpose: st
         return RewrittenSplit(torch.zeros(0, 0), np.zeros(0, dtype=np.int64))
     mech = word_mechanism(spec.release)
     start = time.perf_counter()
-    rewrite = mech.rewrite(list(texts), torch.Generator().manual_seed(seed))
+    gen = SecureGenerator() if spec.release.secure_rng else torch.Generator().manual_seed(seed)
+    rewrite = mech.rewrite(list(texts), gen)
     num_words = rewrite.num_words.numpy()
     rewritten_at = time.perf_counter()
     emb = embed_texts(rewrite.texts, spec.encoder, best_device(spec.device), progress=True, store=False)

@@ -7,14 +7,30 @@ import json
 from pathlib import Path
 
 from fl import config
-from fl.accounting.scope import EVALUATION_NOT_COVERED, guarantee_statement, noise_block, summary_scope, unit_text
+from fl.accounting.scope import (
+    EVALUATION_NOT_COVERED,
+    SECRET_NOISE_SOURCE,
+    guarantee_statement,
+    noise_block,
+    summary_scope,
+    unit_text,
+)
 
 
 def test_the_noise_block_says_whether_the_noise_is_secret() -> None:
-    assert noise_block("local", -1) == {"secret": True, "source": "each node's OS CSPRNG, never sent"}
+    assert noise_block("local", -1) == {
+        "secret": True,
+        "source": SECRET_NOISE_SOURCE["local", False],
+        "generator": "torch MT19937",
+    }
+    assert "Mersenne Twister" in SECRET_NOISE_SOURCE["local", False]
+    secure = noise_block("local", -1, secure_rng=True)
+    assert secure["generator"] == "ChaCha20" and secure["secure_rng"] is True and "ChaCha20" in secure["source"]
+    assert "ChaCha20" in noise_block("central", -1, secure_rng=True)["source"]
     assert noise_block("local", 0) == {
         "secret": False,
         "noise_seed": 0,
+        "generator": "torch MT19937",
         "note": "reproducible simulation: whoever knows noise-seed (the run config, which the server holds) can "
         "replay every node's noise; the printed epsilon is not a guarantee against them",
     }
@@ -70,11 +86,11 @@ def _run(tmp_path: Path, name: str, **keys: object) -> dict:
 def test_a_real_run_writes_its_noise_block_and_guarantee_statement(tmp_path: Path) -> None:
     """Default (noise-seed = -1): the noise is secret; a seeded run says it is a reproducible simulation."""
     secret = _run(tmp_path, "secret", **{"label-mechanism": "rr", "label-epsilon": 1.0})
-    assert secret["noise"] == {"secret": True, "source": "each node's OS CSPRNG, never sent"}
+    assert secret["noise"] == noise_block("local", -1)
     assert secret["clean_evaluation"] is False
     statement = secret["guarantee_statement"]
     assert statement.startswith("epsilon ") and "per training row, delta 0, local DP. Covers: the training" in statement
-    assert "Noise: secret from the server: each node's OS CSPRNG, never sent." in statement
+    assert f"Noise: secret from the server: {SECRET_NOISE_SOURCE['local', False]}." in statement
     assert statement.endswith("the evaluation confusion counts, from the test users' true labels.")
     seeded = _run(tmp_path, "seeded", **{"noise-seed": 0, "clean-evaluation": True})
     assert seeded["noise"]["secret"] is False and seeded["noise"]["noise_seed"] == 0

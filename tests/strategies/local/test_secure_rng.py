@@ -68,3 +68,68 @@ def test_node_noise_secret_is_from_the_os(monkeypatch: pytest.MonkeyPatch) -> No
     ctx = Context(run_id=1, node_id=1, node_config={}, state=RecordDict(), run_config={})
     cfg = config.resolve({"secure-rng": True})
     assert int(noise_secret(ctx, cfg.release)["secret"]) == 987654321
+
+
+def _secure_run(tmp_path: object, name: str, **keys: object) -> dict:
+    import json
+
+    import simulations
+
+    cfg = {
+        "dataset": "synthetic",
+        "num-users": 60,
+        "synthetic-test-users": 20,
+        "synthetic-dim": 16,
+        "users-per-node": 30,
+        "num-server-rounds": 2,
+        "server-epochs": 1,
+        "secure-rng": True,
+        **keys,
+    }
+    result = simulations.run(cfg, out=tmp_path, run_name=name)
+    return json.loads((result.folder / "summary.json").read_text())
+
+
+def test_a_secure_run_draws_its_noise_from_chacha20_and_says_so(tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Local mode (sentence and label mechanisms) and user-level central mode (server noise, the nodes'
+    keystream sampling) run with secure-rng; the summary and the guarantee line name ChaCha20. Every
+    node draw comes from a SecureGenerator: the plain torch path of the node's generator is refused."""
+    from fl.release.state import NodeState
+    from mechanisms.random_source import SecureGenerator
+
+    plain = NodeState.next_generator
+
+    def only_secure(self: NodeState, noise_seed: int, purpose: str, partition_id: int, secure: bool = False):
+        gen = plain(self, noise_seed, purpose, partition_id, secure)
+        assert isinstance(gen, SecureGenerator), "a node drew from torch's generator under secure-rng"
+        return gen
+
+    monkeypatch.setattr(NodeState, "next_generator", only_secure)
+    local = _secure_run(tmp_path, "local", **{"label-mechanism": "rr", "label-epsilon": 1.0})
+    assert local["noise"]["generator"] == "ChaCha20" and local["noise"]["secure_rng"] is True
+    assert "ChaCha20" in local["guarantee_statement"]
+    central = _secure_run(tmp_path, "central", **{"mode": "central", "central-noise-multiplier": 1.0})
+    assert central["noise"]["generator"] == "ChaCha20" and "ChaCha20" in central["guarantee_statement"]
+
+
+def test_node_level_central_refuses_secure_rng() -> None:
+    """Flower's DP-FedAvg wrapper adds numpy-generated noise: node level cannot honour secure-rng."""
+    with pytest.raises((config.ConfigError, ValueError), match="secure-rng = true with central-unit = 'node'"):
+        config.validate(config.resolve({"secure-rng": True, "mode": "central", "central-unit": "node"}))
+
+
+def test_secure_poisson_coins_are_counter_based_and_have_their_law() -> None:
+    """A user's coin is the keystream word at its id: the same whichever ids are asked with it; the
+    sampled fraction is Binomial(n, q)."""
+    import torch
+    from scipy import stats
+
+    from fl.training.user_updates import poisson_sample
+
+    key = bytes(range(32))
+    ids = torch.arange(0, 40_000)
+    picked = poisson_sample(key, 3, ids, 40_000, 0.3)
+    assert torch.equal(poisson_sample(key, 3, ids[1000:2000], 40_000, 0.3), picked[1000:2000])
+    assert not torch.equal(poisson_sample(key, 4, ids, 40_000, 0.3), picked)
+    assert stats.binomtest(int(picked.sum()), 40_000, 0.3).pvalue > 1e-4
+    assert stats.binomtest(int(picked.sum()), 40_000, 0.32).pvalue < 1e-4  # power at this n
