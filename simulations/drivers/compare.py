@@ -78,7 +78,7 @@ from simulations.drivers.compare_outputs import (  # noqa: F401 - the comparison
     write,
 )
 from simulations.outputs.writers import read_json
-from simulations.runtime.overrides import split_override
+from simulations.runtime.overrides import override_key, split_override
 
 SEED_KEYS = sw.SEED_KEYS
 
@@ -342,6 +342,7 @@ def compare(
     trains = _central_trains(central_trains)
     targets = sorted(set(epsilon_list(central_epsilons, "--central-epsilons")))
     seed_list = sw.parse_seeds(list(seeds))
+    _check_seed_sets(sets, central_sets)
     sweep_dir = Path(out).expanduser().resolve() / (name or f"{Path(config).stem}-compare")
     given = config_mod.as_run_config(sw.resolve_run(config, sw.Run("probe", {}, {}), sets, sweep_dir))
     sets = like_for_like(sets, public=config_mod.has_public(given))
@@ -589,7 +590,25 @@ def _write_outputs(
         points_out, sweep_dir, f"{title} (whole record)", majority, extra, rows, "majority class"
     )
     print_findings(points_out, majority, title)
-    print(f"sanitas: {csv_path}, {json_path} and {png}", flush=True)
+    gain_md, gain_png = _write_gain_tables(Path(config).stem, csv_path, json_path, sweep_dir)
+    print(f"sanitas: {csv_path}, {json_path}, {png}, {gain_md} and {gain_png}", flush=True)
+
+
+def _write_gain_tables(name: str, csv_path: Path, json_path: Path, sweep_dir: Path) -> tuple[Path, Path]:
+    """gain_over_public.md and gain_over_public.png: the comparison's points against the public-only line, the
+    table and figure of docs/results/federation-gain (:mod:`simulations.outputs.gain_tables`), from compare.csv."""
+    import csv
+
+    from simulations.outputs import gain_tables
+
+    with csv_path.open() as f:
+        rows = list(csv.DictReader(f))
+    doc = json.loads(json_path.read_text())
+    title = f"{name}: what the private users add over the public data"
+    md, png = sweep_dir / "gain_over_public.md", sweep_dir / "gain_over_public.png"
+    md.write_text(gain_tables.table(name, title, rows, doc))
+    gain_tables.plot([(name, title, rows)], png)
+    return md, png
 
 
 def _map_dim(cfg: config_mod.RunConfig, d: int) -> int:
@@ -622,6 +641,19 @@ def _check_label_share(cfg: config_mod.RunConfig, label_share: str) -> None:
             "--label-share auto chooses the label's share of the budget on public data, and the config has none "
             "(public-fraction = 0, no public-dataset): give --label-share, like 0.1"
         )
+
+
+def _check_seed_sets(sets: Sequence[str], central_sets: Sequence[str]) -> None:
+    """``seed`` or ``noise-seed`` in ``--set`` / ``--central-set``: refused before any tuning (``--seeds`` sets
+    both of every run)."""
+    for flag, items in (("--set", sets), ("--central-set", central_sets)):
+        for item in items:
+            key = override_key(item)
+            if key in SEED_KEYS:
+                raise config_mod.ConfigError(
+                    f"{flag} {item}: compare sets seed and noise-seed of every run from --seeds; "
+                    f"remove it and use --seeds (e.g. --seeds {item.split('=', 1)[-1].strip() or '1'})"
+                )
 
 
 def _check_accounting_delta(sets: Sequence[str]) -> None:

@@ -8,13 +8,13 @@
 # (default results/); about an hour on 2 CPU cores once the embeddings are cached, the LoRA runs as long again.
 #
 #   bash docs/results/federation-gain/run.sh [RESULTS]
-#   python docs/results/federation-gain/tables.py [RESULTS]
+#   python docs/results/federation-gain/tables.py [RESULTS] --out docs/results/federation-gain
 set -euo pipefail
 export SANITAS_DATA_DIR="${SANITAS_DATA_DIR:-../shared/data}"
 OUT="${1:-results}"
 LOCAL=1,2,3.14,6.28,12.6
 CENTRAL=0.5,1,2,4,8
-COMMON=(--central-set 'map-in="identity"' --central-set num-server-rounds=30 --out "$OUT")
+COMMON=(--central-set num-server-rounds=30 --out "$OUT")  # compare gives the central side the identity map itself
 FIVE=(--seeds 1,2,3,4,5)
 THREE=(--seeds 1,2,3)
 SST2=simulations/experiments/sst2_public.toml
