@@ -77,7 +77,8 @@ def _check_tuning(cfg: Mapping[str, Any]) -> None:
     """The encoder's tuning (encoder section) against the data, the sentence mechanism and central mode."""
     if cfg["encoder-tuning"] == "public" and not has_public(cfg):
         raise ConfigError(
-            "encoder-tuning = 'public' tunes the encoder on the public split: set public-fraction > 0 or public-dataset"
+            "encoder-tuning = 'public' tunes the encoder on the public split: set public-size > 0, "
+            "public-fraction > 0 or public-dataset"
         )
     if cfg["tuning-noise"]:
         clashes = [
@@ -129,7 +130,8 @@ def _check_public_needs(cfg: Mapping[str, Any]) -> None:
     """The release keys that build something from public documents need them (data section)."""
     if cfg["map-in"] in ("public", "supervised", "projection") and not has_public(cfg):
         raise ConfigError(
-            f"map-in = {cfg['map-in']!r} builds M1 from the public split: set public-fraction > 0 or public-dataset"
+            f"map-in = {cfg['map-in']!r} builds M1 from the public split: set public-size > 0, "
+            f"public-fraction > 0 or public-dataset"
         )
     if cfg["mode"] == "central" and cfg["central-start"] == "public" and not has_public(cfg):
         raise ConfigError(
@@ -138,8 +140,8 @@ def _check_public_needs(cfg: Mapping[str, Any]) -> None:
         )
     if cfg["label-mechanism"] == "rr_prior" and cfg["label-prior"] == "public" and not has_public(cfg):
         raise ConfigError(
-            "label-prior = 'public' takes class frequencies from the public split: set public-fraction > 0 "
-            "or public-dataset"
+            "label-prior = 'public' takes class frequencies from the public split: set public-size > 0, "
+            "public-fraction > 0 or public-dataset"
         )
 
 
@@ -169,7 +171,7 @@ def _check_levels(cfg: Mapping[str, Any]) -> None:
     if not has_public(cfg):
         raise ConfigError(
             f"document-mechanism = {cfg['document-mechanism']!r} builds its recoder, candidates or "
-            "clipping box from public documents: set public-fraction > 0 or public-dataset"
+            "clipping box from public documents: set public-size > 0, public-fraction > 0 or public-dataset"
         )
 
 

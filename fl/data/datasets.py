@@ -459,7 +459,7 @@ def _public_part(
     if data.public_dataset:
         public, info = _other_public(data, label_names, seed)
     elif data.public_fraction > 0 or data.public_size > 0:
-        is_public, info = own_public(data, train, seed, grouping)
+        is_public, info = own_public(data, train, seed, grouping, label_names)
         public = train.select(np.flatnonzero(is_public))
         train = train.select(np.flatnonzero(~is_public))
         info["public_share"] = float(is_public.mean())
@@ -505,6 +505,15 @@ def _other_public(data: DataConfig, label_names: list[str], seed: int) -> tuple[
         )
     public = _subsample(loaded.train, data.public_size, seed + 7)
     labels = np.asarray([mapping[int(v)] for v in public["label"][:]], dtype=np.int64)
+    added = _rows_for_missing_classes(loaded.train, mapping, labels, label_names, seed)
+    if added:  # every run class needs a public text (the public models): one row of each class missed
+        extra = loaded.train.select(list(added.values()))
+        import datasets as hf_data
+
+        public = hf_data.concatenate_datasets(
+            [public.select_columns(["text", "label"]), extra.select_columns(["text", "label"])]
+        )
+        labels = np.asarray([mapping[int(v)] for v in public["label"][:]], dtype=np.int64)
     texts = public["text"][:]
     import datasets as hf
 
@@ -520,7 +529,28 @@ def _other_public(data: DataConfig, label_names: list[str], seed: int) -> tuple[
         "split": "other dataset",
         "labels": {loaded.label_names[k]: label_names[v] for k, v in mapping.items()},
     }
+    if added:
+        info["added_for_classes"] = {name: 1 for name in added}
     return public, info
+
+
+def _rows_for_missing_classes(
+    train: datasets.Dataset, mapping: dict[int, int], labels: np.ndarray, label_names: list[str], seed: int
+) -> dict[str, int]:
+    """For each run class that no public row maps to, the first row of ``train`` (in a seeded order)
+    that does: {class name: row index}."""
+    missing = sorted(set(range(len(label_names))) - set(labels.tolist()))
+    if not missing:
+        return {}
+    mapped = np.asarray([mapping[int(v)] for v in train["label"][:]], dtype=np.int64)
+    order = np.random.default_rng([int(seed), 0x5EED, 7]).permutation(len(mapped))
+    absent = [label_names[k] for k in missing if not bool((mapped == k).any())]
+    if absent:
+        raise ConfigError(
+            f"public-dataset: its training split has no document of class {absent[0]!r}, so the public split cannot "
+            "hold one: choose another public-dataset (docs: public-data)"
+        )
+    return {label_names[k]: int(order[mapped[order] == k][0]) for k in missing}
 
 
 def public_groups(data: DataConfig, users: UsersConfig, level: str) -> np.ndarray:

@@ -19,12 +19,18 @@ from fl.data import sources
 
 
 def own_public(
-    data: DataConfig, train: datasets.Dataset, seed: int, grouping: str
+    data: DataConfig, train: datasets.Dataset, seed: int, grouping: str, label_names: list[str] | None = None
 ) -> tuple[np.ndarray, dict[str, Any]]:
     """Which training rows are public (bool [n]) and how they were drawn: a seeded ``public-fraction``
     of the source groups (``public-split = "source"``, the ``group`` column of :func:`_with_groups`) or
     of the rows, or (``public-size``) whole groups or rows in a seeded order until at least that many
-    texts. A ``public-size`` that leaves no private row is a one-line ``ConfigError``."""
+    texts.
+
+    Guarantees the public split holds every class of ``label_names`` (the public models need one
+    document of each): a class the seeded draw missed gets the first whole group (or row) holding it
+    in a seeded order (``info["added_for_classes"]``). A ``public-size`` that leaves no private row, or
+    that is smaller than the number of classes, and a class without any training document are one-line
+    ``ConfigError``s naming the key that sizes the split."""
     size, fraction = int(data.public_size), float(data.public_fraction)
     if size >= len(train):
         raise ConfigError(
@@ -32,6 +38,54 @@ def own_public(
             + (f" (train-size = {data.train_size})" if data.train_size else "")
             + f" and the private users need at least one: set public-size below {len(train)}"
         )
+    names = label_names or []
+    if 0 < size < len(names):
+        raise ConfigError(
+            f"public-size = {size} cannot hold a public text of each of the {len(names)} classes: "
+            f"set public-size >= {len(names)} (docs: public-data)"
+        )
+    is_public, info = _draw(data, train, seed, grouping, size, fraction)
+    if names:
+        added = _cover_classes(data, train, is_public, seed, names, size)
+        if added:
+            info["added_for_classes"] = added
+            if info["split"] == "source":
+                info["moved_to_public"] += sources.move_contained(train["text"][:], is_public)
+    return is_public, info
+
+
+def _cover_classes(
+    data: DataConfig, train: datasets.Dataset, is_public: np.ndarray, seed: int, names: list[str], size: int
+) -> dict[str, int]:
+    """Add to ``is_public`` (in place), for each class it lacks, the first whole group (or row) holding
+    that class in a seeded order; returns the documents added per class name. A class with no training
+    document is refused, naming the key that sizes the split."""
+    labels = np.asarray(train["label"][:], dtype=np.int64)
+    present = np.bincount(labels[is_public], minlength=len(names)) > 0
+    if bool(present.all()):
+        return {}
+    key = f"public-size = {size}" if size else f"public-fraction = {data.public_fraction:g}"
+    units = np.asarray(train["group"][:]) if data.public_split == "source" else np.arange(len(labels))
+    order = np.random.default_rng([int(seed), 0x5EED]).permutation(len(labels))  # a seeded order of the rows
+    added: dict[str, int] = {}
+    for k in np.flatnonzero(~present):
+        rows = order[labels[order] == k]
+        rows = rows[~is_public[rows]]
+        if rows.size == 0:
+            raise ConfigError(
+                f"{key}: the training split has no document of class {names[k]!r}, so the public split cannot "
+                "hold one: raise train-size or choose another dataset (docs: public-data)"
+            )
+        take = (units == units[rows[0]]) & ~is_public
+        is_public |= take
+        added[names[k]] = int(take.sum())
+    return added
+
+
+def _draw(
+    data: DataConfig, train: datasets.Dataset, seed: int, grouping: str, size: int, fraction: float
+) -> tuple[np.ndarray, dict[str, Any]]:
+    """The seeded draw of :func:`own_public`, before any class is added."""
     until = f"in a seeded order until public-size = {size} texts"
     if data.public_split == "row":
         rng = np.random.default_rng(seed + 2)

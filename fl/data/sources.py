@@ -144,7 +144,7 @@ def source_split(texts: Sequence[str], groups: np.ndarray, fraction: float, seed
     unique, inverse = np.unique(np.asarray(groups), return_inverse=True)
     public_group = np.random.default_rng(seed).random(len(unique)) < fraction
     is_public = public_group[inverse]
-    return SourceSplit(is_public, len(unique), _move_contained(texts, is_public))
+    return SourceSplit(is_public, len(unique), move_contained(texts, is_public))
 
 
 def source_split_size(texts: Sequence[str], groups: np.ndarray, size: int, seed: int) -> SourceSplit:
@@ -157,10 +157,10 @@ def source_split_size(texts: Sequence[str], groups: np.ndarray, size: int, seed:
     """
     labels = np.asarray(groups)
     is_public = _first_groups_holding(labels, size, np.random.default_rng(seed))
-    return SourceSplit(is_public, len(np.unique(labels)), _move_contained(texts, is_public))
+    return SourceSplit(is_public, len(np.unique(labels)), move_contained(texts, is_public))
 
 
-def _move_contained(texts: Sequence[str], is_public: np.ndarray) -> int:
+def move_contained(texts: Sequence[str], is_public: np.ndarray) -> int:
     """Mark public (in place) every private item whose text is contained verbatim in a public text;
     returns how many moved."""
     index = _WordIndex()

@@ -48,7 +48,8 @@ import numpy as np
 import torch
 from torch import nn
 
-from fl.config import SECTIONS, DataConfig, EncoderConfig, ReleaseConfig, RunConfig, UsersConfig
+from fl.config import SECTIONS, EncoderConfig, RunConfig
+from fl.config.specs import DocumentSpec
 from fl.encoding.cache_files import atomic_write
 from fl.encoding.encoder import embedding_dim, model_id, resolve_model
 from fl.encoding.published import (
@@ -460,24 +461,16 @@ def tuned_encoder(tuning: TuningSpec, device: str, progress: bool = True) -> Enc
 
 
 @dataclass(frozen=True)
-class TuningSpec:
-    """What public tuning reads of a run: the encoder section (the base encoder and the ``tuning-*`` keys),
-    the data it loads the public split from (``data``, ``users``: the seed; ``level``), and, with
-    ``tuning-noise``, the release section whose sentence mechanism the tuning runs through."""
-
-    encoder: EncoderConfig
-    data: DataConfig
-    users: UsersConfig
-    release: ReleaseConfig
-
-    @property
-    def seed(self) -> int:
-        return int(self.users.seed)
+class TuningSpec(DocumentSpec):
+    """What public tuning reads of a run (:class:`~fl.config.specs.DocumentSpec`): the encoder section (the
+    base encoder and the ``tuning-*`` keys), the data it loads the public split from (``data``, ``users``: the
+    seed; ``level``), and, with ``tuning-noise``, the release section whose sentence mechanism the tuning runs
+    through."""
 
     @classmethod
     def from_config(cls, cfg: RunConfig) -> TuningSpec:
         """The tuning inputs of a resolved run config."""
-        return cls(cfg.encoder, cfg.data, cfg.users, cfg.release)
+        return cls(cfg.data, cfg.users, cfg.encoder, cfg.release)
 
 
 def tune_public(tuning: TuningSpec, device: str = "cpu", progress: bool = True) -> TunedEncoder:
@@ -488,7 +481,10 @@ def tune_public(tuning: TuningSpec, device: str = "cpu", progress: bool = True) 
     ds = data.load(tuning.data, tuning.users, tuning.release.level)
     public = getattr(ds, "public", None)
     if public is None or len(public) == 0:
-        raise ValueError("encoder-tuning = 'public' tunes the encoder on the public split: set public-fraction > 0")
+        raise ValueError(
+            "encoder-tuning = 'public' tunes the encoder on the public split: set public-size > 0, "
+            "public-fraction > 0 or public-dataset"
+        )
     texts = [str(t) for t in public["text"][:]]
     labels = np.asarray(public["label"][:], dtype=np.int64)
     root = encoders_root(tuning.encoder)

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from fl.config import DataConfig, EncoderConfig, ReleaseConfig, RunConfig, UsersConfig
+from fl.config import RunConfig
+from fl.config.specs import DocumentSpec
 
 
 @dataclass(frozen=True)
-class LevelSpec:
-    """The sections a level's work reads, and nothing else of the run config.
+class LevelSpec(DocumentSpec):
+    """The sections a level's work reads (:class:`~fl.config.specs.DocumentSpec`) and its device.
 
     ``release``: the mechanisms, their budgets and ``noise-seed`` (every channel); ``data`` and ``users``:
     which documents (the public ones a label prior, the document level's recoder or the word level's
@@ -18,18 +19,9 @@ class LevelSpec:
     (``"auto"`` included, resolved by :func:`fl.encoding.encoder.best_device`). Frozen and hashable.
     """
 
-    release: ReleaseConfig
-    data: DataConfig
-    users: UsersConfig
-    encoder: EncoderConfig
     device: str
-
-    @property
-    def level(self) -> str:
-        """The level the run releases at (``ReleaseConfig.level``)."""
-        return self.release.level
 
     @classmethod
     def from_config(cls, cfg: RunConfig) -> LevelSpec:
         """The level inputs of a resolved run config (for the edges: the apps, a mode's start, drivers)."""
-        return cls(cfg.release, cfg.data, cfg.users, cfg.encoder, cfg.server.device)
+        return cls(cfg.data, cfg.users, cfg.encoder, cfg.release, cfg.server.device)

@@ -25,7 +25,8 @@ from typing import Any
 import numpy as np
 import torch
 
-from fl.config import DataConfig, EncoderConfig, ReleaseConfig, RunConfig, ServerConfig, UsersConfig, has_public
+from fl.config import RunConfig, ServerConfig
+from fl.config.specs import DocumentSpec
 from fl.data import datasets as data
 from fl.encoding.encoder import embed_texts
 from fl.maps import input_map as maps
@@ -37,28 +38,14 @@ log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
-class PublicSpec:
-    """What a start from public data reads of a run: the public split (``data``; ``users``: its seed and the
-    users it is drawn beside; ``release``: the level, and ``map-in``, ``map-scale``, ``public-epochs`` and the
-    sentence mechanism's keys), the encoder that embeds it and the cache it is kept in (``encoder``), and the
-    server model's training (``server``: ``batch-size``, ``learning-rate``, ``hidden-dim``, ``server-epochs``).
-    Frozen and hashable, like its sections."""
+class PublicSpec(DocumentSpec):
+    """What a start from public data reads of a run (:class:`~fl.config.specs.DocumentSpec`): the public split
+    (``data``; ``users``: its seed and the users it is drawn beside; ``release``: the level, and ``map-in``,
+    ``map-scale``, ``public-epochs`` and the sentence mechanism's keys), the encoder that embeds it and the cache
+    it is kept in (``encoder``), and the server model's training (``server``: ``batch-size``, ``learning-rate``,
+    ``hidden-dim``, ``server-epochs``). Frozen and hashable, like its sections."""
 
-    data: DataConfig
-    users: UsersConfig
-    encoder: EncoderConfig
-    release: ReleaseConfig
     server: ServerConfig
-
-    @property
-    def seed(self) -> int:
-        """The run's ``seed`` (``users.seed``): the server model's initialisation."""
-        return int(self.users.seed)
-
-    @property
-    def has_public(self) -> bool:
-        """Whether the run has public documents (:func:`fl.config.has_public` of the data section)."""
-        return has_public(self.data.flat())
 
     @classmethod
     def from_config(cls, cfg: RunConfig) -> PublicSpec:
@@ -74,7 +61,10 @@ def public_embeddings(public: PublicSpec, device: torch.device) -> tuple[torch.T
     documents."""
     split = data.load(public.data, public.users, public.release.level).public
     if split is None or len(split) == 0:
-        raise ValueError(f"map-in = {public.release.map_in!r} builds M1 from the public split: set public-fraction > 0")
+        raise ValueError(
+            f"map-in = {public.release.map_in!r} builds M1 from the public split: set public-size > 0, "
+            f"public-fraction > 0 or public-dataset"
+        )
     emb = embed_texts(split["text"][:], public.encoder, str(device))
     x = torch.as_tensor(np.asarray(emb), dtype=torch.float32, device=device)
     y = torch.as_tensor(np.asarray(split["label"][:], dtype=np.int64), device=device)

@@ -20,7 +20,9 @@ def add_parser(sub: Any) -> None:
         "(never the private users or the test split), and write tune.csv, tune.json and one config per "
         "epsilon into OUT.",
     )
-    p.add_argument("config", help="flat TOML file of run-config keys (needs public-fraction > 0 or public-dataset)")
+    p.add_argument(
+        "config", help="flat TOML file of run-config keys (needs public-size, public-fraction or public-dataset)"
+    )
     p.add_argument(
         "--epsilons",
         "--epsilon",

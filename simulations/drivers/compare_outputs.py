@@ -533,7 +533,7 @@ def _ceiling_inputs(
     accuracy = {}
     for seed in seeds:
         users = replace(cfg.users, seed=seed)
-        tuning = TuningSpec(cfg.encoder, cfg.data, users, cfg.release)
+        tuning = TuningSpec(cfg.data, users, cfg.encoder, cfg.release)
         encoder = tuned_encoder(tuning, best_device(cfg.server.device))
         ds = data.load(cfg.data, users, cfg.release.level)
         assert isinstance(ds, data.TextDataset) and ds.public is not None

@@ -63,7 +63,7 @@ def _ks(sample: torch.Tensor | np.ndarray, cdf: object) -> float:
 def test_uniforms_normals_and_exponentials_have_their_law_and_the_tests_have_power() -> None:
     g = _gen("laws")
     u, z = rs.rand(N, g), rs.randn((N // 2, 2), g)
-    e = rs.exponential_(torch.empty(N, dtype=torch.float64), g)
+    e = rs.exponential_(torch.empty(N, dtype=torch.float64), generator=g)
     u32 = rs.rand(N, g, dtype=torch.float32)
     assert u.dtype == torch.float64 and float(u.min()) >= 0.0 and float(u.max()) < 1.0
     assert u32.dtype == torch.float32 and float(u32.max()) < 1.0

@@ -189,7 +189,9 @@ def build_setup(spec: LevelSpec, device: str | torch.device = "cpu", progress: b
     sentences are embedded on ``spec.device``. Public data only."""
     ds = data.load(spec.data, spec.users, spec.level)
     if ds.public is None or len(ds.public) == 0:
-        raise ValueError("the document level needs public documents: set public-fraction > 0")
+        raise ValueError(
+            "the document level needs public documents: set public-size > 0, public-fraction > 0 or public-dataset"
+        )
     public = embed_sentences(ds.public["text"][:], spec.encoder, spec.device, progress)
     labels = torch.as_tensor(np.asarray(ds.public["label"][:], dtype=np.int64))
     usable = np.flatnonzero(public.num_sentences >= 2)  # as for private documents

@@ -56,7 +56,9 @@ class LabelChannel:
         if release.label_prior == "public":
             public = data.load(self.spec.data, self.spec.users, self.spec.level).public
             if public is None:
-                raise ValueError("label-prior = 'public' needs public documents (public-fraction > 0)")
+                raise ValueError(
+                    "label-prior = 'public' needs public documents (public-size, public-fraction or public-dataset)"
+                )
             counts = np.bincount(np.asarray(public["label"], dtype=np.int64), minlength=num_classes)
             probs = torch.as_tensor(counts / counts.sum(), dtype=torch.float64).expand(released.shape[0], -1)
             return LabelPrior(probs, source="public")

@@ -147,12 +147,14 @@ def test_short_documents_policy_at_the_document_level(tmp_path: Path) -> None:
         "",
         "Short",
         "A. B is two.",
+        # Long documents enough that the public split (one of each class) leaves private ones.
+        *[f"Document {w}. It has two sentences." for w in ("alpha", "beta", "gamma", "delta")],
     ]
     path = tmp_path / "docs.jsonl"
     path.write_text("".join(f'{{"text": "{t}", "label": {i % 2}}}\n' for i, t in enumerate(rows)))
     base = {"dataset": str(path), "empty-documents": "drop", "test-fraction": 0.5, "public-fraction": 0.0}
     # Without a document mechanism nothing is filtered by length.
-    assert len(load_run(config.resolve(base)).train) + len(load_run(config.resolve(base)).test) == 5
+    assert len(load_run(config.resolve(base)).train) + len(load_run(config.resolve(base)).test) == 9
     doc = {
         **base,
         "document-mechanism": "truncation",

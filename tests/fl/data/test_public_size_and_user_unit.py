@@ -169,8 +169,14 @@ def _twenty_rows(path: Path) -> str:
             "sanitas: error: public-size = 5 and public-fraction = 0.2 both size the public split of the training "
             "data: set public-fraction = 0 to draw public-size documents",
         ),
+        (
+            'dataset = "{file}"\npublic-split = "row"\n',
+            ["public-size=1"],
+            "sanitas: error: public-size = 1 cannot hold a public text of each of the 2 classes: set public-size >= 2 "
+            "(docs: public-data)",
+        ),
     ],
-    ids=["more-than-the-public-dataset", "more-than-the-training-split", "with-public-fraction"],
+    ids=["more-than-the-public-dataset", "more-than-the-training-split", "with-public-fraction", "below-the-classes"],
 )
 def test_a_public_size_that_cannot_be_drawn_is_refused_before_the_run(
     toml: str,
@@ -202,3 +208,45 @@ def test_a_public_size_that_cannot_be_drawn_is_refused_before_the_run(
 
 def _no_simulation(*args: object, **kwargs: object) -> None:
     raise AssertionError("reached Flower's run_simulation: the input was not refused before Ray started")
+
+
+def _rare_class_file(path: Path, rare: int = 1) -> str:
+    """60 rows: classes 0 and 1 alternate, and ``rare`` rows of class 2 (a rare class)."""
+    rows = [f"document number {i},{i % 2}\n" for i in range(60 - rare)] + [f"rare one {i},2\n" for i in range(rare)]
+    path.write_text("text,label\n" + "".join(rows))
+    return str(path)
+
+
+@pytest.mark.parametrize("split", ["row", "source"])
+def test_a_public_draw_holds_every_class(split: str, tmp_path: Path) -> None:
+    """A rare class the seeded draw misses gets a group (or row) of its own on the public side, recorded
+    in added_for_classes; a draw that already holds every class is the plain seeded draw. Without the
+    rule most seeds miss the one rare row (4 public texts of 60)."""
+    (tmp_path / "test.csv").write_text("text,label\na,0\nb,1\nc,2\n")
+    base = {
+        "dataset": _rare_class_file(tmp_path / "rare.csv"),
+        "test-file": str(tmp_path / "test.csv"),
+        "public-split": split,
+        "public-size": 4,
+    }
+    added = 0
+    for seed in range(1, 9):
+        ds = _load(base, seed=seed)
+        assert ds.public is not None and set(ds.public["label"][:]) == {0, 1, 2}, seed
+        if "added_for_classes" in ds.public_info:
+            assert set(ds.public_info["added_for_classes"]) == {"2"}
+            added += 1
+        assert len(ds.public) + len(ds.train) == 60  # the rest of the rows stay private
+    assert added >= 5  # the rule did the work on most seeds
+
+
+def test_a_public_dataset_sample_holds_every_class(tmp_path: Path, data_dir: Path, monkeypatch) -> None:
+    """public-dataset with public-size: a class the subsample missed gets one row of it."""
+    monkeypatch.setenv("SANITAS_DATA_DIR", str(data_dir))
+    other = _rare_class_file(tmp_path / "rare.csv", rare=4)
+    own = tmp_path / "own.csv"
+    own.write_text("text,label\n" + "".join(f"row {i},{i % 3}\n" for i in range(30)))
+    base = {"dataset": str(own), "public-dataset": other, "public-size": 3}
+    for seed in range(1, 5):
+        ds = _load(base, seed=seed)
+        assert ds.public is not None and set(ds.public["label"][:]) == {0, 1, 2}, seed

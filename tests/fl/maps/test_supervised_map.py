@@ -278,7 +278,10 @@ def test_server_builds_sends_and_records_the_affine_map(tmp_path: Path, cache_di
 
 
 def test_config_checks() -> None:
-    with pytest.raises(config.ConfigError, match="builds M1 from the public split: set public-fraction > 0"):
+    with pytest.raises(
+        config.ConfigError,
+        match="builds M1 from the public split: set public-size > 0, public-fraction > 0 or public-dataset",
+    ):
         config.resolve({"map-in": "supervised", "map-dim": 2})
     with pytest.raises(config.ConfigError, match="map-scale must be >= 0"):
         config.resolve({"map-in": "supervised", "map-dim": 2, "public-fraction": 0.1, "map-scale": -1.0})
