@@ -17,6 +17,7 @@ from fl.config.values import (
     make_mechanism,
     mechanism_options,
 )
+from mechanisms.suggest import did_you_mean
 
 
 @dataclass(frozen=True)
@@ -179,6 +180,12 @@ class ReleaseConfig(Section):
         keys = self.flat()
         for channel in ("sentence", "label", "word", "document"):
             name = keys[f"{channel}-mechanism"]
+            if name != "none" and name not in mechanisms.names():
+                level = [n for n in mechanisms.names() if mechanisms.mechanism_class(n).level == channel]
+                raise ConfigError(
+                    f"{channel}-mechanism: unknown mechanism {name!r}{did_you_mean(name, level)} ({channel} level: "
+                    f"{', '.join([*level, 'none'])})"
+                )
             if channel == "document" and name != "none":
                 # Document mechanisms are built from public data (candidates, box) at run time: check
                 # the name, the level, epsilon and the options' syntax here.

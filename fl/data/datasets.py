@@ -269,8 +269,7 @@ def _check_one_source(data: DataConfig) -> str:
         return f"file {name}"
     if name not in REGISTRY:
         raise ConfigError(
-            f"unknown dataset {name!r}; known datasets: {', '.join(names())} "
-            f'(or give a path to a .csv, .jsonl or .parquet file, or "{SYNTHETIC}" for scale measurements)'
+            f'unknown dataset {name!r}: use {", ".join(names())}, a .csv/.jsonl/.parquet path or "{SYNTHETIC}"'
         )
     root = data.folder
     if root is None:

@@ -136,9 +136,12 @@ def plot(found: list[tuple[str, str, list[dict[str, str]]]], path: Path) -> None
         seeds = max((int(r["n"]) for r in rows if r.get("n")), default=0)
         for series, (marker, color) in styles.items():
             pts = sorted(
-                (float(r["epsilon"]), float(r["gain_over_public"]), float(r["gain_over_public_sd"] or 0), r)
-                for r in rows
-                if r["series"] == series and r["epsilon"] and r["gain_over_public"]
+                (
+                    (float(r["epsilon"]), float(r["gain_over_public"]), float(r["gain_over_public_sd"] or 0), r)
+                    for r in rows
+                    if r["series"] == series and r["epsilon"] and r["gain_over_public"]
+                ),
+                key=lambda p: p[:3],  # two points may tie on all three numbers: never compare the rows
             )
             if not pts:
                 continue

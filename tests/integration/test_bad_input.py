@@ -242,10 +242,15 @@ ROWS = [
         id="epsilon-string",
     ),
     pytest.param(
-        Bad(("sentence-mechanism", "unknown mechanism 'gauss'"), 'sentence-mechanism = "gauss"\n'),
+        Bad(
+            ("sentence-mechanism: unknown mechanism 'gauss'", "did you mean 'gaussian'"),
+            'sentence-mechanism = "gauss"\n',
+        ),
         id="sentence-mechanism-unknown",
     ),
-    pytest.param(Bad(("unknown dataset 'sst3'", "known datasets"), 'dataset = "sst3"\n'), id="dataset-unknown"),
+    pytest.param(
+        Bad(("unknown dataset 'sst3'", "use 20newsgroups", "sst2"), 'dataset = "sst3"\n'), id="dataset-unknown"
+    ),
     pytest.param(Bad(("partitioner", "must be one of", "'zipf'"), 'partitioner = "zipf"\n'), id="partitioner-unknown"),
     pytest.param(
         Bad(("strategy", "package.module:Class", "'MyStrategy'"), 'strategy = "MyStrategy"\n'), id="strategy-malformed"
@@ -329,6 +334,36 @@ ROWS = [
     pytest.param(
         Bad(('central-start = "public"', "public-size"), 'mode = "central"\ncentral-start = "public"\n'),
         id="central-public-start-without-public-data",
+    ),
+    pytest.param(
+        Bad(
+            ("secure-rng = true with central-unit = 'node'", "numpy", "central-unit = 'user'"),
+            'mode = "central"\ncentral-unit = "node"\nsecure-rng = true\n',
+        ),
+        id="secure-rng-node-level",
+    ),
+    pytest.param(
+        Bad(('public-dataset = "synthetic"', "no text"), 'public-dataset = "synthetic"\npublic-sentences = true\n'),
+        id="public-dataset-synthetic",
+    ),
+    pytest.param(
+        Bad(("map-in = 'projection'", "public-size > 0"), 'public-size = 0\nmap-in = "projection"\n'),
+        id="public-size-zero-names-public-size",
+    ),
+    pytest.param(
+        Bad(
+            ("public-size = 1", "each of the 2 classes", "public-size >= 2"),
+            **_user_file("data.csv", _csv(), 'public-size = 1\npublic-split = "row"\n'),
+        ),
+        id="public-size-below-the-classes",
+    ),
+    pytest.param(
+        Bad(
+            ("public-size = 3", "no document of class '2'"),
+            toml='dataset = "{dir}/data.csv"\ntest-file = "{dir}/test.csv"\npublic-size = 3\n',
+            files={"data.csv": _csv(), "test.csv": "text,label\na,0\nb,1\nc,2\n"},
+        ),
+        id="public-split-class-without-training-text",
     ),
     # ------------------------------------------------------------------------------ data files
     pytest.param(Bad(("data file '{dir}/none.csv'", "not found"), 'dataset = "{dir}/none.csv"\n'), id="csv-missing"),
@@ -630,6 +665,7 @@ def test_bad_input_is_refused_with_one_line(
         assert code == 2, err
         assert "Traceback" not in err, err
         assert len(lines) == 1 and lines[0].startswith("sanitas: error: "), err
+        assert len(lines[0]) <= 200 + len(str(tmp_path)) * lines[0].count(str(tmp_path)), lines[0]
         missing = [fragment for fragment in expect if fragment not in lines[0]]
         assert not missing, f"{missing} not in {lines[0]!r}"
     assert not out.exists() or not any(out.iterdir()), f"a results folder was left in {out}"

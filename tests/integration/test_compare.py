@@ -654,6 +654,10 @@ def test_compare_chooses_each_seeds_recipe_on_that_seeds_public_draw(
     assert float(shuffled["delta"]) == float(table[("central-user", "4.0")]["delta"]) == float(central)
     assert table[("local-ldp-on-device", "6.0")]["map_dims"] == "16 32"
     assert float(table[("local-ldp-on-device", "6.0")]["noise_free_ceiling_accuracy"]) == pytest.approx(0.75)
+    # The federation-gain table and figure of this comparison, written beside compare.csv.
+    gain = (tmp_path / "c" / "gain_over_public.md").read_text()
+    assert "| local DP, on-device inference | 3 | clean |" in gain and "noise-free ceiling" in gain
+    assert (tmp_path / "c" / "gain_over_public.png").stat().st_size > 10_000
 
 
 def config_for(path: Path) -> object:
