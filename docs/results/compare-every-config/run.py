@@ -32,7 +32,8 @@ def main() -> None:
     rows = []
     for config in sorted((REPO / "simulations" / "experiments").glob("*.toml")):
         cmd = [
-            sys.executable, "-m", "simulations.cli", "compare", str(config.relative_to(REPO)), "--epsilons", "8", "--central-epsilons", "4",
+            sys.executable, "-m", "simulations.cli", "compare", str(config.relative_to(REPO)),
+            "--epsilons", "8", "--central-epsilons", "4",
             "--seeds", "1", *SMALL, "--out", str((out / "runs").resolve()), "--name", config.stem,
         ]  # fmt: skip
         start = time.perf_counter()
