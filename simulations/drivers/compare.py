@@ -639,7 +639,7 @@ def _check_label_share(cfg: config_mod.RunConfig, label_share: str) -> None:
     elif not config_mod.has_public(cfg):
         raise config_mod.ConfigError(
             "--label-share auto chooses the label's share of the budget on public data, and the config has none "
-            "(public-fraction = 0, no public-dataset): give --label-share, like 0.1"
+            "(no public-size, public-fraction or public-dataset): give --label-share, like 0.1"
         )
 
 
