@@ -349,6 +349,7 @@ def compare(
     _check_accounting_delta(sets)
     local_cfg = config_mod.as_run_config(sw.resolve_run(config, sw.Run("probe", {}, {}), sets, sweep_dir))
     _check_label_share(local_cfg, label_share)  # one line, before any work
+    _check_local_side(local_cfg, label_share)
     if not config_mod.has_public(local_cfg) and local_cfg["central-start"] == "seeded":
         print("sanitas: the config has no public data: central runs start from a seeded head", file=sys.stderr)
     central_sets = [*central_sets, *local_only_resets(local_cfg, central_sets)]
@@ -640,6 +641,37 @@ def _check_label_share(cfg: config_mod.RunConfig, label_share: str) -> None:
         raise config_mod.ConfigError(
             "--label-share auto chooses the label's share of the budget on public data, and the config has none "
             "(no public-size, public-fraction or public-dataset): give --label-share, like 0.1"
+        )
+
+
+#: The maps whose recipe ``--label-share auto`` can choose on public data (fl.maps.recipes emulates them).
+EMULATED_MAPS = ("supervised", "projection", "random", "identity")
+
+
+def _check_local_side(cfg: config_mod.RunConfig, label_share: str) -> None:
+    """What the local side must be for compare to split a whole-record budget, checked before any data is
+    loaded: a sentence-level config, a sentence mechanism whose pure cost is linear in its epsilon, and (with
+    ``--label-share auto``) a map the recipe choice can emulate."""
+    from fl.maps.recipes import pure_per_unit
+
+    level = config_mod.level_of(cfg)
+    if level != "sentence":
+        raise config_mod.ConfigError(
+            f"compare splits each whole-record budget between the sentence and label mechanisms; this config "
+            f"releases at the {level} level ({level}-mechanism = {cfg[f'{level}-mechanism']!r}): use sanitas sweep"
+        )
+    try:
+        pure_per_unit(cfg.release, max(2, int(cfg["map-dim"])), 4)
+    except ValueError as err:
+        if "not linear" in str(err):
+            raise config_mod.ConfigError(
+                f"sentence-mechanism = {cfg['sentence-mechanism']!r} has no pure epsilon linear in sentence-epsilon, "
+                "so compare cannot split a whole-record budget for it: use a pure sentence mechanism (privunit, ...)"
+            ) from None
+    if label_share == "auto" and cfg["map-in"] not in EMULATED_MAPS:
+        raise config_mod.ConfigError(
+            f"--label-share auto chooses the recipe on public data, which cannot emulate map-in = {cfg['map-in']!r}: "
+            "give --label-share (like 0.1) or use map-in = 'supervised'"
         )
 
 

@@ -177,6 +177,35 @@ def test_compare_options_are_checked_before_anything_runs(
     assert not (tmp_path / "out").exists()
 
 
+@pytest.mark.parametrize(
+    ("config", "extra", "message"),
+    [
+        ("imdb_documents.toml", [], "releases at the document level (document-mechanism = 'deepcandidate')"),
+        ("attacks_sst2.toml", [], "cannot emulate map-in = 'public': give --label-share"),
+        ("quickstart.toml", ["--set", "seed=3"], "--set seed=3: compare sets seed and noise-seed of every run"),
+        ("quickstart.toml", ["--central-set", "noise-seed=2"], "--central-set noise-seed=2: compare sets seed"),
+        (
+            "sst2_utility.toml",
+            ["--set", 'sentence-mechanism="none"'],
+            "sentence-mechanism = 'none' has no pure epsilon linear in sentence-epsilon",
+        ),
+    ],
+)
+def test_a_local_side_compare_cannot_split_is_refused_before_any_data(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], config: str, extra: list[str], message: str
+) -> None:
+    """A shipped config compare cannot run (another level, a map the recipe choice cannot emulate, a mechanism
+    without a finite pure cost linear in its epsilon) and a seed given beside --seeds: one line of at most 200
+    characters, exit 2, nothing written, before the data is loaded (the document configs took 90-120 s)."""
+    from simulations.cli import main
+
+    path = Path(__file__).resolve().parents[2] / "simulations" / "experiments" / config
+    code = main(["compare", str(path), "--epsilons", "8", "--central-epsilons", "4", *extra, "--out", str(tmp_path)])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1 and message in err[0] and len(err[0]) <= 200, err
+    assert not any(tmp_path.iterdir())
+
+
 def test_a_run_without_ldp_gets_no_local_epsilon(tmp_path: Path) -> None:
     """A local run whose guarantee does not hold (leaky M1) reports no epsilon in any column."""
     local = next(r for r in cmp.plan(["2"], NOISE, [1]) if r.values.get("sentence-epsilon") == 2)
