@@ -56,18 +56,37 @@ def offline_env(monkeypatch: pytest.MonkeyPatch, data_dir: Path, cache_dir: Path
     monkeypatch.setenv("SANITAS_CACHE_DIR", str(cache_dir))
 
 
+#: Sanitas' loggers (``simulations.cli.options.SANITAS_LOGGERS``, and the mechanisms'), and how they were when
+#: this conftest was imported, before any test module or fixture ran: every test starts and ends from this.
+_LOGGERS = ("fl", "clients", "strategies", "simulations", "sanitas", "mechanisms")
+_LOGGER_BASELINE = {
+    name: (logging.getLogger(name).handlers[:], logging.getLogger(name).level, logging.getLogger(name).propagate)
+    for name in _LOGGERS
+}
+
+
 @pytest.fixture(autouse=True)
 def restore_sanitas_loggers() -> Iterator[None]:
-    """``sanitas`` commands run in this process (tests calling ``simulations.cli.main``) configure Sanitas'
-    loggers (their own handler, no propagation); every test gets them back as they were, so that
-    ``caplog`` sees the records of the tests after it."""
+    """``sanitas`` commands run in this process (tests calling ``simulations.cli.main``, some in module-scoped
+    fixtures that run before a test's own fixtures) configure Sanitas' loggers (their own handler, no
+    propagation); every test starts and ends with them as the session found them, so that ``caplog`` sees the
+    records whatever ran before (the suite passes in any order, ``--reverse`` included)."""
     from simulations.cli.options import SANITAS_LOGGERS
 
-    saved = {name: (logging.getLogger(name).handlers[:], logging.getLogger(name).level) for name in SANITAS_LOGGERS}
-    propagate = {name: logging.getLogger(name).propagate for name in SANITAS_LOGGERS}
+    assert set(SANITAS_LOGGERS) <= set(_LOGGERS), "tests/conftest.py: _LOGGERS must list every Sanitas logger"
+    _restore_loggers(_LOGGERS)
     yield
-    for name, (handlers, level) in saved.items():
+    _restore_loggers(_LOGGERS)
+
+
+def _restore_loggers(names: tuple[str, ...]) -> None:
+    for name, (handlers, level, propagate) in _LOGGER_BASELINE.items():
         logger = logging.getLogger(name)
         logger.handlers[:] = handlers
         logger.setLevel(level)
-        logger.propagate = propagate[name]
+        logger.propagate = propagate
+    # A library that configures logging with ``logging.config`` (Flower's state migrations do) disables every
+    # logger that exists then: a module logger of ours would stay mute for the tests after it.
+    for name, logger in logging.root.manager.loggerDict.items():
+        if isinstance(logger, logging.Logger) and name.split(".")[0] in names:
+            logger.disabled = False
