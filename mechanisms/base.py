@@ -16,8 +16,7 @@ from typing import Any, ClassVar
 import torch
 
 from .guarantee import Guarantee, compose_units
-
-LEVELS: tuple[str, ...] = ("word", "sentence", "document", "label")
+from .levels import LEVELS  # noqa: F401 - mechanisms.base.LEVELS, as before
 
 
 def check_epsilon(epsilon: float, name: str = "epsilon") -> float:

@@ -1,13 +1,53 @@
-"""Name -> mechanism class registry behind ``mechanisms.names()`` / ``create()``."""
+"""Name -> mechanism class registry behind ``mechanisms.names()`` / ``create()``.
+
+The built-in mechanisms are imported and registered on the first question to the registry
+(:func:`_registry`), not when ``mechanisms`` is imported: the config's checks and the command line's help
+need no torch.
+"""
 
 from __future__ import annotations
 
-from typing import Any
+import importlib
+from typing import TYPE_CHECKING, Any
 
-from .base import Mechanism
 from .suggest import did_you_mean
 
+if TYPE_CHECKING:
+    from .base import Mechanism
+
 _REGISTRY: dict[str, type[Mechanism]] = {}
+
+#: The built-in mechanisms: module and class, registered by :func:`_registry` on first use.
+BUILTIN = (
+    ("words", "CMP"),
+    ("class_rr", "ClassRR"),
+    ("clipped_additive", "ClippedGaussian"),
+    ("clipped_additive", "ClippedLaplace"),
+    ("deepcandidate", "DeepCandidate"),
+    ("identity", "NoPrivacy"),
+    ("planar_laplace", "PlanarLaplace"),
+    ("privemb", "PrivEmb"),
+    ("privunit", "PrivUnit"),
+    ("purkayastha", "Purkayastha"),
+    ("randomized_response", "RandomizedResponse"),
+    ("rr_prior", "RRWithPrior"),
+    ("words", "Mahalanobis"),
+    ("words", "TrLaplace"),
+    ("truncation", "Truncation"),
+    ("words", "WordGaussian"),
+    ("words", "WordLaplace"),
+)
+_builtins_loaded = False
+
+
+def _registry() -> dict[str, type[Mechanism]]:
+    """The registry, with the built-in mechanisms registered (imported here, once)."""
+    global _builtins_loaded
+    if not _builtins_loaded:
+        _builtins_loaded = True
+        for module, name in BUILTIN:
+            register(getattr(importlib.import_module(f"mechanisms.{module}"), name))
+    return _REGISTRY
 
 
 def register(cls: type[Mechanism]) -> type[Mechanism]:
@@ -22,13 +62,13 @@ def register(cls: type[Mechanism]) -> type[Mechanism]:
 
 def names() -> list[str]:
     """Sorted registry names of every mechanism."""
-    return sorted(_REGISTRY)
+    return sorted(_registry())
 
 
 def mechanism_class(name: str) -> type[Mechanism]:
     """The class registered under ``name``; ``ValueError`` naming the known ones otherwise."""
     try:
-        return _REGISTRY[name]
+        return _registry()[name]
     except KeyError:
         hint = did_you_mean(name, names())
         raise ValueError(f"unknown mechanism {name!r}{hint} (known mechanisms: {', '.join(names())})") from None

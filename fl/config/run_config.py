@@ -39,7 +39,7 @@ from fl.config.values import (
     mechanism_options,
     public_label_pairs,
 )
-from mechanisms.base import LEVELS
+from mechanisms.levels import LEVELS
 from mechanisms.suggest import did_you_mean
 
 #: Names defined in the modules above and kept importable from here, as before they moved.

@@ -76,11 +76,8 @@ import torch
 
 from mechanisms import CMP, PlanarLaplace, PrivEmb, check_epsilon
 from mechanisms.privemb import paper_out_dim
+from simulations.analyses.privemb_grid import BETAS, DELTA, EPSILONS, SOURCES  # noqa: F401 - the grid, here too
 
-EPSILONS: tuple[float, ...] = (1.0, 2.0, 5.0)
-BETAS: tuple[float, ...] = (0.5, 0.6, 0.7, 0.8, 0.9)
-DELTA = 1e-6  # the paper's delta (§5)
-SOURCES: tuple[str, ...] = ("glove", "sentences", "synthetic")
 MECHANISMS: tuple[str, ...] = ("privemb-paper", "privemb-exact", "full", "jl")
 PRIVEMB = ("privemb-paper", "privemb-exact")
 METRICS: tuple[str, ...] = ("dist_abs", "dist_rel", "dist_signed", "ip_abs", "ip_rel")

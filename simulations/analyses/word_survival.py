@@ -14,12 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from tqdm import tqdm
-
 from fl import config
-from fl.levels.spec import LevelSpec
-from fl.levels.word.quality import rewrite_quality
-from fl.levels.word.rewrite import word_mechanism
 
 MECHANISMS = ("trlaplace", "word_laplace", "word_gaussian")
 EPSILONS = (1.0, 10.0, 20.0, 50.0, 100.0, 200.0, 500.0)
@@ -34,6 +29,12 @@ def rows(
     seed: int = 1,
 ) -> list[dict[str, Any]]:
     """One row per (mechanism, epsilon): N_w and ROUGE-1 of one rewrite of ``docs`` test documents."""
+    from tqdm import tqdm  # the rewriting stack is imported here: the command line's help reads the constants
+
+    from fl.levels.spec import LevelSpec
+    from fl.levels.word.quality import rewrite_quality
+    from fl.levels.word.rewrite import word_mechanism
+
     out = []
     grid = [(m, e) for m in mechanisms for e in epsilons]
     for mech, eps in tqdm(grid, desc="word survival", unit="setting"):

@@ -15,7 +15,7 @@ NAME = "privemb-errors"
 
 
 def add_parser(sub: Any) -> None:
-    from simulations.analyses.privemb_errors import BETAS, EPSILONS, SOURCES
+    from simulations.analyses.privemb_grid import BETAS, EPSILONS, SOURCES
 
     p = sub.add_parser(
         NAME,

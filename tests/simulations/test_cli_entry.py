@@ -21,3 +21,17 @@ def test_the_entry_point_keeps_exit_codes_and_output() -> None:
     assert bad.returncode == 2 and "the following arguments are required" in bad.stderr
     missing = _entry("run", "no-such-file.toml")
     assert missing.returncode == 2 and missing.stderr.count("sanitas: error:") == 1
+
+
+def test_the_help_imports_no_heavy_library() -> None:
+    """``sanitas --help`` and the parser of every subcommand import neither torch, numpy, Flower nor the
+    datasets library (``sanitas --help`` took 2.9 s importing them; benchmarks/bench_startup.py times it)."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, simulations.cli as c; c.parser(); "
+        "print(sorted(m for m in ('torch', 'numpy', 'flwr', 'datasets', 'transformers') if m in sys.modules))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
+    assert done.stdout.strip() == "[]", done.stdout
