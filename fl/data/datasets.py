@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from fl.config import ConfigError, DataConfig, UsersConfig
-from fl.data import sources
+from fl.data import groups_cache, sources
 from fl.data.public_split import own_public, public_label_map  # noqa: F401 - public_label_map: importable here too
 from fl.data.synthetic import SYNTHETIC, SyntheticDataset
 from fl.data.user_files import (
@@ -366,7 +366,7 @@ def _with_groups(data: DataConfig, train: datasets.Dataset) -> tuple[datasets.Da
         _, ids = np.unique(np.asarray(train["group"][:], dtype=str), return_inverse=True)
         train, how = train.remove_columns("group"), f"group-column {data.group_column!r}"
     else:
-        ids, how = sources.containment_groups(train["text"][:]), CONTAINMENT
+        ids, how = groups_cache.containment_groups(train["text"][:]), CONTAINMENT
     # add_column concatenates with the table under an index mapping (handle_empty's select): flatten first.
     return train.flatten_indices().add_column("group", np.asarray(ids, dtype=np.int64)), how
 

@@ -230,3 +230,29 @@ def test_a_user_files_group_column_keeps_each_group_on_one_side(tmp_path: Path) 
     assert private and public and not private & public
     assert ds.public_info["grouping"] == "group-column 'doc'"
     assert ds.train.column_names == ["text", "label", "row"]
+
+
+def test_the_groups_cache_returns_the_computed_groups_and_recovers_from_damage(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """fl.data.groups_cache: a second call reads what the first computed (the same groups, no recomputation);
+    other texts get their own entry; a damaged entry is discarded with a warning and recomputed."""
+    import numpy as np
+
+    from fl.data import groups_cache
+
+    monkeypatch.setenv("SANITAS_CACHE_DIR", str(tmp_path))
+    texts = list(PHRASES)
+    first = groups_cache.containment_groups(texts)
+    assert np.array_equal(first, sources.containment_groups(texts))
+    calls: list[int] = []
+    real = sources.containment_groups
+    monkeypatch.setattr(sources, "containment_groups", lambda t: calls.append(1) or real(t))
+    assert np.array_equal(groups_cache.containment_groups(texts), first) and not calls  # read, not computed
+    groups_cache.containment_groups([*texts, "another text"])
+    assert calls == [1]  # other texts: their own entry
+    entry = groups_cache.folder() / f"{groups_cache.key(texts)}.npz"
+    entry.write_bytes(entry.read_bytes()[:40])  # truncated
+    with caplog.at_level("WARNING"):
+        assert np.array_equal(groups_cache.containment_groups(texts), first)
+    assert calls == [1, 1] and "discarded" in caplog.text
