@@ -1,6 +1,9 @@
 """The tables of docs/results/fair-compare/README.md, from the comparisons ``run.sh`` wrote.
 
-    python docs/results/fair-compare/tables.py [RESULTS]   # RESULTS: the --out folder of run.sh (results)
+    python docs/results/fair-compare/tables.py [RESULTS] [--out DIR]   # RESULTS: the --out folder of run.sh (results)
+
+Writes into DIR (default RESULTS/fair-compare-tables); ``--out docs/results/fair-compare`` updates the
+committed copies. The committed copies here are read where RESULTS lacks a comparison.
 
 For each comparison (fair-sst2, fair-agnews, fair-sst2-imdb-public) found under RESULTS, copies compare.csv and
 compare.json here under the comparison's name and draws compare.png from them; where RESULTS lacks it, reads the
@@ -15,11 +18,11 @@ seed noise (computed by ``docs/results/public-only-columns.py`` from compare.jso
 
 from __future__ import annotations
 
+import argparse
 import csv
 import importlib.util
 import json
 import shutil
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -113,14 +116,20 @@ def table(name: str, folder: Path) -> str:
 
 
 def main() -> None:
-    results = Path(sys.argv[1] if len(sys.argv) > 1 else "results")
+    parser = argparse.ArgumentParser(description="The fair-compare tables from run.sh's comparisons.")
+    parser.add_argument("results", nargs="?", default="results", help="the --out folder of run.sh (results)")
+    parser.add_argument("--out", default="", help="where to write (default RESULTS/fair-compare-tables)")
+    args = parser.parse_args()
+    results = Path(args.results)
+    out = Path(args.out) if args.out else results / "fair-compare-tables"
+    out.mkdir(parents=True, exist_ok=True)
     parts = [
         "Written by `python docs/results/fair-compare/tables.py` from the comparisons of `run.sh` "
         "(from the copies committed here where the results folder lacks them).\n"
     ]
     for name in NAMES:
         folder = results / name
-        target = HERE / name
+        target = out / name
         if (folder / "compare.csv").is_file():
             target.mkdir(exist_ok=True)
             for file in ("compare.csv", "compare.json"):
@@ -128,12 +137,14 @@ def main() -> None:
             doc = json.loads((folder / "compare.json").read_text())  # the plot, drawn again by today's code
             title = f"{Path(doc['config']).stem}: local vs central DP per user (whole record)"
             plot(doc["points"], target / "compare.png", title, max(doc["test_class_priors"]), "majority class")
-        elif not (target / "compare.csv").is_file():
+        elif (HERE / name / "compare.csv").is_file():
+            target = HERE / name  # the committed copy, read where it is
+        else:
             parts.append(f"### {name}\n\nnot run.\n")
             continue
         parts.append(table(name, target))
-    (HERE / "tables.md").write_text("\n".join(parts))
-    print(f"wrote {HERE / 'tables.md'}")
+    (out / "tables.md").write_text("\n".join(parts))
+    print(f"wrote {out / 'tables.md'}")
 
 
 if __name__ == "__main__":

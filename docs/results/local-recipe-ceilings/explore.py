@@ -302,7 +302,11 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("config", nargs="?", default="simulations/experiments/sst2_public.toml")
     parser.add_argument("--seeds", default="1,2,3,4,5")
-    parser.add_argument("--out", default="docs/results/local-recipe-ceilings/sst2-public200")
+    parser.add_argument(
+        "--out",
+        default="results/local-recipe-ceilings/sst2-public200",
+        help="where to write (the committed copy: --out docs/results/local-recipe-ceilings/sst2-public200)",
+    )
     args = parser.parse_args(argv)
     seeds = [int(s) for s in args.seeds.split(",")]
     rows = [r for s in seeds for r in _one_seed(args.config, s)]

@@ -1,20 +1,21 @@
 """The overlap between public and private texts under each public split (docs/public-data.md).
 
-    SANITAS_DATA_DIR=../shared/data python docs/results/public-overlap/overlap.py
+    SANITAS_DATA_DIR=../shared/data python docs/results/public-overlap/overlap.py [--out DIR]
 
 Loads each configuration through fl.data (the same code a run uses), reads the overlap every run
-reports in summary.json (data.public), and writes overlap.csv and overlap.md beside this file.
+reports in summary.json (data.public), and writes overlap.csv and overlap.md into DIR (default
+results/public-overlap; ``--out docs/results/public-overlap`` updates the committed copies).
 """
 
 from __future__ import annotations
 
+import argparse
 import csv
 from pathlib import Path
 
 from fl import config
 from fl.data import datasets
 
-HERE = Path(__file__).resolve().parent
 CASES = [
     ("sst2", "row split, 25% (the former default)", {"public-fraction": 0.25, "public-split": "row"}),
     ("sst2", "source split, 25%", {"public-fraction": 0.25, "public-split": "source"}),
@@ -29,6 +30,10 @@ CASES = [
 
 
 def main() -> None:
+    parser = argparse.ArgumentParser(description="The overlap between public and private texts per public split.")
+    parser.add_argument("--out", default="results/public-overlap")
+    out = Path(parser.parse_args().out)
+    out.mkdir(parents=True, exist_ok=True)
     rows = []
     for dataset, what, keys in CASES:
         for seed in (1, 2, 3):
@@ -53,14 +58,14 @@ def main() -> None:
                     "test contained share": round(test["contained_fraction"], 4),
                 }
             )
-    with (HERE / "overlap.csv").open("w", newline="") as fh:
+    with (out / "overlap.csv").open("w", newline="") as fh:
         writer = csv.DictWriter(fh, fieldnames=list(rows[0]))
         writer.writeheader()
         writer.writerows(rows)
     head = "| " + " | ".join(rows[0]) + " |\n|" + "---|" * len(rows[0]) + "\n"
     body = "".join("| " + " | ".join(str(v) for v in r.values()) + " |\n" for r in rows)
-    command = "SANITAS_DATA_DIR=../shared/data python docs/results/public-overlap/overlap.py"
-    (HERE / "overlap.md").write_text(f"Written by `{command}`.\n\n{head}{body}")
+    command = "SANITAS_DATA_DIR=../shared/data python docs/results/public-overlap/overlap.py --out " + str(out)
+    (out / "overlap.md").write_text(f"Written by `{command}`.\n\n{head}{body}")
 
 
 if __name__ == "__main__":
