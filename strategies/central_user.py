@@ -323,8 +323,14 @@ def user_level_guarantee(cfg: RunConfig, strategy: UserLevelDPFedAvg, start: str
         "Central DP: the nodes compute model updates from their users' raw embeddings; the server is trusted "
         "to add the noise (it sees each node's sum of clipped updates). No local-DP guarantee holds.",
         "The guarantee assumes the sampled set stays secret (each node draws its users' coins from its own "
-        "secret, or from noise-seed in a reproducible simulation) and the noise is drawn as specified (torch's "
-        "floating-point Gaussian, not a hardened sampler).",
+        "secret, or from noise-seed in a reproducible simulation) and the noise is drawn as specified (a float64 "
+        + (
+            "Gaussian from a ChaCha20 keystream, secure-rng"
+            if cfg.release.secure_rng
+            else "Gaussian from torch's Mersenne Twister, not a cryptographic generator: secure-rng = true draws "
+            "from ChaCha20"
+        )
+        + "; no snapping against floating-point attacks).",
         f"Start: {start}.",
         "Nodes reply with the sum of their sampled users' clipped updates only: no count of sampled users, no "
         "per-user value, no training metric.",
