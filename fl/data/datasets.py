@@ -502,20 +502,18 @@ def _other_public(data: DataConfig, label_names: list[str], seed: int) -> tuple[
             f"public-size = {data.public_size} is more than the {len(loaded.train)} documents of public-dataset "
             f"{data.public_dataset!r} (its training split): set public-size <= {len(loaded.train)} (0 = all)"
         )
+    import datasets as hf
+
     public = _subsample(loaded.train, data.public_size, seed + 7)
     labels = np.asarray([mapping[int(v)] for v in public["label"][:]], dtype=np.int64)
     added = _rows_for_missing_classes(loaded.train, mapping, labels, label_names, seed)
     if added:  # every run class needs a public text (the public models): one row of each class missed
         extra = loaded.train.select(list(added.values()))
-        import datasets as hf_data
-
-        public = hf_data.concatenate_datasets(
+        public = hf.concatenate_datasets(
             [public.select_columns(["text", "label"]), extra.select_columns(["text", "label"])]
         )
         labels = np.asarray([mapping[int(v)] for v in public["label"][:]], dtype=np.int64)
     texts = public["text"][:]
-    import datasets as hf
-
     if data.public_sentences:
         pieces = [
             (sentence, int(y)) for text, y in zip(texts, labels, strict=True) for sentence in split_sentences(text)

@@ -6,9 +6,9 @@ process) until this cache. Keyed by the texts' content, so any change of the tex
 from __future__ import annotations
 
 import hashlib
+import io
 import logging
 import os
-import tempfile
 import zipfile
 from collections.abc import Sequence
 from pathlib import Path
@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from fl.data import sources
+from fl.reporting.results import write_atomic
 
 #: Part of every key: bump it when containment_groups changes what it returns.
 VERSION = "containment-groups-v1"
@@ -42,7 +43,8 @@ def containment_groups(texts: Sequence[str]) -> np.ndarray:
     these texts passes its checksum and shape checks (else computed and stored, atomically).
 
     The entry's integrity check is written here rather than with :mod:`fl.encoding.cache_files` (which the
-    data layer may not import): the groups and the SHA-256 of their bytes."""
+    data layer may not import): the groups and the SHA-256 of their bytes; the file is replaced atomically
+    (:func:`fl.reporting.results.write_atomic`)."""
     path = folder() / f"{key(texts)}.npz"
     if path.is_file():
         groups = _read(path, len(texts))
@@ -71,14 +73,10 @@ def _read(path: Path, n: int) -> np.ndarray | None:
 
 
 def _write(path: Path, groups: np.ndarray) -> None:
-    """Atomically: a reader never sees a partial entry (a temporary file in the folder, then a rename)."""
+    """The entry, replaced all at once (a reader never sees a partial file), readable by every user of a shared
+    cache."""
+    buffer = io.BytesIO()
+    np.savez(buffer, groups=groups, sha256=np.asarray(_digest(groups)))
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            np.savez(fh, groups=groups, sha256=np.asarray(_digest(groups)))
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    write_atomic(path, buffer.getvalue())
+    os.chmod(path, 0o644)

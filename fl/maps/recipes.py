@@ -156,10 +156,15 @@ def class_means_candidates(
     ]
 
 
+class CostNotLinear(ValueError):
+    """A sentence mechanism whose pure-LDP cost is not linear in its epsilon: a budget cannot be split for it."""
+
+
 def pure_per_unit(release: ReleaseConfig, input_dim: int, num_classes: int) -> float:
     """Pure-LDP epsilon of one release per unit of ``sentence-epsilon`` (pi for Purkayastha's angular
     metric, 2 for planar Laplace on the sphere, 1 for a pure mechanism). ``ValueError`` when the
-    mechanism's cost is not linear in its epsilon (a budget cannot then be split by a factor).
+    mechanism's cost is not linear in its epsilon (:class:`CostNotLinear`: a budget cannot then be split by a
+    factor).
 
     ``release``: the run's release section (``sentence-mechanism``, ``sentence-options``; its epsilon is
     replaced by 1 and 2); ``input_dim``: the mechanism's input dimension m'; ``num_classes``: the run's
@@ -170,7 +175,7 @@ def pure_per_unit(release: ReleaseConfig, input_dim: int, num_classes: int) -> f
         mech = trial.mechanism("sentence", input_dim=input_dim, num_classes=num_classes)
         costs.append(float(mech.guarantee.as_ldp()[0]))
     if not (math.isfinite(costs[0]) and costs[0] > 0 and math.isclose(costs[1], 2 * costs[0], rel_tol=1e-9)):
-        raise ValueError(
+        raise CostNotLinear(
             f"sentence-mechanism {release.sentence_mechanism!r}: its pure-LDP cost ({costs}) is not linear in "
             "sentence-epsilon, so a whole-record budget cannot be split for it"
         )
