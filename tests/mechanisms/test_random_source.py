@@ -26,7 +26,7 @@ from mechanisms import random_source as rs
 from mechanisms.audit import audit_mechanism
 from mechanisms.random_source import SecureGenerator
 from tests.mechanisms.test_audit import AUDIT_CONFIGS, AUDIT_KWARGS, FALLBACK
-from tests.mechanisms.test_audit_levels import _tight_deepcandidate
+from tests.mechanisms.test_audit_levels import _levels, _tight_deepcandidate
 
 N = 200_000
 ALPHA = 1e-4  # a sound sampler fails one of these tests with probability below ~1e-3 in all
@@ -122,10 +122,6 @@ def _sentence_or_label(name: str) -> tuple[mechanisms.Mechanism, int]:
     return mechanisms.create(name, **params), max(dim, 2)
 
 
-def _names(*levels: str) -> list[str]:
-    return [n for n in mechanisms.names() if n != "none" and mechanisms.mechanism_class(n).level in levels]
-
-
 def _word(name: str, epsilon: float | None = None) -> mechanisms.Mechanism:
     params = {"epsilon": 3.4, "max_delta": 1.0} if name == "trlaplace" else {"epsilon": 2.0}
     if epsilon is not None:
@@ -155,9 +151,8 @@ def _release(mech: mechanisms.Mechanism, gen: torch.Generator, n: int) -> torch.
     doc = torch.rand(3, 8, generator=inputs, dtype=torch.float64) * 0.5
     if mech.name == "deepcandidate":
         doc = _tight_deepcandidate(1.0)[1]
-    return torch.stack(
-        [torch.as_tensor(mech.sanitize([doc] * min(n, 512), generator=gen)) for _ in range(max(1, n // 512))]  # type: ignore[attr-defined]
-    ).reshape(-1, *torch.as_tensor(mech.sanitize([doc], generator=_gen("shape"))).shape[1:])[:n]
+    blocks = [min(512, n - start) for start in range(0, n, 512)]  # documents per call: bounded memory
+    return torch.cat([torch.as_tensor(mech.sanitize([doc] * m, generator=gen)) for m in blocks])  # type: ignore[attr-defined]
 
 
 def _built(name: str) -> mechanisms.Mechanism:
@@ -167,7 +162,7 @@ def _built(name: str) -> mechanisms.Mechanism:
     return _word(name) if level == "word" else _document(name)
 
 
-@pytest.mark.parametrize("name", _names("sentence", "label", "word", "document"))
+@pytest.mark.parametrize("name", _levels("sentence", "label", "word", "document"))
 def test_every_mechanism_draws_only_from_the_keystream(name: str) -> None:
     """One key, two different torch states: equal releases (no sampler read torch's generator); another
     key: different releases (the keystream is what decides)."""
@@ -206,7 +201,7 @@ def _rebuilt(name: str, factor: float) -> mechanisms.Mechanism:
     return _word(name, eps) if level == "word" else _document(name, eps)
 
 
-@pytest.mark.parametrize("name", _names("sentence", "label", "word", "document"))
+@pytest.mark.parametrize("name", _levels("sentence", "label", "word", "document"))
 def test_every_mechanisms_law_is_the_same_with_the_keystream(name: str) -> None:
     """Releases from the keystream and from torch's generator: one law (p > 1e-4); the same test tells
     the mechanism at 2x epsilon apart (p < 1e-4), so it has the power to see a wrong sampler."""
@@ -219,7 +214,7 @@ def test_every_mechanisms_law_is_the_same_with_the_keystream(name: str) -> None:
     assert _same_law(secure, other) < ALPHA
 
 
-@pytest.mark.parametrize("name", _names("sentence", "label"))
+@pytest.mark.parametrize("name", _levels("sentence", "label"))
 def test_the_privacy_audit_holds_with_the_keystream(name: str) -> None:
     """epsilon_lb <= claimed with secure draws, and most of the claim on the tight pairs (N = 5e4: the
     torch-generator audits reach these fractions at 2e5, see test_audit)."""

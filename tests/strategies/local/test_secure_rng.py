@@ -71,23 +71,10 @@ def test_node_noise_secret_is_from_the_os(monkeypatch: pytest.MonkeyPatch) -> No
 
 
 def _secure_run(tmp_path: object, name: str, **keys: object) -> dict:
-    import json
+    """test_scope's small synthetic run, two rounds, with secure-rng."""
+    from tests.fl.accounting.test_scope import _run
 
-    import simulations
-
-    cfg = {
-        "dataset": "synthetic",
-        "num-users": 60,
-        "synthetic-test-users": 20,
-        "synthetic-dim": 16,
-        "users-per-node": 30,
-        "num-server-rounds": 2,
-        "server-epochs": 1,
-        "secure-rng": True,
-        **keys,
-    }
-    result = simulations.run(cfg, out=tmp_path, run_name=name)
-    return json.loads((result.folder / "summary.json").read_text())
+    return _run(tmp_path, name, **{"num-server-rounds": 2, "secure-rng": True, **keys})  # type: ignore[arg-type]
 
 
 def test_a_secure_run_draws_its_noise_from_chacha20_and_says_so(tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:
