@@ -43,7 +43,7 @@ from flwr.clientapp.typing import ClientAppCallable
 from flwr.supercore.differential_privacy import KEY_CLIPPING_NORM
 from torch import nn
 
-from clients.node import node_cohort, noise_secret, public_model_predictions
+from clients.node import node_cohort, noise_secret, public_model_predictions, torch_state
 from fl import wire
 from fl.accounting.central import UNIFORM_WEIGHT_KEY
 from fl.cohort import Cohort
@@ -116,7 +116,7 @@ def global_model(
         with torch.random.fork_rng(devices=[]):  # the placeholder initialisation leaves the global generator alone
             _server_models[shape, device] = ServerModel(*shape).to(device)
     model = _server_models[shape, device]
-    model.load_state_dict(arrays.to_torch_state_dict())
+    model.load_state_dict(torch_state(arrays))  # copies into the module's own parameters
     model.zero_grad(set_to_none=True)
     return model
 
@@ -186,7 +186,7 @@ def global_encoder_model(
         _encoder_models[key] = build_encoder_classifier(
             cfg.encoder, head, matrix, device, tuning_part=cfg.central.central_tuning_part, seed=cfg.users.seed
         )
-    return load_trainable(_encoder_models[key], arrays.to_torch_state_dict())
+    return load_trainable(_encoder_models[key], torch_state(arrays))
 
 
 def requested_model(msg: Message, context: Context) -> ArrayRecord:

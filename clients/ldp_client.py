@@ -36,7 +36,7 @@ import numpy as np
 import torch
 from flwr.app import Array, ArrayRecord, Context, Message, MetricRecord, RecordDict
 
-from clients.node import node_cohort, public_model_predictions
+from clients.node import node_cohort, public_model_predictions, torch_state
 from fl import wire
 from fl.cohort import Cohort
 from fl.config import RunConfig
@@ -86,7 +86,7 @@ def _server_model(msg: Message, cfg: RunConfig, c: Cohort, key: str = wire.MODEL
     if key not in msg.content:
         return None
     model = empty_head(cfg.server.server_model, c.release_dim, c.encoder_dim, int(cfg.server.hidden_dim), c.num_classes)
-    model.load_state_dict(wire.array_record(msg.content, key).to_torch_state_dict())
+    model.load_state_dict(torch_state(wire.array_record(msg.content, key)))
     return model.eval()
 
 

@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 import torch
-from flwr.app import ConfigRecord, Context, Message, RecordDict
+from flwr.app import ArrayRecord, ConfigRecord, Context, Message, RecordDict
 
 from fl import config as config_mod
 from fl import wire
@@ -145,4 +145,10 @@ def public_model_predictions(content: RecordDict, x: np.ndarray | torch.Tensor) 
     """The public-only classes of the clean inputs ``x``: the public model the request ``content`` carries
     (``fl.wire.PUBLIC_MODEL``, the homogeneous logits matrix; ``KeyError`` when it carries none), applied by
     :func:`fl.maps.public_model.predict_affine`. Both modes' evaluate handlers score it so."""
-    return predict_affine(wire.array_record(content, wire.PUBLIC_MODEL)["matrix"].numpy(), x)
+    return predict_affine(wire.shared_numpy(wire.array_record(content, wire.PUBLIC_MODEL)["matrix"]), x)
+
+
+def torch_state(arrays: ArrayRecord) -> dict[str, torch.Tensor]:
+    """``arrays`` as tensors over the process's shared decoded arrays (``fl.wire.shared_numpy``): for
+    loading into a module only (``load_state_dict`` copies), never to write to."""
+    return {k: torch.from_numpy(wire.shared_numpy(a)) for k, a in arrays.items()}

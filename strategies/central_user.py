@@ -29,6 +29,7 @@ rounds released.
 from __future__ import annotations
 
 import logging
+import math
 import secrets
 import time
 from collections.abc import Iterable, Mapping
@@ -43,7 +44,7 @@ from torch import nn
 
 from fl import wire
 from fl.accounting.delta import delta_warning, population_delta
-from fl.accounting.user_level import sampling_rate, user_privacy_record
+from fl.accounting.user_level import account_ahead, sampling_rate, user_privacy_record
 from fl.config import RunConfig, as_run_config
 from fl.encoding.encoder import best_device
 from fl.encoding.public_tuning import part_learning_rate
@@ -126,6 +127,8 @@ class UserLevelDPFedAvg(Strategy):
             else torch.optim.SGD(groups, lr=lr)
         )
         self.map_matrix = map_matrix
+        rounds = int(cfg.server.num_server_rounds)
+        self.evaluate_every = int(cfg.central.evaluate_every) or math.ceil(rounds / 10)
         self.writer = writer
         self.records: list[dict[str, Any]] = []
         self.released = 0
@@ -152,6 +155,9 @@ class UserLevelDPFedAvg(Strategy):
         once per model version (one record shared by every request of the round)."""
         if self._sent is None:
             self._sent = ArrayRecord(trainable_state(self.model))
+            # Its content address now, once: the evaluate requests' copies (local-wire = "handoff") inherit
+            # it, so each node that keeps the model does not hash the same bytes again (requested_model).
+            _ = self._sent.object_id
         return self._sent
 
     # ------------------------------------------------------------------ checkpoints
@@ -166,10 +172,16 @@ class UserLevelDPFedAvg(Strategy):
         self.__dict__.update(state)
         self._sent, self._held = None, {}
 
+    def evaluates(self, server_round: int) -> bool:
+        """Whether round ``server_round`` scores the model (every ``evaluate-every`` rounds, and the last)."""
+        return server_round % self.evaluate_every == 0 or server_round >= int(self.cfg.server.num_server_rounds)
+
     def configure_train(
         self, server_round: int, arrays: ArrayRecord, config: ConfigRecord, grid: Grid
     ) -> Iterable[Message]:
         self._started = time.time()
+        # This round's account, computed while the nodes work (fl.accounting.user_level.account_ahead).
+        account_ahead(self.cfg.central, self.q, self.num_users, self.released + 1)
         self.timing = {}
         available = set(grid.get_node_ids())
         missing = [n for n in self.train_nodes if n not in available]
@@ -243,6 +255,8 @@ class UserLevelDPFedAvg(Strategy):
         self, server_round: int, arrays: ArrayRecord, config: ConfigRecord, grid: Grid
     ) -> Iterable[Message]:
         self._eval_started = time.time()
+        if not self.evaluates(server_round):
+            return []
         request = ConfigRecord({"server-round": server_round})
         public = (
             {}
@@ -254,6 +268,8 @@ class UserLevelDPFedAvg(Strategy):
 
     def aggregate_evaluate(self, server_round: int, replies: Iterable[Message]) -> MetricRecord | None:
         replies = list(replies)
+        if not self.evaluates(server_round):
+            return self._keep_record(server_round, None, None)
         self.timing["evaluate_round_trip"] = time.time() - self._eval_started
         outcome = split_replies(self.test_nodes, replies, self._grid)
         check_not_all_failed(outcome, "evaluate", server_round, float(self.cfg.simulation.fault_rate))
@@ -267,18 +283,26 @@ class UserLevelDPFedAvg(Strategy):
                 self._held.pop(node, None)
         s, conf = sum_confusions(outcome.ok, self.num_classes)
         public_only = sum_confusions(outcome.ok, self.num_classes, "public-confusion")[0]["accuracy"]
+        return self._keep_record(server_round, s, None if public_only != public_only else public_only, int(conf.sum()))
+
+    def _keep_record(
+        self, server_round: int, s: dict[str, Any] | None, public_only: float | None, test_users: int = 0
+    ) -> MetricRecord | None:
+        """Round ``server_round``'s record (scores ``s``, or none in a round not evaluated) with its account."""
         started = time.time()
         privacy = user_privacy_record(self.cfg.central, self.q, self.num_users, self.released)
         self.timing["accounting"] = time.time() - started
+        score = {"accuracy": None, "macro_f1": None} if s is None else s
         record: dict[str, Any] = {
             "round": server_round,
-            "accuracy": s["accuracy"],
-            "macro_f1": s["macro_f1"],
+            "accuracy": score["accuracy"],
+            "macro_f1": score["macro_f1"],
             # Central mode evaluates on noise-free test embeddings: the clean scores are the scores.
-            "clean_accuracy": s["accuracy"],
-            "clean_macro_f1": s["macro_f1"],
-            "public_only_accuracy": None if public_only != public_only else public_only,
-            "test_users": int(conf.sum()),
+            "clean_accuracy": score["accuracy"],
+            "clean_macro_f1": score["macro_f1"],
+            "public_only_accuracy": public_only,
+            "test_users": test_users,
+            "evaluated": s is not None,
             "mode": "central",
             "central_unit": "user",
             "ldp_guarantee_holds": False,
@@ -289,6 +313,8 @@ class UserLevelDPFedAvg(Strategy):
         }
         text = f"per-user epsilon {privacy['epsilon']:.4g} (delta {privacy['delta']:g}, {privacy['accountant']})"
         keep_round(self.records, self.writer, record, log, text)
+        if s is None:
+            return None
         return MetricRecord({"accuracy": record["accuracy"], "macro_f1": record["macro_f1"]})
 
     def summary(self) -> None:

@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import logging
 import math
+from concurrent.futures import Future, ThreadPoolExecutor
 from functools import lru_cache
 from typing import Any
 
@@ -149,6 +150,34 @@ def user_level_epsilon(noise_multiplier: float, sampling_rate: float, rounds: in
     }
 
 
+# One background thread computes the next round's account while the nodes work (the local backend runs
+# them on one core; the PLD composition is numpy and FFT work that releases the GIL): 7.7 s of a 60-round
+# run's server time before. The figures are user_level_epsilon's own, whichever thread computed them.
+_ahead: dict[tuple[float, float, int, float], Future[dict[str, Any]]] = {}
+_executor: ThreadPoolExecutor | None = None
+
+
+def account_ahead(central: CentralConfig, sampling_rate_: float, num_users: int, rounds: int) -> None:
+    """Start computing :func:`user_privacy_record`'s account after ``rounds`` rounds on a background thread
+    (the next call for it waits for that result instead of computing it again)."""
+    global _executor
+    key = _account_key(central, sampling_rate_, num_users, rounds)
+    if key in _ahead or rounds < 1:
+        return
+    if _executor is None:
+        _executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sanitas-accounting")
+    while len(_ahead) >= 16:  # results not asked for (a run that ended early)
+        del _ahead[next(iter(_ahead))]
+    _ahead[key] = _executor.submit(user_level_epsilon, *key)
+
+
+def _account_key(
+    central: CentralConfig, sampling_rate_: float, num_users: int, rounds: int
+) -> tuple[float, float, int, float]:
+    delta = delta_fields(float(central.central_delta), int(num_users), "user")["delta"]
+    return float(central.central_noise_multiplier), float(sampling_rate_), int(rounds), delta
+
+
 @lru_cache(maxsize=256)
 def noise_for_user_epsilon(target_epsilon: float, sampling_rate: float, rounds: int, delta: float) -> float:
     """A noise multiplier whose reported epsilon after ``rounds`` rounds is <= ``target_epsilon``, within
@@ -201,12 +230,9 @@ def sampling_rate(cohort_size: float, num_users: int) -> float:
 def user_privacy_record(central: CentralConfig, sampling_rate_: float, num_users: int, rounds: int) -> dict[str, Any]:
     """The ``privacy`` block of a user-level central round record (the figure is per user)."""
     delta = delta_fields(float(central.central_delta), int(num_users), "user")
-    acc = user_level_epsilon(
-        float(central.central_noise_multiplier),
-        float(sampling_rate_),
-        int(rounds),
-        delta["delta"],
-    )
+    key = _account_key(central, sampling_rate_, num_users, rounds)
+    ahead = _ahead.pop(key, None)
+    acc = ahead.result() if ahead is not None else user_level_epsilon(*key)
     return {
         "mode": "central",
         "central_unit": "user",

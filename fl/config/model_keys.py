@@ -128,6 +128,12 @@ class CentralConfig(Section):
         "public split's clean embeddings, the public data the local side fits on)",
         choices=("seeded", "public"),
     )
+    evaluate_every: int = key(
+        0,
+        "user unit: score the global model on the test users every this many rounds and after the last "
+        "(0 = about ten times a run: every ceil(num-server-rounds / 10) rounds); each round's privacy record is "
+        "written either way",
+    )
     central_tuning_part: str = key(
         "lora",
         'central-train = "encoder": "lora" adapters or the "top" tuning-layers layers',
@@ -138,6 +144,8 @@ class CentralConfig(Section):
         """Epochs >= 1, central-delta in [0, 1), and the noise, clipping, cohort and step sizes > 0 and finite."""
         super().check()
         at_least(self, 1, "local-epochs")
+        if self.evaluate_every < 0:
+            raise ConfigError(f"evaluate-every must be >= 0 (0 = about ten times a run), got {self.evaluate_every}")
         if not 0.0 <= self.central_delta < 1.0:
             raise ConfigError(
                 f"central-delta must lie in [0, 1) (0 = 1 / (10 N), at most 1e-5), got {self.central_delta}"

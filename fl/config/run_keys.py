@@ -22,6 +22,12 @@ class SimulationConfig(Section):
         '"local" = in this process; "ray" = Flower\'s Ray backend; "auto" = ray when ray-address is set',
         choices=("auto", "local", "ray"),
     )
+    local_wire: str = key(
+        "handoff",
+        'how messages cross on the local backend: "handoff" = new records over the same array bytes, nothing '
+        'serialised (no process boundary); "bytes" = Flower\'s wire bytes, deflated and inflated',
+        choices=("handoff", "bytes"),
+    )
     node_cpus: float = key(1.0, "CPUs Ray reserves for each simulated node (fractions allowed)")
     node_gpus: float = key(-1.0, "GPUs per simulated node; -1 = auto: 0.25 when the run uses CUDA, else 0")
     ray_address: str = key("", '"" = start a local Ray instance; "auto" or "host:port" = attach to a running cluster')

@@ -188,8 +188,9 @@ class RunWriter:
         ):
             if key == "clean_accuracy" and test_label != "sanitized test":
                 continue
-            values = [r.get(key) for r in self.rounds]
-            ax.plot(rounds, [math.nan if v is None else v for v in values], style, label=label)
+            # the rounds evaluated (a central run scores every evaluate-every rounds)
+            scored = [(int(r["round"]), float(r[key])) for r in self.rounds if r.get(key) is not None]
+            ax.plot([x for x, _ in scored], [v for _, v in scored], style, label=label)
         guess = next((r["random_guess_f1"] for r in reversed(self.rounds) if r.get("random_guess_f1")), None)
         if guess is not None:
             ax.axhline(guess, color="grey", ls=":", lw=1, label=f"random guess ({guess:.3f})")
@@ -274,6 +275,9 @@ def keep_round(
     records.append(record)
     if writer is not None:
         writer.append_round(record)
+    if record["accuracy"] is None:  # a round not evaluated (evaluate-every)
+        logger.info("round %d: not evaluated, %s", record["round"], privacy)
+        return
     logger.info(
         "round %d: accuracy %.4f, macro-F1 %.4f, %s", record["round"], record["accuracy"], record["macro_f1"], privacy
     )

@@ -239,7 +239,13 @@ def _start(server_app: Any, client_app: Any, first: _Prepared, verbose: bool) ->
 
         PHASES.mark("backend start")
         try:
-            run_local(server_app, client_app, first.nodes, node_threads=max(1, int(first.cfg["node-cpus"])))
+            run_local(
+                server_app,
+                client_app,
+                first.nodes,
+                node_threads=max(1, int(first.cfg["node-cpus"])),
+                wire_mode=str(first.cfg["local-wire"]),
+            )
         except Exception as err:  # noqa: BLE001 - reported below from status.json, as on Ray
             import traceback
 

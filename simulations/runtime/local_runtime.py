@@ -2,11 +2,22 @@
 on Ray or on real devices, run in this process.
 
 :class:`LocalGrid` is a ``flwr.serverapp.Grid``: the ServerApp sends and receives through it
-exactly as through Flower's simulation or deployment grids. Each message crosses a wire:
-it is deflated into Flower's inflatable objects (the bytes the Deployment Runtime pushes to a
-SuperLink, ``flwr.supercore.inflatable``) and inflated again on the other side, request and
-reply alike, so a node only ever sees what bytes carried and the server never holds a
-reference into a node's objects (or the reverse). Each simulated node has Flower simulation's
+exactly as through Flower's simulation or deployment grids. How a message reaches the other
+end (``local-wire``), request and reply alike:
+
+* ``"handoff"`` (the default): no process boundary is crossed, so nothing is serialised. The other
+  end gets a new ``Message`` with new records whose ``Array`` objects are new too but share the
+  sender's immutable array bytes (:func:`handoff`). Neither end holds a reference into the
+  other's records, so a change to one is never seen by the other; the model a round sends to
+  every node is stored once, and decoded once per process (``fl.wire.torch_state``). The byte
+  counts are the records' payload (Flower's ``count_bytes``: the arrays' bytes and the records'
+  values), without Flower's object headers.
+* ``"bytes"``: each message is deflated into Flower's inflatable objects (the bytes the
+  Deployment Runtime pushes to a SuperLink, ``flwr.supercore.inflatable``) and inflated again on
+  the other side (:func:`wire`), so a node only ever sees what bytes carried; the byte counts are
+  those bytes.
+
+Each simulated node has Flower simulation's
 node config (``partition-id``, ``num-partitions``) and its own ``Context`` whose ``state``
 persists across the run, as the simulation engine keeps it.
 
@@ -26,6 +37,7 @@ only backend is ``RayBackend``); start-up is an import, not a cluster.
 
 from __future__ import annotations
 
+import copy
 import logging
 import os
 import secrets
@@ -37,7 +49,7 @@ from typing import Any, cast
 from uuid import uuid4
 
 import torch
-from flwr.app import Context, Error, Message, RecordDict
+from flwr.app import Array, ArrayRecord, ConfigRecord, Context, Error, Message, MetricRecord, RecordDict
 from flwr.clientapp import ClientApp
 from flwr.common.constant import ErrorCode
 from flwr.serverapp import Grid, ServerApp
@@ -51,6 +63,7 @@ from clients import node_state
 log = logging.getLogger(__name__)
 
 SERVER_NODE_ID = 1  # flwr.common.constant.SUPERLINK_NODE_ID: the source of every request
+WIRE_MODES = ("handoff", "bytes")  # local-wire (see the module docstring)
 
 
 def deflate(message: Message, deflated: dict[str, bytes] | None = None) -> dict[str, bytes]:
@@ -88,18 +101,53 @@ def wire(message: Message, deflated: dict[str, bytes] | None = None) -> tuple[Me
     return copy, sum(len(b) for b in contents.values())
 
 
+def _copy_array(array: Array) -> Array:
+    """A new ``Array`` over the same bytes (``bytes`` are immutable): its own attributes, so setting
+    one on either copy leaves the other alone; its cached object id and chunks come along."""
+    copy = Array.__new__(Array)
+    copy.__dict__.update(array.__dict__)
+    return copy
+
+
+def _copy_record(record: Any) -> Any:
+    if isinstance(record, ArrayRecord):
+        out = ArrayRecord()
+        for key, array in record.items():
+            out[key] = _copy_array(array)
+        return out
+    values = {k: list(v) if isinstance(v, list) else v for k, v in record.items()}
+    return ConfigRecord(values) if isinstance(record, ConfigRecord) else MetricRecord(values)
+
+
+def handoff(message: Message) -> tuple[Message, int]:
+    """``message`` as the other end of this process receives it without serialisation: a new
+    ``Message``, metadata and records (lists copied; every ``Array`` a new object over the same
+    immutable bytes), and its payload bytes (the records' ``count_bytes``)."""
+    metadata = copy.copy(message.metadata)
+    if message.has_error():
+        return Message(error=copy.copy(message.error), metadata=metadata), 0
+    content = RecordDict()
+    size = 0
+    for name, record in message.content.items():
+        content[name] = _copy_record(record)
+        size += len(name) + record.count_bytes()
+    return Message(content=content, metadata=metadata), size
+
+
 @dataclass
 class WireStats:
     """What crossed the wire and how long the nodes worked (for the run's timing breakdown)."""
 
+    mode: str = "handoff"  # local-wire: "handoff" (payload bytes, nothing serialised) or "bytes"
     messages: int = 0
     bytes_sent: int = 0  # server -> nodes
     bytes_received: int = 0  # nodes -> server
-    serialise_seconds: float = 0.0
+    serialise_seconds: float = 0.0  # "handoff": the copies and the byte counts
     node_seconds: dict[str, float] = field(default_factory=dict)  # by message type
 
     def to_dict(self) -> dict[str, float | int]:
         return {
+            "mode": self.mode,
             "messages": self.messages,
             "bytes_sent": self.bytes_sent,
             "bytes_received": self.bytes_received,
@@ -111,7 +159,8 @@ class WireStats:
 class LocalGrid(Grid):
     """A Grid whose ``num_nodes`` nodes run ``client_app`` in this process (see the module docstring).
 
-    ``run_config`` is every node's ``context.run_config``; node ids are random 63-bit integers,
+    ``run_config`` is every node's ``context.run_config``; ``wire_mode`` is how messages cross
+    (``"handoff"`` or ``"bytes"``, see the module docstring); node ids are random 63-bit integers,
     as Flower's link state draws them, so nothing may depend on their values. Node ``k``'s node
     config is ``partition-id = k``, ``num-partitions = num_nodes`` and ``node_configs[k]`` (e.g. a
     ``data-path``, as ``flower-supernode --node-config`` gives it).
@@ -125,7 +174,10 @@ class LocalGrid(Grid):
         run_id: int | None = None,
         node_threads: int = 1,
         node_configs: Sequence[Mapping[str, Any]] | None = None,
+        wire_mode: str = "handoff",
     ) -> None:
+        if wire_mode not in WIRE_MODES:
+            raise ValueError(f"local-wire must be one of {WIRE_MODES}, got {wire_mode!r}")
         if num_nodes < 1:
             raise ValueError(f"a federation needs at least one node, got {num_nodes}")
         if node_configs is not None and len(node_configs) != num_nodes:
@@ -153,7 +205,8 @@ class LocalGrid(Grid):
             for partition, node_id in enumerate(sorted(ids))
         }
         self._replies: dict[str, Message] = {}
-        self.stats = WireStats()
+        self.wire_mode = wire_mode
+        self.stats = WireStats(mode=wire_mode)
         self.node_threads = max(1, int(node_threads))
 
     # ------------------------------------------------------------------ the Grid interface
@@ -179,7 +232,8 @@ class LocalGrid(Grid):
             reply, _ = self._deliver(message, contents)
             self._replies[message.metadata.message_id] = reply
             ids.append(message.metadata.message_id)
-        os.sync()  # the nodes' state snapshots (clients.node_state), before the server sees a reply
+        if ids:
+            os.sync()  # the nodes' state snapshots (clients.node_state), before the server sees a reply
         return ids
 
     def pull_messages(self, message_ids: Iterable[str]) -> Iterable[Message]:
@@ -189,22 +243,25 @@ class LocalGrid(Grid):
         """Deliver every message; return the replies whose node answered within ``timeout`` seconds
         of its own work (the nodes of a round count as concurrent)."""
         replies = []
-        for message, contents in self._send(messages):
+        sent = self._send(messages)
+        for message, contents in sent:
             reply, seconds = self._deliver(message, contents)
             if timeout is not None and seconds > timeout:
                 node = message.metadata.dst_node_id
                 log.info("node %d replied after %.1f s, past the timeout (%.1f s): lost", node, seconds, timeout)
                 continue
             replies.append(reply)
-        os.sync()  # the nodes' state snapshots (clients.node_state), before the server sees a reply
+        if sent:
+            os.sync()  # the nodes' state snapshots (clients.node_state), before the server sees a reply
         return replies
 
     # ------------------------------------------------------------------ delivery
-    def _send(self, messages: Iterable[Message]) -> list[tuple[Message, dict[str, bytes]]]:
-        """Address and deflate a batch of requests as Flower's grid pushes one (object ids computed
-        once, within ``no_object_id_recompute``; objects shared by the requests deflated once)."""
+    def _send(self, messages: Iterable[Message]) -> list[tuple[Message, dict[str, bytes] | None]]:
+        """Address a batch of requests; with ``local-wire = "bytes"`` deflate them as Flower's grid
+        pushes one (object ids computed once, within ``no_object_id_recompute``; objects shared by
+        the requests deflated once)."""
         started = time.perf_counter()
-        out = []
+        out: list[tuple[Message, dict[str, bytes] | None]] = []
         deflated: dict[str, bytes] = {}
         with no_object_id_recompute():
             for message in messages:
@@ -214,19 +271,35 @@ class LocalGrid(Grid):
                 md["_message_id"] = md["_message_id"] or str(uuid4())
                 md["_run_id"] = self._run.run_id
                 md["_src_node_id"] = SERVER_NODE_ID
-                contents = deflate(message, deflated)
-                self.stats.bytes_sent += sum(len(b) for b in contents.values())
-                out.append((message, contents))
+                if self.wire_mode == "bytes":
+                    contents = deflate(message, deflated)
+                    self.stats.bytes_sent += sum(len(b) for b in contents.values())
+                    out.append((message, contents))
+                else:
+                    out.append((message, None))
         self.stats.serialise_seconds += time.perf_counter() - started
         return out
 
-    def _deliver(self, message: Message, contents: dict[str, bytes]) -> tuple[Message, float]:
-        """Inflate ``message`` from its bytes at its node, run the ClientApp, bring the reply back
-        over the wire; returns the reply and the node's own seconds."""
+    def _receive(self, message: Message, contents: dict[str, bytes] | None) -> Message:
+        """The node's copy of a request: inflated from its bytes, or handed off (counting its bytes)."""
+        if contents is not None:
+            with no_object_id_recompute():
+                return inflate(message, contents)
+        received, size = handoff(message)
+        self.stats.bytes_sent += size
+        return received
+
+    def _reply(self, reply: Message) -> tuple[Message, int]:
+        if self.wire_mode == "bytes":
+            return wire(reply)
+        return handoff(reply)
+
+    def _deliver(self, message: Message, contents: dict[str, bytes] | None) -> tuple[Message, float]:
+        """Give ``message`` to its node (from its bytes, or handed off), run the ClientApp, bring the
+        reply back the same way; returns the reply and the node's own seconds."""
         node_id = message.metadata.dst_node_id
         t0 = time.perf_counter()
-        with no_object_id_recompute():
-            received = inflate(message, contents)
+        received = self._receive(message, contents)
         received.metadata.__dict__["_delivered_at"] = str(time.time())
         t1 = time.perf_counter()
         context = self.contexts[node_id]
@@ -243,7 +316,7 @@ class LocalGrid(Grid):
             torch.set_num_threads(server_threads)
         t2 = time.perf_counter()
         reply.metadata.__dict__["_message_id"] = str(uuid4())
-        back, received_bytes = wire(reply)
+        back, received_bytes = self._reply(reply)
         t3 = time.perf_counter()
         kind = message.metadata.message_type.split(".")[0]
         self.stats.messages += 1
@@ -261,11 +334,14 @@ def run_local(
     on_grid: Callable[[LocalGrid], None] | None = None,
     node_threads: int = 1,
     node_configs: Sequence[Mapping[str, Any]] | None = None,
+    wire_mode: str = "handoff",
 ) -> LocalGrid:
     """Run ``server_app`` to completion on a :class:`LocalGrid` of ``num_nodes`` nodes running
-    ``client_app`` with ``node_threads`` torch threads each (and ``node_configs``, see the grid);
-    returns the grid (its ``stats``). Exceptions of the ServerApp propagate."""
-    grid = LocalGrid(client_app, num_nodes, run_config, node_threads=node_threads, node_configs=node_configs)
+    ``client_app`` with ``node_threads`` torch threads each (and ``node_configs``, ``wire_mode``,
+    see the grid); returns the grid (its ``stats``). Exceptions of the ServerApp propagate."""
+    grid = LocalGrid(
+        client_app, num_nodes, run_config, node_threads=node_threads, node_configs=node_configs, wire_mode=wire_mode
+    )
     # The identity Message() reads for the sender of new messages (as Flower's run_simulation sets it).
     TaskIdentity.task_id = 1
     TaskIdentity.run_id = grid.run.run_id

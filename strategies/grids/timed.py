@@ -21,6 +21,7 @@ class TimedGrid(GridWrapper):
 
     def send_and_receive(self, messages: Iterable[Message], timeout: float | None = None) -> Iterable[Message]:
         messages = list(messages)
-        kind = messages[0].metadata.message_type.split(".")[0] if messages else "none"
-        with PHASES.measure(f"round trip {kind}"):
+        if not messages:  # a round that sends nothing (a central round not evaluated)
+            return list(self._grid.send_and_receive(messages, timeout=timeout))
+        with PHASES.measure(f"round trip {messages[0].metadata.message_type.split('.')[0]}"):
             return list(self._grid.send_and_receive(messages, timeout=timeout))

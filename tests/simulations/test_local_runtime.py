@@ -1,5 +1,6 @@
-"""The in-process backend's grid: messages cross as Flower's wire bytes, nodes keep their own state,
-a failing node answers with Flower's error reply, and a slow node's reply is lost on its own."""
+"""The in-process backend's grid: messages cross handed off (new records over the same immutable bytes) or as
+Flower's wire bytes, nodes keep their own state, a failing node answers with Flower's error reply, and a slow
+node's reply is lost on its own."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from flwr.app import Array, ArrayRecord, ConfigRecord, Context, Message, RecordD
 from flwr.clientapp import ClientApp
 from flwr.serverapp import ServerApp
 
-from simulations.runtime.local_runtime import LocalGrid, run_local, wire
+from simulations.runtime.local_runtime import LocalGrid, handoff, run_local, wire
 
 
 def _app() -> ClientApp:
@@ -91,3 +92,63 @@ def test_run_local_runs_a_server_app_to_completion() -> None:
 
     grid = run_local(server, _app(), num_nodes=4)
     assert sorted(seen) == [0, 1, 2, 3] and grid.stats.messages == 4
+
+
+def test_a_handed_off_message_shares_only_immutable_bytes() -> None:
+    """local-wire = "handoff": the copy has its own message, records and Arrays (over the same bytes);
+    changing either side's records leaves the other's alone, and the payload bytes are counted."""
+    _identity()
+    original = _request(5, note="x")
+    original.metadata.__dict__["_message_id"] = "m-2"
+    copy, size = handoff(original)
+    assert copy is not original and copy.metadata is not original.metadata and copy.metadata.message_id == "m-2"
+    assert copy.content is not original.content and copy.content["arrays"] is not original.content["arrays"]
+    assert copy.content["arrays"]["x"] is not original.content["arrays"]["x"]
+    assert copy.content["arrays"]["x"].data is original.content["arrays"]["x"].data  # bytes shared, not copied
+    assert size == sum(len(k) + r.count_bytes() for k, r in original.content.items()) and size > 4 * 8
+    copy.content["arrays"]["x"] = Array(np.zeros(4))  # the receiver changes its records
+    copy.content["config"]["note"] = "y"
+    assert np.array_equal(original.content["arrays"]["x"].numpy(), np.arange(4.0))
+    assert original.content["config"]["note"] == "x"
+    other, _ = handoff(original)
+    original.content["arrays"]["x"].data = Array(np.ones(4)).data  # the sender changes an Array afterwards
+    assert np.array_equal(other.content["arrays"]["x"].numpy(), np.arange(4.0))
+
+
+def test_both_wires_give_the_same_replies_and_count_alike() -> None:
+    """The handoff and the byte wire deliver the same content; the handoff's byte count is the payload,
+    within Flower's object headers of the wire's."""
+    _identity()
+    grids = {mode: LocalGrid(_app(), num_nodes=3, wire_mode=mode) for mode in ("handoff", "bytes")}
+    out = {}
+    for mode, grid in grids.items():
+        replies = list(grid.send_and_receive([_request(n) for n in grid.get_node_ids()]))
+        out[mode] = sorted(
+            (int(r.content["reply"]["partition"]), r.content["arrays"]["x"].numpy().tolist()) for r in replies
+        )
+        assert grid.stats.to_dict()["mode"] == mode
+    assert out["handoff"] == out["bytes"]
+    handoff_bytes, wire_bytes = grids["handoff"].stats.bytes_sent, grids["bytes"].stats.bytes_sent
+    assert 0 < handoff_bytes <= wire_bytes
+
+
+def test_an_error_reply_is_handed_off_too() -> None:
+    _identity()
+    grid = LocalGrid(_app(), num_nodes=1)
+    (node,) = grid.get_node_ids()
+    (reply,) = grid.send_and_receive([_request(node, fail=True)])
+    assert reply.has_error() and "boom" in reply.error.reason
+
+
+def test_a_process_decodes_shared_bytes_once() -> None:
+    """fl.wire.shared_numpy: the handoff's copies of one Array decode to one ndarray; other bytes apart."""
+    from fl import wire as schema
+
+    _identity()
+    original = _request(3)
+    a, _ = handoff(original)
+    b, _ = handoff(original)
+    x_a, x_b = (schema.shared_numpy(m.content["arrays"]["x"]) for m in (a, b))
+    assert x_a is x_b and np.array_equal(x_a, np.arange(4.0))
+    other = schema.shared_numpy(Array(np.arange(4.0)))
+    assert other is not x_a and np.array_equal(other, x_a)
