@@ -12,7 +12,9 @@ Each case is a real ``sanitas run`` (a fresh process, as a user types it) on the
 * ``full-sst2``: the same recipe on the whole training split (``train-size = 0``: 50,549
   private users on 102 nodes, 3 rounds);
 * ``user-central``: ``simulations/experiments/sst2_user_central.toml`` (full SST-2,
-  user-level DP-FedAvg), at 60 rounds;
+  user-level DP-FedAvg), at 60 rounds; ``user-central-30`` at 30; ``user-central-bytes`` at 60 with
+  ``local-wire = "bytes"`` and ``evaluate-every = 1`` (every message serialised, each node alone, every
+  round evaluated: the round as it was before the handoff);
 * ``lora-central``: the LoRA + head central run of ``docs/results/encoder-compare-sst2`` (seed 1, 50
   rounds, per-user epsilon 2); ``lora-central-2cpu`` the same with ``node-cpus = 2`` (the local
   backend runs one node at a time, so a node may use both cores).
@@ -62,6 +64,13 @@ CASES: dict[str, tuple[str, list[str]]] = {
     "quickstart": ("simulations/experiments/sst2_class_rr_4000.toml", []),
     "full-sst2": ("simulations/experiments/sst2_class_rr_4000.toml", ["train-size=0"]),
     "user-central": ("simulations/experiments/sst2_user_central.toml", ["num-server-rounds=60"]),
+    # the "30-round user-level central run of the head on SST-2 with 67,000 users"
+    "user-central-30": ("simulations/experiments/sst2_user_central.toml", ["num-server-rounds=30"]),
+    # the same 60 rounds with every message deflated and inflated and each node alone (the wire before the handoff)
+    "user-central-bytes": (
+        "simulations/experiments/sst2_user_central.toml",
+        ["num-server-rounds=60", 'local-wire="bytes"', "evaluate-every=1"],
+    ),
     # The encoder-compare grid's LoRA + head central run (seed 1, per-user epsilon 2 at 50 rounds).
     "lora-central": ("simulations/experiments/sst2_encoder.toml", LORA),
     "lora-central-2cpu": ("simulations/experiments/sst2_encoder.toml", [*LORA, "node-cpus=2"]),

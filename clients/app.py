@@ -11,16 +11,17 @@ train and evaluate requests fail as scheduled (``clients.faults``).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-from flwr.app import Context, Message
+from flwr.app import Context, Message, MessageType
 from flwr.clientapp import ClientApp
 
+from clients import node_state
 from clients.central_client import central_clipping_mod
 from clients.faults import with_faults
 from clients.modes import node_mode
-from clients.node import handle_query, resolve_once, with_published_encoder
+from clients.node import handle_query, node_partition, resolve_once, with_published_encoder
 from fl.config import RunConfig
 
 
@@ -45,6 +46,29 @@ def make_client_app(overrides: Mapping[str, Any] | None = None) -> ClientApp:
         cfg = resolved(context, msg)
         return with_faults(node_mode(cfg).evaluate, "evaluate")(msg, context, cfg)
 
+    def batch_handler(message_type: str, msgs: Sequence[Message], contexts: Sequence[Context]) -> list[Message] | None:
+        """Several nodes' requests of one type at once, for a backend that runs them in one process
+        (``simulations.runtime.local_runtime``): their replies, or ``None`` where the mode has no batch
+        for them or faults are injected (then the backend gives each node its own request)."""
+        cfg = resolved(contexts[0], msgs[0])
+        mode = node_mode(cfg)
+        if (
+            message_type.split(".")[0] != MessageType.TRAIN
+            or mode.train_batch is None
+            or cfg.simulation.fault_rate > 0
+            or any(resolved(ctx, m) is not cfg for m, ctx in zip(msgs, contexts, strict=True))
+        ):
+            return None
+        partitions = [node_partition(ctx)[0] for ctx in contexts]
+        for msg, ctx, pid in zip(msgs, contexts, partitions, strict=True):
+            node_state.restore(msg, ctx, cfg, pid)  # a resumed run: each node's state at the checkpoint
+        replies = mode.train_batch(msgs, contexts, cfg)
+        if replies is not None:
+            for msg, ctx, pid in zip(msgs, contexts, partitions, strict=True):
+                node_state.save(msg, ctx, cfg, pid, "train")
+        return replies
+
+    app.batch_handler = batch_handler  # type: ignore[attr-defined]  # read by the local backend
     return app
 
 

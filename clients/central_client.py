@@ -32,12 +32,12 @@ covered by the DP guarantee, as in local mode).
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from functools import lru_cache
 from typing import Any
 
 import torch
-from flwr.app import Array, ArrayRecord, Context, Message, MessageType, MetricRecord, RecordDict
+from flwr.app import ArrayRecord, Context, Message, MessageType, MetricRecord, RecordDict
 from flwr.clientapp.mod import fixedclipping_mod
 from flwr.clientapp.typing import ClientAppCallable
 from flwr.supercore.differential_privacy import KEY_CLIPPING_NORM
@@ -61,7 +61,7 @@ from fl.training.encoder import (
     load_trainable,
     lower_states,
 )
-from fl.training.user_updates import clipped_update_sum, pad_by_user, poisson_sample
+from fl.training.user_updates import clipped_update_sum, one_step_sums_by_group, pad_by_user, poisson_sample
 
 
 def _cohort(context: Context, cfg: RunConfig) -> Cohort:
@@ -250,8 +250,64 @@ def handle_user_train(msg: Message, context: Context, cfg: RunConfig) -> Message
         total, _ = clipped_update_sum(model, xs, ys, mask, steps=steps, lr=lr, clip=clip)
     else:  # nobody sampled here: the sum is zero (the reply looks the same)
         total = {k: torch.zeros_like(v) for k, v in model.named_parameters() if v.requires_grad}
-    arrays = ArrayRecord({k: Array(v.detach().to("cpu", torch.float32).numpy()) for k, v in total.items()})
+    arrays = ArrayRecord({k: wire.to_array(v.detach().to("cpu", torch.float32).numpy()) for k, v in total.items()})
     return Message(content=RecordDict({wire.UPDATE_SUM: arrays}), reply_to=msg)
+
+
+def handle_user_train_batch(
+    msgs: Sequence[Message], contexts: Sequence[Context], cfg: RunConfig
+) -> list[Message] | None:
+    """:func:`handle_user_train` for several nodes of this process at once (the local backend's handoff),
+    or ``None`` where the batch does not apply (the encoder, several SGD steps, requests for different
+    models or rounds): the caller then gives each node its request.
+
+    Each node samples its own users from its own secret and replies with the sum over its own sampled
+    users only, as alone; what is shared is the work: one forward and one backward pass over every
+    node's sampled users (``fl.training.user_updates.one_step_sums_by_group``) instead of one per
+    node. The sums may differ from the one-node path in their last bits (another reduction order)."""
+    if cfg.central.central_train == "encoder" or int(cfg.central.local_epochs) != 1:
+        return None
+    requests = [wire.config_record(m.content, wire.CONFIG) for m in msgs]
+    rounds = {(wire.read_int(r, "server-round"), wire.read_float(r, "sampling-rate")) for r in requests}
+    if len(rounds) != 1:
+        return None
+    ((server_round, q),) = rounds
+    arrays = [requested_model(m, ctx) for m, ctx in zip(msgs, contexts, strict=True)]
+    if len({a.object_id for a in arrays}) != 1:
+        return None
+    cohorts = [_cohort(ctx, cfg) for ctx in contexts]
+    device = torch.device(best_device(cfg.server.device))
+    model = global_model(msgs[0], cfg.server, cohorts[0], arrays[0], str(device))
+    xs, ys, owners, bounds = [], [], [], [0]
+    for msg, ctx, c in zip(msgs, contexts, cohorts, strict=True):
+        chosen = sampled_users(ctx, cfg, c, server_round, q)
+        doc_user = torch.from_numpy(c.train_doc_user)
+        keep = torch.isin(doc_user, chosen)
+        xs.append(central_features(cfg, c, c.train_emb[keep], input_matrix(msg, cfg.release, c)))
+        ys.append(c.train_y[keep])
+        owners.append(torch.searchsorted(chosen, doc_user[keep]) + bounds[-1])  # users numbered across nodes
+        bounds.append(bounds[-1] + int(chosen.numel()))
+    if bounds[-1] == 0:  # nobody sampled on any node
+        sums = [{k: torch.zeros_like(v) for k, v in model.named_parameters() if v.requires_grad} for _ in msgs]
+    else:
+        x, y, mask = pad_by_user(
+            torch.cat(xs).to(device), torch.cat(ys).to(device), torch.cat(owners).to(device), bounds[-1]
+        )
+        lr, clip = float(cfg.central.client_learning_rate), float(cfg.central.central_clip)
+        sums, _ = one_step_sums_by_group(model, x, y, mask, lr=lr, clip=clip, bounds=bounds)
+    return [
+        Message(
+            content=RecordDict(
+                {
+                    wire.UPDATE_SUM: ArrayRecord(
+                        {k: wire.to_array(v.detach().to("cpu", torch.float32).numpy()) for k, v in total.items()}
+                    )
+                }
+            ),
+            reply_to=msg,
+        )
+        for msg, total in zip(msgs, sums, strict=True)
+    ]
 
 
 def handle_central_evaluate(msg: Message, context: Context, cfg: RunConfig) -> Message:

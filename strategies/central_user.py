@@ -226,7 +226,7 @@ class UserLevelDPFedAvg(Strategy):
                 self._held.pop(node, None)
         trainable = [(k, p) for k, p in self.model.named_parameters() if p.requires_grad]
         names = [k for k, _ in trainable]
-        total = {k: torch.zeros(p.shape, dtype=torch.float64) for k, p in trainable}
+        sums = {k: np.zeros(tuple(p.shape), dtype=np.float64) for k, p in trainable}
         for node in self.train_nodes:  # a fixed order: the same float sum whatever the arrival order
             if node not in by_node:
                 continue
@@ -234,7 +234,9 @@ class UserLevelDPFedAvg(Strategy):
             if sorted(record.keys()) != sorted(names):
                 raise RuntimeError(f"a node's update sum has arrays {sorted(record.keys())}, expected {names}")
             for k in names:
-                total[k] += torch.from_numpy(np.asarray(record[k].numpy(), dtype=np.float64))
+                # float64 += float32 read in place from the reply's bytes (exact widening; no array-sized copy)
+                np.add(sums[k], wire.from_array(record[k]), out=sums[k])
+        total = {k: torch.from_numpy(v) for k, v in sums.items()}
         gen = (
             SecureGenerator()
             if self.cfg.release.secure_rng

@@ -5,12 +5,21 @@ node-level central DP with its local training (``clients.central_client``). A ne
 
 from __future__ import annotations
 
-from clients.central_client import handle_central_evaluate, handle_central_train, handle_user_train
+from clients.central_client import (
+    handle_central_evaluate,
+    handle_central_train,
+    handle_user_train,
+    handle_user_train_batch,
+)
 from clients.ldp_client import handle_evaluate, handle_train
 from clients.modes.base import NODE_MODES, NodeMode, node_mode, register
 
 register(NodeMode("local", train=handle_train, evaluate=handle_evaluate))
-register(NodeMode("central/user", train=handle_user_train, evaluate=handle_central_evaluate))
+register(
+    NodeMode(
+        "central/user", train=handle_user_train, evaluate=handle_central_evaluate, train_batch=handle_user_train_batch
+    )
+)
 register(NodeMode("central/node", train=handle_central_train, evaluate=handle_central_evaluate))
 
 __all__ = ["NODE_MODES", "NodeMode", "node_mode", "register"]

@@ -4,7 +4,7 @@ Queries are the same in every mode (``clients.node``)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from flwr.app import Context, Message
@@ -13,6 +13,9 @@ from fl.config import RunConfig, mode_name
 
 #: A node's handler of one message type: the request, the node's context, the resolved run config.
 Handler = Callable[[Message, Context, RunConfig], Message]
+#: The same for several nodes of one process at once (their requests and contexts, in order): their replies,
+#: or None where the batch does not apply (then each node answers its own request).
+BatchHandler = Callable[[Sequence[Message], Sequence[Context], RunConfig], "list[Message] | None"]
 
 
 @dataclass(frozen=True)
@@ -22,6 +25,7 @@ class NodeMode:
     name: str
     train: Handler
     evaluate: Handler
+    train_batch: BatchHandler | None = None  # train requests of several nodes of one process, as one batch
 
 
 #: The registered node sides by mode name, in registration order.

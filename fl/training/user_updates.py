@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 import torch
@@ -148,6 +149,31 @@ def _trainable_in_linear(model: nn.Module) -> bool:
     return all(id(p) in owned for p in model.parameters() if p.requires_grad)
 
 
+def one_step_sums_by_group(
+    model: nn.Module,
+    x: torch.Tensor,
+    y: torch.Tensor,
+    mask: torch.Tensor,
+    lr: float,
+    clip: float,
+    bounds: list[int],
+) -> tuple[list[dict[str, torch.Tensor]], torch.Tensor]:
+    """:func:`clipped_update_sum` for one SGD step of a model whose trainable parameters are all in
+    ``nn.Linear`` layers, summed apart over consecutive groups of users: group g is users
+    ``bounds[g]:bounds[g + 1]`` of ``x`` [U, D, m] / ``y`` / ``mask`` (:func:`pad_by_user`). Each user's
+    update and clipping are its own, whichever group it is in; a group's sum holds its users only.
+
+    The nodes of one process compute a round as one batch this way (``clients.central_client``): one
+    forward and one backward pass for all their sampled users, then one product per node and layer."""
+    if not (clip > 0 and lr > 0):
+        raise ValueError(f"need clip > 0 and lr > 0, got {clip}, {lr}")
+    if not _trainable_in_linear(model):
+        raise ValueError("grouped one-step sums need a model whose trainable parameters are nn.Linear layers")
+    if bounds[0] != 0 or bounds[-1] != y.shape[0] or any(a > b for a, b in zip(bounds, bounds[1:], strict=False)):
+        raise ValueError(f"group bounds must rise from 0 to the {y.shape[0]} users, got {bounds}")
+    return _one_step_clipped_sum(model, (x,), y, mask, lr, clip, bounds)
+
+
 def _one_step_clipped_sum(
     model: nn.Module,
     x: tuple[torch.Tensor, ...],
@@ -155,7 +181,8 @@ def _one_step_clipped_sum(
     mask: torch.Tensor,
     lr: float,
     clip: float,
-) -> tuple[dict[str, torch.Tensor], torch.Tensor]:
+    bounds: list[int] | None = None,
+) -> Any:
     """:func:`clipped_update_sum` for one SGD step of a model whose trainable parameters are all in
     ``nn.Linear`` layers, without materialising one gradient per user (the "ghost norm" identity of
     Goodfellow 2015 and Li et al. 2022, "Large Language Models Can Be Strong Differentially Private
@@ -212,16 +239,24 @@ def _one_step_clipped_sum(
     norms = lr * sq.clamp_min(0).sqrt()  # the update is -lr * G_u
     scale = torch.clamp(clip / norms.clamp_min(1e-12), max=1.0)
     names = {id(p): k for k, p in model.named_parameters() if p.requires_grad}
-    total: dict[str, torch.Tensor] = {}
+    groups = [0, num_users] if bounds is None else bounds
+    totals: list[dict[str, torch.Tensor]] = [{} for _ in groups[1:]]
     for (name, m), d in zip(layers, deltas, strict=True):
         rows = d.numel() // (num_users * m.out_features)  # rows per user through this layer
         row_scale = scale.repeat_interleave(rows).unsqueeze(1)  # s_u for each of its rows
         sd = d.reshape(-1, m.out_features) * row_scale
-        if m.weight.requires_grad:
-            total[names[id(m.weight)]] = -lr * (sd.T @ inputs[name].reshape(-1, m.in_features))
-        if m.bias is not None and m.bias.requires_grad:
-            total[names[id(m.bias)]] = -lr * sd.sum(dim=0)
-    return {k: total[k] for k in names.values()}, norms
+        # -lr on the rows, not on the [out, in] product: one pass less over every group's sum (the batch
+        # writes one such matrix per node); the same floats at lr = 1, the last bits otherwise.
+        step = -lr * sd
+        a = inputs[name].reshape(-1, m.in_features)
+        for g, total in enumerate(totals):  # a group's users are consecutive: so are their rows
+            part = slice(groups[g] * rows, groups[g + 1] * rows)
+            if m.weight.requires_grad:
+                total[names[id(m.weight)]] = step[part].T @ a[part]
+            if m.bias is not None and m.bias.requires_grad:
+                total[names[id(m.bias)]] = step[part].sum(dim=0)
+    ordered = [{k: total[k] for k in names.values()} for total in totals]
+    return (ordered[0] if bounds is None else ordered), norms
 
 
 def poisson_sample(

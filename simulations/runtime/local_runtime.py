@@ -9,9 +9,12 @@ end (``local-wire``), request and reply alike:
   end gets a new ``Message`` with new records whose ``Array`` objects are new too but share the
   sender's immutable array bytes (:func:`handoff`). Neither end holds a reference into the
   other's records, so a change to one is never seen by the other; the model a round sends to
-  every node is stored once, and decoded once per process (``fl.wire.torch_state``). The byte
+  every node is stored once, and decoded once per process (``fl.wire.shared_numpy``). The byte
   counts are the records' payload (Flower's ``count_bytes``: the arrays' bytes and the records'
-  values), without Flower's object headers.
+  values), without Flower's object headers. Requests of one type to several nodes go to the
+  ClientApp's ``batch_handler`` when it takes them (``clients.app``: user-level central training,
+  one forward and backward pass for every node's sampled users, each node replying with its own
+  users' sum); otherwise each node answers its own request.
 * ``"bytes"``: each message is deflated into Flower's inflatable objects (the bytes the
   Deployment Runtime pushes to a SuperLink, ``flwr.supercore.inflatable``) and inflated again on
   the other side (:func:`wire`), so a node only ever sees what bytes carried; the byte counts are
@@ -143,6 +146,7 @@ class WireStats:
     bytes_sent: int = 0  # server -> nodes
     bytes_received: int = 0  # nodes -> server
     serialise_seconds: float = 0.0  # "handoff": the copies and the byte counts
+    batched: int = 0  # requests answered within a batch of the nodes of this process (clients.app batch_handler)
     node_seconds: dict[str, float] = field(default_factory=dict)  # by message type
 
     def to_dict(self) -> dict[str, float | int]:
@@ -152,6 +156,7 @@ class WireStats:
             "bytes_sent": self.bytes_sent,
             "bytes_received": self.bytes_received,
             "serialise_seconds": round(self.serialise_seconds, 3),
+            "batched": self.batched,
             **{f"node_seconds_{k}": round(v, 3) for k, v in sorted(self.node_seconds.items())},
         }
 
@@ -228,8 +233,7 @@ class LocalGrid(Grid):
     def push_messages(self, messages: Iterable[Message]) -> Iterable[str]:
         """Deliver each message and keep its reply for :meth:`pull_messages` (no deadline)."""
         ids = []
-        for message, contents in self._send(messages):
-            reply, _ = self._deliver(message, contents)
+        for message, reply, _ in self._deliver_all(self._send(messages)):
             self._replies[message.metadata.message_id] = reply
             ids.append(message.metadata.message_id)
         if ids:
@@ -244,8 +248,7 @@ class LocalGrid(Grid):
         of its own work (the nodes of a round count as concurrent)."""
         replies = []
         sent = self._send(messages)
-        for message, contents in sent:
-            reply, seconds = self._deliver(message, contents)
+        for message, reply, seconds in self._deliver_all(sent):
             if timeout is not None and seconds > timeout:
                 node = message.metadata.dst_node_id
                 log.info("node %d replied after %.1f s, past the timeout (%.1f s): lost", node, seconds, timeout)
@@ -280,27 +283,78 @@ class LocalGrid(Grid):
         self.stats.serialise_seconds += time.perf_counter() - started
         return out
 
-    def _receive(self, message: Message, contents: dict[str, bytes] | None) -> Message:
-        """The node's copy of a request: inflated from its bytes, or handed off (counting its bytes)."""
+    def _receive(self, message: Message, contents: dict[str, bytes] | None) -> tuple[Message, int]:
+        """The node's copy of a request, inflated from its bytes (counted when sent) or handed off,
+        and the bytes it adds to the count."""
         if contents is not None:
             with no_object_id_recompute():
-                return inflate(message, contents)
-        received, size = handoff(message)
-        self.stats.bytes_sent += size
-        return received
+                received, size = inflate(message, contents), 0
+        else:
+            received, size = handoff(message)
+        received.metadata.__dict__["_delivered_at"] = str(time.time())
+        return received, size
 
     def _reply(self, reply: Message) -> tuple[Message, int]:
-        if self.wire_mode == "bytes":
-            return wire(reply)
-        return handoff(reply)
+        """``reply`` (given a message id) as the server receives it, and its bytes."""
+        reply.metadata.__dict__["_message_id"] = str(uuid4())
+        return wire(reply) if self.wire_mode == "bytes" else handoff(reply)
+
+    def _deliver_all(self, sent: list[tuple[Message, dict[str, bytes] | None]]) -> list[tuple[Message, Message, float]]:
+        """Each request with its reply and its node's seconds: as one batch where the ClientApp takes it
+        (:meth:`_deliver_batch`), else one node after another."""
+        batched = self._deliver_batch(sent)
+        if batched is not None:
+            return batched
+        return [(message, *self._deliver(message, contents)) for message, contents in sent]
+
+    def _deliver_batch(
+        self, sent: list[tuple[Message, dict[str, bytes] | None]]
+    ) -> list[tuple[Message, Message, float]] | None:
+        """With ``local-wire = "handoff"``, requests of one type to several nodes go to the ClientApp's
+        ``batch_handler(message_type, messages, contexts)`` when it has one (``clients.app``): one
+        computation for the nodes of this process, each node still answering its own request from its
+        own context. ``None`` (then each node gets its request alone) where the app declines the batch
+        or it raises (the nodes then answer, or fail, one by one). Each node's seconds are the batch's
+        share: the nodes of a round count as concurrent."""
+        handler = getattr(self.client_app, "batch_handler", None)
+        kinds = {message.metadata.message_type for message, _ in sent}
+        if handler is None or self.wire_mode != "handoff" or len(sent) < 2 or len(kinds) != 1:
+            return None
+        t0 = time.perf_counter()
+        received = [self._receive(message, contents) for message, contents in sent]
+        contexts = [self.contexts[message.metadata.dst_node_id] for message, _ in sent]
+        t1 = time.perf_counter()
+        server_threads = torch.get_num_threads()
+        torch.set_num_threads(self.node_threads)  # as a Ray actor of node-cpus CPUs: same float results
+        try:
+            replies = handler(kinds.pop(), [m for m, _ in received], contexts)
+        except Exception as err:  # noqa: BLE001 - each node then answers (or fails) alone
+            log.debug("the batch of %d requests raised (%s): each node answers alone", len(sent), err)
+            replies = None
+        finally:
+            torch.set_num_threads(server_threads)
+        if replies is None:
+            self.stats.serialise_seconds += t1 - t0
+            return None
+        t2 = time.perf_counter()
+        backs = [self._reply(reply) for reply in replies]
+        t3 = time.perf_counter()
+        kind = sent[0][0].metadata.message_type.split(".")[0]
+        self.stats.messages += len(sent)
+        self.stats.bytes_sent += sum(size for _, size in received)
+        self.stats.bytes_received += sum(size for _, size in backs)
+        self.stats.serialise_seconds += (t1 - t0) + (t3 - t2)
+        self.stats.node_seconds[kind] = self.stats.node_seconds.get(kind, 0.0) + (t2 - t1)
+        self.stats.batched += len(sent)
+        share = (t2 - t1) / len(sent)
+        return [(message, back, share) for (message, _), (back, _) in zip(sent, backs, strict=True)]
 
     def _deliver(self, message: Message, contents: dict[str, bytes] | None) -> tuple[Message, float]:
         """Give ``message`` to its node (from its bytes, or handed off), run the ClientApp, bring the
         reply back the same way; returns the reply and the node's own seconds."""
         node_id = message.metadata.dst_node_id
         t0 = time.perf_counter()
-        received = self._receive(message, contents)
-        received.metadata.__dict__["_delivered_at"] = str(time.time())
+        received, sent_bytes = self._receive(message, contents)
         t1 = time.perf_counter()
         context = self.contexts[node_id]
         server_threads = torch.get_num_threads()
@@ -315,11 +369,11 @@ class LocalGrid(Grid):
         finally:
             torch.set_num_threads(server_threads)
         t2 = time.perf_counter()
-        reply.metadata.__dict__["_message_id"] = str(uuid4())
         back, received_bytes = self._reply(reply)
         t3 = time.perf_counter()
         kind = message.metadata.message_type.split(".")[0]
         self.stats.messages += 1
+        self.stats.bytes_sent += sent_bytes
         self.stats.bytes_received += received_bytes
         self.stats.serialise_seconds += (t1 - t0) + (t3 - t2)
         self.stats.node_seconds[kind] = self.stats.node_seconds.get(kind, 0.0) + (t2 - t1)

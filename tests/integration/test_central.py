@@ -327,3 +327,55 @@ def test_user_level_central_runs_on_synthetic_users(tmp_path: Path) -> None:
     result = simulations.run(cfg, out=tmp_path, run_name="synthetic")
     assert result.summary["rounds"] == 1 and result.summary["privacy"]["epsilon"] > 0
     assert not (result.folder / "attack").exists()
+
+
+def test_the_nodes_of_one_process_train_as_one_batch_with_each_nodes_own_sum(data_dir: Path, cache_dir: Path) -> None:
+    """handle_user_train_batch over several real nodes: each node's reply is its own sampled users' clipped
+    sum, as handle_user_train gives it alone (equal up to the reduction order), in the nodes' order;
+    the batch declines what it does not cover (several SGD steps, requests of different rounds)."""
+    import torch
+    from flwr.app import ArrayRecord, ConfigRecord, Context, Message, MessageType, RecordDict
+
+    from clients.central_client import handle_user_train, handle_user_train_batch
+    from fl.cohort import build_cohort
+    from fl.levels.spec import LevelSpec
+    from fl.maps.pipeline import build_model
+
+    cfg, c, _ = _node(data_dir, cache_dir, {"central-clip": 0.05, "client-learning-rate": 0.5, "noise-seed": 11})
+    model = build_model(c.map_dim, c.encoder_dim, c.num_classes, hidden_dim=cfg.server.hidden_dim, seed=cfg.users.seed)
+    arrays = ArrayRecord(model.state_dict())
+    parts = [0, 3, 7, 9]
+    for pid in parts:
+        build_cohort(LevelSpec.from_config(cfg), pid, 10, progress=False)
+
+    def contexts() -> list[Context]:
+        return [Context(1, 100 + p, {"partition-id": p, "num-partitions": 10}, RecordDict(), {}) for p in parts]
+
+    def requests(rounds: list[int]) -> list[Message]:
+        return [
+            Message(
+                content=RecordDict(
+                    {wire.MODEL: arrays, wire.CONFIG: ConfigRecord({"server-round": r, "sampling-rate": 0.5})}
+                ),
+                dst_node_id=100 + p,
+                message_type=MessageType.TRAIN,
+            )
+            for p, r in zip(parts, rounds, strict=True)
+        ]
+
+    alone = [handle_user_train(m, ctx, cfg) for m, ctx in zip(requests([4] * 4), contexts(), strict=True)]
+    batch = handle_user_train_batch(requests([4] * 4), contexts(), cfg)
+    assert batch is not None and len(batch) == len(parts)
+    moved = 0
+    for one, many in zip(alone, batch, strict=True):
+        want, got = one.content[wire.UPDATE_SUM], many.content[wire.UPDATE_SUM]
+        assert sorted(want.keys()) == sorted(got.keys())
+        for k in want.keys():
+            torch.testing.assert_close(torch.from_numpy(got[k].numpy()), torch.from_numpy(want[k].numpy()))
+        moved += any(want[k].numpy().any() for k in want.keys())
+    assert moved >= 2  # power: several nodes sampled users, so a sum put on the wrong node would show
+    sums = [{k: v.numpy() for k, v in m.content[wire.UPDATE_SUM].items()} for m in batch]
+    assert any((sums[0][k] != sums[1][k]).any() for k in sums[0])
+    assert handle_user_train_batch(requests([4, 4, 5, 4]), contexts(), cfg) is None
+    two_steps = cfg.replace(**{"local-epochs": 2})
+    assert handle_user_train_batch(requests([4] * 4), contexts(), two_steps) is None

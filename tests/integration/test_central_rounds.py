@@ -1,6 +1,7 @@
-"""The user-level central round's cost cuts change no result: the local backend's handoff gives the rounds
-the byte wire gives, a round not evaluated (``evaluate-every``) still writes its account and trains the
-same model, and the account computed ahead on a background thread is the accountant's own figure."""
+"""The user-level central round's cost cuts change no result: the local backend's handoff (the nodes'
+training as one batch) gives the rounds the byte wire (one node after another) gives, a round not
+evaluated (``evaluate-every``) still writes its account and trains the same model, and the account
+computed ahead on a background thread is the accountant's own figure."""
 
 from __future__ import annotations
 
@@ -44,6 +45,7 @@ def test_the_handoff_gives_the_rounds_the_byte_wire_gives(tmp_path: Path) -> Non
     assert handed.summary["final"]["accuracy"] == wired.summary["final"]["accuracy"]
     wire_h, wire_b = handed.summary["timings"]["wire"], wired.summary["timings"]["wire"]
     assert (wire_h["mode"], wire_b["mode"]) == ("handoff", "bytes") and wire_h["messages"] == wire_b["messages"]
+    assert wire_h["batched"] == 3 * 5 and wire_b["batched"] == 0  # the 3 nodes' train requests, as one batch
     # The payload, without Flower's object headers (11% of these small messages; 0.3% of SST-2's 1 MB models).
     assert 0.8 * wire_b["bytes_sent"] <= wire_h["bytes_sent"] <= wire_b["bytes_sent"]
 
@@ -67,6 +69,7 @@ def test_rounds_not_evaluated_keep_their_account_and_train_the_same_model(tmp_pa
 
 @pytest.mark.parametrize(("rounds", "every", "evaluated"), [(5, 0, 5), (30, 0, 10), (100, 0, 10), (30, 7, 5)])
 def test_the_default_scores_about_ten_times_a_run(rounds: int, every: int, evaluated: int) -> None:
+    import torch
     from torch import nn
 
     from fl.config import as_run_config
@@ -75,6 +78,7 @@ def test_the_default_scores_about_ten_times_a_run(rounds: int, every: int, evalu
 
     cfg = as_run_config({**SYNTHETIC, "num-server-rounds": rounds, "evaluate-every": every})
     node = CohortInfo(0, 300, 300, 300, 0, 60, 60, 2, 16, 16, 16)
+    torch.manual_seed(0)
     strategy = UserLevelDPFedAvg(cfg, {1: node}, nn.Linear(16, 2))
     assert sum(strategy.evaluates(t) for t in range(1, rounds + 1)) == evaluated and strategy.evaluates(rounds)
 
