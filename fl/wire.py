@@ -149,7 +149,7 @@ def to_array(x: np.ndarray) -> Array:
         buffer = io.BytesIO()
         np.lib.format.write_array_header_1_0(buffer, np.lib.format.header_data_from_array_1_0(x))
         header = _HEADERS[key] = buffer.getvalue()
-    data = b"".join((header, memoryview(x.reshape(-1).view(np.uint8))))  # one copy (tobytes + concatenation: two)
+    data = b"".join((header, x.reshape(-1).view(np.uint8).data))  # one copy (tobytes + concatenation: two)
     return Array(dtype=str(x.dtype), shape=tuple(x.shape), stype=SType.NUMPY, data=data)
 
 
