@@ -13,6 +13,7 @@ hold is exactly what the point alone would send (the message audit's declaration
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from flwr.app import ConfigRecord, Context, Message, RecordDict
 from flwr.clientapp import ClientApp
@@ -48,38 +49,78 @@ def _keep_state(context: Context, point: int, state: RecordDict) -> None:
         context.state[prefix + key] = record
 
 
+def _records(point: int, out: Message | None, err: Exception | None = None) -> dict[str, Any]:
+    """Point ``point``'s part of a reply: its answer's records under its prefix, or its error."""
+    prefix = wire.point_prefix(point)
+    if out is None or out.has_error():
+        code, reason = (
+            (ErrorCode.CLIENT_APP_RAISED_EXCEPTION, f"{type(err)}:<'{err}'>")
+            if out is None
+            else (int(out.error.code), str(out.error.reason))
+        )
+        return {prefix + wire.POINT_ERROR: ConfigRecord({"code": code, "reason": reason})}
+    return {prefix + key: record for key, record in out.content.items()}
+
+
+def _points(msg: Message) -> list[int]:
+    return [int(p) for p in wire.config_record(msg.content, wire.POINTS)["points"]]  # type: ignore[union-attr]
+
+
 def points_client_app(cfgs: Sequence[RunConfig]) -> ClientApp:
     """The ClientApp of a federation shared by the points ``cfgs`` (point ``i`` runs with ``cfgs[i]``)."""
     apps = [make_client_app(cfg) for cfg in cfgs]
     app = ClientApp()
 
+    def check(point: int) -> None:
+        if not 0 <= point < len(apps):
+            raise ValueError(f"a request for point {point} of a federation of {len(apps)} points")
+
+    def one(point: int, msg: Message, context: Context) -> dict[str, Any]:
+        own = _point_context(context, point)
+        try:
+            return _records(point, apps[point](_point_message(msg, point), own))
+        except Exception as err:  # noqa: BLE001 - that point's failure is its answer, as Flower's engine does
+            return _records(point, None, err)
+        finally:
+            _keep_state(context, point, own.state)
+
     def answer(msg: Message, context: Context) -> Message:
-        points = [int(p) for p in wire.config_record(msg.content, wire.POINTS)["points"]]  # type: ignore[union-attr]
         reply = RecordDict()
-        for point in points:
-            if not 0 <= point < len(apps):
-                raise ValueError(f"a request for point {point} of a federation of {len(apps)} points")
-            own = _point_context(context, point)
-            try:
-                out = apps[point](_point_message(msg, point), own)
-            except Exception as err:  # noqa: BLE001 - that point's failure is its answer, as Flower's engine does
-                out = None
-                failure = ConfigRecord(
-                    {"code": ErrorCode.CLIENT_APP_RAISED_EXCEPTION, "reason": f"{type(err)}:<'{err}'>"}
-                )
-                reply[wire.point_prefix(point) + wire.POINT_ERROR] = failure
-            finally:
-                _keep_state(context, point, own.state)
-            if out is not None:
-                if out.has_error():
-                    error = out.error
-                    reply[wire.point_prefix(point) + wire.POINT_ERROR] = ConfigRecord(
-                        {"code": int(error.code), "reason": str(error.reason)}
-                    )
-                else:
-                    for key, record in out.content.items():
-                        reply[wire.point_prefix(point) + key] = record
+        for point in _points(msg):
+            check(point)
+            for key, record in one(point, msg, context).items():
+                reply[key] = record
         return Message(content=reply, reply_to=msg)
+
+    def batch_handler(message_type: str, msgs: Sequence[Message], contexts: Sequence[Context]) -> list[Message] | None:
+        """Requests to several nodes carrying the same points: each point's requests go to its own app's
+        ``batch_handler`` together (``clients.app``), as that point alone would batch them; a point whose
+        app declines answers node by node. ``None`` when the nodes' requests carry different points."""
+        points = _points(msgs[0])
+        if any(_points(m) != points for m in msgs[1:]):
+            return None
+        replies = [RecordDict() for _ in msgs]
+        for point in points:
+            check(point)
+            subs = [_point_message(m, point) for m in msgs]
+            owns = [_point_context(ctx, point) for ctx in contexts]
+            try:
+                outs = apps[point].batch_handler(message_type, subs, owns)  # type: ignore[attr-defined]
+            except Exception:  # noqa: BLE001 - then each node answers this point alone
+                outs = None
+            for ctx, own in zip(contexts, owns, strict=True):
+                _keep_state(ctx, point, own.state)
+            parts = (
+                [one(point, m, ctx) for m, ctx in zip(msgs, contexts, strict=True)]
+                if outs is None
+                else [_records(point, out) for out in outs]
+            )
+            for reply, part in zip(replies, parts, strict=True):
+                for key, record in part.items():
+                    reply[key] = record
+        return [Message(content=reply, reply_to=m) for reply, m in zip(replies, msgs, strict=True)]
+
+    app.batch_handler = batch_handler  # type: ignore[attr-defined]  # read by the local backend
 
     @app.query()
     def query(msg: Message, context: Context) -> Message:
