@@ -250,6 +250,11 @@ def handle_user_train(msg: Message, context: Context, cfg: RunConfig) -> Message
         total, _ = clipped_update_sum(model, xs, ys, mask, steps=steps, lr=lr, clip=clip)
     else:  # nobody sampled here: the sum is zero (the reply looks the same)
         total = {k: torch.zeros_like(v) for k, v in model.named_parameters() if v.requires_grad}
+    return _update_reply(msg, total)
+
+
+def _update_reply(msg: Message, total: Mapping[str, torch.Tensor]) -> Message:
+    """The reply to a user-level train request: the sum of the sampled users' clipped updates, nothing else."""
     arrays = ArrayRecord({k: wire.to_array(v.detach().to("cpu", torch.float32).numpy()) for k, v in total.items()})
     return Message(content=RecordDict({wire.UPDATE_SUM: arrays}), reply_to=msg)
 
@@ -295,19 +300,7 @@ def handle_user_train_batch(
         )
         lr, clip = float(cfg.central.client_learning_rate), float(cfg.central.central_clip)
         sums, _ = one_step_sums_by_group(model, x, y, mask, lr=lr, clip=clip, bounds=bounds)
-    return [
-        Message(
-            content=RecordDict(
-                {
-                    wire.UPDATE_SUM: ArrayRecord(
-                        {k: wire.to_array(v.detach().to("cpu", torch.float32).numpy()) for k, v in total.items()}
-                    )
-                }
-            ),
-            reply_to=msg,
-        )
-        for msg, total in zip(msgs, sums, strict=True)
-    ]
+    return [_update_reply(msg, total) for msg, total in zip(msgs, sums, strict=True)]
 
 
 def handle_central_evaluate(msg: Message, context: Context, cfg: RunConfig) -> Message:

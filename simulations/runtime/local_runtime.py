@@ -146,7 +146,7 @@ class WireStats:
     bytes_sent: int = 0  # server -> nodes
     bytes_received: int = 0  # nodes -> server
     serialise_seconds: float = 0.0  # "handoff": the copies and the byte counts
-    batched: int = 0  # requests answered within a batch of the nodes of this process (clients.app batch_handler)
+    batched: int = 0  # requests answered through the ClientApp's batch_handler (clients.app, clients.points)
     node_seconds: dict[str, float] = field(default_factory=dict)  # by message type
 
     def to_dict(self) -> dict[str, float | int]:
