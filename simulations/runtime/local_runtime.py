@@ -125,15 +125,25 @@ def _copy_record(record: Any) -> Any:
 def handoff(message: Message) -> tuple[Message, int]:
     """``message`` as the other end of this process receives it without serialisation: a new
     ``Message``, metadata and records (lists copied; every ``Array`` a new object over the same
-    immutable bytes), and its payload bytes (the records' ``count_bytes``)."""
+    immutable bytes), and its payload bytes: the records' ``count_bytes``, an array's bytes counted
+    once per message however many records hold it. Equal arrays over different bytes objects count
+    apart, where Flower's content-addressed wire sends them once (the points of a shared federation
+    each send their own copy of a public model): the count is an upper bound there."""
     metadata = copy.copy(message.metadata)
     if message.has_error():
         return Message(error=copy.copy(message.error), metadata=metadata), 0
     content = RecordDict()
     size = 0
+    seen: set[int] = set()
     for name, record in message.content.items():
         content[name] = _copy_record(record)
-        size += len(name) + record.count_bytes()
+        if isinstance(record, ArrayRecord):
+            for key, array in record.items():
+                size += len(key) + (0 if id(array.data) in seen else len(array.data))
+                seen.add(id(array.data))
+            size += len(name)
+        else:
+            size += len(name) + record.count_bytes()
     return Message(content=content, metadata=metadata), size
 
 

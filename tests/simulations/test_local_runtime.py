@@ -152,3 +152,15 @@ def test_a_process_decodes_shared_bytes_once() -> None:
     assert x_a is x_b and np.array_equal(x_a, np.arange(4.0))
     other = schema.shared_numpy(Array(np.arange(4.0)))
     assert other is not x_a and np.array_equal(other, x_a)
+
+
+def test_an_array_held_by_two_records_is_counted_once() -> None:
+    _identity()
+    shared = Array(np.arange(100.0))
+    message = Message(
+        RecordDict({"a": ArrayRecord({"x": shared}), "b": ArrayRecord({"y": shared})}),
+        dst_node_id=1,
+        message_type="query",
+    )
+    _, size = handoff(message)
+    assert size == len(shared.data) + len("ax") + len("by")
