@@ -62,6 +62,46 @@ def phases_by_kind(root: Path) -> dict[str, Any]:
     return dict(kinds)
 
 
+def timed_compare(
+    repo: Path,
+    config: str,
+    epsilons: str,
+    central_epsilons: str,
+    seeds: str,
+    central_sets: list[str],
+    sets: list[str],
+    timeout: float,
+) -> dict[str, Any]:
+    """One ``sanitas compare`` of checkout ``repo`` in a fresh process: its wall seconds and its runs by
+    kind (:func:`phases_by_kind`), or its error."""
+    with tempfile.TemporaryDirectory() as tmp:
+        argv = [
+            sys.executable, "-m", "simulations.cli", "compare", config, "--epsilons", epsilons,
+            "--central-epsilons", central_epsilons, "--seeds", seeds, "--out", tmp, "--name", "bench",
+        ]  # fmt: skip
+        argv += [a for item in central_sets for a in ("--central-set", item)]
+        argv += [a for item in sets for a in ("--set", item)]
+        env = {**os.environ, "PYTHONPATH": str(repo)}
+        started = time.perf_counter()
+        proc = subprocess.run(argv, cwd=repo, env=env, capture_output=True, text=True, timeout=timeout)
+        out: dict[str, Any] = {
+            "command": " ".join(["sanitas", *argv[3:]]).replace(tmp, "OUT"),
+            "wall_seconds": round(time.perf_counter() - started, 1),
+        }
+        if proc.returncode != 0:
+            return {**out, "error": proc.stderr[-3000:]}
+        kinds = phases_by_kind(Path(tmp))
+    return {
+        **out,
+        "runs": sum(k["runs"] for k in kinds.values()),
+        # Summed over runs: the points of one seed share a federation (strategies.points) and the
+        # workers run side by side, so these sums overlap and exceed the wall.
+        "by_kind_note": "wall_seconds and phases summed over the runs of a kind; shared federations and "
+        "parallel workers overlap them",
+        "by_kind": kinds,
+    }
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repo", default=str(REPO))
@@ -70,43 +110,23 @@ def main() -> int:
     parser.add_argument("--central-epsilons", default="0.5,1,2,4,8")
     parser.add_argument("--seeds", default="1,2,3")
     parser.add_argument("--central-set", action="append", default=None, metavar="KEY=VALUE")
+    parser.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE")
     parser.add_argument("--timeout", type=float, default=7200.0)
     parser.add_argument("--out", default="")
     args = parser.parse_args()
     if not os.environ.get("SANITAS_DATA_DIR"):
         print("set SANITAS_DATA_DIR to the offline data folder (../shared/data)", file=sys.stderr)
         return 2
-    repo = Path(args.repo)
     central_sets = args.central_set if args.central_set is not None else ["num-server-rounds=30"]
     report: dict[str, Any] = {**run_header(), "benchmark": "sanitas compare end to end, with its runs' phases"}
-    with tempfile.TemporaryDirectory() as tmp:
-        argv = [
-            sys.executable, "-m", "simulations.cli", "compare", args.config, "--epsilons", args.epsilons,
-            "--central-epsilons", args.central_epsilons, "--seeds", args.seeds, "--out", tmp, "--name", "bench",
-        ]  # fmt: skip
-        for item in central_sets:
-            argv += ["--central-set", item]
-        env = {**os.environ, "PYTHONPATH": str(repo)}
-        started = time.perf_counter()
-        proc = subprocess.run(argv, cwd=repo, env=env, capture_output=True, text=True, timeout=args.timeout)
-        wall = round(time.perf_counter() - started, 1)
-        if proc.returncode != 0:
-            print(proc.stderr[-3000:], file=sys.stderr)
-            return 1
-        kinds = phases_by_kind(Path(tmp))
-    report.update(
-        {
-            "command": " ".join(["sanitas", *argv[3:]]).replace(tmp, "OUT"),
-            "wall_seconds": wall,
-            "runs": sum(k["runs"] for k in kinds.values()),
-            # Summed over runs: the points of one seed share a federation (strategies.points) and the
-            # workers run side by side, so these sums overlap and exceed the wall.
-            "by_kind_note": "wall_seconds and phases summed over the runs of a kind; shared federations and "
-            "parallel workers overlap them",
-            "by_kind": kinds,
-            "load_average_at_end": [round(v, 2) for v in os.getloadavg()],
-        }
-    )
+    result = timed_compare(
+        Path(args.repo), args.config, args.epsilons, args.central_epsilons, args.seeds, central_sets, args.sets,
+        args.timeout,
+    )  # fmt: skip
+    if "error" in result:
+        print(result["error"], file=sys.stderr)
+        return 1
+    report.update({**result, "load_average_at_end": [round(v, 2) for v in os.getloadavg()]})
     emit(report, args.out)
     return 0
 

@@ -15,9 +15,11 @@ the JSON is rewritten after every step, so a killed check still leaves what it m
 3. the LoRA + head central run on CUDA (``bench_run_phases.py``'s ``lora-central``: full SST-2, 50
    rounds, per-user epsilon 2; target <= 60 s). Its CPU side is the 2-core figure in
    ``docs/results/central-speed`` (on this machine's cores it would take most of the budget);
-4. full SST-2 local with the MLP server model (``sst2_class_rr_4000.toml`` at ``train-size = 0``,
+4. the SST-2 200-public comparison on CUDA (``bench_compare.py``: 5 local and 5 central epsilons, 3 seeds,
+   30 central rounds; target <= 4 minutes; its 2-core CPU figure is in ``docs/results/central-round``);
+5. full SST-2 local with the MLP server model (``sst2_class_rr_4000.toml`` at ``train-size = 0``,
    encoder tuning off so that neither side tunes: the server's training is what it times), CUDA then CPU;
-5. a 5-point epsilon sweep of step 4's recipe, CUDA then CPU (sweep over one run: target <= 2).
+6. a 5-point epsilon sweep of step 5's recipe, CUDA then CPU (sweep over one run: target <= 2).
 
 Runs are real ``sanitas run`` / ``sanitas sweep`` processes on the local backend with the data of
 ``$SANITAS_DATA_DIR``; the card's name, torch's version and the core count head the JSON.
@@ -39,6 +41,7 @@ REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "benchmarks"))
 
 from _common import run_header  # noqa: E402
+from bench_compare import timed_compare  # noqa: E402
 from bench_run_phases import LORA, one_run  # noqa: E402
 from bench_sweep import _sanitas as sanitas  # noqa: E402
 
@@ -124,6 +127,25 @@ def sweep(config: str, sets: list[str], device: str, timeout: float) -> dict[str
     return out
 
 
+def compare(device: str, timeout: float) -> dict[str, Any]:
+    """The SST-2 200-public comparison (``bench_compare.py``'s defaults: 5 local and 5 central epsilons, 3
+    seeds, 30 central rounds) on ``device``; its 2-core CPU figure is in ``docs/results/central-round``."""
+    sets = [f'device="{device}"']
+    return {
+        "device": device,
+        **timed_compare(
+            REPO,
+            "simulations/experiments/sst2_public.toml",
+            "1,2,3.14,6.28,12.6",
+            "0.5,1,2,4,8",
+            "1,2,3",
+            ["num-server-rounds=30", *sets],
+            sets,
+            timeout,
+        ),  # fmt: skip
+    }
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", default="gpu-check.json")
@@ -140,6 +162,7 @@ def main() -> int:
         ("quickstart_cuda_warm", 15, lambda t: run(QUICKSTART, SEEDED, "cuda", t)),
         ("quickstart_cpu_warm", 15, lambda t: run(QUICKSTART, SEEDED, "cpu", t)),
         ("lora_central_cuda", 60, lambda t: run("simulations/experiments/sst2_encoder.toml", LORA, "cuda", t)),
+        ("compare_sst2_public200_cuda", 240, lambda t: compare("cuda", t)),
         ("full_sst2_mlp_cuda", 30, lambda t: run(MLP, MLP_SETS, "cuda", t)),
         ("full_sst2_mlp_cpu", 30, lambda t: run(MLP, MLP_SETS, "cpu", t)),
         ("sweep5_cuda", 60, lambda t: sweep(MLP, MLP_SETS, "cuda", t)),
