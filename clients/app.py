@@ -51,18 +51,14 @@ def make_client_app(overrides: Mapping[str, Any] | None = None) -> ClientApp:
         (``simulations.runtime.local_runtime``): their replies, or ``None`` where the mode has no batch
         for them or faults are injected (then the backend gives each node its own request)."""
         cfg = resolved(contexts[0], msgs[0])
-        mode = node_mode(cfg)
-        if (
-            message_type.split(".")[0] != MessageType.TRAIN
-            or mode.train_batch is None
-            or cfg.simulation.fault_rate > 0
-            or any(resolved(ctx, m) is not cfg for m, ctx in zip(msgs, contexts, strict=True))
-        ):
+        same = all(resolved(ctx, m) is cfg for m, ctx in zip(msgs, contexts, strict=True))
+        train_batch = node_mode(cfg).train_batch
+        if not (same and batches(cfg, message_type)) or train_batch is None:
             return None
         partitions = [node_partition(ctx)[0] for ctx in contexts]
         for msg, ctx, pid in zip(msgs, contexts, partitions, strict=True):
             node_state.restore(msg, ctx, cfg, pid)  # a resumed run: each node's state at the checkpoint
-        replies = mode.train_batch(msgs, contexts, cfg)
+        replies = train_batch(msgs, contexts, cfg)
         if replies is not None:
             for msg, ctx, pid in zip(msgs, contexts, partitions, strict=True):
                 node_state.save(msg, ctx, cfg, pid, "train")
@@ -70,6 +66,16 @@ def make_client_app(overrides: Mapping[str, Any] | None = None) -> ClientApp:
 
     app.batch_handler = batch_handler  # type: ignore[attr-defined]  # read by the local backend
     return app
+
+
+def batches(cfg: RunConfig, message_type: str) -> bool:
+    """Whether requests of ``message_type`` under ``cfg`` may go to a mode's batch (``batch_handler``):
+    train requests of a mode that has one, with no faults injected (a fault is a node's own)."""
+    return (
+        message_type.split(".")[0] == MessageType.TRAIN
+        and node_mode(cfg).train_batch is not None
+        and cfg.simulation.fault_rate <= 0
+    )
 
 
 app = make_client_app()

@@ -225,12 +225,8 @@ def handle_user_train(msg: Message, context: Context, cfg: RunConfig) -> Message
     model: nn.Module = (
         encoder_model if encoder_model is not None else global_model(msg, cfg.server, c, arrays, str(device))
     )
-    request = wire.config_record(msg.content, wire.CONFIG)
-    server_round, q = wire.read_int(request, "server-round"), wire.read_float(request, "sampling-rate")
-    chosen = sampled_users(context, cfg, c, server_round, q)
-    doc_user = torch.from_numpy(c.train_doc_user)
-    keep = torch.isin(doc_user, chosen)
-    owner = torch.searchsorted(chosen, doc_user[keep]).to(device)
+    chosen, keep, owner = _sampled_documents(context, cfg, c, *_round_and_rate(msg))
+    owner = owner.to(device)
     steps, lr, clip = (
         int(cfg.central.local_epochs),
         float(cfg.central.client_learning_rate),
@@ -249,8 +245,30 @@ def handle_user_train(msg: Message, context: Context, cfg: RunConfig) -> Message
         xs, ys, mask = pad_by_user(x, c.train_y[keep].to(device), owner, int(chosen.numel()))
         total, _ = clipped_update_sum(model, xs, ys, mask, steps=steps, lr=lr, clip=clip)
     else:  # nobody sampled here: the sum is zero (the reply looks the same)
-        total = {k: torch.zeros_like(v) for k, v in model.named_parameters() if v.requires_grad}
+        total = _zero_update(model)
     return _update_reply(msg, total)
+
+
+def _round_and_rate(msg: Message) -> tuple[int, float]:
+    """A user-level train request's round and Poisson sampling rate."""
+    request = wire.config_record(msg.content, wire.CONFIG)
+    return wire.read_int(request, "server-round"), wire.read_float(request, "sampling-rate")
+
+
+def _sampled_documents(
+    context: Context, cfg: RunConfig, c: Cohort, server_round: int, q: float
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """The node's users sampled this round (sorted ids), which of its training documents are theirs
+    (bool), and each such document's user as an index into the sampled ones."""
+    chosen = sampled_users(context, cfg, c, server_round, q)
+    doc_user = torch.from_numpy(c.train_doc_user)
+    keep = torch.isin(doc_user, chosen)
+    return chosen, keep, torch.searchsorted(chosen, doc_user[keep])
+
+
+def _zero_update(model: nn.Module) -> dict[str, torch.Tensor]:
+    """The sum over no sampled user: zeros of every trainable parameter's shape."""
+    return {k: torch.zeros_like(v) for k, v in model.named_parameters() if v.requires_grad}
 
 
 def _update_reply(msg: Message, total: Mapping[str, torch.Tensor]) -> Message:
@@ -272,8 +290,7 @@ def handle_user_train_batch(
     node. The sums may differ from the one-node path in their last bits (another reduction order)."""
     if cfg.central.central_train == "encoder" or int(cfg.central.local_epochs) != 1:
         return None
-    requests = [wire.config_record(m.content, wire.CONFIG) for m in msgs]
-    rounds = {(wire.read_int(r, "server-round"), wire.read_float(r, "sampling-rate")) for r in requests}
+    rounds = {_round_and_rate(m) for m in msgs}
     if len(rounds) != 1:
         return None
     ((server_round, q),) = rounds
@@ -285,15 +302,13 @@ def handle_user_train_batch(
     model = global_model(msgs[0], cfg.server, cohorts[0], arrays[0], str(device))
     xs, ys, owners, bounds = [], [], [], [0]
     for msg, ctx, c in zip(msgs, contexts, cohorts, strict=True):
-        chosen = sampled_users(ctx, cfg, c, server_round, q)
-        doc_user = torch.from_numpy(c.train_doc_user)
-        keep = torch.isin(doc_user, chosen)
+        chosen, keep, owner = _sampled_documents(ctx, cfg, c, server_round, q)
         xs.append(central_features(cfg, c, c.train_emb[keep], input_matrix(msg, cfg.release, c)))
         ys.append(c.train_y[keep])
-        owners.append(torch.searchsorted(chosen, doc_user[keep]) + bounds[-1])  # users numbered across nodes
+        owners.append(owner + bounds[-1])  # users numbered across nodes
         bounds.append(bounds[-1] + int(chosen.numel()))
     if bounds[-1] == 0:  # nobody sampled on any node
-        sums = [{k: torch.zeros_like(v) for k, v in model.named_parameters() if v.requires_grad} for _ in msgs]
+        sums = [_zero_update(model) for _ in msgs]
     else:
         x, y, mask = pad_by_user(
             torch.cat(xs).to(device), torch.cat(ys).to(device), torch.cat(owners).to(device), bounds[-1]

@@ -19,7 +19,7 @@ from flwr.app import ConfigRecord, Context, Message, RecordDict
 from flwr.clientapp import ClientApp
 from flwr.common.constant import ErrorCode
 
-from clients.app import make_client_app
+from clients.app import batches, make_client_app
 from fl import wire
 from fl.config import RunConfig
 
@@ -95,10 +95,11 @@ def points_client_app(cfgs: Sequence[RunConfig]) -> ClientApp:
     def batch_handler(message_type: str, msgs: Sequence[Message], contexts: Sequence[Context]) -> list[Message] | None:
         """Requests to several nodes carrying the same points: each point's requests go to its own app's
         ``batch_handler`` together (``clients.app``), as that point alone would batch them; a point whose
-        app declines answers node by node. ``None`` when the nodes' requests carry different points."""
+        app declines answers node by node. ``None`` when the nodes' requests carry different points or
+        no point's mode batches them."""
         points = _points(msgs[0])
-        if any(_points(m) != points for m in msgs[1:]):
-            return None
+        if any(_points(m) != points for m in msgs[1:]) or not any(batches(cfgs[p], message_type) for p in points):
+            return None  # no point would batch (queries, evaluations, local mode): each node answers alone
         replies = [RecordDict() for _ in msgs]
         for point in points:
             check(point)

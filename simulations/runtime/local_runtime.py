@@ -311,62 +311,61 @@ class LocalGrid(Grid):
 
     def _deliver_all(self, sent: list[tuple[Message, dict[str, bytes] | None]]) -> list[tuple[Message, Message, float]]:
         """Each request with its reply and its node's seconds: as one batch where the ClientApp takes it
-        (:meth:`_deliver_batch`), else one node after another."""
-        batched = self._deliver_batch(sent)
+        (:meth:`_deliver_batch`), else one node after another. Each node receives its request once."""
+        started = time.perf_counter()
+        received = [self._receive(message, contents) for message, contents in sent]
+        self.stats.serialise_seconds += time.perf_counter() - started
+        batched = self._deliver_batch([m for m, _ in sent], received)
         if batched is not None:
             return batched
-        return [(message, *self._deliver(message, contents)) for message, contents in sent]
+        return [(message, *self._deliver(message, *copy)) for (message, _), copy in zip(sent, received, strict=True)]
 
     def _deliver_batch(
-        self, sent: list[tuple[Message, dict[str, bytes] | None]]
+        self, messages: list[Message], received: list[tuple[Message, int]]
     ) -> list[tuple[Message, Message, float]] | None:
         """With ``local-wire = "handoff"``, requests of one type to several nodes go to the ClientApp's
         ``batch_handler(message_type, messages, contexts)`` when it has one (``clients.app``): one
         computation for the nodes of this process, each node still answering its own request from its
         own context. ``None`` (then each node gets its request alone) where the app declines the batch
-        or it raises (the nodes then answer, or fail, one by one). Each node's seconds are the batch's
-        share: the nodes of a round count as concurrent."""
+        or it raises (the nodes then answer, or fail, one by one, from requests received afresh). Each
+        node's seconds are the batch's share: the nodes of a round count as concurrent."""
         handler = getattr(self.client_app, "batch_handler", None)
-        kinds = {message.metadata.message_type for message, _ in sent}
-        if handler is None or self.wire_mode != "handoff" or len(sent) < 2 or len(kinds) != 1:
+        kinds = {message.metadata.message_type for message in messages}
+        if handler is None or self.wire_mode != "handoff" or len(messages) < 2 or len(kinds) != 1:
             return None
-        t0 = time.perf_counter()
-        received = [self._receive(message, contents) for message, contents in sent]
-        contexts = [self.contexts[message.metadata.dst_node_id] for message, _ in sent]
+        contexts = [self.contexts[message.metadata.dst_node_id] for message in messages]
         t1 = time.perf_counter()
         server_threads = torch.get_num_threads()
         torch.set_num_threads(self.node_threads)  # as a Ray actor of node-cpus CPUs: same float results
         try:
             replies = handler(kinds.pop(), [m for m, _ in received], contexts)
         except Exception as err:  # noqa: BLE001 - each node then answers (or fails) alone
-            log.debug("the batch of %d requests raised (%s): each node answers alone", len(sent), err)
+            log.debug("the batch of %d requests raised (%s): each node answers alone", len(messages), err)
+            received[:] = [self._receive(message, None) for message in messages]  # what the batch may have touched
             replies = None
         finally:
             torch.set_num_threads(server_threads)
         if replies is None:
-            self.stats.serialise_seconds += t1 - t0
             return None
         t2 = time.perf_counter()
         backs = [self._reply(reply) for reply in replies]
         t3 = time.perf_counter()
-        kind = sent[0][0].metadata.message_type.split(".")[0]
-        self.stats.messages += len(sent)
+        kind = messages[0].metadata.message_type.split(".")[0]
+        self.stats.messages += len(messages)
         self.stats.bytes_sent += sum(size for _, size in received)
         self.stats.bytes_received += sum(size for _, size in backs)
-        self.stats.serialise_seconds += (t1 - t0) + (t3 - t2)
+        self.stats.serialise_seconds += t3 - t2
         self.stats.node_seconds[kind] = self.stats.node_seconds.get(kind, 0.0) + (t2 - t1)
-        self.stats.batched += len(sent)
-        share = (t2 - t1) / len(sent)
-        return [(message, back, share) for (message, _), (back, _) in zip(sent, backs, strict=True)]
+        self.stats.batched += len(messages)
+        share = (t2 - t1) / len(messages)
+        return [(message, back, share) for message, (back, _) in zip(messages, backs, strict=True)]
 
-    def _deliver(self, message: Message, contents: dict[str, bytes] | None) -> tuple[Message, float]:
-        """Give ``message`` to its node (from its bytes, or handed off), run the ClientApp, bring the
-        reply back the same way; returns the reply and the node's own seconds."""
+    def _deliver(self, message: Message, received: Message, sent_bytes: int) -> tuple[Message, float]:
+        """Run the ClientApp on ``received`` (``message`` as its node received it, ``sent_bytes`` on
+        the wire), bring the reply back the same way; returns the reply and the node's own seconds."""
         node_id = message.metadata.dst_node_id
-        t0 = time.perf_counter()
-        received, sent_bytes = self._receive(message, contents)
-        t1 = time.perf_counter()
         context = self.contexts[node_id]
+        t1 = time.perf_counter()
         server_threads = torch.get_num_threads()
         torch.set_num_threads(self.node_threads)  # as a Ray actor of node-cpus CPUs: same float results
         try:
@@ -385,7 +384,7 @@ class LocalGrid(Grid):
         self.stats.messages += 1
         self.stats.bytes_sent += sent_bytes
         self.stats.bytes_received += received_bytes
-        self.stats.serialise_seconds += (t1 - t0) + (t3 - t2)
+        self.stats.serialise_seconds += t3 - t2
         self.stats.node_seconds[kind] = self.stats.node_seconds.get(kind, 0.0) + (t2 - t1)
         return back, t2 - t1
 

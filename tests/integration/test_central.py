@@ -310,20 +310,9 @@ def test_user_level_central_runs_on_synthetic_users(tmp_path: Path) -> None:
     """dataset = "synthetic" has no documents: the run finishes without an attack state (a run of
     benchmarks/bench_simulation.py's central mode)."""
     import simulations
+    from tests.support.runs import SYNTHETIC_USER_CENTRAL
 
-    cfg = {
-        "dataset": "synthetic",
-        "num-users": 300,
-        "synthetic-test-users": 60,
-        "synthetic-dim": 16,
-        "users-per-node": 100,
-        "mode": "central",
-        "central-unit": "user",
-        "map-in": "identity",
-        "central-cohort-size": 50.0,
-        "num-server-rounds": 1,
-        "noise-seed": 0,
-    }
+    cfg = {**SYNTHETIC_USER_CENTRAL, "num-server-rounds": 1}
     result = simulations.run(cfg, out=tmp_path, run_name="synthetic")
     assert result.summary["rounds"] == 1 and result.summary["privacy"]["epsilon"] > 0
     assert not (result.folder / "attack").exists()

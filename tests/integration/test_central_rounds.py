@@ -12,21 +12,9 @@ import pytest
 
 import simulations
 from fl.accounting.user_level import user_level_epsilon
+from tests.support.runs import SYNTHETIC_USER_CENTRAL
 
-SYNTHETIC: dict[str, Any] = {  # 300 synthetic users on 3 nodes, user-level DP-FedAvg (a run takes ~1 s)
-    "dataset": "synthetic",
-    "num-users": 300,
-    "synthetic-test-users": 60,
-    "synthetic-dim": 16,
-    "users-per-node": 100,
-    "mode": "central",
-    "central-unit": "user",
-    "map-in": "identity",
-    "central-cohort-size": 50.0,
-    "num-server-rounds": 5,
-    "noise-seed": 0,
-    "seed": 3,
-}
+SYNTHETIC: dict[str, Any] = {**SYNTHETIC_USER_CENTRAL, "num-server-rounds": 5, "seed": 3}  # a run takes ~1 s
 VOLATILE = {"timing", "seconds"}
 
 

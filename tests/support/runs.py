@@ -77,6 +77,20 @@ LEVELS: dict[str, dict[str, object]] = {
 }
 #: Round-record fields that depend on the wall clock, and on where a result came from (``cached``: the
 #: path of a cache file the run read or wrote) rather than on what it is.
+# 300 synthetic users (no documents) on 3 nodes in user-level central DP: a run of about a second.
+SYNTHETIC_USER_CENTRAL: dict[str, object] = {
+    "dataset": "synthetic",
+    "num-users": 300,
+    "synthetic-test-users": 60,
+    "synthetic-dim": 16,
+    "users-per-node": 100,
+    "mode": "central",
+    "central-unit": "user",
+    "map-in": "identity",
+    "central-cohort-size": 50.0,
+    "noise-seed": 0,
+}
+
 WALL_CLOCK = ("seconds", "timing")
 PROVENANCE = ("cached",)
 
