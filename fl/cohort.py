@@ -24,6 +24,7 @@ import torch
 
 from fl.config import DataConfig, EncoderConfig, ReleaseConfig, UsersConfig
 from fl.data import datasets as data
+from fl.data.columns import rows_of
 from fl.data.partition import UserPartition, cohort
 from fl.data.user_files import read_node_file
 from fl.encoding.documents import SentenceDocs, embed_sentences
@@ -217,9 +218,8 @@ def _build(
         if len(rows) == 0:
             sentence_docs.append(SentenceDocs(torch.zeros(0, d), np.zeros(1, dtype=np.int64)))
             return torch.zeros(0, d, dtype=torch.float32), torch.zeros(0, dtype=torch.int64), []
-        sub = split.select(rows)
-        texts = list(sub["text"][:])  # whole columns at once (a per-row read is ~100x slower)
-        labels = torch.as_tensor(np.asarray(sub["label"][:], dtype=np.int64))
+        texts, label_rows = rows_of(split, rows)  # the split's columns are read once per process
+        labels = torch.as_tensor(label_rows)
         if document_level:  # the clean document embedding is the mean of its sentences' (docs/SPEC.md §8.2)
             docs = embed_sentences(texts, inputs.encoder, inputs.device, progress)
             sentence_docs.append(docs)

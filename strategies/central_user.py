@@ -51,6 +51,7 @@ from fl.encoding.public_tuning import part_learning_rate
 from fl.maps.public_model import PublicModel
 from fl.reporting.results import RunWriter, keep_round
 from fl.training.encoder import trainable_state
+from fl.training.server_optimizer import ServerOptimizer
 from fl.training.user_updates import hash_seed, noisy_mean
 from fl.wire import CohortInfo
 from mechanisms.random_source import SecureGenerator
@@ -121,11 +122,8 @@ class UserLevelDPFedAvg(Strategy):
         encoder = [p for k, p in trainable if k.startswith("top.")]
         if encoder:
             groups.append({"params": encoder, "lr": part_learning_rate(cfg.encoder, cfg.central.central_tuning_part)})
-        self.optimizer: torch.optim.Optimizer = (
-            torch.optim.Adam(groups, lr=lr)
-            if cfg.central.server_optimizer == "adam"
-            else torch.optim.SGD(groups, lr=lr)
-        )
+        # torch's Adam or SGD step, without building a torch Optimizer (1.5 s of torch.compile imports)
+        self.optimizer = ServerOptimizer(groups, lr, cfg.central.server_optimizer)
         self.map_matrix = map_matrix
         rounds = int(cfg.server.num_server_rounds)
         self.evaluate_every = int(cfg.central.evaluate_every) or math.ceil(rounds / 10)
