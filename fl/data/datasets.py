@@ -34,6 +34,7 @@ import numpy as np
 
 from fl.config import ConfigError, DataConfig, UsersConfig
 from fl.data import groups_cache, sources
+from fl.data.columns import columns
 from fl.data.public_split import own_public, public_label_map  # noqa: F401 - public_label_map: importable here too
 from fl.data.synthetic import SYNTHETIC, SyntheticDataset
 from fl.data.user_files import (
@@ -457,8 +458,11 @@ def _public_part(
     dataset (``public-dataset``) or from the run's training split (:func:`fl.data.public_split.own_public`)."""
     if data.public_dataset:
         public, info = _other_public(data, label_names, seed)
+        private_texts = train["text"][:]
     elif data.public_fraction > 0 or data.public_size > 0:
         is_public, info = own_public(data, train, seed, grouping, label_names)
+        # The private texts from the whole split's column: a selected split's column is read row by row.
+        private_texts = columns(train)[0][~is_public].tolist()
         public = train.select(np.flatnonzero(is_public))
         train = train.select(np.flatnonzero(~is_public))
         info["public_share"] = float(is_public.mean())
@@ -466,7 +470,7 @@ def _public_part(
         return train, None, {}
     info["documents"] = len(public)
     public_texts = public["text"][:]
-    info["overlap_private"] = sources.measure_overlap(public_texts, train["text"][:], seed + 5)
+    info["overlap_private"] = sources.measure_overlap(public_texts, private_texts, seed + 5)
     info["overlap_test"] = sources.measure_overlap(public_texts, test["text"][:], seed + 6)
     info["negligible"] = sources.negligible(info["overlap_private"]) and sources.negligible(info["overlap_test"])
     if "group" in public.column_names:

@@ -14,14 +14,17 @@ def _toy(n: int = 300, classes: int = 3) -> hf.Dataset:
     return hf.Dataset.from_dict({"label": [i % classes for i in range(n)], "row": list(range(n))})
 
 
-def test_one_document_per_user_equals_iid_partitioner() -> None:
-    """The fast path gives exactly what IidPartitioner(num_partitions=n) gives."""
-    ds = _toy(120)
-    fast = UserPartition(ds, 0, "iid", 0.5, seed=7)
-    ref = IidPartitioner(num_partitions=120)
-    ref.dataset = ds.shuffle(seed=7)
-    for user in range(120):
-        assert fast.rows([user])[0].tolist() == ref.load_partition(user)["row"]
+@pytest.mark.parametrize(("n", "seed"), [(120, 7), (97, 0), (300, 12345)])
+def test_one_document_per_user_equals_iid_partitioner(n: int, seed: int) -> None:
+    """The fast path gives exactly what IidPartitioner(num_partitions=n) gives on datasets' seeded shuffle,
+    reading the row column (here not the position: row = 3 * position + 1)."""
+    ds = hf.Dataset.from_dict({"label": [i % 3 for i in range(n)], "row": [3 * i + 1 for i in range(n)]})
+    fast = UserPartition(ds, 0, "iid", 0.5, seed=seed)
+    ref = IidPartitioner(num_partitions=n)
+    ref.dataset = ds.shuffle(seed=seed)
+    got = [fast.rows([user])[0].tolist() for user in range(n)]
+    assert got == [ref.load_partition(user)["row"] for user in range(n)]
+    assert got != [[3 * i + 1] for i in range(n)]  # power: shuffled
 
 
 @pytest.mark.parametrize("scheme", ["iid", "dirichlet"])
