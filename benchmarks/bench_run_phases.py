@@ -1,7 +1,7 @@
 """Where a run's wall time goes, per backend: ``sanitas run`` end to end, with its phase breakdown (JSON).
 
 Usage: python benchmarks/bench_run_phases.py [--cases quickstart full-sst2 user-central]
-       [--backends local ray] [--repeats 2] [--repo CHECKOUT] [--out FILE]
+       [--backends local ray] [--repeats 2] [--repo CHECKOUT] [--against CHECKOUT] [--out FILE]
 
 Each case is a real ``sanitas run`` (a fresh process, as a user types it) on the offline SST-2
 (``$SANITAS_DATA_DIR``) with the embeddings cached:
@@ -30,6 +30,11 @@ seconds. Phases nest where the server's steps send messages: local mode's round-
 ``server configure_train`` holds node discovery (``round trip query``) and the public map.
 ``outside_server_seconds`` is the command's wall time outside the ServerApp (interpreter, imports,
 checks, the backend's start and shutdown, writing the console's table).
+
+``--against CHECKOUT`` (e.g. a git worktree of the commit before a change) runs that checkout's run of
+each repeat right after this one's, interleaved, so that the machine's drift over minutes (on a shared
+2-core machine the same run may take 13 s one quarter of an hour and 18 s the next) falls on both alike;
+its runs are under ``against``, with each case's median walls and their ratio under ``medians``.
 """
 
 from __future__ import annotations
@@ -37,6 +42,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -116,6 +122,7 @@ def main() -> int:
         help="the checkout to run (e.g. a git worktree of an older commit; with --backends as-is when it "
         "predates the backend key)",
     )
+    parser.add_argument("--against", default="", help="a second checkout, run interleaved with --repo (see above)")
     parser.add_argument("--repeats", type=int, default=2, help="runs per case and backend (the first fills caches)")
     parser.add_argument("--timeout", type=float, default=1800.0, help="seconds per run before it is killed")
     parser.add_argument("--out", default="", help="also write the JSON to this file")
@@ -129,21 +136,39 @@ def main() -> int:
         config, sets = CASES[case]
         results[case] = {"config": config, "sets": sets}
         for backend in args.backends:
-            runs = []
+            runs: list[dict[str, Any]] = []
+            against: list[dict[str, Any]] = []
             for _ in range(args.repeats):
-                with tempfile.TemporaryDirectory() as tmp:
-                    runs.append(one_run(config, sets, backend, Path(tmp), args.timeout, Path(args.repo)))
-                print(f"{case} {backend}: {runs[-1].get('wall_seconds')} s", file=sys.stderr, flush=True)
+                for repo, into in ((args.repo, runs), (args.against, against)):
+                    if not repo:
+                        continue
+                    with tempfile.TemporaryDirectory() as tmp:
+                        into.append(one_run(config, sets, backend, Path(tmp), args.timeout, Path(repo)))
+                    print(f"{case} {backend} {repo}: {into[-1].get('wall_seconds')} s", file=sys.stderr, flush=True)
             results[case][backend] = runs
+            if against:
+                results[case].setdefault("against", {})[backend] = against
+                walls = [statistics.median(r["wall_seconds"] for r in rs if "error" not in r) for rs in (runs, against)]
+                results[case].setdefault("medians", {})[backend] = {
+                    "repo": walls[0],
+                    "against": walls[1],
+                    "repo_over_against": round(walls[0] / walls[1], 3),
+                }
         done = [b for b in ("local", "ray") if b in results[case] and "error" not in results[case][b][-1]]
         if len(done) == 2:
             local, ray = results[case]["local"][-1]["wall_seconds"], results[case]["ray"][-1]["wall_seconds"]
             results[case]["ray_over_local"] = round(ray / local, 2)
-    commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=args.repo, capture_output=True, text=True).stdout.strip()
+
+    def commit(repo: str) -> str:
+        return subprocess.run(["git", "rev-parse", "HEAD"], cwd=repo, capture_output=True, text=True).stdout.strip()
+
     title = "sanitas run end to end, per backend, with its phase breakdown"
-    emit({**header, "benchmark": title, "repo_commit": commit, **results}, args.out)
+    commits = {"repo_commit": commit(args.repo), **({"against_commit": commit(args.against)} if args.against else {})}
+    emit({**header, "benchmark": title, **commits, **results}, args.out)
     backends = ("local", "ray", "as-is")
-    return 1 if any("error" in r for c in results.values() for b in backends for r in c.get(b, [])) else 0
+    groups = [g for c in results.values() for g in (c, c.get("against", {}))]
+    every = [r for g in groups for b in backends for r in g.get(b, [])]
+    return 1 if any("error" in r for r in every) else 0
 
 
 if __name__ == "__main__":
