@@ -36,6 +36,7 @@ from collections.abc import Mapping, Sequence
 from functools import lru_cache
 from typing import Any
 
+import numpy as np
 import torch
 from flwr.app import ArrayRecord, Context, Message, MessageType, MetricRecord, RecordDict
 from flwr.clientapp.mod import fixedclipping_mod
@@ -61,7 +62,14 @@ from fl.training.encoder import (
     load_trainable,
     lower_states,
 )
-from fl.training.user_updates import clipped_update_sum, one_step_sums_by_group, pad_by_user, poisson_sample
+from fl.training.user_updates import (
+    clipped_update_sum,
+    hash_seed,
+    keyed_coins,
+    one_step_sums_by_group,
+    pad_by_user,
+    poisson_sample,
+)
 
 
 def _cohort(context: Context, cfg: RunConfig) -> Cohort:
@@ -266,6 +274,31 @@ def _sampled_documents(
     return chosen, keep, torch.searchsorted(chosen, doc_user[keep])
 
 
+def _sampled_documents_of_nodes(
+    contexts: Sequence[Context], cfg: RunConfig, cohorts: Sequence[Cohort], server_round: int, q: float
+) -> list[tuple[torch.Tensor, torch.Tensor, torch.Tensor]]:
+    """:func:`_sampled_documents` of several nodes of this process, every node's coins drawn in one pass
+    (``keyed_coins``: each of its users under its own secret's round key). A coin is a function of the
+    secret, the round and the user id only, so each node samples the users it samples alone (tested);
+    ``secure-rng`` keys (a ChaCha20 keystream each) are drawn node by node."""
+    if cfg.release.secure_rng or not 0.0 < q <= 1.0:  # poisson_sample refuses such a q, naming it
+        return [_sampled_documents(ctx, cfg, c, server_round, q) for ctx, c in zip(contexts, cohorts, strict=True)]
+    secrets = [wire.read_int(noise_secret(ctx, cfg.release), "secret") for ctx in contexts]
+    sizes = [len(c.train_users) for c in cohorts]
+    keys = np.repeat(np.array([hash_seed(s, server_round) for s in secrets], dtype=np.uint64), sizes)
+    ids = np.concatenate([np.arange(c.train_users.start, c.train_users.stop, dtype=np.int64) for c in cohorts])
+    sampled = np.split(keyed_coins(keys, ids) < q, np.cumsum(sizes)[:-1])
+    out = []
+    for c, mask in zip(cohorts, sampled, strict=True):
+        # A node's documents belong to its own users: their positions in its user block index its coins.
+        at = c.train_doc_user - c.train_users.start
+        keep = mask[at]
+        rank = np.cumsum(mask) - 1  # a sampled user's index among the node's sampled users (sorted ids)
+        chosen = np.flatnonzero(mask) + c.train_users.start
+        out.append((torch.from_numpy(chosen), torch.from_numpy(keep), torch.from_numpy(rank[at[keep]])))
+    return out
+
+
 def _zero_update(model: nn.Module) -> dict[str, torch.Tensor]:
     """The sum over no sampled user: zeros of every trainable parameter's shape."""
     return {k: torch.zeros_like(v) for k, v in model.named_parameters() if v.requires_grad}
@@ -301,8 +334,8 @@ def handle_user_train_batch(
     device = torch.device(best_device(cfg.server.device))
     model = global_model(msgs[0], cfg.server, cohorts[0], arrays[0], str(device))
     xs, ys, owners, bounds = [], [], [], [0]
-    for msg, ctx, c in zip(msgs, contexts, cohorts, strict=True):
-        chosen, keep, owner = _sampled_documents(ctx, cfg, c, server_round, q)
+    sampled = _sampled_documents_of_nodes(contexts, cfg, cohorts, server_round, q)
+    for msg, c, (chosen, keep, owner) in zip(msgs, cohorts, sampled, strict=True):
         xs.append(central_features(cfg, c, c.train_emb[keep], input_matrix(msg, cfg.release, c)))
         ys.append(c.train_y[keep])
         owners.append(owner + bounds[-1])  # users numbered across nodes

@@ -135,11 +135,17 @@ def user_coins(secret: int | bytes, server_round: int, user_ids: torch.Tensor) -
         round_key = hashlib.sha256(secret + int(server_round).to_bytes(8, "little")).digest()
         first = int(ids.min())
         return random_source.coins(round_key, first, int(ids.max()) - first + 1)[ids - first]
-    key = np.uint64(hash_seed(secret, server_round))
-    id_words = user_ids.to(torch.int64).numpy().astype(np.uint64)
+    return torch.from_numpy(keyed_coins(np.uint64(hash_seed(secret, server_round)), user_ids.to(torch.int64).numpy()))
+
+
+def keyed_coins(keys: np.ndarray | np.uint64, user_ids: np.ndarray) -> np.ndarray:
+    """:func:`user_coins` of an integer secret from its round key (``hash_seed(secret, round)``), float64: one key
+    for all ``user_ids``, or one key per id, so that the nodes of one process draw every user's coin in
+    one pass (each id under its own node's key: the same coins as each node alone)."""
+    id_words = np.asarray(user_ids, dtype=np.int64).astype(np.uint64)
     with np.errstate(over="ignore"):
-        bits = _splitmix64(_splitmix64(id_words * np.uint64(_GOLDEN) + key))
-    return torch.from_numpy((bits >> np.uint64(11)).astype(np.float64) * 2.0**-53)
+        bits = _splitmix64(_splitmix64(id_words * np.uint64(_GOLDEN) + keys))
+    return (bits >> np.uint64(11)).astype(np.float64) * 2.0**-53
 
 
 def _trainable_in_linear(model: nn.Module) -> bool:

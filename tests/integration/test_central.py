@@ -368,3 +368,38 @@ def test_the_nodes_of_one_process_train_as_one_batch_with_each_nodes_own_sum(dat
     assert handle_user_train_batch(requests([4, 4, 5, 4]), contexts(), cfg) is None
     two_steps = cfg.replace(**{"local-epochs": 2})
     assert handle_user_train_batch(requests([4] * 4), contexts(), two_steps) is None
+
+
+@pytest.mark.parametrize("sets", [{"noise-seed": 11}, {"noise-seed": -1}, {"secure-rng": True}])
+def test_the_nodes_of_one_process_sample_in_one_pass_what_each_samples_alone(
+    data_dir: Path, cache_dir: Path, sets: dict
+) -> None:
+    """The batch's sampling (every node's coins in one pass, each under its own secret) gives each node
+    the users, documents and owners it samples alone, at several rounds and rates, with a noise seed,
+    with OS secrets and with secure-rng keys (drawn node by node)."""
+    import torch
+    from flwr.app import Context, RecordDict
+
+    from clients.central_client import _cohort, _sampled_documents, _sampled_documents_of_nodes
+    from fl.cohort import build_cohort
+    from fl.levels.spec import LevelSpec
+
+    cfg, _, _ = _node(data_dir, cache_dir, sets)
+    parts = [0, 3, 7, 9]
+    for pid in parts:
+        build_cohort(LevelSpec.from_config(cfg), pid, 10, progress=False)
+    contexts = [Context(1, 100 + p, {"partition-id": p, "num-partitions": 10}, RecordDict(), {}) for p in parts]
+    cohorts = [_cohort(ctx, cfg) for ctx in contexts]
+    chosen_sets = []
+    for server_round, q in [(1, 0.8), (2, 0.8), (5, 0.05), (7, 1.0)]:
+        together = _sampled_documents_of_nodes(contexts, cfg, cohorts, server_round, q)
+        for ctx, c, got in zip(contexts, cohorts, together, strict=True):
+            want = _sampled_documents(ctx, cfg, c, server_round, q)
+            for a, b in zip(got, want, strict=True):
+                assert a.dtype == b.dtype and torch.equal(a, b)
+        chosen_sets.append([set(t[0].tolist()) for t in together])
+    # power: nodes and rounds sample different, non-empty sets (a node given another's coins would show;
+    # at q = 0.8 a node of 6 users samples none with probability 6e-5, and 4 nodes repeat a round's sets with 1e-4)
+    assert all(chosen for chosen in chosen_sets[0])
+    assert chosen_sets[0] != chosen_sets[1]
+    assert all(len(s) == len(c.train_users) for s, c in zip(chosen_sets[3], cohorts, strict=True))

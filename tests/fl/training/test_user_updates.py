@@ -87,6 +87,22 @@ def test_poisson_sample_is_per_user_and_order_free() -> None:
     assert not torch.equal(poisson_sample(42, 4, ids, n, q), picked)
 
 
+def test_keyed_coins_of_several_secrets_equal_each_secrets_coins() -> None:
+    """One pass over several nodes' users, each id under its own node's round key, gives every node's
+    coins as user_coins gives them alone (the nodes of one process sample in one pass)."""
+    import numpy as np
+
+    from fl.training.user_updates import hash_seed, keyed_coins, user_coins
+
+    secrets, blocks = [7, 123456789, 2**62 + 5], [range(0, 40), range(40, 41), range(41, 300)]
+    keys = np.repeat(np.array([hash_seed(s, 9) for s in secrets], dtype=np.uint64), [len(b) for b in blocks])
+    together = keyed_coins(keys, np.arange(300))
+    alone = np.concatenate([user_coins(s, 9, torch.arange(b.start, b.stop)).numpy() for s, b in zip(secrets, blocks)])
+    assert np.array_equal(together, alone)
+    # power: the same ids under one key draw other coins
+    assert not np.array_equal(together, keyed_coins(np.uint64(hash_seed(7, 9)), np.arange(300)))
+
+
 def test_noisy_mean_has_the_calibrated_noise() -> None:
     """The release is (sum + N(0, (zC)^2)) / (qN): its spread around sum / (qN) is z C / (q N)."""
     from fl.training.user_updates import noisy_mean
