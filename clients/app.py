@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from flwr.app import Context, Message, MessageType
+from flwr.app import Context, Message
 from flwr.clientapp import ClientApp
 
 from clients import node_state
@@ -52,16 +52,17 @@ def make_client_app(overrides: Mapping[str, Any] | None = None) -> ClientApp:
         for them or faults are injected (then the backend gives each node its own request)."""
         cfg = resolved(contexts[0], msgs[0])
         same = all(resolved(ctx, m) is cfg for m, ctx in zip(msgs, contexts, strict=True))
-        train_batch = node_mode(cfg).train_batch
-        if not (same and batches(cfg, message_type)) or train_batch is None:
+        handler = node_mode(cfg).batch(message_type)
+        if not (same and batches(cfg, message_type)) or handler is None:
             return None
         partitions = [node_partition(ctx)[0] for ctx in contexts]
         for msg, ctx, pid in zip(msgs, contexts, partitions, strict=True):
             node_state.restore(msg, ctx, cfg, pid)  # a resumed run: each node's state at the checkpoint
-        replies = train_batch(msgs, contexts, cfg)
+        replies = handler(msgs, contexts, cfg)
         if replies is not None:
+            stage = message_type.split(".")[0]  # as clients.faults.with_faults saves after each answer
             for msg, ctx, pid in zip(msgs, contexts, partitions, strict=True):
-                node_state.save(msg, ctx, cfg, pid, "train")
+                node_state.save(msg, ctx, cfg, pid, stage)
         return replies
 
     app.batch_handler = batch_handler  # type: ignore[attr-defined]  # read by the local backend
@@ -70,12 +71,9 @@ def make_client_app(overrides: Mapping[str, Any] | None = None) -> ClientApp:
 
 def batches(cfg: RunConfig, message_type: str) -> bool:
     """Whether requests of ``message_type`` under ``cfg`` may go to a mode's batch (``batch_handler``):
-    train requests of a mode that has one, with no faults injected (a fault is a node's own)."""
-    return (
-        message_type.split(".")[0] == MessageType.TRAIN
-        and node_mode(cfg).train_batch is not None
-        and cfg.simulation.fault_rate <= 0
-    )
+    train or evaluate requests of a mode that has a batch for them, with no faults injected (a fault is a
+    node's own)."""
+    return node_mode(cfg).batch(message_type) is not None and cfg.simulation.fault_rate <= 0
 
 
 app = make_client_app()

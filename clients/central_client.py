@@ -335,17 +335,20 @@ def handle_user_train_batch(
     model = global_model(msgs[0], cfg.server, cohorts[0], arrays[0], str(device))
     xs, ys, owners, bounds = [], [], [], [0]
     sampled = _sampled_documents_of_nodes(contexts, cfg, cohorts, server_round, q)
+    # M1 from the public seed (or none) is every node's: the features of all the nodes' rows at once.
+    shared_map = cfg.release.map_in not in maps.FROM_SERVER
     for msg, c, (chosen, keep, owner) in zip(msgs, cohorts, sampled, strict=True):
-        xs.append(central_features(cfg, c, c.train_emb[keep], input_matrix(msg, cfg.release, c)))
+        emb = c.train_emb[keep]
+        xs.append(emb if shared_map else central_features(cfg, c, emb, input_matrix(msg, cfg.release, c)))
         ys.append(c.train_y[keep])
         owners.append(owner + bounds[-1])  # users numbered across nodes
         bounds.append(bounds[-1] + int(chosen.numel()))
     if bounds[-1] == 0:  # nobody sampled on any node
         sums = [_zero_update(model) for _ in msgs]
     else:
-        x, y, mask = pad_by_user(
-            torch.cat(xs).to(device), torch.cat(ys).to(device), torch.cat(owners).to(device), bounds[-1]
-        )
+        features = central_features(cfg, cohorts[0], torch.cat(xs)) if shared_map else torch.cat(xs)
+        owner_of = torch.cat(owners).to(device)
+        x, y, mask = pad_by_user(features.to(device), torch.cat(ys).to(device), owner_of, bounds[-1])
         lr, clip = float(cfg.central.client_learning_rate), float(cfg.central.central_clip)
         sums, _ = one_step_sums_by_group(model, x, y, mask, lr=lr, clip=clip, bounds=bounds)
     return [_update_reply(msg, total) for msg, total in zip(msgs, sums, strict=True)]
@@ -354,7 +357,6 @@ def handle_user_train_batch(
 def handle_central_evaluate(msg: Message, context: Context, cfg: RunConfig) -> Message:
     """Score the global model on the node's test users' raw embeddings; return confusion counts."""
     c = _cohort(context, cfg)
-    truth = c.test_y.numpy()
     arrays = wire.array_record(msg.content, wire.MODEL) if wire.MODEL in msg.content else None
     if cfg.central.central_train == "encoder":
         device = best_device(cfg.server.device)
@@ -366,6 +368,16 @@ def handle_central_evaluate(msg: Message, context: Context, cfg: RunConfig) -> M
         model = global_model(msg, cfg.server, c, arrays).eval()
         matrix = input_matrix(msg, cfg.release, c)
         pred = predict(model, central_features(cfg, c, c.test_emb, matrix)).numpy()
+    return _evaluate_reply(msg, context, cfg, c, pred, arrays)
+
+
+def _evaluate_reply(
+    msg: Message, context: Context, cfg: RunConfig, c: Cohort, pred: np.ndarray, arrays: ArrayRecord | None
+) -> Message:
+    """The reply to an evaluate request from the model's classes ``pred`` of the node's test users: their
+    confusion counts (and the public-only model's, when the request carries it); a user-level node keeps
+    the request's model for its next train request."""
+    truth = c.test_y.numpy()
     if cfg.central.central_unit == "user" and arrays is not None:
         keep_model(msg, context, arrays)
     counts: dict[str, Any] = {
@@ -378,6 +390,30 @@ def handle_central_evaluate(msg: Message, context: Context, cfg: RunConfig) -> M
         counts["public-confusion"] = confusion_matrix(truth, public, c.num_classes).reshape(-1).tolist()
     metrics = MetricRecord(counts)
     return Message(content=RecordDict({"metrics": metrics}), reply_to=msg)
+
+
+def handle_central_evaluate_batch(
+    msgs: Sequence[Message], contexts: Sequence[Context], cfg: RunConfig
+) -> list[Message] | None:
+    """:func:`handle_central_evaluate` for several user-level nodes of this process at once (the local
+    backend's handoff), or ``None`` where it does not apply (the encoder, a map from the server, requests
+    for different models or without one): one forward pass over every node's test users, then each node's
+    reply from its own users' classes, as alone (tested)."""
+    if cfg.central.central_train == "encoder" or cfg.release.map_in in maps.FROM_SERVER:
+        return None
+    if any(wire.MODEL not in m.content for m in msgs):
+        return None
+    arrays = [wire.array_record(m.content, wire.MODEL) for m in msgs]
+    if len({a.object_id for a in arrays}) != 1:
+        return None
+    cohorts = [_cohort(ctx, cfg) for ctx in contexts]
+    model = global_model(msgs[0], cfg.server, cohorts[0], arrays[0]).eval()
+    pred = predict(model, central_features(cfg, cohorts[0], torch.cat([c.test_emb for c in cohorts]))).numpy()
+    bounds = np.cumsum([0, *(len(c.test_y) for c in cohorts)])
+    return [
+        _evaluate_reply(msg, ctx, cfg, c, pred[bounds[i] : bounds[i + 1]], a)
+        for i, (msg, ctx, c, a) in enumerate(zip(msgs, contexts, cohorts, arrays, strict=True))
+    ]
 
 
 def central_clipping_mod(msg: Message, context: Context, call_next: ClientAppCallable) -> Message:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from clients.central_client import (
     handle_central_evaluate,
+    handle_central_evaluate_batch,
     handle_central_train,
     handle_user_train,
     handle_user_train_batch,
@@ -17,7 +18,11 @@ from clients.modes.base import NODE_MODES, NodeMode, node_mode, register
 register(NodeMode("local", train=handle_train, evaluate=handle_evaluate))
 register(
     NodeMode(
-        "central/user", train=handle_user_train, evaluate=handle_central_evaluate, train_batch=handle_user_train_batch
+        "central/user",
+        train=handle_user_train,
+        evaluate=handle_central_evaluate,
+        train_batch=handle_user_train_batch,
+        evaluate_batch=handle_central_evaluate_batch,
     )
 )
 register(NodeMode("central/node", train=handle_central_train, evaluate=handle_central_evaluate))

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from flwr.app import Context, Message
+from flwr.app import Context, Message, MessageType
 
 from fl.config import RunConfig, mode_name
 
@@ -26,6 +26,12 @@ class NodeMode:
     train: Handler
     evaluate: Handler
     train_batch: BatchHandler | None = None  # train requests of several nodes of one process, as one batch
+    evaluate_batch: BatchHandler | None = None  # the same for evaluate requests
+
+    def batch(self, message_type: str) -> BatchHandler | None:
+        """The batch handler of requests of ``message_type`` (``None``: each node answers alone)."""
+        kind = message_type.split(".")[0]
+        return {MessageType.TRAIN: self.train_batch, MessageType.EVALUATE: self.evaluate_batch}.get(kind)
 
 
 #: The registered node sides by mode name, in registration order.

@@ -403,3 +403,61 @@ def test_the_nodes_of_one_process_sample_in_one_pass_what_each_samples_alone(
     assert all(chosen for chosen in chosen_sets[0])
     assert chosen_sets[0] != chosen_sets[1]
     assert all(len(s) == len(c.train_users) for s, c in zip(chosen_sets[3], cohorts, strict=True))
+
+
+def test_the_nodes_of_one_process_evaluate_as_one_batch_with_each_nodes_own_counts(
+    data_dir: Path, cache_dir: Path
+) -> None:
+    """handle_central_evaluate_batch over several real nodes: each node's reply (its test users' confusion
+    counts) and the model it keeps are those of handle_central_evaluate alone; the batch declines requests
+    for different models and requests without one."""
+    import torch
+    from flwr.app import ArrayRecord, ConfigRecord, Context, Message, MessageType, RecordDict
+
+    from clients.central_client import handle_central_evaluate, handle_central_evaluate_batch
+    from fl.cohort import build_cohort
+    from fl.levels.spec import LevelSpec
+    from fl.maps.pipeline import build_model
+
+    cfg, c, _ = _node(data_dir, cache_dir, {"noise-seed": 11})
+    parts = [0, 3, 7, 9]
+    for pid in parts:
+        build_cohort(LevelSpec.from_config(cfg), pid, 10, progress=False)
+
+    def arrays(seed: int) -> ArrayRecord:
+        torch.manual_seed(seed)
+        model = build_model(c.map_dim, c.encoder_dim, c.num_classes, hidden_dim=cfg.server.hidden_dim, seed=seed)
+        for p in model.parameters():
+            p.data += torch.randn_like(p)  # a trained-looking model: not every user in one class
+        return ArrayRecord(model.state_dict())
+
+    def contexts() -> list[Context]:
+        return [Context(1, 100 + p, {"partition-id": p, "num-partitions": 10}, RecordDict(), {}) for p in parts]
+
+    def requests(models: list[ArrayRecord]) -> list[Message]:
+        return [
+            Message(
+                content=RecordDict({wire.MODEL: m, wire.CONFIG: ConfigRecord({"server-round": 3})}),
+                dst_node_id=100 + p,
+                message_type=MessageType.EVALUATE,
+            )
+            for p, m in zip(parts, models, strict=True)
+        ]
+
+    model = arrays(1)
+    alone_contexts, batch_contexts = contexts(), contexts()
+    alone = [handle_central_evaluate(m, ctx, cfg) for m, ctx in zip(requests([model] * 4), alone_contexts, strict=True)]
+    batch = handle_central_evaluate_batch(requests([model] * 4), batch_contexts, cfg)
+    assert batch is not None and len(batch) == len(parts)
+    counts = []
+    for one, many, ctx in zip(alone, batch, batch_contexts, strict=True):
+        want, got = dict(one.content["metrics"]), dict(many.content["metrics"])
+        assert got == want
+        counts.append(got["confusion"])
+        assert ctx.state.array_records[wire.HELD_MODEL].object_id == model.object_id
+    # power: the nodes score different users, so counts put on the wrong node would show
+    assert len({tuple(x) for x in counts}) > 1 and all(sum(x) > 0 for x in counts)
+    assert handle_central_evaluate_batch(requests([model, model, arrays(2), model]), contexts(), cfg) is None
+    bare = requests([model] * 4)
+    del bare[1].content[wire.MODEL]
+    assert handle_central_evaluate_batch(bare, contexts(), cfg) is None

@@ -33,7 +33,8 @@ def test_the_handoff_gives_the_rounds_the_byte_wire_gives(tmp_path: Path) -> Non
     assert handed.summary["final"]["accuracy"] == wired.summary["final"]["accuracy"]
     wire_h, wire_b = handed.summary["timings"]["wire"], wired.summary["timings"]["wire"]
     assert (wire_h["mode"], wire_b["mode"]) == ("handoff", "bytes") and wire_h["messages"] == wire_b["messages"]
-    assert wire_h["batched"] == 3 * 5 and wire_b["batched"] == 0  # the 3 nodes' train requests, as one batch
+    # the 3 nodes' train requests and their evaluate requests, each round as one batch of each
+    assert wire_h["batched"] == 2 * 3 * 5 and wire_b["batched"] == 0
     # The payload, without Flower's object headers (11% of these small messages; 0.3% of SST-2's 1 MB models).
     assert 0.8 * wire_b["bytes_sent"] <= wire_h["bytes_sent"] <= wire_b["bytes_sent"]
 
