@@ -292,6 +292,8 @@ def _sampled_documents_of_nodes(
     for c, mask in zip(cohorts, sampled, strict=True):
         # A node's documents belong to its own users: their positions in its user block index its coins.
         at = c.train_doc_user - c.train_users.start
+        if at.size and not (0 <= int(at.min()) and int(at.max()) < mask.size):
+            raise ValueError("a node's documents belong to users outside its block")  # each node then answers alone
         keep = mask[at]
         rank = np.cumsum(mask) - 1  # a sampled user's index among the node's sampled users (sorted ids)
         chosen = np.flatnonzero(mask) + c.train_users.start
