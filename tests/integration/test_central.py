@@ -425,10 +425,10 @@ def test_the_nodes_of_one_process_evaluate_as_one_batch_with_each_nodes_own_coun
         build_cohort(LevelSpec.from_config(cfg), pid, 10, progress=False)
 
     def arrays(seed: int) -> ArrayRecord:
-        torch.manual_seed(seed)
+        gen = torch.Generator().manual_seed(seed)
         model = build_model(c.map_dim, c.encoder_dim, c.num_classes, hidden_dim=cfg.server.hidden_dim, seed=seed)
         for p in model.parameters():
-            p.data += torch.randn_like(p)  # a trained-looking model: not every user in one class
+            p.data += torch.randn(p.shape, generator=gen)  # a trained-looking model: not every user in one class
         return ArrayRecord(model.state_dict())
 
     def contexts() -> list[Context]:
