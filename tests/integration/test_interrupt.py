@@ -20,9 +20,9 @@ from tests.integration.test_resume import CONFIG
 
 def _terminal_signals() -> None:
     """The run starts with SIGINT's default disposition, as from a terminal. A child inherits an ignored
-    SIGINT, and Python then never raises KeyboardInterrupt: in two full-suite runs the run under test did
-    not stop on SIGINT and finished its 30 rounds (exit 0); run from a process that ignores SIGINT, this
-    test fails the same way without this reset and passes with it."""
+    SIGINT, and Python then never raises KeyboardInterrupt: a shell without job control starts its
+    background jobs with SIGINT ignored (POSIX), and a test suite started so saw the run finish its 30
+    rounds (exit 0) instead of stopping; with this reset the test passes from such a process too."""
     signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
