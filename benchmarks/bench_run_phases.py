@@ -33,7 +33,7 @@ checks, the backend's start and shutdown, writing the console's table).
 
 ``--against CHECKOUT`` (e.g. a git worktree of the commit before a change) runs that checkout's run of
 each repeat right after this one's, interleaved, so that the machine's drift over minutes (on a shared
-2-core machine the same run may take 13 s one quarter of an hour and 18 s the next) falls on both alike;
+2-core machine the same run took 19.6 s and 25.3 s a few minutes apart) falls on both alike;
 its runs are under ``against``, with each case's median walls and their ratio under ``medians``.
 """
 
