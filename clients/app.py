@@ -51,9 +51,8 @@ def make_client_app(overrides: Mapping[str, Any] | None = None) -> ClientApp:
         (``simulations.runtime.local_runtime``): their replies, or ``None`` where the mode has no batch
         for them or faults are injected (then the backend gives each node its own request)."""
         cfg = resolved(contexts[0], msgs[0])
-        same = all(resolved(ctx, m) is cfg for m, ctx in zip(msgs, contexts, strict=True))
-        handler = node_mode(cfg).batch(message_type)
-        if not (same and batches(cfg, message_type)) or handler is None:
+        handler = node_mode(cfg).batch(message_type) if batches(cfg, message_type) else None
+        if handler is None or any(resolved(ctx, m) is not cfg for m, ctx in zip(msgs, contexts, strict=True)):
             return None
         partitions = [node_partition(ctx)[0] for ctx in contexts]
         for msg, ctx, pid in zip(msgs, contexts, partitions, strict=True):

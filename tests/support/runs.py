@@ -75,8 +75,6 @@ LEVELS: dict[str, dict[str, object]] = {
         "candidate-min-sentences": 4,
     },
 }
-#: Round-record fields that depend on the wall clock, and on where a result came from (``cached``: the
-#: path of a cache file the run read or wrote) rather than on what it is.
 # 300 synthetic users (no documents) on 3 nodes in user-level central DP: a run of about a second.
 SYNTHETIC_USER_CENTRAL: dict[str, object] = {
     "dataset": "synthetic",
@@ -91,6 +89,8 @@ SYNTHETIC_USER_CENTRAL: dict[str, object] = {
     "noise-seed": 0,
 }
 
+#: Round-record fields that depend on the wall clock, and on where a result came from (``cached``: the
+#: path of a cache file the run read or wrote) rather than on what it is.
 WALL_CLOCK = ("seconds", "timing")
 PROVENANCE = ("cached",)
 
