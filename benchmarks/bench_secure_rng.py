@@ -4,7 +4,7 @@ Usage: python benchmarks/bench_secure_rng.py [--repeats 3] [--rows 100000] [--sk
 
 * ``samplers``: seconds for ``--rows`` releases of each sentence and label mechanism at m = 64 (the
   quickstart's release width), from torch's generator and from the ChaCha20 keystream
-  (:class:`mechanisms.random_source.SecureGenerator`), best of ``--repeats``; and the raw draws
+  (:class:`mechanisms.keystream.SecureGenerator`), best of ``--repeats``; and the raw draws
   (uniforms, normals) per 10^6 numbers.
 * ``quickstart``: ``sanitas run simulations/experiments/quickstart.toml`` end to end (a fresh process,
   embeddings cached: run it once first), default and ``--set secure-rng=true`` alternately, ``--repeats``
@@ -30,7 +30,7 @@ sys.path.insert(0, str(REPO))
 import mechanisms  # noqa: E402
 from _common import emit, run_header  # noqa: E402  (benchmarks/ is sys.path[0])
 from mechanisms import random_source as rs  # noqa: E402
-from mechanisms.random_source import SecureGenerator  # noqa: E402
+from mechanisms.keystream import SecureGenerator  # noqa: E402
 
 DIM = 64
 SENTENCE = {

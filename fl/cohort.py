@@ -30,7 +30,7 @@ from fl.data.user_files import read_node_file
 from fl.encoding.documents import SentenceDocs, embed_sentences
 from fl.encoding.encoder import best_device, embed_texts, encoder_dimension
 from fl.maps.input_map import map_dim, release_dim
-from mechanisms.words.tokenize import tokenize
+from mechanisms.tokenize import tokenize
 
 
 @dataclass

@@ -17,6 +17,7 @@ import torch
 
 from .guarantee import Guarantee, compose_units
 from .levels import LEVELS  # noqa: F401 - mechanisms.base.LEVELS, as before
+from .tokenize import detokenize, tokenize
 
 
 def check_epsilon(epsilon: float, name: str = "epsilon") -> float:
@@ -262,8 +263,6 @@ class WordMechanism(Mechanism):
         Out-of-vocabulary words go through ``<unk>`` and are perturbed like any
         other word. All words of all texts are sanitized in one vectorized call.
         """
-        from .words.tokenize import detokenize, tokenize
-
         if isinstance(texts, str) or not all(isinstance(t, str) for t in texts):
             raise TypeError("texts must be a list of str (wrap a single text in a list)")
         split = [tokenize(t) for t in texts]

@@ -31,7 +31,7 @@ from collections.abc import Iterator
 
 import torch
 
-from mechanisms import random_source
+from mechanisms.keystream import random_bits_
 
 _BLOCK_ELEMENTS = 2**16  # CPU numbers per Box-Muller / Laplace block
 _ROW_BLOCK_ELEMENTS = 2**17  # CPU numbers per block of rows of a release (see row_blocks)
@@ -64,7 +64,7 @@ def _uniform_integers_(out: torch.Tensor, bits: torch.Tensor, generator: torch.G
     scratch of at least ``out.numel()`` entries. k 2^-53 is bit for bit the float64 uniform that
     ``out.uniform_(generator=generator)`` would have drawn."""
     bits = bits[: out.numel()]
-    random_source.random_bits_(bits, generator).bitwise_and_(_MASK53)  # the low 53 bits of one 64-bit draw
+    random_bits_(bits, generator).bitwise_and_(_MASK53)  # the low 53 bits of one 64-bit draw
     return out.copy_(bits)
 
 

@@ -54,7 +54,7 @@ from fl.training.encoder import trainable_state
 from fl.training.server_optimizer import ServerOptimizer
 from fl.training.user_updates import hash_seed, noisy_mean
 from fl.wire import CohortInfo
-from mechanisms.random_source import SecureGenerator
+from mechanisms.keystream import SecureGenerator
 from strategies.evaluation import sum_confusions
 from strategies.grids.faults import check_not_all_failed, split_replies
 

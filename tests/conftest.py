@@ -56,7 +56,7 @@ def offline_env(monkeypatch: pytest.MonkeyPatch, data_dir: Path, cache_dir: Path
     monkeypatch.setenv("SANITAS_CACHE_DIR", str(cache_dir))
 
 
-#: Sanitas' loggers (``simulations.cli.options.SANITAS_LOGGERS``, and the mechanisms'), and how they were when
+#: Sanitas' loggers (``simulations.runtime.logs.SANITAS_LOGGERS``, and the mechanisms'), and how they were when
 #: this conftest was imported, before any test module or fixture ran: every test starts and ends from this.
 _LOGGERS = ("fl", "clients", "strategies", "simulations", "sanitas", "mechanisms")
 _LOGGER_BASELINE = {
@@ -71,7 +71,7 @@ def restore_sanitas_loggers() -> Iterator[None]:
     fixtures that run before a test's own fixtures) configure Sanitas' loggers (their own handler, no
     propagation); every test starts and ends with them as the session found them, so that ``caplog`` sees the
     records whatever ran before (the suite passes in any order, ``--reverse`` included)."""
-    from simulations.cli.options import SANITAS_LOGGERS
+    from simulations.runtime.logs import SANITAS_LOGGERS
 
     assert set(SANITAS_LOGGERS) <= set(_LOGGERS), "tests/conftest.py: _LOGGERS must list every Sanitas logger"
     _restore_loggers(_LOGGERS)

@@ -210,8 +210,8 @@ class ServerConfig(Section):
         round timeout, and ``strategy`` of the form ``package.module:Class``."""
         super().check()
         at_least(self, 1, "num-server-rounds", "server-epochs", "batch-size", "hidden-dim", "cohorts")
-        if self.cohort_map_dim < 0:
-            raise ConfigError(f"cohort-map-dim must be >= 0 (0 = map-dim), got {self.cohort_map_dim}")
+        if self.cohort_map_dim < 0 or self.cohort_map_dim == 1:  # a projection of one column carries no direction
+            raise ConfigError(f"cohort-map-dim must be 0 (= map-dim) or >= 2, got {self.cohort_map_dim}")
         if not 0.0 < self.fraction_train <= 1.0:
             raise ConfigError(f"fraction-train must lie in (0, 1], got {self.fraction_train}")
         if self.learning_rate <= 0:

@@ -288,8 +288,9 @@ def _check_synthetic(cfg: Mapping[str, Any]) -> None:
 
 
 def _check_encoder(cfg: Mapping[str, Any]) -> None:
-    """A local encoder folder exists; ``map-dim`` is at most the embedding dimension d where d is known
-    here (the packaged encoder; ``dataset = "synthetic"``: ``synthetic-dim``, :func:`_check_synthetic`)."""
+    """A local encoder folder exists; ``map-dim`` (and, with cohorts, ``cohort-map-dim``) is at most the embedding
+    dimension d where d is known here (the packaged encoder; ``dataset = "synthetic"``: ``synthetic-dim``,
+    :func:`_check_synthetic`)."""
     if cfg["dataset"] == "synthetic":
         _check_synthetic(cfg)
         return  # no encoder
@@ -304,4 +305,9 @@ def _check_encoder(cfg: Mapping[str, Any]) -> None:
         raise ConfigError(
             f"map-dim must be <= the embedding dimension d = {d} of encoder {name!r} (M1 maps d to map-dim "
             f"dimensions), got {cfg['map-dim']}"
+        )
+    if d is not None and int(cfg["cohorts"]) > 1 and int(cfg["cohort-map-dim"]) > d:
+        raise ConfigError(
+            f"cohort-map-dim = {cfg['cohort-map-dim']} is above the dimension d = {d} of encoder {name!r} (the "
+            f"earlier cohorts' projection maps d to it): set cohort-map-dim <= {d}, or 0 (= map-dim)"
         )

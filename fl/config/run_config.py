@@ -29,6 +29,7 @@ from fl.config.keys import (
 )
 from fl.config.rules import ENCODER_DIMS, check_across_sections
 from fl.config.section import attribute, coerce
+from fl.config.toml_file import load_toml
 from fl.config.values import (
     USER_FILE_SUFFIXES,
     has_public,
@@ -192,23 +193,3 @@ def parse_value(text: str) -> Any:
         return tomllib.loads(f"v = {text}")["v"]
     except tomllib.TOMLDecodeError:
         return text
-
-
-def load_toml(path: str | Path) -> dict[str, Any]:
-    """Read a flat run-config TOML file (keys as in ``DEFAULTS``)."""
-    path = Path(path)
-    if not path.is_file():
-        raise ConfigError(f"config file {str(path)!r} not found")
-    try:
-        with path.open("rb") as fh:
-            data = tomllib.load(fh)
-    except tomllib.TOMLDecodeError as err:
-        raise ConfigError(f"config file {str(path)!r} is not valid TOML: {err}") from None
-    except UnicodeDecodeError as err:
-        raise ConfigError(
-            f"config file {str(path)!r} is not UTF-8 text (byte {err.object[err.start]:#04x} at offset {err.start})"
-        ) from None
-    nested = [k for k, v in data.items() if isinstance(v, dict)]
-    if nested:
-        raise ConfigError(f"{path}: config must be flat key = value pairs; found tables {nested}")
-    return data

@@ -16,7 +16,7 @@ import torch
 from flwr.app import Array, ArrayRecord, ConfigRecord, RecordDict
 
 from fl import wire
-from mechanisms.random_source import SecureGenerator
+from mechanisms.keystream import SecureGenerator
 
 #: The node's noise secret and draw counter (a ``ConfigRecord``: ``secret``, ``draws``).
 NOISE_KEY = "sanitas.noise"
@@ -67,7 +67,7 @@ class NodeState:
     def next_generator(self, noise_seed: int, purpose: str, partition_id: int, secure: bool = False) -> torch.Generator:
         """A fresh generator for the next draw of this node (the draw counter advances): torch's,
         seeded from the node's secret, the draw counter, the partition and the purpose; with ``secure``
-        (``secure-rng``) a :class:`~mechanisms.random_source.SecureGenerator` under a fresh 256-bit key
+        (``secure-rng``) a :class:`~mechanisms.keystream.SecureGenerator` under a fresh 256-bit key
         from the OS CSPRNG, which nothing stores."""
         noise = self.noise(noise_seed)
         draw = wire.read_int(noise, "draws")

@@ -26,6 +26,7 @@ from torch import nn
 from torch.func import functional_call, grad, vmap
 
 from mechanisms import random_source
+from mechanisms.keystream import coins
 
 
 def pad_by_user(
@@ -125,7 +126,7 @@ def user_coins(secret: int | bytes, server_round: int, user_ids: torch.Tensor) -
     only: counter-based, so a node computes its users' coins in O(its users), whichever node asks and
     in whatever order. An integer secret mixes key + id with SplitMix64 (fast, not cryptographic); a
     32-byte key (``secure-rng``) reads the user ids' positions of the ChaCha20 keystream of
-    SHA-256(key, round) (:func:`mechanisms.random_source.coins`)."""
+    SHA-256(key, round) (:func:`mechanisms.keystream.coins`)."""
     if isinstance(secret, bytes):
         ids = user_ids.to(torch.int64)
         if ids.numel() == 0:
@@ -134,7 +135,7 @@ def user_coins(secret: int | bytes, server_round: int, user_ids: torch.Tensor) -
             raise ValueError("user ids must be non-negative")
         round_key = hashlib.sha256(secret + int(server_round).to_bytes(8, "little")).digest()
         first = int(ids.min())
-        return random_source.coins(round_key, first, int(ids.max()) - first + 1)[ids - first]
+        return coins(round_key, first, int(ids.max()) - first + 1)[ids - first]
     return torch.from_numpy(keyed_coins(np.uint64(hash_seed(secret, server_round)), user_ids.to(torch.int64).numpy()))
 
 

@@ -20,7 +20,7 @@ from mechanisms.audit.statistics import (
     threshold_audit,
     threshold_counts,
 )
-from mechanisms.random_source import SecureGenerator
+from mechanisms.keystream import SecureGenerator
 
 
 # --------------------------------------------------------------------------- sampling an audit
@@ -132,7 +132,7 @@ def audit_pair(
         Thresholds fixed in advance added to the grid (e.g. the +-inf markers of
         a support leak), counted in the Bonferroni correction like the others.
     secure : bool
-        Draw from a :class:`~mechanisms.random_source.SecureGenerator` keyed by
+        Draw from a :class:`~mechanisms.keystream.SecureGenerator` keyed by
         ``seed`` (``secure-rng``'s ChaCha20 keystream; CPU) instead of torch's.
     """
     n = int(num_samples)

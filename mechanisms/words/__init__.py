@@ -10,18 +10,18 @@ to the nearest vocabulary word (docs/SPEC.md §5, §7).
 
 Mechanisms: ``cmp`` (Feyisetan et al. 2020), ``mahalanobis`` (Xu et al. 2020),
 ``trlaplace`` (Huang et al. 2024), ``word_laplace`` and ``word_gaussian`` (its
-baselines). Spaces: :mod:`.vocab`; tokenizer: :mod:`.tokenize`; exact nearest
+baselines). Spaces: :mod:`.vocab`; tokenizer: :mod:`mechanisms.tokenize` (re-exported here); exact nearest
 neighbour and diameter: :mod:`.nearest`; N_w / S_w: :mod:`.metrics`.
 """
 
 from __future__ import annotations
 
+from ..tokenize import detokenize, tokenize
 from .additive import WordGaussian, WordLaplace
 from .cmp import CMP
 from .mahalanobis import Mahalanobis
 from .metrics import rewrite_statistics, support_sizes, unchanged_fraction, word_statistics
 from .nearest import NearestWords, diameter
-from .tokenize import detokenize, tokenize
 from .trlaplace import TrLaplace, trlaplace_delta, trlaplace_param_dim, trlaplace_variance
 from .vocab import UNK_TOKEN, WordSpace, load_glove, load_minilm, load_space
 

@@ -39,7 +39,8 @@ from simulations.cli import (
     tune,
     word_survival,
 )
-from simulations.cli.options import OneLineParser, setup_logging
+from simulations.cli.options import OneLineParser
+from simulations.runtime.logs import setup_logging
 
 #: The subcommands, in the order ``sanitas --help`` lists them.
 SUBCOMMANDS: tuple[ModuleType, ...] = (
@@ -95,10 +96,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     except RunFailed as err:
         print(f"sanitas: error: {err}", file=sys.stderr)
         return 1
-    except (ValueError, FileNotFoundError, FileExistsError, NotADirectoryError) as err:
+    except (ValueError, FileNotFoundError, FileExistsError, NotADirectoryError, PermissionError) as err:
         message = " ".join(line.strip() for line in str(err).splitlines() if line.strip())  # always one line
         print(f"sanitas: error: {message or type(err).__name__}", file=sys.stderr)
         return 2
+    except OSError as err:  # a write that failed after the checks (a full disk, a folder that changed under the run)
+        print(
+            f"sanitas: error: {err.strerror or type(err).__name__}: {err.filename or ''}".rstrip(": "), file=sys.stderr
+        )
+        return 1
     finally:
         if previous is not None:
             import signal

@@ -1,20 +1,48 @@
 """``sanitas compare CONFIG --out DIR``: local DP vs central DP at the same per-user unit (logic in
-:mod:`simulations.drivers.compare`)."""
+:mod:`simulations.drivers.compare`). Every flag is checked while the arguments are parsed, by its type beside
+its declaration, and the flags that must agree with each other in :func:`handle`, before anything is loaded."""
 
 from __future__ import annotations
 
 import argparse
 from typing import Any
 
-from simulations.cli.options import (
-    add_attacks_option,
-    add_set_option,
-    add_timeout_option,
-    numbers,
-    out_dir,
-)
+from simulations.cli.items import distinct_choices, epsilons, positive_numbers, seed_list, set_item, share_or_auto
+from simulations.cli.options import add_attacks_option, add_timeout_option, out_dir
 
 NAME = "compare"
+
+#: The config keys compare sets in its runs itself, with what the user gives instead: refused in --set and
+#: --central-set while the arguments are parsed.
+OWNED = {
+    "mode": "compare runs local and central points itself: remove it",
+    "central-unit": "compare runs user-level central points (node-level ones with --node-multipliers): remove it",
+    "central-noise-multiplier": "compare finds each central point's noise for its --central-epsilons target "
+    "(node level: --node-multipliers): remove it",
+    "sentence-epsilon": "compare splits each --epsilons budget between the sentence and label mechanisms "
+    "(--label-share): remove it",
+    "label-epsilon": "compare splits each --epsilons budget between the sentence and label mechanisms "
+    "(--label-share): remove it",
+    "accounting-delta": "compare accounts the local points at the central side's delta: remove it, or set "
+    "central-delta",
+    "seed": "compare sets seed and noise-seed of every run from --seeds: remove it and use --seeds",
+    "noise-seed": "compare sets seed and noise-seed of every run from --seeds: remove it and use --seeds",
+    "run-name": "compare names every run: remove it (--name names the comparison's folder)",
+    "out-dir": "compare writes into --out: remove it and use --out",
+}
+
+#: The keys of the local class-means protocol (simulations.drivers.compare_plan.LOCAL_ONLY), which central runs
+#: do not use: refused in --central-set.
+LOCAL_ONLY_REASON = (
+    "{key} belongs to the local class-means protocol, which central runs do not use: give it with --set "
+    "(compare puts it back to its default on the central side)"
+)
+
+
+def _central_owned() -> dict[str, str]:
+    from simulations.drivers.compare_plan import LOCAL_ONLY
+
+    return {**OWNED, **{key: LOCAL_ONLY_REASON.format(key=key) for key in LOCAL_ONLY}}
 
 
 def add_parser(sub: Any) -> None:
@@ -29,11 +57,13 @@ def add_parser(sub: Any) -> None:
     p.add_argument("config", help="flat TOML file of run-config keys shared by every run")
     p.add_argument(
         "--epsilons",
-        default="1,3.14,6.28",
+        type=epsilons,
+        default=[1.0, 3.14, 6.28],
         help="local points: whole-record pure epsilons per user (embedding + label; simulations.drivers.compare)",
     )
     p.add_argument(
         "--label-share",
+        type=share_or_auto,
         default="auto",
         help="the label's share of each local budget: auto (chosen on the public data) or a number in (0, 1)",
     )
@@ -45,37 +75,49 @@ def add_parser(sub: Any) -> None:
     )
     p.add_argument(
         "--central-trains",
-        default="head",
+        type=distinct_choices(("head", "encoder"), "head,encoder"),
+        default=["head"],
         help="what the user-level central runs train: head, encoder, or both (head,encoder): one series each",
     )
     p.add_argument(
         "--central-epsilons",
-        default="0.5,1,2,4,8",
+        type=epsilons,
+        default=[0.5, 1.0, 2.0, 4.0, 8.0],
         help="target per-user epsilons of the user-level central runs",
     )
     p.add_argument(
         "--seeds",
-        default="1,2,3",
+        type=seed_list,
+        default=[1, 2, 3],
         help="seeds, comma-separated: every run once per seed, with seed AND noise-seed both set to it "
         "(compare.csv: mean and sample sd over seeds, n)",
     )
     p.add_argument(
         "--node-multipliers",
-        type=numbers(float, "number", allow_empty=True),
-        default="",
+        type=positive_numbers,
+        default=[],
         help="node-level central runs at these noise multipliers (optional)",
     )
-    add_set_option(p, "override a config key in every run (repeatable)")
+    p.add_argument(
+        "--set",
+        dest="sets",
+        action="append",
+        default=[],
+        type=set_item(OWNED),
+        metavar="KEY=VALUE",
+        help="override a config key in every run (repeatable)",
+    )
     p.add_argument(
         "--central-set",
         dest="central_sets",
         action="append",
         default=[],
+        type=set_item(_central_owned()),
         metavar="KEY=VALUE",
         help="override a config key in the central runs only (e.g. users-per-node=200)",
     )
     p.add_argument("--out", type=out_dir, required=True, help="parent folder; the comparison writes OUT/NAME")
-    p.add_argument("--name", default=None, help="folder name (default: <config stem>-compare)")
+    p.add_argument("--name", type=folder_name, default=None, help="folder name (default: <config stem>-compare)")
     p.add_argument(
         "--collect",
         action="store_true",
@@ -93,26 +135,41 @@ def add_parser(sub: Any) -> None:
     add_timeout_option(p)
 
 
-def handle(args: argparse.Namespace) -> int:
-    from simulations.drivers.compare import compare
-    from simulations.drivers.grid import list_items as items
+def folder_name(text: str) -> str:
+    """``--name``: one folder name (no path separator, not empty, not ``.`` or ``..``)."""
+    if not text.strip() or "/" in text or "\\" in text or text in (".", ".."):
+        raise argparse.ArgumentTypeError(f"{text!r}: must be one folder name, like sst2-compare (--out is its parent)")
+    return text
 
+
+def handle(args: argparse.Namespace) -> int:
+    """The flags that must agree with each other (before anything is loaded), then
+    :func:`simulations.drivers.compare.compare`."""
+    from fl.config import ConfigError
+    from simulations.drivers.compare import compare
+    from simulations.drivers.compare_plan import CompareRequest
+    from simulations.runtime.overrides import override_key
+
+    if args.central_trains != ["head"] and any(override_key(i) == "central-train" for i in args.central_sets):
+        raise ConfigError("--central-set central-train and --central-trains both set what central runs train: keep one")
     return compare(
-        args.config,
-        items(args.epsilons, "--epsilons"),
-        items(args.central_epsilons, "--central-epsilons"),
-        items(args.seeds, "--seeds"),
-        args.sets,
-        args.central_sets,
-        args.out,
-        name=args.name,
-        node_multipliers=items(args.node_multipliers, "--node-multipliers"),
-        central_trains=args.central_trains.split(","),
-        timeout=args.timeout,
-        collect=args.collect,
-        jobs=args.jobs,
-        attacks=args.attacks,
-        label_share=args.label_share,
-        labels_clear=args.labels_clear,
-        central_check=args.central_check == "on",
+        CompareRequest(
+            config=args.config,
+            totals=args.epsilons,
+            targets=sorted(set(args.central_epsilons)),
+            seeds=args.seeds,
+            out=args.out,
+            sets=args.sets,
+            central_sets=args.central_sets,
+            name=args.name,
+            node_multipliers=args.node_multipliers,
+            central_trains=args.central_trains,
+            label_share=args.label_share,
+            labels_clear=args.labels_clear,
+            central_check=args.central_check == "on",
+            collect=args.collect,
+            jobs=args.jobs,
+            timeout=args.timeout,
+            attacks=args.attacks,
+        )
     )

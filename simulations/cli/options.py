@@ -4,7 +4,6 @@ refuse a bad value while the arguments are parsed (before any work), and the com
 from __future__ import annotations
 
 import argparse
-import logging
 import re
 import sys
 from collections.abc import Callable
@@ -73,22 +72,50 @@ def _first_file_on_the_way(path: Path) -> Path | None:
     return None
 
 
+def _refuse_unwritable(folder: Path) -> None:
+    """Refuse the option when no file can be written into ``folder`` (or, where it does not exist yet, into
+    the nearest existing folder above it): the file system is asked by writing a temporary file there and
+    removing it (:func:`fl.config.paths.write_problem`; ``os.access`` says yes to root where a read-only
+    file system or an immutable folder still refuses)."""
+    from fl.config.paths import write_problem
+
+    problem = write_problem(folder)
+    if problem is not None:
+        where, reason = problem
+        create = f"cannot create {str(folder)!r}: " if where != folder.expanduser() else ""
+        raise argparse.ArgumentTypeError(
+            f"{create}cannot write into {str(where)!r} ({reason}): choose a writable folder"
+        )
+
+
 def out_dir(text: str) -> str:
-    """A folder to write into: absent (it is created) or a folder, never a file or under one."""
+    """A folder to write into: absent (it is created) or a folder, never a file or under one, and one
+    the user can write into (where it is absent: the nearest existing folder above it)."""
     blocker = _first_file_on_the_way(Path(text))
     if blocker is not None:
         which = "is a file" if blocker == Path(text) else f"lies under the file {str(blocker)!r}"
         _refuse(f"must be a folder, and it {which}", text)
+    _refuse_unwritable(Path(text))
     return text
 
 
 def out_file(text: str) -> str:
-    """A file to write: not a folder, in a folder that exists."""
+    """A file to write: not a folder, in a folder that exists and can be written into; an existing file
+    must be writable too."""
     path = Path(text)
     if path.is_dir():
         _refuse("must be a file name, and it is a folder", text)
     if not path.parent.is_dir():
         _refuse(f"must be in an existing folder, and {str(path.parent)!r} is not one", text)
+    _refuse_unwritable(path.parent)
+    if path.is_file():
+        try:
+            with path.open("ab"):  # opened for appending, nothing written: the file is unchanged
+                pass
+        except OSError as err:
+            raise argparse.ArgumentTypeError(
+                f"cannot write {text!r} ({err.strerror or type(err).__name__}): choose another file"
+            ) from None
     return text
 
 
@@ -158,8 +185,13 @@ def attack_names(text: str) -> list[str]:
 
 
 def add_set_option(p: argparse.ArgumentParser, help_text: str) -> None:
-    """``--set KEY=VALUE`` (repeatable, collected in ``args.sets``): one spelling for every subcommand."""
-    p.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE", help=help_text)
+    """``--set KEY=VALUE`` (repeatable, collected in ``args.sets``): one spelling for every subcommand, each item's
+    key and value checked while the arguments are parsed (:func:`simulations.cli.items.set_item`)."""
+    from simulations.cli.items import set_item
+
+    p.add_argument(
+        "--set", dest="sets", action="append", default=[], type=set_item(), metavar="KEY=VALUE", help=help_text
+    )
 
 
 def add_timeout_option(p: argparse.ArgumentParser) -> None:
@@ -191,23 +223,3 @@ def add_attacks_option(p: argparse.ArgumentParser) -> None:
 def command_line(args: argparse.Namespace) -> str:
     """The command the user typed, as the tables record it (``sanitas SUBCOMMAND ...``)."""
     return " ".join(["sanitas", *getattr(args, "argv", sys.argv[1:])])
-
-
-#: The loggers of Sanitas' own packages, which :func:`setup_logging` configures.
-SANITAS_LOGGERS = ("fl", "clients", "strategies", "simulations", "sanitas")
-
-
-def setup_logging() -> None:
-    """INFO logs of Sanitas' own packages (Flower configures its own logger)."""
-    handler = logging.StreamHandler()
-    handler.setFormatter(logging.Formatter("%(levelname)s sanitas.%(name)s: %(message)s"))
-    # A long phase's progress lines are for run.log: the console shows its bar (fl.reporting.progress).
-    handler.addFilter(lambda record: not record.name.startswith("fl.progress"))
-    for name in SANITAS_LOGGERS:
-        logger = logging.getLogger(name)
-        logger.setLevel(logging.INFO)
-        for old in [h for h in logger.handlers if getattr(h, "sanitas_cli", False)]:
-            logger.removeHandler(old)  # a warm worker calls main() once per point
-        handler.sanitas_cli = True  # type: ignore[attr-defined]
-        logger.addHandler(handler)
-        logger.propagate = False

@@ -6,6 +6,8 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from simulations.cli.compare import folder_name
+from simulations.cli.items import grid_spec, seed_list
 from simulations.cli.options import add_attacks_option, add_set_option, add_timeout_option, out_dir
 
 NAME = "sweep"
@@ -27,6 +29,7 @@ def add_parser(sub: Any) -> None:
         dest="grid",
         action="append",
         default=[],
+        type=grid_spec,
         metavar="KEY=V1,V2,...",
         help="values of one key (repeatable): split on commas outside quotes and brackets, each "
         'parsed as TOML like --set (quote strings: \'sentence-mechanism="purkayastha","none"\')',
@@ -40,6 +43,7 @@ def add_parser(sub: Any) -> None:
     )
     p.add_argument(
         "--seeds",
+        type=seed_list,
         default=None,
         metavar="S1,S2,...",
         help="run every grid point once per seed, with seed AND noise-seed both set to it (as in 'sanitas "
@@ -48,7 +52,7 @@ def add_parser(sub: Any) -> None:
     )
     add_set_option(p, "override a config key in every run (repeatable); values parse as TOML")
     p.add_argument("--out", type=out_dir, required=True, help="parent folder; the sweep writes OUT/NAME")
-    p.add_argument("--name", default=None, help="sweep folder name (default: the config file's stem)")
+    p.add_argument("--name", type=folder_name, default=None, help="sweep folder name (default: the config file's stem)")
     add_attacks_option(p)
     add_timeout_option(p)
 

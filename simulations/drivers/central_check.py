@@ -27,21 +27,15 @@ LR_FACTORS = (1.0, 3.0, 10.0, 30.0, 100.0)
 
 
 def _public_embeddings(cfg: config_mod.RunConfig) -> tuple[Any, Any, int] | None:
-    """The central runs' public embeddings (their encoder), labels and number of classes; None without
-    public documents."""
-    import torch
+    """The central runs' public embeddings (their encoder), labels and number of classes, through the run's one
+    door to its data (:class:`simulations.drivers.inputs.RunInputs`); None without public documents."""
+    from simulations.drivers.inputs import RunInputs
 
-    from fl.data import datasets as data
-    from fl.encoding.encoder import best_device
-    from fl.encoding.public_tuning import TuningSpec, tuned_encoder
-    from fl.maps.public_start import PublicSpec, public_embeddings
-
-    loaded = data.load(cfg.data, cfg.users, cfg.release.level)
-    if getattr(loaded, "public", None) is None:
+    inputs = RunInputs(cfg)
+    if getattr(inputs.dataset, "public", None) is None:
         return None
-    encoder = tuned_encoder(TuningSpec.from_config(cfg), best_device(cfg.server.device))
-    x, y = public_embeddings(replace(PublicSpec.from_config(cfg), encoder=encoder), torch.device("cpu"))
-    return x, y, int(loaded.num_classes)
+    x, y = inputs.public
+    return x, y, inputs.num_classes
 
 
 def check_central_points(central_cfg: Mapping[str, Any], noise: Mapping[float, float], seed: int) -> dict[str, Any]:

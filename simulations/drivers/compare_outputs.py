@@ -6,15 +6,11 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
-from fl import config as config_mod
 from fl.reporting.outcome import adds_over_public
-from simulations.drivers import sweep as sw
+from simulations.drivers.grid import Run
 from simulations.outputs import aggregate as agg
 from simulations.outputs.writers import pyplot, read_json, save_figure, text_cell, write_csv
 
@@ -94,7 +90,7 @@ def public_line(scored: Mapping[str, Any], accuracy: Any) -> dict[str, Any]:
 
 
 def rows_for(
-    run: sw.Run, sweep_dir: Path, targets: Mapping[str, float] | None = None, map_dim: int | None = None
+    run: Run, sweep_dir: Path, targets: Mapping[str, float] | None = None, map_dim: int | None = None
 ) -> list[dict[str, Any]]:
     """The comparison rows of one finished run (none while it has no summary). ``targets`` maps a
     user-level central run's name to the per-user epsilon its noise was calibrated for; ``map_dim`` is the
@@ -506,43 +502,6 @@ def plot(
     fig.tight_layout()
     save_figure(fig, path)
     return path
-
-
-def _ceiling_inputs(
-    cfg: config_mod.RunConfig, seeds: Sequence[int], rows: Sequence[Mapping[str, Any]]
-) -> tuple[list[float], dict[int, float]]:
-    """The test split's class frequencies and, per seed, the public classifier's test accuracy (the
-    logistic regression the supervised map is made of, on the run's encoder): what the ceiling needs.
-    The accuracy is a reference figure scored like every run's accuracy, never used to choose anything."""
-    from fl.data import datasets as data
-
-    loaded = data.load(cfg.data, replace(cfg.users, seed=seeds[0]), cfg.release.level)
-    if not isinstance(loaded, data.TextDataset):
-        return [], {}
-    counts = np.bincount(np.asarray(loaded.test["label"][:], dtype=np.int64), minlength=loaded.num_classes)
-    priors = (counts / counts.sum()).tolist()
-    if loaded.public is None or not any(r["series"].startswith("local-ldp") for r in rows):
-        return priors, {}
-    import torch
-
-    from fl.encoding.encoder import best_device, embed_texts
-    from fl.encoding.public_tuning import TuningSpec, tuned_encoder
-    from fl.maps.input_map import logistic_directions
-    from mechanisms.class_rr import logit_class
-
-    accuracy = {}
-    for seed in seeds:
-        users = replace(cfg.users, seed=seed)
-        tuning = TuningSpec(cfg.data, users, cfg.encoder, cfg.release)
-        encoder = tuned_encoder(tuning, best_device(cfg.server.device))
-        ds = data.load(cfg.data, users, cfg.release.level)
-        assert isinstance(ds, data.TextDataset) and ds.public is not None
-        xp = np.asarray(embed_texts(ds.public["text"][:], encoder, "cpu", progress=False))
-        xt = np.asarray(embed_texts(ds.test["text"][:], encoder, "cpu", progress=False))
-        a, b = logistic_directions(xp, np.asarray(ds.public["label"][:]), ds.num_classes)
-        pred = logit_class(torch.as_tensor(xt @ a + b), ds.num_classes).numpy()
-        accuracy[seed] = float((pred == np.asarray(ds.test["label"][:])).mean())
-    return priors, accuracy
 
 
 def add_noise_free_ceilings(rows: Sequence[dict[str, Any]]) -> None:

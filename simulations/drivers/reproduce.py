@@ -38,8 +38,9 @@ from pathlib import Path
 from typing import Any
 
 from simulations.analyses.doc_report import report as report_documents
+from simulations.drivers.grid import parse_seeds
 from simulations.drivers.reproductions import Reproduction, get
-from simulations.drivers.sweep import parse_seeds, sweep
+from simulations.drivers.sweep import sweep
 from simulations.outputs import aggregate as agg
 from simulations.outputs.writers import pyplot, save_figure, write_csv
 

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -24,62 +23,38 @@ from simulations.outputs.writers import write_csv
 
 def tune(config: str, epsilons: Sequence[float], sets: Sequence[str], out: str, grid: str = "default") -> int:
     """The ``sanitas tune`` command; returns 0. ``grid``: ``"default"`` (:func:`fl.maps.recipes.default_candidates`)
-    or ``"class-means"`` (:func:`fl.maps.recipes.class_means_candidates`)."""
-    import torch
-
-    from fl.cohort import population_sizes
-    from fl.data import datasets as data
-    from fl.encoding.encoder import best_device
-    from fl.encoding.public_tuning import TuningSpec, tuned_encoder
+    or ``"class-means"`` (:func:`fl.maps.recipes.class_means_candidates`). Everything the config alone decides is
+    checked before any data is read, and the output folder is made only when its files are written."""
     from fl.maps import recipes
-    from fl.maps.public_start import PublicSpec, public_embeddings
+    from simulations.drivers.inputs import RunInputs
     from simulations.runtime.api import resolve_config
     from simulations.runtime.overrides import load_with_overrides
 
     raw = load_with_overrides(config, list(sets))
     cfg = config_mod.as_run_config(resolve_config(raw))
-    if not config_mod.has_public(cfg):
-        raise config_mod.ConfigError(
-            "sanitas tune chooses on public data: set public-fraction > 0, public-size > 0 or public-dataset"
-        )
-    if cfg["mode"] != "local" or config_mod.level_of(cfg) != "sentence":
-        raise config_mod.ConfigError(
-            "sanitas tune chooses sentence-level local-DP recipes: mode = 'local', no word or document mechanism"
-        )
-    loaded = data.load(cfg.data, cfg.users, cfg.release.level)
-    assert isinstance(loaded, data.TextDataset)
-    # the public embeddings the run's nodes will compute (with its public-tuned encoder, if any)
-    encoder = tuned_encoder(TuningSpec.from_config(cfg), best_device(cfg.server.device))
-    x, y = public_embeddings(replace(PublicSpec.from_config(cfg), encoder=encoder), torch.device("cpu"))
-    groups = data.public_groups(
-        cfg.data, cfg.users, cfg.release.level
-    )  # the hold-out keeps each source group on one side
-    num_users = population_sizes(cfg.data, cfg.users, cfg.release.level)[0]
-    folder = Path(out).expanduser().resolve()
-    folder.mkdir(parents=True, exist_ok=True)
+    _check(cfg, grid)
+    inputs = RunInputs(cfg)
+    assert inputs.is_text
+    x, y = inputs.public  # the public embeddings the run's nodes will compute (its public-tuned encoder, if any)
     print(
-        f"sanitas: choosing recipes on {len(y)} public documents ({loaded.public_info.get('source', '')}) "
-        f"for {num_users} users; the private users and the test split are not read",
+        f"sanitas: choosing recipes on {len(y)} public documents ({inputs.dataset.public_info.get('source', '')}) "
+        f"for {inputs.train_users} users; the private users and the test split are not read",
         flush=True,
     )
+    candidates = recipes.class_means_candidates() if grid == "class-means" else None
+    spec = recipes.RecipeSpec.from_config(cfg)
+    scored = {
+        eps: recipes.choose(
+            spec, float(eps), x, y, inputs.num_classes, inputs.train_users, inputs.public_groups, candidates
+        )
+        for eps in epsilons
+    }
+    folder = Path(out).expanduser().resolve()
+    folder.mkdir(parents=True, exist_ok=True)
     rows: list[dict[str, Any]] = []
     chosen: dict[str, Any] = {}
-    for eps in epsilons:
-        candidates = recipes.class_means_candidates() if grid == "class-means" else None
-        best, table = recipes.choose(
-            recipes.RecipeSpec.from_config(cfg), float(eps), x, y, loaded.num_classes, num_users, groups, candidates
-        )
-        for s in table:
-            rows.append(
-                {
-                    "epsilon": eps,
-                    "candidate": s.candidate.name,
-                    "public_accuracy": s.accuracy,
-                    "test_inputs": s.extra.get("test_inputs", "sanitized"),
-                    "chosen": s is best,
-                    **{k: s.values.get(k, "") for k in _KEYS},
-                }
-            )
+    for eps, (best, table) in scored.items():
+        rows += [_row(eps, s, s is best) for s in table]
         toml = folder / f"{Path(config).stem}-eps{eps:g}.toml"
         toml.write_text(_config_text(raw, best.values, eps, best.accuracy))
         chosen[f"{eps:g}"] = {
@@ -97,14 +72,43 @@ def tune(config: str, epsilons: Sequence[float], sets: Sequence[str], out: str, 
     document = {
         "config": config,
         "sets": list(sets),
-        "users": num_users,
-        "public": loaded.public_info,
+        "users": inputs.train_users,
+        "public": inputs.dataset.public_info,
         "chosen": chosen,
         "rows": rows,
     }
     (folder / "tune.json").write_text(json.dumps(document, indent=2, default=str) + "\n")
     print(f"sanitas: {folder / 'tune.csv'} and {folder / 'tune.json'}", flush=True)
     return 0
+
+
+def _check(cfg: config_mod.RunConfig, grid: str) -> None:
+    """What ``sanitas tune`` needs of the config, checked before any data is read (ConfigError naming the fix)."""
+    if not config_mod.has_public(cfg):
+        raise config_mod.ConfigError(
+            "sanitas tune chooses on public data: set public-fraction > 0, public-size > 0 or public-dataset"
+        )
+    if cfg["mode"] != "local" or config_mod.level_of(cfg) != "sentence":
+        raise config_mod.ConfigError(
+            "sanitas tune chooses sentence-level local-DP recipes: mode = 'local', no word or document mechanism"
+        )
+    if grid == "default" and (cfg["server-model"] == "class-means" or cfg["cohorts"] > 1):
+        raise config_mod.ConfigError(
+            "--recipes default scores recipes on the supervised map, which a class-means config (server-model = "
+            f"{cfg['server-model']!r}, cohorts = {cfg['cohorts']}) cannot run: give --recipes class-means"
+        )
+
+
+def _row(eps: float, scored: Any, chosen: bool) -> dict[str, Any]:
+    """One row of tune.csv: a candidate's keys and its public hold-out accuracy at ``eps``."""
+    return {
+        "epsilon": eps,
+        "candidate": scored.candidate.name,
+        "public_accuracy": scored.accuracy,
+        "test_inputs": scored.extra.get("test_inputs", "sanitized"),
+        "chosen": chosen,
+        **{k: scored.values.get(k, "") for k in _KEYS},
+    }
 
 
 _KEYS = (

@@ -179,14 +179,12 @@ class _Prepared:
     backend: str
 
 
-def _prepare(cfg: Mapping[str, Any], resume: bool) -> _Prepared:
-    """Every check a run makes before anything is written or a backend starts (see :func:`launch`)."""
-    from fl.cohort import population_sizes
-    from fl.data import datasets as data
-    from fl.data.partition import num_nodes
-    from strategies.modes import run_folder
+def _check_before_data(cfg: Any, resume: bool) -> None:
+    """The checks of a resolved config that need no data and no encoder: the device on this machine, the
+    ``strategy`` module, a results folder that can be written and (with ``run-name``) is not taken. They
+    come before :func:`_prepare` loads anything, so a bad value is refused in the time the config takes."""
+    from fl.config.paths import write_problem
 
-    cfg = config_mod.as_run_config(cfg)
     if cfg.server.device.startswith("cuda"):  # here, where the run starts: a config may be written elsewhere
         import torch
 
@@ -194,19 +192,76 @@ def _prepare(cfg: Mapping[str, Any], resume: bool) -> _Prepared:
             raise config_mod.ConfigError(
                 f'device = "{cfg.server.device}" but this machine has no CUDA: use device = "auto" or "cpu"'
             )
+    if cfg["strategy"]:  # an unknown strategy module or class fails here, before the data or Ray
+        _check_strategy_module(cfg["strategy"])
+        from strategies.loading import import_object  # imports Flower: after the cheap look-up above
+
+        import_object(cfg["strategy"])
+    out_dir = cfg.output.out_dir
+    problem = write_problem(out_dir)
+    if problem is not None:
+        where, reason = problem
+        raise config_mod.ConfigError(
+            f"out-dir = {out_dir!r}: cannot write into {str(where)!r} ({reason}): choose a writable folder"
+        )
+    if cfg.output.run_name and not resume:  # a named folder is known now (an unnamed one gets the time)
+        folder = Path(out_dir).expanduser().resolve() / cfg.output.run_name
+        if folder.is_dir() and any(folder.iterdir()):
+            raise FileExistsError(f"results folder {folder} already exists and is not empty")
+
+
+def _check_strategy_module(spec: str) -> None:
+    """A ``strategy`` module that cannot be found, refused as :func:`strategies.loading.import_object` words it,
+    without importing it (nor Flower, which ``strategies.loading`` imports)."""
+    import importlib.util
+
+    module_name = spec.partition(":")[0]
+    try:
+        found = importlib.util.find_spec(module_name)
+    except ImportError as err:  # a parent package is missing
+        raise ValueError(f"cannot import strategy module {module_name!r}: {err}") from None
+    except ValueError:  # an odd name: import_object says what is wrong with it
+        return
+    if found is None:
+        raise ValueError(f"cannot import strategy module {module_name!r}: No module named {module_name!r}")
+
+
+def _check_public_span(cfg: Any, loaded: Any) -> None:
+    """``map-in = "projection"``: ``map-dim`` and, with cohorts, ``cohort-map-dim`` within what the public
+    documents span (:func:`fl.maps.public_model.check_projection_size`), naming the key that is too large."""
+    from fl.maps.public_model import check_projection_size
+
+    public, classes = len(loaded.public), int(loaded.num_classes)
+    check_projection_size(int(cfg["map-dim"]), public, classes)
+    cohort_dim = int(cfg["cohort-map-dim"]) if int(cfg["cohorts"]) > 1 else 0
+    if cohort_dim:
+        try:
+            check_projection_size(cohort_dim, public, classes)
+        except config_mod.ConfigError as err:  # its words are map-dim's: say which key it is
+            why = str(err).partition(": ")[2] or str(err)
+            raise config_mod.ConfigError(
+                f"cohort-map-dim = {cohort_dim} (the earlier cohorts' projection): "
+                + why.replace("lower map-dim", "lower cohort-map-dim")
+            ) from None
+
+
+def _prepare(cfg: Mapping[str, Any], resume: bool) -> _Prepared:
+    """Every check a run makes before anything is written or a backend starts (see :func:`launch`): those
+    that need only the config first (:func:`_check_before_data`), then the data's."""
+    cfg = config_mod.as_run_config(cfg)
+    _check_before_data(cfg, resume)
+
+    from fl.cohort import population_sizes
+    from fl.data import datasets as data
+    from fl.data.partition import num_nodes
+
     data.check_source(cfg.data, cfg.users)
     # Fails early (empty documents, bad columns), before any output.
     loaded = data.load(cfg.data, cfg.users, cfg.release.level)
     if cfg["map-in"] == "projection" and getattr(loaded, "public", None) is not None:
-        from fl.maps.public_model import check_projection_size
+        _check_public_span(cfg, loaded)
+    from strategies.modes import run_folder  # after the data's checks: it imports Flower
 
-        check_projection_size(int(cfg["map-dim"]), len(loaded.public), int(loaded.num_classes))
-        if int(cfg["cohort-map-dim"]):
-            check_projection_size(int(cfg["cohort-map-dim"]), len(loaded.public), int(loaded.num_classes))
-    if cfg["strategy"]:  # an unknown strategy module or class fails here, before Ray starts
-        from strategies.loading import import_object
-
-        import_object(cfg["strategy"])
     folder = run_folder(cfg)
     if not resume and folder.exists() and any(folder.iterdir()):
         raise FileExistsError(f"results folder {folder} already exists and is not empty")
@@ -296,11 +351,11 @@ def launch(cfg: Mapping[str, Any], resume: bool = False, verbose: bool = True) -
     incomplete run of this config, which continues from its last completed round.
     """
     checks_started = _mark_launched()
+    run = _prepare(cfg, resume)  # before the apps' imports: a refusal comes as soon as it can
+    cfg = run.cfg
     from clients.app import make_client_app
     from strategies.server_app import make_server_app
 
-    run = _prepare(cfg, resume)
-    cfg = run.cfg
     print(
         f"sanitas: {run.train_users} training users, {run.test_users} test users on {run.nodes} simulated nodes "
         f"({run.backend} backend)",

@@ -54,6 +54,8 @@ class PointOutcome:
 CLI = "simulations.cli:main"
 #: A job of several points that share one federation (``simulations.runtime.shared.run_together``).
 POINTS_JOB = "points"
+#: A job of one point given as its resolved config (``simulations.runtime.shared.run_resolved``).
+CONFIG_JOB = "config"
 
 
 def _serve(conn: Connection, threads: int, target: str) -> None:
@@ -80,6 +82,9 @@ def _serve(conn: Connection, threads: int, target: str) -> None:
             codes: list[int] = []
             _run_logged(lambda _: codes.extend(_run_together(cfgs)) or 0, [], Path(log_path))
             conn.send(codes or [1] * len(cfgs))
+        elif job[0] == CONFIG_JOB:  # one point, its config resolved by the driver
+            _, cfg, log_path = job
+            conn.send(_run_logged(lambda _: _run_resolved(cfg), [], Path(log_path)))
         else:
             argv, log_path = job
             conn.send(_run_logged(main, list(argv), Path(log_path)))
@@ -90,6 +95,12 @@ def _run_together(cfgs: Sequence[Mapping[str, Any]]) -> list[int]:
     from simulations.runtime.shared import run_together
 
     return run_together(cfgs)
+
+
+def _run_resolved(cfg: Mapping[str, Any]) -> int:
+    from simulations.runtime.shared import run_resolved
+
+    return run_resolved(cfg)
 
 
 def _exit_when_orphaned(parent: int) -> None:
@@ -172,6 +183,10 @@ class Worker:
         """Run one point; never raises for the point's failure."""
         return self._exchange((list(argv), str(log_path)), 1, timeout)[0]
 
+    def run_config(self, cfg: Mapping[str, Any], log_path: Path, timeout: float | None) -> PointOutcome:
+        """Run one point given as its resolved config; never raises for the point's failure."""
+        return self._exchange((CONFIG_JOB, cfg, str(log_path)), 1, timeout)[0]
+
     def run_points(
         self, cfgs: Sequence[Mapping[str, Any]], log_path: Path, timeout: float | None
     ) -> list[PointOutcome]:
@@ -233,14 +248,23 @@ class WarmPool:
             self._idle.put(held[0] if held[0].alive else None)
 
     def run(self, argv: Sequence[str], log_path: Path, timeout: float | None = None) -> PointOutcome:
-        """Run one point on an idle worker; a point that kills its worker is retried once on a fresh one."""
+        """Run one point (its ``sanitas`` command line) on an idle worker; a point that kills its worker is
+        retried once on a fresh one."""
+        return self._retried(lambda worker: worker.run(argv, log_path, timeout), log_path)
+
+    def run_config(self, cfg: Mapping[str, Any], log_path: Path, timeout: float | None = None) -> PointOutcome:
+        """Run one point given as its resolved config on an idle worker (nothing is resolved again there); a
+        point that kills its worker is retried once on a fresh one."""
+        return self._retried(lambda worker: worker.run_config(cfg, log_path, timeout), log_path)
+
+    def _retried(self, job: Any, log_path: Path) -> PointOutcome:
         with self._worker() as held:
-            outcome = held[0].run(argv, log_path, timeout)
+            outcome = job(held[0])
             if outcome.crashed:
                 with open(log_path, "a") as log:
                     log.write(f"sanitas: the worker died (exit code {outcome.returncode}); retrying in a fresh one\n")
                 held[0] = self._fresh()
-                outcome = held[0].run(argv, log_path, timeout)
+                outcome = job(held[0])
             return outcome
 
     def run_points(

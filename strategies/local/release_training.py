@@ -18,6 +18,10 @@ released rows, their charges, and aggregate confusion counts from evaluation
 
 Customise by subclassing (override :meth:`sample_users` or :meth:`fit`) or by
 wrapping (a Flower ``Strategy`` whose constructor takes ``strategy``).
+
+M1 (its start, the record that carries it, the cohorts' refits) and the public-only line are
+:class:`strategies.local.server_map.ServerMap`'s, which this class mixes in; the evaluate replies are
+summed into scores by :func:`strategies.local.evaluation.evaluation_scores`.
 """
 
 from __future__ import annotations
@@ -31,7 +35,7 @@ from typing import Any
 
 import numpy as np
 import torch
-from flwr.app import Array, ArrayRecord, ConfigRecord, Message, MessageType, MetricRecord, RecordDict
+from flwr.app import ArrayRecord, ConfigRecord, Message, MessageType, MetricRecord, RecordDict
 from flwr.serverapp import Grid
 from flwr.serverapp.strategy import Strategy
 
@@ -40,30 +44,22 @@ from fl import wire
 from fl.config import as_run_config
 from fl.encoding.encoder import best_device
 from fl.levels.channels import Channels, channel_class, make_channels
-from fl.levels.document import setup as document_level
 from fl.levels.document.setup import DocumentSetup
 from fl.levels.spec import LevelSpec
 from fl.maps import class_means
 from fl.maps import cohorts as cohort_maps
-from fl.maps import input_map as maps
 from fl.maps.minibatch import server_adam
-from fl.maps.pipeline import build_model, scores, train_epochs
+from fl.maps.pipeline import build_model, train_epochs
 from fl.maps.public_model import PublicModel
-from fl.maps.public_start import (
-    PublicSpec,
-    cached_public_model,
-    projection_start,
-    public_embeddings,
-    supervised_start,
-    train_public_start,
-)
 from fl.reporting.progress import bar as progress_bar
 from strategies.discovery import discover_nodes, raise_on_errors
+from strategies.local.evaluation import evaluation_scores
+from strategies.local.server_map import ServerMap
 
 log = logging.getLogger(__name__)
 
 
-class ReleaseTraining(Strategy):
+class ReleaseTraining(Strategy, ServerMap):
     """Train the downstream pipeline on local-DP releases.
 
     Parameters
@@ -168,168 +164,12 @@ class ReleaseTraining(Strategy):
         assert self.info is not None, "known after discovery"
         return self.info.num_test_users
 
-    # ------------------------------------------------------------------ M1
-    @property
-    def class_means(self) -> bool:
-        """True when the server model is the debiased class means (``server-model = "class-means"``)."""
-        return self.cfg.server.server_model == "class-means"
-
-    @property
-    def leaky(self) -> bool:
-        """True when M1 is trained on clients' unsanitized gradients: no LDP guarantee holds."""
-        return self.cfg.release.map_in == "leaky"
-
     def stored_documents(self) -> np.ndarray:
         """The training documents whose releases the server stores (sorted row ids): the members an
         attacker of the server's model targets (``fl.attacks``)."""
         return np.flatnonzero(self._slot >= 0)
 
-    def setup_map(self) -> None:
-        """Prepare M1: public seed (random), pretraining on the public split (public), the public
-        logistic-regression map (supervised), or a leaky start."""
-        assert self.info is not None
-        kind = self.cfg.release.map_in
-        if kind == "supervised":
-            self.map_matrix = self.supervised_public_map()
-            return
-        if kind == "projection":
-            first = int(self.cfg.server.cohort_map_dim) if self.cohorts > 1 else 0  # the earlier cohorts' m'
-            self.map_matrix, self.public_model, self.public_info = projection_start(
-                PublicSpec.from_config(self.cfg), self.info.num_classes, first or self.info.map_dim, self.device
-            )
-            log.info(
-                "M1 = the public projection on %d public documents (m' = %d: the public model's logit directions "
-                "and principal directions), frozen",
-                self.public_info["public_documents"],
-                self.info.map_dim,
-            )
-            return
-        self.map_matrix = maps.input_map(kind, self.info.encoder_dim, self.info.map_dim, self.cfg.release.map_seed)
-        if kind == "public":
-            self.map_matrix = self.pretrain_public_map()
-        elif kind == "leaky":
-            log.warning("map-in = 'leaky': clients send unsanitized M1 gradients; the run is NOT local DP")
-            assert self.map_matrix is not None
-            self._map_param = torch.nn.Parameter(self.map_matrix.to(self.device, torch.float32).clone())
-            self._map_optimizer = torch.optim.Adam([self._map_param], lr=self.cfg.server.learning_rate)
-
-    def pretrain_public_map(self) -> torch.Tensor:
-        """Train M1, M2 and the classifier on the public split only; return the frozen M1.
-
-        The server model keeps its public training as the starting point for
-        training on releases.
-        """
-        assert self.model is not None and self.map_matrix is not None and self.info is not None
-        mech = config_mod.make_mechanism(
-            self.cfg, "sentence", input_dim=self.info.map_dim, num_classes=self.info.num_classes
-        )
-        matrix, info = train_public_start(
-            PublicSpec.from_config(self.cfg), self.model, self.map_matrix, mech, self.device, self._gen
-        )
-        self.public_info = info
-        log.info(
-            "M1 trained on %d public documents (loss %.4f), frozen",
-            self.public_info["public_documents"],
-            self.public_info["public_loss"],
-        )
-        return matrix
-
-    def supervised_public_map(self) -> torch.Tensor:
-        """The affine M1 of ``map-in = "supervised"``, from the public split only (its scale chosen on
-        a public hold-out under the run's mechanism when ``map-scale = 0``)."""
-        assert self.info is not None
-        mech = config_mod.make_mechanism(
-            self.cfg, "sentence", input_dim=self.info.map_dim, num_classes=self.info.num_classes
-        )
-        matrix, info = supervised_start(
-            PublicSpec.from_config(self.cfg), mech, self.info.num_classes, self.info.map_dim, self.device, self._gen
-        )
-        self.public_info = info
-        log.info(
-            "M1 = the public logistic regression's map on %d public documents (m' = %d, scale %g), frozen",
-            info["public_documents"],
-            info["map_dim"],
-            info["map_scale"],
-        )
-        return matrix
-
-    def _step_leaky_map(self, grad: np.ndarray) -> None:
-        """One Adam step on M1 from the clients' mean gradient (leaky mode: not private)."""
-        assert self._map_param is not None and self._map_optimizer is not None
-        self._map_optimizer.zero_grad(set_to_none=True)
-        self._map_param.grad = torch.as_tensor(grad, dtype=torch.float32, device=self.device)
-        self._map_optimizer.step()
-        self.map_matrix = self._map_param.detach().to("cpu", torch.float64)
-
-    # ------------------------------------------------------------------ the public-only line
-    def setup_public_only(self) -> None:
-        """Fit the models of the public data alone, held against the run (no private user in them):
-
-        * the public logistic regression on the encoder's embeddings (:mod:`fl.maps.public_model`), which
-          the nodes score on clean test inputs (on-device inference);
-        * the server model fitted on releases of the public documents alone (``public_head``), which the
-          nodes score on the same sanitized test releases as the run's model (server-side inference) and,
-          with clean-evaluation, on the same clean test inputs in M1's space as the run's model (on-device
-          inference): with ``class-means`` the public class means' discriminant, with the MLP a fresh model
-          trained on the server's own sanitized releases of the public documents (their labels are public),
-          at the sentence level.
-
-        On each test input the public-only line is the stronger of the models scored there
-        (:func:`fl.reporting.outcome.against_public`). Only public documents are read; nothing here costs
-        privacy. Runs without public data have none."""
-        assert self.info is not None and self.channels is not None
-        if not config_mod.has_public(self.cfg):
-            return
-        public = PublicSpec.from_config(self.cfg)
-        x, y = public_embeddings(public, self.device)
-        k = self.info.num_classes
-        if self.public_model is None:
-            self.public_model = cached_public_model(public, x, y, k)
-        mech = getattr(self.channels.embedding, "mechanism", None)
-        if self.cfg.release.level != "sentence" or mech is None or self.leaky:
-            return  # the server can sanitize public documents itself only at the sentence level
-        rows = maps.apply_input_map(x.cpu(), self.map_matrix)
-        if self.class_means:
-            self.public_stats = class_means.public_statistics(rows.numpy(), y.cpu().numpy(), k)
-            empty = np.zeros((0, rows.shape[1]))
-            fitted = class_means.fit(empty, np.zeros(0, np.int64), np.eye(k), 1.0, self.public_stats)
-            self.public_head = fitted.head().to(self.device)
-            return
-        gen = torch.Generator().manual_seed(int(self.cfg.users.seed) + 7919)  # apart from the run's stream
-        z = mech.sanitize(rows, generator=gen).to(torch.float32).to(self.device)
-        with torch.random.fork_rng(devices=[]):  # build_model seeds the global generator: leave it as it was
-            head = build_model(
-                self.info.release_dim,
-                self.info.encoder_dim,
-                k,
-                hidden_dim=self.cfg.server.hidden_dim,
-                seed=self.cfg.users.seed,
-            ).to(self.device)
-        optimizer = server_adam(head.parameters(), self.cfg.server.learning_rate, self.device)
-        epochs, batch = int(self.cfg.server.server_epochs), int(self.cfg.server.batch_size)
-        with progress_bar(total=epochs, desc=f"public-only model on {len(y)} public releases", leave=False) as bar:
-            # forward given: trained here, never stacked with a shared federation's points (fl.maps.pipeline)
-            train_epochs(head, optimizer, z, y.to(self.device), epochs, batch, gen, lambda: bar.update(1), forward=head)
-        self.public_head = head
-
-    def _public_records(self) -> dict[str, ArrayRecord]:
-        """The public-only models for an evaluate request (the logistic regression only when the nodes
-        score clean test inputs)."""
-        out: dict[str, ArrayRecord] = {}
-        if self.public_model is not None and self.cfg.release.clean_evaluation:
-            out[wire.PUBLIC_MODEL] = ArrayRecord({"matrix": Array(self.public_model.as_matrix().numpy())})
-        if self.public_head is not None:
-            out[wire.PUBLIC_RELEASE_MODEL] = ArrayRecord(self.public_head.state_dict())
-        return out
-
     # ------------------------------------------------------------------ what requests carry
-    def _map_record(self) -> dict[str, ArrayRecord]:
-        """M1 for the clients in the modes where the server provides it."""
-        if self.cfg.release.map_in not in maps.FROM_SERVER:
-            return {}
-        assert self.map_matrix is not None
-        return {wire.MAP_IN: ArrayRecord({"matrix": Array(self.map_matrix.numpy())})}
-
     def _document_record(self, node_id: int) -> dict[str, ArrayRecord]:
         """The document level's public material, sent to each node once."""
         if self.document_setup is None or node_id in self._setup_sent:
@@ -346,46 +186,6 @@ class ReleaseTraining(Strategy):
         return {wire.MODEL: ArrayRecord(self.model.state_dict())} if needs else {}
 
     # ------------------------------------------------------------------ hooks
-    @property
-    def cohorts(self) -> int:
-        """``cohorts``: the disjoint cohorts released one a round (1: every round samples afresh)."""
-        return int(self.cfg.server.cohorts)
-
-    @property
-    def stage_dim(self) -> int:
-        """The dimension of this round's releases: M1's output width (``map-dim``; with ``cohorts`` > 1 the earlier
-        cohorts release at ``cohort-map-dim``)."""
-        assert self.info is not None
-        return int(self.map_matrix.shape[1]) if self.map_matrix is not None else int(self.info.map_dim)
-
-    def _start_stage(self) -> None:
-        """A fresh class-means head and empty release store at :attr:`stage_dim` (a cohort whose map has another
-        width than the one before it)."""
-        assert self.info is not None
-        self.model = class_means.LinearHead(self.stage_dim, self.info.num_classes).to(self.device)
-        self._slot = np.zeros(0, dtype=np.int64)
-        self._x_buf = np.zeros((0, self.stage_dim), dtype=np.float32)
-        self._y_buf = np.zeros(0, dtype=np.int64)
-        self._x, self._y = self._x_buf, self._y_buf
-
-    def next_cohort_map(self, server_round: int) -> None:
-        """``cohorts`` > 1, before round ``server_round`` > 1 asks its cohort: M1 becomes the projection built
-        from the last cohort's class-means fit (:func:`fl.maps.cohorts.next_projection`: public data and earlier
-        releases only), the public statistics and the public-only head are rebuilt in the new space, and the
-        stored releases (in the old space) are set aside: the next fit reads the new cohort's releases only."""
-        if self.cohorts == 1 or server_round == 1 or self._map_round == server_round:
-            return
-        assert self.info is not None and self.public_model is not None and self._last_fit is not None
-        assert self.map_matrix is not None
-        x, _ = public_embeddings(PublicSpec.from_config(self.cfg), self.device)
-        directions = cohort_maps.discriminant_directions(self.map_matrix, self._last_fit.weight)
-        self.map_matrix = cohort_maps.next_projection(directions, x, self.public_model.weight, self.info.map_dim)
-        self._map_round = server_round
-        self.public_head = None
-        self.setup_public_only()
-        self._start_stage()
-        log.info("cohort %d releases along M1 refitted from cohort %d's releases", server_round, server_round - 1)
-
     def sample_users(self, server_round: int) -> np.ndarray:
         """Training users asked to release this round: a seeded sample without
         replacement of ``ceil(fraction-train * num_users)`` users (seeded from the OS CSPRNG
@@ -577,59 +377,8 @@ class ReleaseTraining(Strategy):
         replies = list(replies)
         raise_on_errors(replies, "evaluate")
         assert self.info is not None
-        k = self.info.num_classes
-        conf = np.zeros((k, k), dtype=np.int64)
-        clean = np.zeros((k, k), dtype=np.int64)
-        # The public-only models' confusion counts and the evaluation key of each one's accuracy: the server
-        # model fitted on public data alone on the sanitized test releases, the public logistic regression and
-        # that server model on the clean test inputs (fl.reporting.outcome.PUBLIC_ONLY_MODELS names them).
-        public_only = {
-            "public-confusion": "public_only_accuracy",
-            "public-clean-confusion": "public_only_clean_accuracy",
-            "public-head-clean-confusion": "public_only_head_clean_accuracy",
-        }
-        public = {name: np.zeros((k, k), dtype=np.int64) for name in public_only}
-        by_k: dict[str, Any] = {}
-        fresh_total = refused = 0
-        for reply in replies:
-            metrics = wire.metric_record(reply.content, wire.METRICS)
-            refused += wire.read_int(metrics, "refused-releases", 0)
-            fresh_total += wire.read_int(metrics, "fresh-releases", 0)
-            conf += np.asarray(metrics["confusion"], dtype=np.int64).reshape(k, k)
-            if "clean-confusion" in metrics:  # absent when releases are not in M1's output space
-                clean += np.asarray(metrics["clean-confusion"], dtype=np.int64).reshape(k, k)
-            for name in public:
-                if name in metrics:
-                    public[name] += np.asarray(metrics[name], dtype=np.int64).reshape(k, k)
-            for name in ("confusion-by-k", "clean-confusion-by-k"):
-                if name in metrics:
-                    counts = np.asarray(metrics[name], dtype=np.int64).reshape(-1, k, k)
-                    by_k[name] = by_k.get(name, 0) + counts
-        sanitized, clean_scores = scores(conf), scores(clean)
-        self.evaluation = {
-            "accuracy": sanitized["accuracy"],
-            "macro_f1": sanitized["macro_f1"],
-            "clean_accuracy": clean_scores["accuracy"],
-            "clean_macro_f1": clean_scores["macro_f1"],
-            # The models fitted on the public data alone, on the same test inputs (None: not scored).
-            **{
-                key: scores(public[name])["accuracy"] if public[name].sum() else None
-                for name, key in public_only.items()
-            },
-            "test_users": int(conf.sum()),
-            "random_guess_f1": random_guess(conf),
-            "fresh_test_releases": fresh_total,
-            "refused_test_releases": refused,
-        }
-        if "confusion-by-k" in by_k:
-            self.evaluation["by_sentences"] = by_sentences(by_k["confusion-by-k"], by_k.get("clean-confusion-by-k"))
-        return MetricRecord(
-            {
-                "accuracy": sanitized["accuracy"],
-                "macro_f1": sanitized["macro_f1"],
-                "clean_accuracy": clean_scores["accuracy"],
-            }
-        )
+        self.evaluation = evaluation_scores(replies, self.info.num_classes)
+        return MetricRecord({key: self.evaluation[key] for key in ("accuracy", "macro_f1", "clean_accuracy")})
 
     def summary(self) -> None:
         log.info(
@@ -640,31 +389,3 @@ class ReleaseTraining(Strategy):
             self.cfg.server.learning_rate,
             self.device,
         )
-
-
-def random_guess(confusion: np.ndarray) -> float | None:
-    """sum_i q_i^2 over the test label frequencies q: the score of guessing labels at random with
-    those frequencies (the paper's random-guess line)."""
-    total = confusion.sum()
-    return float(((confusion.sum(axis=1) / total) ** 2).sum()) if total else None
-
-
-def by_sentences(conf: np.ndarray, clean: np.ndarray | None) -> list[dict[str, Any]]:
-    """Scores per bucket of the number of sentences k (empty buckets left out)."""
-    out = []
-    for b in range(conf.shape[0]):
-        if conf[b].sum() == 0:
-            continue
-        s = scores(conf[b])
-        row = {
-            "k": document_level.bucket_label(b),
-            "k_min": document_level.K_EDGES[b],
-            "documents": int(conf[b].sum()),
-            "accuracy": s["accuracy"],
-            "macro_f1": s["macro_f1"],
-            "random_guess_f1": random_guess(conf[b]),
-        }
-        if clean is not None:
-            row["clean_macro_f1"] = scores(clean[b])["macro_f1"]
-        out.append(row)
-    return out

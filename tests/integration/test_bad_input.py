@@ -22,8 +22,9 @@ import math
 import os
 import subprocess
 import sys
+import tomllib
 import warnings
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -172,6 +173,10 @@ def _mechanism_class(name: str) -> Callable[[Path], object]:
 
 
 TWO_LABELS = '{"0": "negative", "1": "positive"}'
+#: The class-means recipe over two cohorts (its out-dir is the row's --out).
+COHORTS_PATH = REPO / "simulations" / "experiments" / "sst2_public_cohorts.toml"
+COHORTS_TOML = COHORTS_PATH.read_text()
+COHORTS = {**tomllib.loads(COHORTS_TOML), "cohort-map-dim": 400}
 DOC_LEVEL = (
     'document-mechanism = "deepcandidate"\nshort-documents = "error"\nsentence-mechanism = "none"\n'
     'map-in = "identity"\npublic-fraction = 0.2\n'
@@ -265,7 +270,7 @@ ROWS = [
         id="config-key-unknown-set",
     ),
     pytest.param(
-        Bad(("--set expects key=value", "'sentence-epsilon'"), "", ("--set", "sentence-epsilon"), process=True),
+        Bad(("argument --set: 'sentence-epsilon': expects KEY=VALUE", "'sentence-epsilon'"), "", ("--set", "sentence-epsilon"), process=True),
         id="set-without-equals",
     ),
     pytest.param(
@@ -274,10 +279,55 @@ ROWS = [
     pytest.param(
         Bad(("{dir}/run.toml", "must be flat", "['release']"), "[release]\nsentence-epsilon = 3\n"), id="toml-table"
     ),
+    pytest.param(
+        Bad(
+            ("config file '{dir}/run.toml': key 'dataset' is given twice (lines 1 and 3): keep one",),
+            'dataset = "sst2"\nsentence-epsilon = 3\n"dataset" = "imdb"\n',
+            process=True,
+        ),
+        id="toml-key-twice",
+    ),
+    pytest.param(  # a byte-order mark (Windows editors) is read past: the line is about the value, not the file
+        Bad(
+            ("sentence-epsilon", "must be > 0 and finite", "got 0.0"),
+            None,
+            files={"run.toml": b"\xef\xbb\xbf" + b"sentence-epsilon = 0\n"},
+        ),
+        id="toml-byte-order-mark",
+    ),
+    pytest.param(
+        Bad(
+            ("config file '{dir}/run.toml' is not UTF-8 text", "byte 0xe9 at line 2", "save it as UTF-8"),
+            None,
+            files={"run.toml": b'sentence-epsilon = 3\nrun-name = "caf\xe9"\n'},
+        ),
+        id="toml-not-utf8",
+    ),
     pytest.param(Bad(("config file", "{dir}/run.toml", "not found"), None), id="config-file-missing"),
     pytest.param(Bad(("map-dim", "must be >= 2", "got 0"), "map-dim = 0\n"), id="map-dim-zero"),
     pytest.param(
         Bad(("map-dim", "<= the embedding dimension d = 384", "got 1000"), "map-dim = 1000\n"), id="map-dim-above-d"
+    ),
+    pytest.param(
+        Bad(
+            ("cohort-map-dim = 512", "d = 384 of encoder 'all-MiniLM-L6-v2'", "set cohort-map-dim <= 384"),
+            COHORTS_TOML,
+            ("--set", "cohort-map-dim=512"),
+            process=True,
+        ),
+        id="cohort-map-dim-above-d",
+    ),
+    pytest.param(
+        Bad(
+            ("cohort-map-dim = 300", "public documents span at most", "lower cohort-map-dim"),
+            COHORTS_TOML,
+            ("--set", "cohort-map-dim=300"),
+        ),
+        id="cohort-map-dim-above-the-public-span",
+    ),
+    pytest.param(
+        Bad(("cohort-map-dim must be 0 (= map-dim) or >= 2", "got 1"), COHORTS_TOML, ("--set", "cohort-map-dim=1")),
+        id="cohort-map-dim-one",
     ),
     pytest.param(
         Bad(
@@ -548,6 +598,14 @@ ROWS = [
         Bad(("map-dim", "must be >= 2"), api=_resolve({"map-dim": 0}), raises=ConfigError),
         id="api-resolve-map-dim-zero",
     ),
+    pytest.param(  # refused with the config alone: before any data is read
+        Bad(
+            ("cohort-map-dim = 400", "d = 384", "cohort-map-dim <= 384"),
+            api=_resolve(COHORTS),
+            raises=ConfigError,
+        ),
+        id="api-resolve-cohort-map-dim-above-d",
+    ),
     # --------------------------------------------------------------- mechanisms' release API
     pytest.param(
         Bad(
@@ -683,3 +741,116 @@ def test_cuda_on_a_machine_without_it_is_refused_before_any_folder(tmp_path: Pat
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and 'device = "cuda" but this machine has no CUDA' in lines[0] and len(lines[0]) <= 200
     assert not (tmp_path / "out").exists()
+
+
+def _refuse_writes_in(monkeypatch: pytest.MonkeyPatch, folder: Path) -> None:
+    """Writing a file into ``folder`` fails as on a read-only mount (``tempfile.mkstemp`` there raises
+    PermissionError); everywhere else it works."""
+    import errno
+    import tempfile
+
+    real = tempfile.mkstemp
+
+    def mkstemp(*args: object, dir: object = None, **kwargs: object) -> tuple[int, str]:
+        if dir is not None and Path(str(dir)) == folder:
+            raise PermissionError(errno.EACCES, "Permission denied")
+        return real(*args, dir=dir, **kwargs)  # type: ignore[call-overload]
+
+    monkeypatch.setattr(tempfile, "mkstemp", mkstemp)
+
+
+@pytest.mark.parametrize("below", ["", "new/sub"])
+def test_an_out_folder_that_cannot_be_written_is_refused_while_parsing(
+    below: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """``--out`` into a folder no file can be written into (or under it): refused as the arguments are
+    parsed, naming the option and the folder, before the handler (it used to end in a PermissionError
+    traceback after the data had loaded)."""
+    from simulations.cli import run
+
+    locked = tmp_path / "locked"
+    locked.mkdir()
+    _refuse_writes_in(monkeypatch, locked)
+    monkeypatch.setattr(run, "handle", lambda args: pytest.fail("the unwritable --out reached the handler"))
+    out = locked / below if below else locked
+    code, err = _cli_in_process(["run", str(COHORTS_PATH), "--out", str(out)], capfd)
+    create = f"cannot create {str(out)!r}: " if below else ""
+    assert code == 2, err
+    assert err.strip() == (
+        f"sanitas: error: run: argument --out: {create}cannot write into {str(locked)!r} (Permission denied): "
+        "choose a writable folder"
+    )
+    assert list(locked.iterdir()) == []
+
+
+@pytest.fixture
+def immutable_dir(tmp_path: Path) -> Iterator[Path]:
+    """A folder root cannot write into either (``chattr +i``; chmod does not stop root), unlocked after the
+    test; skipped where chattr is refused (it needs CAP_LINUX_IMMUTABLE)."""
+    folder = tmp_path / "immutable"
+    folder.mkdir()
+    done = subprocess.run(["chattr", "+i", str(folder)], capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        pytest.skip(f"chattr +i refused here: {done.stderr.strip()}")
+    yield folder
+    subprocess.run(["chattr", "-i", str(folder)], check=True)
+
+
+def test_an_immutable_out_folder_is_refused_by_the_command(
+    immutable_dir: Path, data_dir: Path, cache_dir: Path
+) -> None:
+    """As a user runs it (as root here, where only an immutable folder or a read-only mount refuses)."""
+    code, err = _cli_process(["run", str(COHORTS_PATH), "--out", str(immutable_dir)], data_dir, cache_dir)
+    assert code == 2, err
+    assert err.strip() == (
+        f"sanitas: error: run: argument --out: cannot write into {str(immutable_dir)!r} (Operation not permitted): "
+        "choose a writable folder"
+    )
+    assert list(immutable_dir.iterdir()) == []
+
+
+@pytest.mark.parametrize(
+    ("sets", "expect"),
+    [
+        (["cohort-map-dim=512"], "cohort-map-dim = 512 is above the dimension d = 384"),
+        (['strategy="nosuch_module:MyStrategy"'], "cannot import strategy module 'nosuch_module'"),
+        (['run-name="taken"'], "{out}/taken already exists and is not empty"),
+        (['out-dir="{locked}"'], "out-dir = '{locked}': cannot write into '{locked}' (Permission denied)"),
+    ],
+    ids=["cohort-map-dim-above-d", "strategy-module-missing", "run-name-taken", "out-dir-unwritable"],
+)
+def test_what_needs_only_the_config_is_refused_before_the_data(
+    sets: list[str],
+    expect: str,
+    tmp_path: Path,
+    data_dir: Path,
+    cache_dir: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capfd: pytest.CaptureFixture[str],
+) -> None:
+    """Cheap checks first: a value refused by the config, the strategy module, the results folder
+    (named and taken, or not writable) never waits for the data (loading SST-2 and its public split
+    is seconds on 2 cores), so the refusal comes within the time the config takes."""
+    from fl.data import datasets
+
+    out, locked = tmp_path / "out", tmp_path / "locked"
+    (out / "taken").mkdir(parents=True)
+    (out / "taken" / "rounds.jsonl").write_text("")
+    locked.mkdir()
+    _refuse_writes_in(monkeypatch, locked)
+    for name in ("check_source", "load"):
+        monkeypatch.setattr(datasets, name, lambda *a, **k: pytest.fail("the data was read before the refusal"))
+    monkeypatch.setenv("SANITAS_DATA_DIR", str(data_dir))
+    monkeypatch.setenv("SANITAS_CACHE_DIR", str(cache_dir))
+
+    def fill(text: str) -> str:
+        return text.replace("{out}", str(out)).replace("{locked}", str(locked))
+
+    argv = ["run", str(COHORTS_PATH), *[a for s in sets for a in ("--set", fill(s))]]
+    if not any(s.startswith("out-dir") for s in sets):
+        argv += ["--out", str(out)]
+    code, err = _cli_in_process(argv, capfd)
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert code == 2, err
+    assert len(lines) == 1 and lines[0].startswith("sanitas: error: ") and fill(expect) in lines[0], err
+    assert sorted(p.name for p in out.iterdir()) == ["taken"] and list(locked.iterdir()) == []

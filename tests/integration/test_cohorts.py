@@ -90,7 +90,7 @@ def test_compare_puts_the_local_protocol_keys_back_for_the_central_side() -> Non
     """A local config with cohorts and the public projection compares as it is: the central runs get the identity
     map, cohorts = 1, cohort-map-dim = 0 and class-means-covariance = "public" (which central mode would refuse
     otherwise), unless --central-set says."""
-    from simulations.drivers.compare import local_only_resets
+    from simulations.drivers.compare_plan import local_only_resets
 
     cfg = config_mod.resolve(COHORTS)
     resets = ['map-in="identity"', "cohorts=1", "cohort-map-dim=0", 'class-means-covariance="public"']

@@ -11,7 +11,10 @@ from pathlib import Path
 import pytest
 
 from fl.config import ConfigError
-from simulations.drivers import compare as cmp
+from simulations.drivers import compare_calibration as calibration
+from simulations.drivers import compare_outputs as outputs
+from simulations.drivers import compare_plan as plan_mod
+from simulations.drivers import compare_recipes as recipes_mod
 
 NOISE = {1.0: 3.5, 4.0: 1.2}  # target per-user epsilon -> noise multiplier (as the accountant would give)
 
@@ -30,7 +33,7 @@ def _fake(folder: Path, accuracy: float, privacy: dict, holds: bool = True, **ex
 
 
 def test_plan_has_local_central_user_node_and_reference_runs_per_seed() -> None:
-    runs = cmp.plan(["2", "6"], {1.0: 3.5}, [1, 2], ["users-per-node=50"], ["1.5"])
+    runs = plan_mod.plan(["2", "6"], {1.0: 3.5}, [1, 2], ["users-per-node=50"], ["1.5"])
     modes = [
         (
             r.values.get("mode"),
@@ -58,18 +61,18 @@ def test_plan_has_local_central_user_node_and_reference_runs_per_seed() -> None:
     assert all(r.values["noise-seed"] == r.values["seed"] for r in runs)  # paired, not crossed
     assert len({r.name for r in runs}) == len(runs)
     with pytest.raises(ConfigError, match="one local epsilon"):
-        cmp.plan([], {1.0: 3.5}, [1])
+        plan_mod.plan([], {1.0: 3.5}, [1])
     with pytest.raises(ConfigError, match="distinct seeds"):
-        cmp.plan(["2"], {1.0: 3.5}, [1, 1])
+        plan_mod.plan(["2"], {1.0: 3.5}, [1, 1])
     with pytest.raises(ConfigError, match="key=value"):
-        cmp.plan(["2"], {1.0: 3.5}, [1], ["users-per-node"])
+        plan_mod.plan(["2"], {1.0: 3.5}, [1], ["users-per-node"])
 
 
 def test_central_noise_is_found_by_the_accountant() -> None:
     """The noise of a target is the accountant's: its per-user epsilon is at most the target."""
     from fl.accounting.user_level import user_level_epsilon
 
-    table = cmp.central_noise_table([2.0], 0.05, 5, 1e-5)
+    table = calibration.central_noise_table([2.0], 0.05, 5, 1e-5)
     assert user_level_epsilon(table[2.0], 0.05, 5, 1e-5)["epsilon"] <= 2.0
     assert user_level_epsilon(table[2.0] / 1.01, 0.05, 5, 1e-5)["epsilon"] > 2.0
 
@@ -78,7 +81,7 @@ def test_rows_points_csv_json_and_plot(tmp_path: Path) -> None:
     """Issue 11 item 1 still holds (labels in the clear: no whole-record epsilon, own panel), and
     issue 13: user-level central points sit at the accountant's per-user epsilon, with mean and sd
     over seeds, the start each side used, and the random-guess line's value in the JSON."""
-    runs = cmp.plan(["2"], NOISE, [1, 2])
+    runs = plan_mod.plan(["2"], NOISE, [1, 2])
     by_kind = {
         (r.values.get("central-noise-multiplier"), r.values.get("sentence-mechanism"), r.values["seed"]): r
         for r in runs
@@ -97,15 +100,15 @@ def test_rows_points_csv_json_and_plot(tmp_path: Path) -> None:
         for target, z in NOISE.items():
             privacy = {"mode": "central", "epsilon": 0.99 * target, "delta": 1e-5}
             _fake(tmp_path / by_kind[(z, None, seed)].name, 0.7 + shift, privacy, holds=False, start="seeded")
-    rows = [row for run in runs for row in cmp.rows_for(run, tmp_path, targets)]
+    rows = [row for run in runs for row in outputs.rows_for(run, tmp_path, targets)]
     # labels in the clear: an embedding-only series of its own (reference not run yet)
     assert {r["series"] for r in rows} == {"local-ldp-labels-clear", "local-shuffled-labels-clear", "central-user"}
     ldp = [r for r in rows if r["series"] == "local-ldp-labels-clear"]
     assert all(r["epsilon"] is None and r["epsilon_embedding_only"] == pytest.approx(2 * math.pi) for r in ldp)
     assert all(r["metric_epsilon"] == 2 for r in ldp)
     _fake(tmp_path / by_kind[(None, "none", 1)].name, 0.8, {})
-    rows = [row for run in runs for row in cmp.rows_for(run, tmp_path, targets)]
-    points = cmp.aggregate(rows)
+    rows = [row for run in runs for row in outputs.rows_for(run, tmp_path, targets)]
+    points = outputs.aggregate(rows)
     central = sorted((p for p in points if p["series"] == "central-user"), key=lambda p: p["value"])
     assert [p["value"] for p in central] == [1.0, 4.0]
     assert [p["epsilon"] for p in central] == [0.99, 3.96] and [p["n"] for p in central] == [2, 2]
@@ -115,9 +118,9 @@ def test_rows_points_csv_json_and_plot(tmp_path: Path) -> None:
     assert central[0]["noise_multiplier"] == 3.5 and central[0]["start"] == "seeded"
     reference = next(p for p in points if p["series"] == "non-private")
     assert reference["n"] == 1 and reference["accuracy_sd"] is None  # one seed: marked as such
-    csv_path, json_path, png = cmp.write(points, tmp_path, "t", 0.5, {"sampling_rate": 0.01}, rows)
+    csv_path, json_path, png = outputs.write(points, tmp_path, "t", 0.5, {"sampling_rate": 0.01}, rows)
     table = list(csv.DictReader(csv_path.open()))
-    assert set(table[0]) == set(cmp.COLUMNS) and len(table) == len(points)
+    assert set(table[0]) == set(outputs.COLUMNS) and len(table) == len(points)
     local_row = next(r for r in table if r["series"] == "local-ldp-labels-clear")
     assert local_row["epsilon"] == "" and local_row["label_protected"] == "false"
     assert {r["evaluation_covered"] for r in table} == {"false"}
@@ -133,7 +136,7 @@ def test_seeds_that_disagree_on_epsilon_are_refused() -> None:
         for e, n in ((0.9, "a"), (1.1, "b"))
     ]
     with pytest.raises(ValueError, match="different epsilons"):
-        cmp.aggregate(rows)
+        outputs.aggregate(rows)
 
 
 def test_central_figures_of_different_seeds_take_the_largest() -> None:
@@ -144,23 +147,23 @@ def test_central_figures_of_different_seeds_take_the_largest() -> None:
         {"series": "central-user", "parameter": "p", "value": 4.0, "epsilon": e, "run_name": n, "accuracy": 0.7}
         for e, n in ((3.991, "a"), (3.987, "b"))
     ]
-    (point,) = cmp.aggregate(rows)
+    (point,) = outputs.aggregate(rows)
     assert point["epsilon"] == 3.991 and point["n"] == 2
 
 
 @pytest.mark.parametrize(
     ("option", "value", "message"),
     [
-        ("--epsilons", "10,abc", "--epsilons: 'abc' is not an epsilon"),
-        ("--epsilons", "0", "--epsilons: '0' is not an epsilon"),
-        ("--central-epsilons", "4,-1", "--central-epsilons: '-1' is not an epsilon"),
-        ("--central-epsilons", "inf", "--central-epsilons: 'inf' is not an epsilon"),
-        ("--central-epsilons", ",", "--central-epsilons ,: an empty item between commas"),
-        ("--central-epsilons", "", "--central-epsilons needs at least one epsilon"),
-        ("--seeds", "1,x", "--seeds expects integers"),
-        ("--seeds", "1,1", "--seeds 1,1: 1 given twice"),
-        ("--seeds", "1,,2", "--seeds 1,,2: an empty item between commas"),
-        ("--epsilons", "2,2", "--epsilons 2,2: 2 given twice"),
+        ("--epsilons", "10,abc", "argument --epsilons: '10,abc': 'abc' is not an epsilon"),
+        ("--epsilons", "0", "argument --epsilons: '0': '0' is not an epsilon"),
+        ("--central-epsilons", "4,-1", "argument --central-epsilons: '4,-1': '-1' is not an epsilon"),
+        ("--central-epsilons", "inf", "argument --central-epsilons: 'inf': 'inf' is not an epsilon"),
+        ("--central-epsilons", ",", "argument --central-epsilons: ',': an empty item between commas"),
+        ("--central-epsilons", "", "argument --central-epsilons: '': lists nothing"),
+        ("--seeds", "1,x", "argument --seeds: '1,x': 'x' is not a seed"),
+        ("--seeds", "1,1", "argument --seeds: '1,1': 1 given twice"),
+        ("--seeds", "1,,2", "argument --seeds: '1,,2': an empty item between commas"),
+        ("--epsilons", "2,2", "argument --epsilons: '2,2': 2 given twice"),
     ],
 )
 def test_compare_options_are_checked_before_anything_runs(
@@ -182,8 +185,8 @@ def test_compare_options_are_checked_before_anything_runs(
     [
         ("imdb_documents.toml", [], "releases at the document level (document-mechanism = 'deepcandidate')"),
         ("attacks_sst2.toml", [], "cannot emulate map-in = 'public': give --label-share"),
-        ("quickstart.toml", ["--set", "seed=3"], "--set seed=3: compare sets seed and noise-seed of every run"),
-        ("quickstart.toml", ["--central-set", "noise-seed=2"], "--central-set noise-seed=2: compare sets seed"),
+        ("quickstart.toml", ["--set", "seed=3"], "--set: 'seed=3': compare sets seed and noise-seed of every run"),
+        ("quickstart.toml", ["--central-set", "noise-seed=2"], "--central-set: 'noise-seed=2': compare sets seed"),
         (
             "sst2_utility.toml",
             ["--set", 'sentence-mechanism="none"'],
@@ -208,15 +211,15 @@ def test_a_local_side_compare_cannot_split_is_refused_before_any_data(
 
 def test_a_run_without_ldp_gets_no_local_epsilon(tmp_path: Path) -> None:
     """A local run whose guarantee does not hold (leaky M1) reports no epsilon in any column."""
-    local = next(r for r in cmp.plan(["2"], NOISE, [1]) if r.values.get("sentence-epsilon") == 2)
+    local = next(r for r in plan_mod.plan(["2"], NOISE, [1]) if r.values.get("sentence-epsilon") == 2)
     _fake(tmp_path / local.name, 0.9, {"ldp_guarantee_holds": False, "label_protected": True}, holds=False)
-    ldp, shuffled = cmp.rows_for(local, tmp_path)
+    ldp, shuffled = outputs.rows_for(local, tmp_path)
     assert ldp["epsilon"] is None and ldp["epsilon_embedding_only"] is None and shuffled["epsilon"] is None
     assert ldp["metric_epsilon"] is None
 
 
 def test_joint_figures_when_labels_are_protected(tmp_path: Path) -> None:
-    local = next(r for r in cmp.plan(["2"], NOISE, [1]) if r.values.get("sentence-epsilon") == 2)
+    local = next(r for r in plan_mod.plan(["2"], NOISE, [1]) if r.values.get("sentence-epsilon") == 2)
     _fake(
         tmp_path / local.name,
         0.6,
@@ -229,7 +232,7 @@ def test_joint_figures_when_labels_are_protected(tmp_path: Path) -> None:
             "delta_shuffled_joint_total": 1e-6,
         },
     )
-    ldp, shuffled = cmp.rows_for(local, tmp_path)
+    ldp, shuffled = outputs.rows_for(local, tmp_path)
     assert ldp["epsilon"] == 7.28 and shuffled["epsilon"] == 0.9
 
 
@@ -237,12 +240,12 @@ def test_the_shuffled_point_on_the_device_is_at_the_central_delta(tmp_path: Path
     """Issue 54: the local runs account at the central runs' delta (accounting-delta = central-delta), so their
     shuffled figure shares it, and a run scored on the device gives a local-shuffled-on-device row: the shuffled
     (epsilon, delta) with the on-device accuracy and its public-only line, beside local-ldp-on-device."""
-    runs = cmp.plan(["2"], NOISE, [1, 2], central_delta=1.49109e-6, local_delta=1.49109e-6)
+    runs = plan_mod.plan(["2"], NOISE, [1, 2], central_delta=1.49109e-6, local_delta=1.49109e-6)
     local = [r for r in runs if r.values.get("sentence-epsilon") == 2]
     assert [r.values["accounting-delta"] for r in local] == [1.49109e-6, 1.49109e-6]
     assert {r.values["central-delta"] for r in runs if r.values.get("mode") == "central"} == {1.49109e-6}
     assert all("accounting-delta" not in r.values for r in runs if r.values.get("sentence-mechanism") == "none")
-    assert "accounting-delta" not in cmp.plan(["2"], NOISE, [1])[-2].values  # none given: the config's
+    assert "accounting-delta" not in plan_mod.plan(["2"], NOISE, [1])[-2].values  # none given: the config's
     for run, shuffled_epsilon in zip(local, (0.9, 0.95), strict=True):
         privacy = {
             "epsilon_ldp": 1.5,
@@ -253,21 +256,21 @@ def test_the_shuffled_point_on_the_device_is_at_the_central_delta(tmp_path: Path
             "delta_shuffled_joint_total": run.values["accounting-delta"],
         }
         _fake(tmp_path / run.name, 0.6, **_device_summary(0.6, 0.7, 0.62, privacy))
-    rows = [row for run in local for row in cmp.rows_for(run, tmp_path, {r.name: 2.0 for r in local})]
+    rows = [row for run in local for row in outputs.rows_for(run, tmp_path, {r.name: 2.0 for r in local})]
     assert [r["series"] for r in rows[:4]] == [
         "local-ldp",
         "local-ldp-on-device",
         "local-shuffled-on-device",
         "local-shuffled",
     ]
-    points = {p["series"]: p for p in cmp.aggregate(rows)}
+    points = {p["series"]: p for p in outputs.aggregate(rows)}
     device, shuffled = points["local-ldp-on-device"], points["local-shuffled-on-device"]
     assert shuffled["epsilon"] == 0.95 and shuffled["delta"] == 1.49109e-6  # the seeds' largest, at the delta
     assert shuffled["test_inputs"] == "clean" and shuffled["accuracy_mean"] == pytest.approx(0.7)
     for key in ("accuracy_mean", "public_only_accuracy", "gain_over_public", "adds_over_public", "n"):
         assert shuffled[key] == device[key], key
     assert device["epsilon"] == 2.0 and points["local-shuffled"]["accuracy_mean"] == pytest.approx(0.6)
-    assert "local-shuffled-on-device" in cmp.STYLES  # drawn on compare.png
+    assert "local-shuffled-on-device" in outputs.STYLES  # drawn on compare.png
 
 
 def test_shuffled_figures_of_different_seeds_take_the_largest() -> None:
@@ -277,24 +280,24 @@ def test_shuffled_figures_of_different_seeds_take_the_largest() -> None:
         {"series": "local-shuffled", "parameter": "p", "value": 2.0, "epsilon": e, "run_name": n, "accuracy": 0.6}
         for e, n in ((8.2831826807, "a"), (8.2831827117, "b"), (8.2831827045, "c"))
     ]
-    (point,) = cmp.aggregate(rows)
+    (point,) = outputs.aggregate(rows)
     assert point["epsilon"] == 8.2831827117 and point["n"] == 3
 
 
 def test_head_and_encoder_central_series(tmp_path: Path) -> None:
     """--central-trains head,encoder: one user-level central run per target and train mode, each its
     own series; the head-only default keeps the run names it always had."""
-    runs = cmp.plan(["2"], {1.0: 3.5}, [1], central_trains=("head", "encoder"))
+    runs = plan_mod.plan(["2"], {1.0: 3.5}, [1], central_trains=("head", "encoder"))
     central = [r for r in runs if r.values.get("mode") == "central"]
     assert [r.values["central-train"] for r in central] == ["head", "encoder"]
     assert all(r.values["central-noise-multiplier"] == 3.5 for r in central)
-    assert not any("central-train" in r.name for r in cmp.plan(["2"], {1.0: 3.5}, [1]))
+    assert not any("central-train" in r.name for r in plan_mod.plan(["2"], {1.0: 3.5}, [1]))
     encoder = central[1]
     _fake(tmp_path / encoder.name, 0.86, {"epsilon": 0.99, "delta": 1e-5})
-    (row,) = cmp.rows_for(encoder, tmp_path, {encoder.name: 1.0})
+    (row,) = outputs.rows_for(encoder, tmp_path, {encoder.name: 1.0})
     assert row["series"] == "central-user-encoder" and row["value"] == 1.0
     with pytest.raises(ConfigError, match="not both"):
-        cmp.plan(["2"], {1.0: 3.5}, [1], ['central-train="head"'], central_trains=("head", "encoder"))
+        plan_mod.plan(["2"], {1.0: 3.5}, [1], ['central-train="head"'], central_trains=("head", "encoder"))
 
 
 def test_bad_central_trains_are_refused_first(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -303,7 +306,7 @@ def test_bad_central_trains_are_refused_first(tmp_path: Path, capsys: pytest.Cap
     config = Path(__file__).resolve().parents[2] / "simulations" / "experiments" / "sst2_class_rr_4000.toml"
     code = main(["compare", str(config), "--central-trains", "head,lora", "--out", str(tmp_path / "out")])
     err = capsys.readouterr().err.strip().splitlines()
-    assert code == 2 and len(err) == 1 and "--central-trains takes distinct values" in err[0]
+    assert code == 2 and len(err) == 1 and "--central-trains: 'head,lora': 'lora' is not one of head, encoder" in err[0]
     assert not (tmp_path / "out").exists()
 
 
@@ -351,7 +354,7 @@ def test_local_points_spend_a_whole_record_budget_with_the_label_protected() -> 
     from fl import config
 
     cfg = config.resolve({"sentence-mechanism": "purkayastha", "label-mechanism": "none", "map-dim": 16})
-    points = cmp.local_points(cfg, [3.14, 6.28], 0.1, 16, 2, labels_clear=True)
+    points = plan_mod.local_points(cfg, [3.14, 6.28], 0.1, 16, 2, labels_clear=True)
     assert [(k["label-mechanism"], total) for k, total in points] == [
         ("rr", 3.14),
         ("none", 3.14),
@@ -362,9 +365,9 @@ def test_local_points_spend_a_whole_record_budget_with_the_label_protected() -> 
     assert protected["label-epsilon"] == pytest.approx(0.314)
     assert protected["sentence-epsilon"] * math.pi + protected["label-epsilon"] == pytest.approx(3.14)
     assert clear["sentence-epsilon"] * math.pi == pytest.approx(3.14) and "label-epsilon" not in clear
-    runs = cmp.plan([k for k, _ in points], NOISE, [1], central_delta=2e-6)
+    runs = plan_mod.plan([k for k, _ in points], NOISE, [1], central_delta=2e-6)
     local = [r for r in runs if r.values.get("mode") == "local" and r.values.get("sentence-mechanism") != "none"]
-    assert sorted(cmp.point_total(r, points) for r in local) == [3.14, 3.14, 6.28, 6.28]
+    assert sorted(plan_mod.point_total(r, points) for r in local) == [3.14, 3.14, 6.28, 6.28]
     assert all(r.values["central-delta"] == 2e-6 for r in runs if r.values.get("mode") == "central")
     reference = next(r for r in runs if r.values.get("sentence-mechanism") == "none")
     assert reference.values["label-mechanism"] == "none"  # the non-private same pipeline
@@ -377,7 +380,7 @@ def test_every_local_row_gets_its_ceiling() -> None:
         {"series": "local-ldp-labels-clear", "test_release_epsilon": 2 * math.pi, "seed": 1},
         {"series": "central-user", "seed": 1},
     ]
-    cmp.add_ceilings(rows, [0.5, 0.5], {1: 0.8})
+    outputs.add_ceilings(rows, [0.5, 0.5], {1: 0.8})
     keep = math.exp(math.pi) / (math.exp(math.pi) + 1)
     assert rows[0]["ceiling_bound"] == pytest.approx(keep)
     assert rows[0]["ceiling_public_rr"] == pytest.approx(0.8 * keep + 0.2 * (1 - keep))
@@ -388,7 +391,10 @@ def test_every_local_row_gets_its_ceiling() -> None:
 @pytest.mark.parametrize(
     ("extra", "message"),
     [
-        (["--label-share", "1.5"], "--label-share must be 'auto' or a number in (0, 1), got '1.5'"),
+        (
+            ["--label-share", "1.5"],
+            "argument --label-share: '1.5': must be 'auto' or a number strictly between 0 and 1",
+        ),
         (
             ["--set", "public-fraction=0", "--set", 'map-in="random"', "--set", 'sentence-mechanism="privunit"'],
             "--label-share auto chooses the label's share of the budget on public data",
@@ -417,7 +423,7 @@ def test_every_point_is_held_against_public_only_on_its_own_test_inputs(tmp_path
     from fl.reporting.outcome import outcome
 
     privacy = {"epsilon_ldp": 5.0, "epsilon_total": 6.28, "delta_total": 0.0, "label_protected": True}
-    runs = cmp.plan([{"sentence-epsilon": 5.0, "label-mechanism": "rr", "label-epsilon": 1.28}], NOISE, [1, 2])
+    runs = plan_mod.plan([{"sentence-epsilon": 5.0, "label-mechanism": "rr", "label-epsilon": 1.28}], NOISE, [1, 2])
     local = [r for r in runs if r.values.get("mode") == "local" and r.values.get("sentence-mechanism") != "none"]
     central = [r for r in runs if r.values.get("central-noise-multiplier") == NOISE[1.0]]
     data = {"public": {"documents": 282}}
@@ -439,11 +445,11 @@ def test_every_point_is_held_against_public_only_on_its_own_test_inputs(tmp_path
         block = outcome([{"accuracy": 0.72 + gain, "public_only_accuracy": 0.72, "test_users": 872}], None, "clean")
         _fake(tmp_path / run.name, 0.72 + gain, {"epsilon": 0.99, "delta": 1e-6}, holds=False, outcome=block, data=data)
     targets = {r.name: 6.28 for r in local} | {r.name: 1.0 for r in central}
-    rows = [row for run in runs for row in cmp.rows_for(run, tmp_path, targets)]
+    rows = [row for run in runs for row in outputs.rows_for(run, tmp_path, targets)]
     device_rows = [r for r in rows if r["series"] == "local-ldp-on-device"]
     assert [r["public_only_accuracy"] for r in device_rows] == pytest.approx([0.72, 0.74])  # the per-seed max
     assert [r["gain_over_public"] for r in device_rows] == pytest.approx([0.04, 0.01])
-    points = {p["series"]: p for p in cmp.aggregate(rows) if p["series"] != "local-shuffled"}
+    points = {p["series"]: p for p in outputs.aggregate(rows) if p["series"] != "local-shuffled"}
     device, sanitized, flat = points["local-ldp-on-device"], points["local-ldp"], points["central-user"]
     assert device["test_inputs"] == "clean" and sanitized["test_inputs"] == "sanitized"
     assert device["accuracy_mean"] == pytest.approx(0.755) and device["public_only_accuracy"] == pytest.approx(0.73)
@@ -459,7 +465,7 @@ def test_every_point_is_held_against_public_only_on_its_own_test_inputs(tmp_path
     assert flat["test_inputs"] == "clean" and flat["adds_over_public"] is False  # -0.001 on average
     assert flat["public_only_models"] == pytest.approx({"logistic_regression": 0.72})
     assert device["test_release_epsilon"] is None  # no sanitized test input: no ceiling of one
-    csv_path, json_path, _ = cmp.write(list(points.values()), tmp_path, "t", 0.5, {}, rows, "majority class")
+    csv_path, json_path, _ = outputs.write(list(points.values()), tmp_path, "t", 0.5, {}, rows, "majority class")
     table = {r["series"]: r for r in csv.DictReader(csv_path.open())}
     for column in ("test_inputs", "public_only_accuracy", "gain_over_public", "public_documents"):
         assert column in table["local-ldp"]
@@ -478,7 +484,7 @@ def test_a_class_means_recipe_carries_its_map_dim_and_compare_sets_like_for_like
     from fl import config
 
     cfg = config.resolve({"sentence-mechanism": "privunit", "sentence-options": "unbiased = true", "map-dim": 32})
-    points = cmp.local_points(cfg, [3.14, 6.28], {3.14: 0.35, 6.28: 0.35}, 32, 2, map_dims={3.14: 16})
+    points = plan_mod.local_points(cfg, [3.14, 6.28], {3.14: 0.35, 6.28: 0.35}, 32, 2, map_dims={3.14: 16})
     assert points[0][0] == {
         "sentence-epsilon": pytest.approx(3.14 * 0.65),
         "label-mechanism": "rr",
@@ -486,13 +492,13 @@ def test_a_class_means_recipe_carries_its_map_dim_and_compare_sets_like_for_like
         "map-dim": 16,
     }
     assert "map-dim" not in points[1][0]
-    assert cmp.like_for_like(["users-per-node=50"]) == [
+    assert plan_mod.like_for_like(["users-per-node=50"]) == [
         "clean-evaluation=true",
         'central-start="public"',
         "users-per-node=50",
     ]
-    assert cmp.like_for_like(['central-start="seeded"']) == ["clean-evaluation=true", 'central-start="seeded"']
-    runs = cmp.plan([points[1][0]], NOISE, [1], clear_options=True)
+    assert plan_mod.like_for_like(['central-start="seeded"']) == ["clean-evaluation=true", 'central-start="seeded"']
+    runs = plan_mod.plan([points[1][0]], NOISE, [1], clear_options=True)
     reference = next(r for r in runs if r.values.get("sentence-mechanism") == "none")
     assert reference.values["sentence-options"] == ""  # "none" takes no options
 
@@ -528,7 +534,7 @@ def test_each_local_point_is_held_against_the_noise_free_run_of_its_seed_at_its_
             {"sentence-epsilon": 3.9, "label-mechanism": "rr", "label-epsilon": 2.1, "map-dim": 64},
         ],
     }
-    runs = cmp.plan(keys, NOISE, [1, 2], central_delta=1.49109e-6, local_delta=1.49109e-6)
+    runs = plan_mod.plan(keys, NOISE, [1, 2], central_delta=1.49109e-6, local_delta=1.49109e-6)
     local = [r for r in runs if r.values.get("mode") == "local" and r.values.get("sentence-mechanism") != "none"]
     assert [(r.seed, r.values.get("map-dim"), r.values["label-epsilon"]) for r in local] == [
         (1, 16, 0.6),
@@ -543,7 +549,7 @@ def test_each_local_point_is_held_against_the_noise_free_run_of_its_seed_at_its_
     assert all("accounting-delta" not in r.values and r.values["label-mechanism"] == "none" for r in references)
     assert len({r.name for r in runs}) == len(runs)
     totals = {1: [(keys[1][0], 3.0), (keys[1][1], 6.0)], 2: [(keys[2][0], 3.0), (keys[2][1], 6.0)]}
-    targets = {r.name: cmp.point_total(r, totals[r.seed]) for r in local}
+    targets = {r.name: plan_mod.point_total(r, totals[r.seed]) for r in local}
     assert sorted(targets.values()) == [3.0, 3.0, 6.0, 6.0]
 
     def ceiling(seed: int, dim: int) -> float:  # the noise-free on-device accuracy of (seed, map-dim)
@@ -564,8 +570,8 @@ def test_each_local_point_is_held_against_the_noise_free_run_of_its_seed_at_its_
             "delta_shuffled_joint_total": r.values["accounting-delta"],
         }
         _fake(tmp_path / r.name, 0.6, **_device_summary(0.6, 0.65 + r.seed / 100, 0.6, privacy))
-    rows = [row for run in runs for row in cmp.rows_for(run, tmp_path, targets, 32)]
-    cmp.add_noise_free_ceilings(rows)
+    rows = [row for run in runs for row in outputs.rows_for(run, tmp_path, targets, 32)]
+    outputs.add_noise_free_ceilings(rows)
     by = {(r["series"], r["seed"], r["value"]): r for r in rows}
     assert by[("local-ldp-on-device", 1, 3.0)]["noise_free_ceiling_accuracy"] == pytest.approx(ceiling(1, 16))
     assert by[("local-ldp-on-device", 1, 6.0)]["noise_free_ceiling_accuracy"] == pytest.approx(ceiling(1, 32))
@@ -575,7 +581,7 @@ def test_each_local_point_is_held_against_the_noise_free_run_of_its_seed_at_its_
     assert by[("local-ldp", 1, 3.0)]["noise_free_ceiling_run"] == next(
         r.name for r in references if r.seed == 1 and r.values.get("map-dim") == 16
     )
-    points = {(p["series"], p["value"]): p for p in cmp.aggregate(rows)}
+    points = {(p["series"], p["value"]): p for p in outputs.aggregate(rows)}
     device = points[("local-ldp-on-device", 3.0)]
     assert device["map_dims"] == "16 64" and device["seeds"] == "1 2"
     assert device["noise_free_ceiling_accuracy"] == pytest.approx((ceiling(1, 16) + ceiling(2, 64)) / 2)
@@ -595,7 +601,7 @@ def test_each_local_point_is_held_against_the_noise_free_run_of_its_seed_at_its_
         ("non-private", 32),
         ("non-private", 64),
     }
-    csv_path, _, png = cmp.write(list(points.values()), tmp_path, "t", 0.5, {}, rows, "majority class")
+    csv_path, _, png = outputs.write(list(points.values()), tmp_path, "t", 0.5, {}, rows, "majority class")
     table = [r for r in csv.DictReader(csv_path.open()) if r["series"] == "local-shuffled-on-device"]
     assert [float(r["delta"]) for r in table] == [1.49109e-6, 1.49109e-6]
     assert png.stat().st_size > 1000
@@ -621,14 +627,19 @@ def test_compare_chooses_each_seeds_recipe_on_that_seeds_public_draw(
         loaded = data.load(cfg.data, replace(cfg.users, seed=seed), cfg.release.level)  # type: ignore[attr-defined]
         return sorted(loaded.public["text"][:])
 
-    def fake_choose(cfg: object, totals: list[float], num_classes: int, grid: object) -> dict:
-        seed = cfg["seed"]  # type: ignore[index]
-        seen.append((seed, public_texts(cfg, cfg.users.seed)))  # type: ignore[attr-defined]
-        return {t: cmp.Recipe(*chosen[seed][t]) for t in totals}
+    def fake_choose(inputs: object, totals: list[float], grid: object) -> dict:
+        cfg = inputs.cfg  # type: ignore[attr-defined]
+        seed = cfg["seed"]
+        seen.append((seed, public_texts(cfg, cfg.users.seed)))
+        return {t: recipes_mod.Recipe(*chosen[seed][t]) for t in totals}
 
-    monkeypatch.setattr(cmp, "_choose", fake_choose)
-    monkeypatch.setattr(cmp, "_ceiling_inputs", lambda cfg, seeds, rows: ([0.5, 0.5], {}))
-    monkeypatch.setattr(cmp, "central_noise_table", lambda targets, q, rounds, delta: dict.fromkeys(targets, 1.0))
+    from simulations.drivers import compare as cmp
+
+    monkeypatch.setattr(recipes_mod, "choose", fake_choose)
+    monkeypatch.setattr(cmp, "_ceiling_inputs", lambda plan, rows: ([0.5, 0.5], {}))
+    monkeypatch.setattr(
+        calibration, "central_noise_table", lambda targets, q, rounds, delta: dict.fromkeys(targets, 1.0)
+    )
     config = Path(__file__).resolve().parents[2] / "simulations" / "experiments" / "quickstart.toml"
     args = ["compare", str(config), "--epsilons", "3,6", "--central-epsilons", "4", "--seeds", "1,2"]
     args += ["--central-set", 'map-in="identity"', "--out", str(tmp_path), "--name", "c", "--collect"]
@@ -692,6 +703,7 @@ def test_compare_chooses_each_seeds_recipe_on_that_seeds_public_draw(
 def config_for(path: Path) -> object:
     """The config at ``path`` resolved as compare resolves it (its own seed)."""
     from fl import config as config_mod
-    from simulations.drivers import sweep as sw
+    from simulations.drivers.grid import Run
+    from simulations.drivers.runner import resolve_run
 
-    return config_mod.as_run_config(sw.resolve_run(str(path), sw.Run("probe", {}, {}), cmp.like_for_like([]), Path()))
+    return config_mod.as_run_config(resolve_run(str(path), Run("probe", {}, {}), plan_mod.like_for_like([]), Path()))

@@ -10,8 +10,8 @@ import pytest
 
 from fl import config
 from simulations.cli import main
+from simulations.drivers import grid, sweep
 from simulations.drivers import reproduce as rp
-from simulations.drivers import sweep
 from simulations.drivers.reproductions import REPRODUCTIONS, get
 
 
@@ -28,8 +28,8 @@ def test_every_reproduction_resolves(name: str) -> None:
     assert rep.differences  # an honest reason for every difference is part of the record
 
 
-def _runs(blocks: tuple[tuple[str, ...], ...], seeds: tuple[int, ...]) -> list[sweep.Run]:
-    return sweep.expand([[sweep.parse_grid(spec) for spec in block] for block in blocks], seeds)
+def _runs(blocks: tuple[tuple[str, ...], ...], seeds: tuple[int, ...]) -> list[grid.Run]:
+    return grid.expand([[grid.parse_grid(spec) for spec in block] for block in blocks], seeds)
 
 
 @pytest.mark.parametrize("name", sorted(REPRODUCTIONS))

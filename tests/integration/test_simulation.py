@@ -292,9 +292,9 @@ def test_word_level_rewrite_with_budget_warning_and_quality(tmp_path: Path, data
     quality = json.loads((folder / "rewrite_quality.json").read_text())
     assert quality["documents"] == 20 and 0.0 <= quality["N_w"] <= 1.0 and 0.0 <= quality["rouge1_f"] <= 1.0
     assert summary["rewrite_quality"]["bleu"] == quality["bleu"]
-    from simulations.drivers import sweep as sw
+    from simulations.drivers import sweep_tables
 
-    columns = sw._word_columns(summary)
+    columns = sweep_tables._word_columns(summary)
     assert columns["pure_ldp_per_word"] == 20.0 and columns["N_w"] == quality["N_w"]
     assert columns["document_epsilon_longest"] == pytest.approx(privacy["epsilon_ldp"])
 

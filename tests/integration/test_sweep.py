@@ -16,6 +16,8 @@ from typing import Any
 import pytest
 
 from fl.config import ConfigError
+from simulations.drivers import grid, sweep_tables
+from simulations.drivers import runner as run_mod
 from simulations.drivers import sweep as sw
 
 GRID = [
@@ -26,8 +28,8 @@ GRID = [
 REFERENCES = ['sentence-mechanism="none"', 'map-in="identity","random","public"']
 
 
-def _runs() -> list[sw.Run]:
-    return sw.expand([[sw.parse_grid(g) for g in GRID], [sw.parse_grid(g) for g in REFERENCES]])
+def _runs() -> list[grid.Run]:
+    return grid.expand([[grid.parse_grid(g) for g in GRID], [grid.parse_grid(g) for g in REFERENCES]])
 
 
 def _summary(
@@ -61,7 +63,7 @@ def _summary(
     (folder / "summary.json").write_text(json.dumps(summary))
 
 
-def _fake_summary_for(run: sw.Run, folder: Path) -> None:
+def _fake_summary_for(run: grid.Run, folder: Path) -> None:
     """A plausible summary.json for a run, from its grid values."""
     mech = run.values["sentence-mechanism"]
     if mech == "none":
@@ -76,17 +78,17 @@ def _fake_summary_for(run: sw.Run, folder: Path) -> None:
 
 
 def test_grid_values_parse_as_toml_and_split_outside_quotes_and_brackets() -> None:
-    axis = sw.parse_grid('sentence-mechanism="purkayastha","planar_laplace"')
+    axis = grid.parse_grid('sentence-mechanism="purkayastha","planar_laplace"')
     assert axis.key == "sentence-mechanism"
     assert axis.values == ("purkayastha", "planar_laplace")
     assert axis.texts == ('"purkayastha"', '"planar_laplace"')
-    assert sw.parse_grid("sentence-epsilon=2, 6.5 ,10").values == (2, 6.5, 10)
-    assert sw.parse_grid("map-in=random,public").values == ("random", "public")  # bare words: strings
-    assert sw.parse_grid("fresh-noise-per-round=true,false").values == (True, False)
+    assert grid.parse_grid("sentence-epsilon=2, 6.5 ,10").values == (2, 6.5, 10)
+    assert grid.parse_grid("map-in=random,public").values == ("random", "public")  # bare words: strings
+    assert grid.parse_grid("fresh-noise-per-round=true,false").values == (True, False)
     # Commas inside quotes (basic and literal strings, escaped quotes) and brackets do not split.
-    options = sw.parse_grid("""sentence-options='out_dim = 64, variant = "paper"',"a \\", b\"""")
+    options = grid.parse_grid("""sentence-options='out_dim = 64, variant = "paper"',"a \\", b\"""")
     assert options.values == ('out_dim = 64, variant = "paper"', 'a ", b')
-    assert sw.split_values("[1, 2],{a = 1, b = 2}, 3") == ["[1, 2]", "{a = 1, b = 2}", "3"]
+    assert grid.split_values("[1, 2],{a = 1, b = 2}, 3") == ["[1, 2]", "{a = 1, b = 2}", "3"]
 
 
 @pytest.mark.parametrize(
@@ -104,7 +106,7 @@ def test_grid_values_parse_as_toml_and_split_outside_quotes_and_brackets() -> No
 )
 def test_bad_grid_specs_are_refused(spec: str) -> None:
     with pytest.raises(ConfigError):
-        sw.parse_grid(spec)
+        grid.parse_grid(spec)
 
 
 # --- the product and run names ---------------------------------------------------------------
@@ -120,7 +122,7 @@ def test_product_in_order_then_the_next_block() -> None:
     assert [r.values for r in runs[12:]] == [
         {"sentence-mechanism": "none", "map-in": m} for m in ("identity", "random", "public")
     ]
-    assert sw.grid_keys(runs) == ["sentence-mechanism", "sentence-epsilon", "map-in"]
+    assert grid.grid_keys(runs) == ["sentence-mechanism", "sentence-epsilon", "map-in"]
 
 
 def test_run_names_are_readable_unique_and_path_safe() -> None:
@@ -128,22 +130,22 @@ def test_run_names_are_readable_unique_and_path_safe() -> None:
     assert runs[0].name == "sentence-mechanism=purkayastha__sentence-epsilon=2__map-in=random"
     assert runs[-1].name == "sentence-mechanism=none__map-in=public"
     assert len({r.name for r in runs}) == len(runs)
-    assert sw.run_name({"sentence-epsilon": 2.0}) == "sentence-epsilon=2"
-    name = sw.run_name({"sentence-options": 'out_dim = 64, variant = "paper"'})
+    assert grid.run_name({"sentence-epsilon": 2.0}) == "sentence-epsilon=2"
+    name = grid.run_name({"sentence-options": 'out_dim = 64, variant = "paper"'})
     assert "/" not in name and " " not in name and '"' not in name
 
 
 def test_repeated_keys_and_repeated_grid_points_are_refused() -> None:
-    axis = sw.parse_grid("sentence-epsilon=1,2")
+    axis = grid.parse_grid("sentence-epsilon=1,2")
     with pytest.raises(ConfigError, match="twice"):
-        sw.expand([[axis, axis]])
+        grid.expand([[axis, axis]])
     with pytest.raises(ConfigError, match="same name"):
-        sw.expand([[axis], [axis]])
+        grid.expand([[axis], [axis]])
 
 
 def test_each_run_passes_its_grid_values_and_name_as_sets(tmp_path: Path) -> None:
     run = _runs()[0]
-    command = sw.run_command("c.toml", run, ["noise-seed=1"], tmp_path)
+    command = run_mod.run_command("c.toml", run, ["noise-seed=1"], tmp_path)
     assert command[:2] == ["run", "c.toml"]
     assert command[-2:] == ["--out", str(tmp_path)]
     sets = [command[i + 1] for i, arg in enumerate(command) if arg == "--set"]
@@ -161,11 +163,11 @@ def test_every_run_config_is_checked_before_anything_runs(tmp_path: Path, data_d
     config.write_text(f'dataset = "sst2"\ndata-dir = "{data_dir}"\npublic-fraction = 0.1\n')
     runs = _runs()
     sw.check_runs(str(config), runs, ["noise-seed=0"], tmp_path / "out")
-    cfg = sw.resolve_run(str(config), runs[1], [], tmp_path / "out")
+    cfg = run_mod.resolve_run(str(config), runs[1], [], tmp_path / "out")
     assert (cfg["sentence-mechanism"], cfg["sentence-epsilon"], cfg["map-in"]) == ("purkayastha", 2.0, "public")
     assert cfg["run-name"] == runs[1].name and cfg["out-dir"] == str(tmp_path / "out")
     with pytest.raises(ConfigError, match="sentence-epsilon=-1"):
-        sw.check_runs(str(config), sw.expand([[sw.parse_grid("sentence-epsilon=1,-1")]]), [], tmp_path)
+        sw.check_runs(str(config), grid.expand([[grid.parse_grid("sentence-epsilon=1,-1")]]), [], tmp_path)
     with pytest.raises(ConfigError, match="both in --set and --grid"):
         sw.check_runs(str(config), runs, ["map-in=identity"], tmp_path)
 
@@ -175,9 +177,9 @@ def test_every_run_config_is_checked_before_anything_runs(tmp_path: Path, data_d
 
 def test_rows_come_from_summary_and_status_files(tmp_path: Path) -> None:
     runs = _runs()
-    keys = sw.grid_keys(runs)
+    keys = grid.grid_keys(runs)
     _fake_summary_for(runs[0], tmp_path / runs[0].name)
-    row = sw.collect_row(runs[0], tmp_path, keys)
+    row = sweep_tables.collect_row(runs[0], tmp_path, keys)
     assert row["status"] == "ok" and row["sentence-mechanism"] == "purkayastha" and row["sentence-epsilon"] == 2
     assert row["accuracy"] == pytest.approx(0.52) and row["macro_f1"] == pytest.approx(0.51)
     assert row["best_accuracy"] == pytest.approx(0.54) and row["clean_accuracy"] == pytest.approx(0.53)
@@ -186,16 +188,18 @@ def test_rows_come_from_summary_and_status_files(tmp_path: Path) -> None:
     assert row["ldp_guarantee_holds"] is True and row["wall_seconds"] == 12.5
     assert row["evaluation_covered"] is False
     assert row["results_folder"] == str(tmp_path / runs[0].name)
-    assert sw.collect_row(runs[1], tmp_path, keys)["status"] == "pending"
-    reference = sw.collect_row(runs[-1], tmp_path, keys)
+    assert sweep_tables.collect_row(runs[1], tmp_path, keys)["status"] == "pending"
+    reference = sweep_tables.collect_row(runs[-1], tmp_path, keys)
     assert reference["sentence-epsilon"] is None  # not a grid key of that block
 
 
 def test_word_level_rows_carry_the_per_word_delta_n_w_and_the_composed_delta(tmp_path: Path) -> None:
     """An (epsilon, delta) word mechanism: the row keeps the per-word delta, N_w and the ledger's
     composed per-user delta beside the epsilon, and the summary averages N_w over seeds."""
-    runs = sw.expand([[sw.parse_grid('word-mechanism="trlaplace"'), sw.parse_grid("word-epsilon=1")]], seeds=(1, 2))
-    keys = sw.grid_keys(runs)
+    runs = grid.expand(
+        [[grid.parse_grid('word-mechanism="trlaplace"'), grid.parse_grid("word-epsilon=1")]], seeds=(1, 2)
+    )
+    keys = grid.grid_keys(runs)
     for run, n_w in zip(runs, (0.6, 0.8), strict=True):
         folder = tmp_path / run.name
         folder.mkdir()
@@ -213,10 +217,10 @@ def test_word_level_rows_carry_the_per_word_delta_n_w_and_the_composed_delta(tmp
             "rewrite_quality": {"N_w": n_w},
         }
         (folder / "summary.json").write_text(json.dumps(summary))
-    rows = [sw.collect_row(run, tmp_path, keys) for run in runs]
+    rows = [sweep_tables.collect_row(run, tmp_path, keys) for run in runs]
     assert rows[0]["word_delta"] == pytest.approx(0.7267) and rows[0]["delta_total"] == 1.0
     assert rows[0]["N_w"] == pytest.approx(0.6) and rows[0]["document_delta_median"] == pytest.approx(0.99)
-    (point,) = sw.summarize(rows, keys)
+    (point,) = sweep_tables.summarize(rows, keys)
     assert point["N_w_mean"] == pytest.approx(0.7) and point["word_delta"] == pytest.approx(0.7267)
     assert point["delta_total"] == 1.0
 
@@ -225,7 +229,7 @@ def test_tables_and_plot_are_written(tmp_path: Path) -> None:
     runs = _runs()
     for run in runs[:-1]:  # the last one stays pending
         _fake_summary_for(run, tmp_path / run.name)
-    rows = sw.write_outputs(runs, tmp_path)
+    rows = sweep_tables.write_outputs(runs, tmp_path)
     assert len(rows) == 15
     with (tmp_path / "sweep.csv").open() as fh:
         table = list(csv.DictReader(fh))
@@ -258,7 +262,7 @@ def test_per_user_epsilon_counts_redraws(tmp_path: Path) -> None:
     (3 fresh draws at pi * 2 each), not one release's pure epsilon (``pure_ldp_per_release``)."""
     run = _runs()[0]
     _summary(tmp_path / run.name, 0.6, 2.0, 2 * math.pi, releases=3)
-    row = sw.collect_row(run, tmp_path, sw.grid_keys(_runs()))
+    row = sweep_tables.collect_row(run, tmp_path, grid.grid_keys(_runs()))
     assert row["max_user_pure_epsilon_embedding"] == pytest.approx(3 * 2 * math.pi)
     assert "pure_ldp_epsilon" not in row
 
@@ -267,26 +271,26 @@ def test_runs_without_ldp_get_no_epsilon_and_are_plotted_apart(tmp_path: Path) -
     """Issue 11 item 3: a leaky-mode run (ldp_guarantee_holds false) has no guarantee, so its
     epsilon columns are empty, and the plot keeps it off the epsilon axis ("not LDP" panel)."""
     runs = _runs()
-    keys = sw.grid_keys(runs)
+    keys = grid.grid_keys(runs)
     leaky, private = runs[0], runs[1]
     _summary(tmp_path / leaky.name, 0.9, 2.0, 2 * math.pi, holds=False)
     _fake_summary_for(private, tmp_path / private.name)
-    row = sw.collect_row(leaky, tmp_path, keys)
+    row = sweep_tables.collect_row(leaky, tmp_path, keys)
     assert row["ldp_guarantee_holds"] is False
     for column in ("epsilon", "sentence_epsilon", "max_user_pure_epsilon_embedding", "max_user_pure_epsilon_total"):
         assert row[column] is None, column
-    rows = [row, sw.collect_row(private, tmp_path, keys)]
-    points = sw.summarize(rows, keys)
-    groups, not_ldp = sw.plot_groups(points, keys)
+    rows = [row, sweep_tables.collect_row(private, tmp_path, keys)]
+    points = sweep_tables.summarize(rows, keys)
+    groups, not_ldp = sweep_tables.plot_groups(points, keys)
     assert [p["runs"] for p in not_ldp] == [leaky.name]
     assert [p["runs"] for group in groups.values() for p in group] == [private.name]
-    png = sw.plot_accuracy(points, keys, tmp_path / "p.png")
+    png = sweep_tables.plot_accuracy(points, keys, tmp_path / "p.png")
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
 def test_plot_with_no_finished_run(tmp_path: Path) -> None:
     runs = _runs()[:2]
-    sw.write_outputs(runs, tmp_path)
+    sweep_tables.write_outputs(runs, tmp_path)
     assert (tmp_path / "accuracy_vs_epsilon.png").stat().st_size > 0
 
 
@@ -300,15 +304,15 @@ class FakeRunner:
         self.sweep_dir, self.fail, self.silent = sweep_dir, fail, silent
         self.calls: list[str] = []
 
-    def __call__(self, run: sw.Run, log_path: Path) -> sw.Outcome:
+    def __call__(self, run: grid.Run, log_path: Path) -> run_mod.Outcome:
         self.calls.append(run.name)
         if run.name in self.fail:
             (self.sweep_dir / run.name).mkdir(parents=True, exist_ok=True)
             (self.sweep_dir / run.name / "config.json").write_text("{}")  # half-written folder
-            return sw.Outcome(2, 1.0, "sanitas: error: boom")
+            return run_mod.Outcome(2, 1.0, "sanitas: error: boom")
         if run.name not in self.silent:
             _fake_summary_for(run, self.sweep_dir / run.name)
-        return sw.Outcome(0, 3.0)
+        return run_mod.Outcome(0, 3.0)
 
 
 def test_resume_skips_runs_with_a_summary(tmp_path: Path) -> None:
@@ -316,19 +320,19 @@ def test_resume_skips_runs_with_a_summary(tmp_path: Path) -> None:
     _fake_summary_for(runs[0], tmp_path / runs[0].name)
     _fake_summary_for(runs[2], tmp_path / runs[2].name)
     runner = FakeRunner(tmp_path)
-    rows = sw.run_sweep(runs, tmp_path, runner, progress=False)
+    rows = run_mod.run_sweep(runs, tmp_path, runner, progress=False)
     assert runner.calls == [runs[1].name, runs[3].name]
     assert [r["status"] for r in rows] == ["ok"] * 4
     assert rows[1]["process_seconds"] == 3.0 and rows[0]["process_seconds"] is None
     runner = FakeRunner(tmp_path)
-    sw.run_sweep(runs, tmp_path, runner, progress=False)
+    run_mod.run_sweep(runs, tmp_path, runner, progress=False)
     assert runner.calls == []
 
 
 def test_a_failed_run_is_recorded_and_the_sweep_goes_on(tmp_path: Path) -> None:
     runs = _runs()[:4]
     runner = FakeRunner(tmp_path, fail={runs[1].name}, silent={runs[2].name})
-    rows = sw.run_sweep(runs, tmp_path, runner, progress=False)
+    rows = run_mod.run_sweep(runs, tmp_path, runner, progress=False)
     assert runner.calls == [r.name for r in runs]
     assert [r["status"] for r in rows] == ["ok", "failed", "failed", "ok"]
     assert rows[1]["error"] == "sanitas: error: boom"
@@ -338,7 +342,7 @@ def test_a_failed_run_is_recorded_and_the_sweep_goes_on(tmp_path: Path) -> None:
     assert "failed" in (tmp_path / "sweep.csv").read_text()
     # Resume: failed runs run again; the half-written folder is moved aside first.
     runner = FakeRunner(tmp_path)
-    rows = sw.run_sweep(runs, tmp_path, runner, progress=False)
+    rows = run_mod.run_sweep(runs, tmp_path, runner, progress=False)
     assert runner.calls == [runs[1].name, runs[2].name]
     assert [r["status"] for r in rows] == ["ok"] * 4
     assert [p.name.startswith(runs[1].name) for p in (tmp_path / "incomplete").iterdir()] == [True]
@@ -355,14 +359,14 @@ def test_runs_that_share_a_federation_run_together_and_are_recorded_each(tmp_pat
         groups.append([r.name for r in unit])
         for r in unit[1:]:
             _fake_summary_for(r, tmp_path / r.name)
-        return [sw.Outcome(2, 1.0, "sanitas: error: boom")] + [sw.Outcome(0, 1.0)] * (len(unit) - 1)
+        return [run_mod.Outcome(2, 1.0, "sanitas: error: boom")] + [run_mod.Outcome(0, 1.0)] * (len(unit) - 1)
 
-    shared = sw.Shared(key=lambda r: keys[r.name], run=run_group, most=2)
-    assert [[r.name for r in u] for u in sw.units(runs, shared)] == [
+    shared = run_mod.Shared(key=lambda r: keys[r.name], run=run_group, most=2)
+    assert [[r.name for r in u] for u in run_mod.units(runs, shared)] == [
         [runs[0].name, runs[2].name], [runs[1].name], [runs[3].name], [runs[4].name]
     ]  # fmt: skip
     runner = FakeRunner(tmp_path)
-    rows = sw.run_sweep(runs, tmp_path, runner, progress=False, shared=shared)
+    rows = run_mod.run_sweep(runs, tmp_path, runner, progress=False, shared=shared)
     assert groups == [[runs[0].name, runs[2].name]]  # single runs go through the runner
     assert runner.calls == [runs[1].name, runs[3].name, runs[4].name]
     assert [r["status"] for r in rows] == ["failed", "ok", "ok", "ok", "ok"]
@@ -372,12 +376,12 @@ def test_runs_that_share_a_federation_run_together_and_are_recorded_each(tmp_pat
 def test_the_warm_runner_maps_each_point_outcome_to_the_sweep_record(tmp_path: Path) -> None:
     from simulations.runtime.warm import PointOutcome
 
-    class Pool:  # what WarmPool.run answers, point by point
+    class Pool:  # what WarmPool.run_config answers, point by point
         def __init__(self, outcomes: list[PointOutcome]) -> None:
-            self.outcomes, self.argv = outcomes, []
+            self.outcomes, self.configs = outcomes, []
 
-        def run(self, argv: list[str], log_path: Path, timeout: float | None = None) -> PointOutcome:
-            self.argv.append(argv)
+        def run_config(self, cfg: dict, log_path: Path, timeout: float | None = None) -> PointOutcome:
+            self.configs.append(cfg)
             with open(log_path, "a") as log:
                 log.write("progress\nsanitas: error: bad thing\ntail\n")
             return self.outcomes.pop(0)
@@ -385,16 +389,19 @@ def test_the_warm_runner_maps_each_point_outcome_to_the_sweep_record(tmp_path: P
     run = _runs()[0]
     outcomes = [PointOutcome(0, 1.0), PointOutcome(3, 1.0), PointOutcome(124, 2.0), PointOutcome(9, 1.0, crashed=True)]
     pool = Pool(list(outcomes))
-    runner = sw.warm_runner("c.toml", ["noise-seed=0"], tmp_path, pool, timeout=2.0)
+    resolved = {run.name: {"run-name": run.name}}  # the worker receives the config the driver resolved, as it is
+    runner = run_mod.warm_runner("c.toml", ["noise-seed=0"], tmp_path, pool, timeout=2.0, resolved=resolved)
     done, failed, late, died = (runner(run, tmp_path / "logs" / f"{i}.log") for i in range(4))
-    assert pool.argv[0][:2] == ["run", "c.toml"] and pool.argv[0][-2:] == ["--out", str(tmp_path)]
-    assert "--set" in pool.argv[0] and "noise-seed=0" in pool.argv[0]
+    assert all(cfg is resolved[run.name] for cfg in pool.configs)
+    command = (tmp_path / "logs" / "0.log").read_text().splitlines()[0].split()
+    assert command[:4] == ["$", "sanitas", "run", "c.toml"] and command[-2:] == ["--out", str(tmp_path)]
+    assert "--set" in command and "noise-seed=0" in command
     assert done.error is None and done.returncode == 0
     assert failed.returncode == 3 and failed.error == "sanitas: error: bad thing"
     assert late.returncode == 124 and "timed out after 2 s" in late.error
     assert died.returncode == 9 and died.error.startswith("the worker died twice")
     assert (tmp_path / "logs" / "0.log").read_text().startswith("$ sanitas run c.toml")
-    assert sw.last_error("a\nTraceback\nValueError: x\nnoise\n") == "ValueError: x"
+    assert run_mod.last_error("a\nTraceback\nValueError: x\nnoise\n") == "ValueError: x"
 
 
 def test_cli_splits_grid_products_at_also(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -432,9 +439,9 @@ def test_cli_splits_grid_products_at_also(monkeypatch: pytest.MonkeyPatch) -> No
 # --- seeds: expansion, the per-point summary, the plot, resume ----------------------------------
 
 
-def _seeded_runs(seeds: tuple[int, ...] = (1, 2, 3)) -> list[sw.Run]:
-    blocks = [[sw.parse_grid("sentence-epsilon=2,10")], [sw.parse_grid('sentence-mechanism="none"')]]
-    return sw.expand(blocks, list(seeds))
+def _seeded_runs(seeds: tuple[int, ...] = (1, 2, 3)) -> list[grid.Run]:
+    blocks = [[grid.parse_grid("sentence-epsilon=2,10")], [grid.parse_grid('sentence-mechanism="none"')]]
+    return grid.expand(blocks, list(seeds))
 
 
 def test_seeds_run_each_point_once_per_seed_with_seed_and_noise_seed() -> None:
@@ -458,9 +465,9 @@ def test_seeds_run_each_point_once_per_seed_with_seed_and_noise_seed() -> None:
         "sentence-mechanism=none",
     ]
     assert runs[0].point_values == {"sentence-epsilon": 2}
-    assert sw.grid_keys(runs) == ["sentence-epsilon", "seed", "noise-seed", "sentence-mechanism"]
-    assert sw.point_keys(runs) == ["sentence-epsilon", "sentence-mechanism"]
-    sets = sw.run_sets(runs[3], ["train-size=100"])
+    assert grid.grid_keys(runs) == ["sentence-epsilon", "seed", "noise-seed", "sentence-mechanism"]
+    assert grid.point_keys(runs) == ["sentence-epsilon", "sentence-mechanism"]
+    sets = run_mod.run_sets(runs[3], ["train-size=100"])
     assert sets == [
         "train-size=100",
         "sentence-epsilon=10",
@@ -469,7 +476,7 @@ def test_seeds_run_each_point_once_per_seed_with_seed_and_noise_seed() -> None:
         'run-name="sentence-epsilon=10__seed=2"',
     ]
     # Without seeds nothing changes: one run per point, named by its grid values only.
-    plain = sw.expand([[sw.parse_grid("sentence-epsilon=2,10")]])
+    plain = grid.expand([[grid.parse_grid("sentence-epsilon=2,10")]])
     assert [(r.name, r.seed, r.point) for r in plain] == [
         ("sentence-epsilon=2", None, "sentence-epsilon=2"),
         ("sentence-epsilon=10", None, "sentence-epsilon=10"),
@@ -480,15 +487,15 @@ def test_seeds_run_each_point_once_per_seed_with_seed_and_noise_seed() -> None:
 @pytest.mark.parametrize("text", ["", "1,,2", "1,a", "1.5", "-1,2", "1,2,1"])
 def test_bad_seed_lists_are_refused(text: str) -> None:
     with pytest.raises(ConfigError, match="--seeds"):
-        sw.parse_seeds(text)
+        grid.parse_seeds(text)
 
 
 def test_seeds_conflict_with_seed_keys_in_grid_or_set(tmp_path: Path) -> None:
-    assert sw.parse_seeds(" 3, 1,2 ") == [3, 1, 2] and sw.parse_seeds([0, 5]) == [0, 5]
-    for grid in ("seed=1,2", "noise-seed=0,1"):
+    assert grid.parse_seeds(" 3, 1,2 ") == [3, 1, 2] and grid.parse_seeds([0, 5]) == [0, 5]
+    for spec in ("seed=1,2", "noise-seed=0,1"):
         with pytest.raises(ConfigError, match="--seeds sets seed and noise-seed .* from --grid"):
-            sw.expand([[sw.parse_grid("sentence-epsilon=2"), sw.parse_grid(grid)]], [1, 2])
-    sw.expand([[sw.parse_grid("seed=1,2")]])  # a seed axis without --seeds is an ordinary grid key
+            grid.expand([[grid.parse_grid("sentence-epsilon=2"), grid.parse_grid(spec)]], [1, 2])
+    grid.expand([[grid.parse_grid("seed=1,2")]])  # a seed axis without --seeds is an ordinary grid key
     for item in ("seed=4", "noise-seed=0"):
         with pytest.raises(ConfigError, match="--seeds sets seed and noise-seed .* from --set"):
             sw.check_runs("unread.toml", _seeded_runs(), [item], tmp_path)
@@ -514,10 +521,10 @@ class SeededRunner:
         self.sweep_dir, self.skip, self.wider = sweep_dir, skip, wider
         self.calls: list[str] = []
 
-    def __call__(self, run: sw.Run, log_path: Path) -> sw.Outcome:
+    def __call__(self, run: grid.Run, log_path: Path) -> run_mod.Outcome:
         self.calls.append(run.name)
         if run.name in self.skip:
-            return sw.Outcome(1, 1.0, "sanitas: error: boom")
+            return run_mod.Outcome(1, 1.0, "sanitas: error: boom")
         accuracy = SEED_ACCURACY[run.seed]
         if run.values.get("sentence-mechanism") == "none":
             _summary(self.sweep_dir / run.name, accuracy + 0.2, None, None)
@@ -525,7 +532,7 @@ class SeededRunner:
             eps = float(run.values["sentence-epsilon"])
             releases = 2 if run.name in self.wider else 1  # that seed's users release twice
             _summary(self.sweep_dir / run.name, accuracy + eps / 100, eps, eps * math.pi, releases=releases)
-        return sw.Outcome(0, 2.0)
+        return run_mod.Outcome(0, 2.0)
 
 
 def test_summary_has_mean_sample_sd_and_n_per_point(tmp_path: Path) -> None:
@@ -536,7 +543,7 @@ def test_summary_has_mean_sample_sd_and_n_per_point(tmp_path: Path) -> None:
         skip={"sentence-epsilon=10__seed=2", *(r.name for r in runs if r.point == "sentence-mechanism=none")},
         wider={"sentence-epsilon=10__seed=3"},
     )
-    rows = sw.run_sweep(runs, tmp_path, runner, progress=False)
+    rows = run_mod.run_sweep(runs, tmp_path, runner, progress=False)
     assert [r["point"] for r in rows] == [r.point for r in runs] and rows[1]["seed"] == 2
     table = list(csv.DictReader((tmp_path / "sweep.csv").open()))
     assert len(table) == 9 and table[4]["seed"] == "2" and table[4]["noise-seed"] == "2"
@@ -573,7 +580,7 @@ def test_summary_has_mean_sample_sd_and_n_per_point(tmp_path: Path) -> None:
     # One seed: no sd (empty cell), marked one_seed = true.
     (tmp_path / "sentence-epsilon=10__seed=3" / "summary.json").unlink()
     (tmp_path / "logs" / "sentence-epsilon=10__seed=3.status.json").unlink()
-    sw.write_outputs(runs, tmp_path, plot=False)
+    sweep_tables.write_outputs(runs, tmp_path, plot=False)
     one = list(csv.DictReader((tmp_path / "sweep_summary.csv").open()))[1]
     assert (one["n"], one["one_seed"], one["accuracy_sd"], one["seeds"]) == ("1", "true", "", "1")
     assert float(one["accuracy_mean"]) == pytest.approx(0.60) and one["epsilons_differ"] == "false"
@@ -584,7 +591,7 @@ def test_summary_without_seeds_is_one_run_per_point(tmp_path: Path) -> None:
     runs = _runs()[:3]
     for run in runs[:2]:
         _fake_summary_for(run, tmp_path / run.name)
-    sw.write_outputs(runs, tmp_path, plot=False)
+    sweep_tables.write_outputs(runs, tmp_path, plot=False)
     points = [json.loads(line) for line in (tmp_path / "sweep_summary.jsonl").read_text().splitlines()]
     assert [(p["point"], p["n"], p["one_seed"], p["seeds"], p["accuracy_sd"]) for p in points] == [
         (runs[0].name, 1, True, "", None),
@@ -604,12 +611,14 @@ def test_seeded_plot_is_written_with_error_bars_and_one_seed_points(
 
     runs = _seeded_runs()
     runner = SeededRunner(tmp_path, skip={"sentence-epsilon=10__seed=2", "sentence-epsilon=10__seed=3"})
-    sw.run_sweep(runs, tmp_path, runner, progress=False)
+    run_mod.run_sweep(runs, tmp_path, runner, progress=False)
     png = tmp_path / "accuracy_vs_epsilon.png"
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 10_000
     # What is drawn: a line at the epsilons with n in its label, and the one-seed legend note.
-    points = sw.summarize([sw.collect_row(r, tmp_path, sw.grid_keys(runs)) for r in runs], sw.point_keys(runs))
-    groups, not_ldp = sw.plot_groups(points, sw.point_keys(runs))
+    points = sweep_tables.summarize(
+        [sweep_tables.collect_row(r, tmp_path, grid.grid_keys(runs)) for r in runs], grid.point_keys(runs)
+    )
+    groups, not_ldp = sweep_tables.plot_groups(points, grid.point_keys(runs))
     assert not not_ldp and [len(g) for g in groups.values()] == [2, 1]
     seen: dict[str, Any] = {}
     real_savefig = plt.Figure.savefig
@@ -619,7 +628,7 @@ def test_seeded_plot_is_written_with_error_bars_and_one_seed_points(
         real_savefig(fig, *args, **kwargs)
 
     monkeypatch.setattr(plt.Figure, "savefig", spy)
-    sw.plot_accuracy(points, sw.point_keys(runs), tmp_path / "p.png")
+    sweep_tables.plot_accuracy(points, grid.point_keys(runs), tmp_path / "p.png")
     labels = seen["labels"]
     assert "sentence-mechanism=none (no privacy: 0.800 +- 0.100, n=3)" in labels
     assert any(label.startswith("runs (n=1-3)") for label in labels)
@@ -630,15 +639,15 @@ def test_resume_with_seeds_skips_finished_runs_only(tmp_path: Path) -> None:
     runs = _seeded_runs((1, 2))
     SeededRunner(tmp_path)(runs[1], tmp_path / "x.log")  # eps 2, seed 2 done before the sweep
     runner = SeededRunner(tmp_path, skip={runs[2].name})
-    rows = sw.run_sweep(runs, tmp_path, runner, progress=False)
+    rows = run_mod.run_sweep(runs, tmp_path, runner, progress=False)
     assert runner.calls == [r.name for i, r in enumerate(runs) if i != 1]
     assert [r["status"] for r in rows] == ["ok", "ok", "failed", "ok", "ok", "ok"]
     runner = SeededRunner(tmp_path)
-    rows = sw.run_sweep(runs, tmp_path, runner, progress=False)
+    rows = run_mod.run_sweep(runs, tmp_path, runner, progress=False)
     assert runner.calls == [runs[2].name]  # only the failed seed runs again
     assert [r["status"] for r in rows] == ["ok"] * 6
     runner = SeededRunner(tmp_path)
-    sw.run_sweep(runs, tmp_path, runner, progress=False)
+    run_mod.run_sweep(runs, tmp_path, runner, progress=False)
     assert runner.calls == []
     points = [json.loads(line) for line in (tmp_path / "sweep_summary.jsonl").read_text().splitlines()]
     assert [(p["n"], p["status"]) for p in points] == [(2, "ok")] * 3
@@ -650,7 +659,7 @@ def test_cli_passes_seeds_to_the_sweep(monkeypatch: pytest.MonkeyPatch) -> None:
     seen: dict[str, Any] = {}
     monkeypatch.setattr(sw, "sweep", lambda *a, **kw: seen.update(kw) or 0)
     assert cli.main(["sweep", "c.toml", "--grid", "sentence-epsilon=2", "--seeds", "1,2,3", "--out", "o"]) == 0
-    assert seen["seeds"] == "1,2,3"
+    assert seen["seeds"] == [1, 2, 3]  # checked and parsed while the arguments are parsed
     assert cli.main(["sweep", "c.toml", "--grid", "sentence-epsilon=2", "--out", "o"]) == 0
     assert seen["seeds"] is None
 
@@ -660,7 +669,7 @@ def test_the_sweep_ends_with_a_table_that_flags_points_that_learned_nothing(
 ) -> None:
     """Imbalanced test classes (majority-class rate 0.87): the points at or below it are flagged in the
     final table and named in one warning; the plot draws the majority-class rate, not 0.5."""
-    runs = sw.expand([[sw.parse_grid("sentence-epsilon=2,6,10")]])
+    runs = grid.expand([[grid.parse_grid("sentence-epsilon=2,6,10")]])
     for run, accuracy in zip(runs, (0.866, 0.90, 0.93), strict=True):
         folder = tmp_path / run.name
         _summary(folder, accuracy, float(run.values["sentence-epsilon"]), 1.0)
@@ -668,8 +677,8 @@ def test_the_sweep_ends_with_a_table_that_flags_points_that_learned_nothing(
         flat = accuracy < 0.87
         summary["outcome"] = {"majority_class_rate": 0.87, "training_moved": not flat, "learned_nothing": flat}
         (folder / "summary.json").write_text(json.dumps(summary))
-    sw.write_outputs(runs, tmp_path)
-    sw.print_findings(runs, tmp_path)
+    sweep_tables.write_outputs(runs, tmp_path)
+    sweep_tables.print_findings(runs, tmp_path)
     out, err = capsys.readouterr()
     rows = {line.split("│")[2].strip(): line for line in out.splitlines() if line.count("│") > 6}
     assert "NO: learned nothing" in rows["2"] and "yes" in rows["6"] and "yes" in rows["10"], out
@@ -685,14 +694,14 @@ def test_the_sweep_ends_with_a_table_that_flags_points_that_learned_nothing(
 def test_a_point_whose_scores_never_moved_is_flagged_even_above_an_unknown_majority(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    runs = sw.expand([[sw.parse_grid("sentence-epsilon=2,6")]])
+    runs = grid.expand([[grid.parse_grid("sentence-epsilon=2,6")]])
     for run, still in zip(runs, (True, False), strict=True):
         folder = tmp_path / run.name
         _summary(folder, 0.7, float(run.values["sentence-epsilon"]), 1.0)
         summary = json.loads((folder / "summary.json").read_text())
         summary["outcome"] = {"majority_class_rate": None, "training_moved": not still}
         (folder / "summary.json").write_text(json.dumps(summary))
-    sw.print_findings(runs, tmp_path)
+    sweep_tables.print_findings(runs, tmp_path)
     out, err = capsys.readouterr()
     assert out.count("NO: training did not move") == 1 and "1 point(s)" in err
 
@@ -708,7 +717,7 @@ def test_a_run_row_carries_the_public_only_models_it_was_held_against(tmp_path: 
         "gain_over_public": 0.01,
     }
     (tmp_path / runs[0].name / "summary.json").write_text(json.dumps(summary))
-    row = sw.collect_row(runs[0], tmp_path, sw.grid_keys(runs))
+    row = sweep_tables.collect_row(runs[0], tmp_path, grid.grid_keys(runs))
     assert row["public_only_models"] == {"server_model": 0.79} and row["public_only_clean_models"] is None
 
 
@@ -722,7 +731,7 @@ def test_a_point_adds_over_public_by_a_one_sided_paired_t_test_with_its_p_value(
             {"point": "p", "status": "ok", "seed": i, "accuracy": 0.8, "gain_over_public": g}
             for i, g in enumerate(gains)
         ]
-        (summarized,) = sw.summarize(rows, [])
+        (summarized,) = sweep_tables.summarize(rows, [])
         return summarized
 
     flat = point([0.005, 0.006, -0.001])
@@ -732,7 +741,7 @@ def test_a_point_adds_over_public_by_a_one_sided_paired_t_test_with_its_p_value(
     one = point([0.02])  # one seed: above one binomial standard error (0.0136 at 0.8 on 872 users)
     assert one["adds_over_public"] is True and one["gain_over_public_p"] is None
     assert adds["adds_over_public_clean"] is None and adds["gain_over_public_clean_p"] is None
-    sw.write_tables([flat, adds], tmp_path, stem="points")
+    sweep_tables.write_tables([flat, adds], tmp_path, stem="points")
     table = list(csv.DictReader((tmp_path / "points.csv").open()))
     assert [r["adds_over_public"] for r in table] == ["false", "true"]
     assert float(table[0]["gain_over_public_p"]) == pytest.approx(0.1336, abs=1e-3)

@@ -1,4 +1,5 @@
-"""secure-rng's cryptographic generator (``mechanisms/random_source.py``).
+"""secure-rng's cryptographic generator (``mechanisms/keystream.py``) and the samplers that read it
+(``mechanisms/random_source.py``).
 
 * The keystream is RFC 8439's ChaCha20 (a known-answer block), read at the positions it claims.
 * Each primitive draws its law (KS and chi-square at N = 2e5), and each test has power: the same test
@@ -24,7 +25,7 @@ from scipy import stats
 import mechanisms
 from mechanisms import random_source as rs
 from mechanisms.audit import audit_mechanism
-from mechanisms.random_source import SecureGenerator
+from mechanisms.keystream import SecureGenerator, coins
 from tests.mechanisms.test_audit import AUDIT_CONFIGS, AUDIT_KWARGS, FALLBACK
 from tests.mechanisms.test_audit_levels import _levels, _tight_deepcandidate
 
@@ -44,9 +45,9 @@ def test_chacha20_known_answer_and_counter_layout() -> None:
     block = Cipher(algorithms.ChaCha20(key, nonce), mode=None).encryptor().update(bytes(64))
     assert block[:16].hex() == "10f1e7e4d13b5915500fdd1fa32071c4"
     # coins() reads word i of block i // 8: a slice of the stream equals the stream read from its start.
-    whole = rs.coins(key, 0, 40).numpy()
-    assert np.array_equal(rs.coins(key, 13, 20).numpy(), whole[13:33])
-    assert not np.array_equal(rs.coins(bytes(32), 0, 40).numpy(), whole)
+    whole = coins(key, 0, 40).numpy()
+    assert np.array_equal(coins(key, 13, 20).numpy(), whole[13:33])
+    assert not np.array_equal(coins(bytes(32), 0, 40).numpy(), whole)
 
 
 def test_a_key_must_be_32_bytes_and_a_fresh_generator_draws_from_the_os() -> None:

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from fl import config
+from simulations.drivers import grid
 from simulations.drivers import reproductions as reg
-from simulations.drivers import sweep
 
 REPO = Path(__file__).resolve().parents[2]
 SPECS = sorted(reg.SPEC_DIR.glob("*.toml"))
@@ -120,7 +120,7 @@ def test_every_base_config_resolves(name: str, data_dir: Path, monkeypatch: pyte
 
 def _grid_points(rep: reg.Reproduction) -> set[tuple[str, float]]:
     """(series, x) of every point of the full grid that has an x value."""
-    runs = sweep.expand([[sweep.parse_grid(spec) for spec in block] for block in rep.blocks], (1,))
+    runs = grid.expand([[grid.parse_grid(spec) for spec in block] for block in rep.blocks], (1,))
     points = set()
     for run in runs:
         values = run.point_values

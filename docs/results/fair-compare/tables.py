@@ -26,7 +26,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from simulations.drivers.compare import plot
+from simulations.drivers.compare_outputs import plot
 
 HERE = Path(__file__).resolve().parent
 NAMES = ("fair-sst2", "fair-sst2-imdb-public", "fair-agnews")

@@ -43,7 +43,7 @@ from fl.encoding.encoder import best_device, embed_texts
 from fl.levels.spec import LevelSpec
 from mechanisms.base import WordMechanism
 from mechanisms.guarantee import Guarantee
-from mechanisms.random_source import SecureGenerator
+from mechanisms.keystream import SecureGenerator
 
 log = logging.getLogger(__name__)
 

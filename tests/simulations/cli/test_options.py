@@ -100,3 +100,71 @@ def test_the_command_refuses_an_out_file_without_a_traceback(tmp_path: Path) -> 
         proc.stderr.strip()
         == f"sanitas: error: run: argument --out: must be a folder, and it is a file, got {str(tmp_path / 'a-file')!r}"
     )
+
+
+#: (argv with {locked} = a folder no file can be written into, fragments the one line must hold)
+UNWRITABLE: list[tuple[list[str], tuple[str, ...]]] = [
+    (["run", "c.toml", "--out", "{locked}"], ("run: argument --out: cannot write into '{locked}'",)),
+    (["sweep", "c.toml", "--out", "{locked}/new"], ("sweep: argument --out: cannot create '{locked}/new'",)),
+    (["compare", "c.toml", "--out", "{locked}"], ("compare: argument --out: cannot write into '{locked}'",)),
+    (["tune", "c.toml", "--out", "{locked}", "--epsilons", "1"], ("tune: argument --out", "'{locked}'")),
+    (["reproduce", "x", "--out", "{locked}"], ("reproduce: argument --out", "'{locked}'")),
+    (["privemb-errors", "--out", "{locked}"], ("privemb-errors: argument --out", "'{locked}'")),
+    (["audit", "c.toml", "--out", "{locked}/a.json"], ("audit: argument --out: cannot write into '{locked}'",)),
+    (["init-config", "data.csv", "--out", "{locked}/c.toml"], ("init-config: argument --out", "'{locked}'")),
+]
+
+
+@pytest.mark.parametrize(("argv", "fragments"), UNWRITABLE, ids=[" ".join(a)[:40] for a, _ in UNWRITABLE])
+def test_an_output_that_cannot_be_written_is_refused_while_parsing(
+    argv: list[str],
+    fragments: tuple[str, ...],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """A folder where writing a file fails (a read-only mount, an immutable folder: root's os.access says yes
+    to both) is refused by the option type, with the reason and the fix, before any work."""
+    import errno
+    import tempfile
+
+    locked = tmp_path / "locked"
+    locked.mkdir()
+    real = tempfile.mkstemp
+
+    def mkstemp(*args: object, dir: object = None, **kwargs: object) -> tuple[int, str]:
+        if dir is not None and Path(str(dir)) == locked:
+            raise OSError(errno.EROFS, "Read-only file system")
+        return real(*args, dir=dir, **kwargs)  # type: ignore[call-overload]
+
+    monkeypatch.setattr(tempfile, "mkstemp", mkstemp)
+    for module in cli.SUBCOMMANDS:
+        monkeypatch.setattr(module, "handle", lambda args: pytest.fail("the unwritable output reached the handler"))
+    code = cli.main([a.replace("{locked}", str(locked)) for a in argv])
+    lines = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
+    assert code == 2 and len(lines) == 1, lines
+    assert "(Read-only file system)" in lines[0] and lines[0].endswith("choose a writable folder"), lines[0]
+    missing = [f for f in (f.replace("{locked}", str(locked)) for f in fragments) if f not in lines[0]]
+    assert not missing, f"{missing} not in {lines[0]!r}"
+    assert list(locked.iterdir()) == []
+
+
+def test_an_existing_out_file_that_cannot_be_written_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--out FILE`` (``out_file``) over a file that cannot be opened for writing (immutable: even root cannot)."""
+    target = tmp_path / "audit.json"
+    target.write_text("{}")
+    if subprocess.run(["chattr", "+i", str(target)], capture_output=True, check=False).returncode != 0:
+        pytest.skip("chattr +i refused here (needs CAP_LINUX_IMMUTABLE)")
+    try:
+        code = cli.main(["audit", "c.toml", "--out", str(target)])
+    finally:
+        subprocess.run(["chattr", "-i", str(target)], check=True)
+    err = capsys.readouterr().err.strip()
+    assert code == 2
+    assert err == (
+        f"sanitas: error: audit: argument --out: cannot write {str(target)!r} (Operation not permitted): "
+        "choose another file"
+    )
+    assert target.read_text() == "{}"

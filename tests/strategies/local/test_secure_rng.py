@@ -82,7 +82,7 @@ def test_a_secure_run_draws_its_noise_from_chacha20_and_says_so(tmp_path, monkey
     keystream sampling) run with secure-rng; the summary and the guarantee line name ChaCha20. Every
     node draw comes from a SecureGenerator: the plain torch path of the node's generator is refused."""
     from fl.release.state import NodeState
-    from mechanisms.random_source import SecureGenerator
+    from mechanisms.keystream import SecureGenerator
 
     plain = NodeState.next_generator
 

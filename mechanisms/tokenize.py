@@ -19,6 +19,9 @@ abbreviations ("u.s.", "e.g."), and English
 clitics split off as their own tokens ("don't" -> "do" + "n't", "it's" ->
 "it" + "'s", both in GloVe), so pre-tokenized corpora such as SST-2
 ("does n't", "it 's") and raw text give the same words.
+
+Plain text, no torch, no import of Sanitas: :meth:`mechanisms.base.WordMechanism.rewrite` splits
+with it, :mod:`mechanisms.words` re-exports it, and :mod:`fl.cohort` counts words with it.
 """
 
 from __future__ import annotations
