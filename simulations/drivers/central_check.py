@@ -94,11 +94,17 @@ def check_central_points(central_cfg: Mapping[str, Any], noise: Mapping[float, f
     flat = [(t, e) for t, e in zip(noise, first, strict=True) if not e.learned]
     if not flat:
         return report
+    raise config_mod.ConfigError(_why_flat(cfg, flat, found, emulate(NO_NOISE, configured)))
+
+
+def _why_flat(cfg: Any, flat: list[tuple[float, Any]], found: Mapping[float, list[Any]], clean: Any) -> str:
+    """The refusal of central points that learn nothing on public data: which, why (``clean``: the same settings
+    without noise) and what to change (a server learning rate of ``found`` at which every point learns)."""
+    configured = float(cfg.central.server_learning_rate)
     works = next((lr for lr, runs in found.items() if lr != configured and all(e.learned for e in runs)), None)
     sample = flat[0][1]
     # The same settings without noise: is it the noise (too small an epsilon for so few users) or the
     # settings (learning rates, rounds) that keep the model where it started?
-    clean = emulate(NO_NOISE, configured)
     cause = (
         f"without noise the same settings reach {clean.accuracy[-1]:.3f}, so the noise is what these points cannot "
         "carry (fewer users, or a smaller epsilon, than this model needs)"
@@ -118,7 +124,7 @@ def check_central_points(central_cfg: Mapping[str, Any], noise: Mapping[float, f
         else "no server-learning-rate up to 100x the configured one helps on public data: raise num-server-rounds, "
         "client-learning-rate or central-cohort-size, or drop these --central-epsilons"
     )
-    raise config_mod.ConfigError(
+    return (
         f"central points learn nothing on public data with these settings: {points}, against the majority-class "
         f"rate {sample.majority_class_rate:.3f} of {sample.hold_out} public hold-out documents (user-level "
         f"DP-FedAvg emulated with {sample.users} public users, about {sample.cohort:.0f} per round, "

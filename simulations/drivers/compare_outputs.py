@@ -100,7 +100,7 @@ def rows_for(
     summary = read_json(folder / "summary.json")
     if summary is None:
         return []
-    final, privacy = summary.get("final") or {}, summary.get("privacy") or {}
+    final = summary.get("final") or {}
     scored = summary.get("outcome") or {}
     base = {
         "accuracy": final.get("accuracy"),
@@ -118,44 +118,69 @@ def rows_for(
         "test_users": (summary.get("users") or {}).get("test"),
     }
     if run.values.get("mode") == "central":
-        unit = run.values.get("central-unit", "user")
-        z = run.values["central-noise-multiplier"]
-        encoder = "-encoder" if run.values.get("central-train") == "encoder" else ""
-        return [
-            {
-                **base,
-                "series": f"central-{unit}{encoder}",
-                "parameter": "target-epsilon" if unit == "user" else "central-noise-multiplier",
-                "value": (targets or {}).get(run.name, z) if unit == "user" else z,
-                "noise_multiplier": z,
-                "epsilon": privacy.get("epsilon"),
-                "delta": privacy.get("delta"),
-                "label_protected": True,
-                "start": summary.get("start", ""),
-            }
-        ]
-    labels = bool(privacy.get("label_protected"))
+        return _central_rows(run, summary, base, targets)
     base["map_dim"] = run.values.get("map-dim", map_dim)
-    on_device = scored.get("on_device") or {}
     if run.values.get("sentence-mechanism") == "none":
-        # The same pipeline without noise, at its map-dim: the noise-free ceiling of the local points there,
-        # on both test modes (on_device_*: the model applied to the clean input).
-        device = public_line(on_device, on_device.get("accuracy"))
-        return [
-            {
-                **base,
-                "series": "non-private",
-                "parameter": "sentence-mechanism" if base["map_dim"] is None else "map-dim",
-                "value": "none" if base["map_dim"] is None else base["map_dim"],
-                "epsilon": None,
-                "delta": None,
-                "label_protected": labels,
-                "start": _local_start(summary),
-                "on_device_accuracy": on_device.get("accuracy"),
-                "on_device_public_only_accuracy": device["public_only_accuracy"],
-                "on_device_gain_over_public": device["gain_over_public"],
-            }
-        ]
+        return _reference_rows(summary, base)
+    return _local_rows(run, summary, base, targets)
+
+
+def _central_rows(
+    run: Run, summary: Mapping[str, Any], base: dict[str, Any], targets: Mapping[str, float] | None
+) -> list[dict[str, Any]]:
+    """The row of a central run: at its target per-user epsilon (user level) or its noise multiplier (node level),
+    with the (epsilon, delta) its own accountant printed."""
+    privacy = summary.get("privacy") or {}
+    unit = run.values.get("central-unit", "user")
+    z = run.values["central-noise-multiplier"]
+    encoder = "-encoder" if run.values.get("central-train") == "encoder" else ""
+    return [
+        {
+            **base,
+            "series": f"central-{unit}{encoder}",
+            "parameter": "target-epsilon" if unit == "user" else "central-noise-multiplier",
+            "value": (targets or {}).get(run.name, z) if unit == "user" else z,
+            "noise_multiplier": z,
+            "epsilon": privacy.get("epsilon"),
+            "delta": privacy.get("delta"),
+            "label_protected": True,
+            "start": summary.get("start", ""),
+        }
+    ]
+
+
+def _reference_rows(summary: Mapping[str, Any], base: dict[str, Any]) -> list[dict[str, Any]]:
+    """The row of a non-private reference: the noise-free ceiling of the local points at its map-dim."""
+    labels = bool((summary.get("privacy") or {}).get("label_protected"))
+    on_device = (summary.get("outcome") or {}).get("on_device") or {}
+    # The same pipeline without noise, at its map-dim: the noise-free ceiling of the local points there,
+    # on both test modes (on_device_*: the model applied to the clean input).
+    device = public_line(on_device, on_device.get("accuracy"))
+    return [
+        {
+            **base,
+            "series": "non-private",
+            "parameter": "sentence-mechanism" if base["map_dim"] is None else "map-dim",
+            "value": "none" if base["map_dim"] is None else base["map_dim"],
+            "epsilon": None,
+            "delta": None,
+            "label_protected": labels,
+            "start": _local_start(summary),
+            "on_device_accuracy": on_device.get("accuracy"),
+            "on_device_public_only_accuracy": device["public_only_accuracy"],
+            "on_device_gain_over_public": device["gain_over_public"],
+        }
+    ]
+
+
+def _local_rows(
+    run: Run, summary: Mapping[str, Any], base: dict[str, Any], targets: Mapping[str, float] | None
+) -> list[dict[str, Any]]:
+    """The rows of a local point: its pure-LDP and its shuffled figure, each on the sanitized test inputs and, with
+    on-device inference, on the clean ones."""
+    privacy = summary.get("privacy") or {}
+    labels = bool(privacy.get("label_protected"))
+    on_device = (summary.get("outcome") or {}).get("on_device") or {}
     eps = run.values["sentence-epsilon"]
     total = (targets or {}).get(run.name)  # the whole-record budget the point was planned for
     release = ((summary.get("guarantee") or {}).get("sentence") or {}).get("pure_ldp_per_release")
