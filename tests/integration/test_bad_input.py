@@ -270,7 +270,12 @@ ROWS = [
         id="config-key-unknown-set",
     ),
     pytest.param(
-        Bad(("argument --set: 'sentence-epsilon': expects KEY=VALUE", "'sentence-epsilon'"), "", ("--set", "sentence-epsilon"), process=True),
+        Bad(
+            ("argument --set: 'sentence-epsilon': expects KEY=VALUE", "'sentence-epsilon'"),
+            "",
+            ("--set", "sentence-epsilon"),
+            process=True,
+        ),
         id="set-without-equals",
     ),
     pytest.param(
