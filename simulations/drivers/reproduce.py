@@ -95,7 +95,7 @@ def point_series(rep: Reproduction, point: Mapping[str, Any]) -> str:
 
 
 def table(rep: Reproduction, points: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """One row per sweep point (:func:`simulations.drivers.sweep.summarize`), with the paper's number
+    """One row per sweep point (:func:`simulations.drivers.sweep_tables.summarize`), with the paper's number
     for (series, x) when the paper reports it."""
     rows = []
     for p in points:
