@@ -33,10 +33,7 @@ OWNED = {
 
 #: The keys of the local class-means protocol (simulations.drivers.compare_plan.LOCAL_ONLY), which central runs
 #: do not use: refused in --central-set.
-LOCAL_ONLY_REASON = (
-    "{key} belongs to the local class-means protocol, which central runs do not use: give it with --set "
-    "(compare puts it back to its default on the central side)"
-)
+LOCAL_ONLY_REASON = "{key} is a local class-means key that central runs do not use: give it with --set"
 
 
 def _central_owned() -> dict[str, str]:

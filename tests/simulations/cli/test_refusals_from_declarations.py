@@ -125,3 +125,25 @@ def test_the_cases_cover_the_flags_that_take_values() -> None:
     for case in ("compare --set", "compare --central-set", "compare --seeds", "compare --epsilons", "tune --recipes"):
         assert case in ids
     assert {"sweep --grid", "run --out", "tune --out", "compare --label-share"} <= ids
+
+
+@pytest.mark.parametrize("flag", ["--set", "--central-set"])
+def test_every_key_compare_sets_itself_is_refused_in_one_short_line(
+    flag: str, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each key of compare's declared OWNED table (and, in --central-set, of the local class-means keys) with a
+    valid value: refused while parsing, one line of at most 200 characters naming the flag and the key."""
+    from simulations.cli import compare
+    from simulations.drivers.compare_plan import LOCAL_ONLY
+
+    monkeypatch.setattr(compare, "handle", lambda args: pytest.fail("the owned key reached the handler"))
+    keys = [*compare.OWNED, *(LOCAL_ONLY if flag == "--central-set" else ())]
+    for key in keys:
+        from fl.config import DEFAULTS
+
+        value = DEFAULTS[key]
+        text = f'"{value}"' if isinstance(value, str) else str(value).lower()
+        assert cli.main(["compare", str(CONFIG), flag, f"{key}={text}", "--out", str(tmp_path / "out")]) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and flag in err[0] and key in err[0] and len(err[0]) <= 200, err
+    assert not (tmp_path / "out").exists()
