@@ -7,7 +7,8 @@ import argparse
 import json
 from typing import Any
 
-from simulations.cli.options import add_set_option, nonnegative_int, open_unit_interval, out_file, positive_int
+from simulations.cli.items import add_set_option
+from simulations.cli.options import nonnegative_int, open_unit_interval, out_file, positive_int
 
 NAME = "audit"
 

@@ -8,7 +8,7 @@ import argparse
 from typing import Any
 
 from simulations.cli.items import distinct_choices, epsilons, positive_numbers, seed_list, set_item, share_or_auto
-from simulations.cli.options import add_attacks_option, add_timeout_option, out_dir
+from simulations.cli.options import add_attacks_option, add_timeout_option, folder_name, out_dir
 
 NAME = "compare"
 
@@ -130,13 +130,6 @@ def add_parser(sub: Any) -> None:
     )
     add_attacks_option(p)
     add_timeout_option(p)
-
-
-def folder_name(text: str) -> str:
-    """``--name``: one folder name (no path separator, not empty, not ``.`` or ``..``)."""
-    if not text.strip() or "/" in text or "\\" in text or text in (".", ".."):
-        raise argparse.ArgumentTypeError(f"{text!r}: must be one folder name, like sst2-compare (--out is its parent)")
-    return text
 
 
 def handle(args: argparse.Namespace) -> int:

@@ -11,6 +11,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, NoReturn
 
 from mechanisms.suggest import did_you_mean
+from simulations.cli.options import open_unit_interval, positive_float
 
 
 def _refuse(problem: str, text: str) -> NoReturn:
@@ -54,6 +55,14 @@ def set_item(owned: Mapping[str, str] | None = None) -> Callable[[str], str]:
     return check
 
 
+def add_set_option(p: argparse.ArgumentParser, help_text: str) -> None:
+    """``--set KEY=VALUE`` (repeatable, collected in ``args.sets``): one spelling for every subcommand, each item's
+    key and value checked while the arguments are parsed (:func:`set_item`)."""
+    p.add_argument(
+        "--set", dest="sets", action="append", default=[], type=set_item(), metavar="KEY=VALUE", help=help_text
+    )
+
+
 def grid_spec(text: str) -> str:
     """``--grid KEY=V1,V2,...``: a run-config key and distinct values (:func:`simulations.drivers.grid.parse_grid`),
     each of the key's type and choices (a value that must agree with other keys is checked when every run's
@@ -76,14 +85,14 @@ def grid_spec(text: str) -> str:
 def distinct_items(text: str) -> list[str]:
     """The items of a comma-separated value, each given once; an empty item ("1,,2") or a repeated one ("2,2")
     refused."""
-    parts = [t.strip() for t in text.split(",")]
+    from simulations.drivers.grid import list_problem
+
     if not text.strip():
         _refuse("lists nothing: give values separated by commas, like 1,2,3", text)
-    if any(not t for t in parts):
-        _refuse("an empty item between commas; list each value once, like 1,2,3", text)
-    twice = sorted({t for t in parts if parts.count(t) > 1})
-    if twice:
-        _refuse(f"{', '.join(twice)} given twice; list each value once", text)
+    parts = [t.strip() for t in text.split(",")]
+    problem = list_problem(parts)
+    if problem:
+        _refuse(problem, text)
     return parts
 
 
@@ -91,11 +100,8 @@ def epsilons(text: str) -> list[float]:
     """A comma-separated list of distinct epsilons, each a finite number > 0; at least one."""
     out = []
     for item in distinct_items(text):
-        try:
-            value = float(item)
-        except ValueError:
-            value = float("nan")
-        if not 0 < value < float("inf"):
+        value = _checked(positive_float, item)
+        if value is None:
             _refuse(f"{item!r} is not an epsilon (a finite number > 0), like 1,3.14,6.28", text)
         out.append(value)
     return out
@@ -115,11 +121,8 @@ def share_or_auto(text: str) -> float | str:
     """``--label-share``: ``auto`` or a number strictly between 0 and 1."""
     if text.strip() == "auto":
         return "auto"
-    try:
-        value = float(text)
-    except ValueError:
-        value = float("nan")
-    if not 0 < value < 1:
+    value = _checked(open_unit_interval, text)
+    if value is None:
         _refuse("must be 'auto' or a number strictly between 0 and 1, like 0.1", text)
     return value
 
@@ -128,13 +131,17 @@ def positive_numbers(text: str) -> list[str]:
     """A comma-separated list of distinct finite numbers > 0; the items as typed."""
     items = distinct_items(text)
     for item in items:
-        try:
-            value = float(item)
-        except ValueError:
-            value = float("nan")
-        if not 0 < value < float("inf"):
+        if _checked(positive_float, item) is None:
             _refuse(f"{item!r} is not a finite number > 0: give numbers separated by commas, like 0.5,1", text)
     return items
+
+
+def _checked(kind: Callable[[str], Any], item: str) -> Any:
+    """``kind(item)`` (an option type of :mod:`simulations.cli.options`), or None where it refuses the item."""
+    try:
+        return kind(item)
+    except argparse.ArgumentTypeError:
+        return None
 
 
 def distinct_choices(known: tuple[str, ...], like: str) -> Callable[[str], list[str]]:

@@ -99,6 +99,13 @@ def out_dir(text: str) -> str:
     return text
 
 
+def folder_name(text: str) -> str:
+    """``--name``: one folder name (no path separator, not empty, not ``.`` or ``..``)."""
+    if not text.strip() or "/" in text or "\\" in text or text in (".", ".."):
+        raise argparse.ArgumentTypeError(f"{text!r}: must be one folder name, like sst2-compare (--out is its parent)")
+    return text
+
+
 def out_file(text: str) -> str:
     """A file to write: not a folder, in a folder that exists and can be written into; an existing file
     must be writable too."""
@@ -182,16 +189,6 @@ def attack_names(text: str) -> list[str]:
     from simulations.analyses.attack import ATTACKS
 
     return choices_list(tuple(ATTACKS), "attack", everything="all")(text)
-
-
-def add_set_option(p: argparse.ArgumentParser, help_text: str) -> None:
-    """``--set KEY=VALUE`` (repeatable, collected in ``args.sets``): one spelling for every subcommand, each item's
-    key and value checked while the arguments are parsed (:func:`simulations.cli.items.set_item`)."""
-    from simulations.cli.items import set_item
-
-    p.add_argument(
-        "--set", dest="sets", action="append", default=[], type=set_item(), metavar="KEY=VALUE", help=help_text
-    )
 
 
 def add_timeout_option(p: argparse.ArgumentParser) -> None:

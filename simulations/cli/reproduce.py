@@ -6,7 +6,8 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from simulations.cli.options import add_set_option, add_timeout_option, numbers, out_dir
+from simulations.cli.items import add_set_option
+from simulations.cli.options import add_timeout_option, numbers, out_dir
 
 NAME = "reproduce"
 

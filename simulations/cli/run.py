@@ -10,7 +10,8 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from simulations.cli.options import add_set_option, existing_dir, out_dir
+from simulations.cli.items import add_set_option
+from simulations.cli.options import existing_dir, out_dir
 
 NAME = "run"
 

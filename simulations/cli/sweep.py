@@ -6,9 +6,8 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from simulations.cli.compare import folder_name
-from simulations.cli.items import grid_spec, seed_list
-from simulations.cli.options import add_attacks_option, add_set_option, add_timeout_option, out_dir
+from simulations.cli.items import add_set_option, grid_spec, seed_list
+from simulations.cli.options import add_attacks_option, add_timeout_option, folder_name, out_dir
 
 NAME = "sweep"
 

@@ -155,12 +155,19 @@ def list_items(text: str, flag: str) -> list[str]:
     if not text.strip():
         return []
     parts = [t.strip() for t in text.split(",")]
-    if any(not t for t in parts):
-        raise config_mod.ConfigError(f"{flag} {text}: an empty item between commas; list each value once, like 1,2,3")
-    twice = sorted({t for t in parts if parts.count(t) > 1})
-    if twice:
-        raise config_mod.ConfigError(f"{flag} {text}: {', '.join(twice)} given twice; list each value once")
+    problem = list_problem(parts)
+    if problem:
+        raise config_mod.ConfigError(f"{flag} {text}: {problem}")
     return parts
+
+
+def list_problem(parts: Sequence[str]) -> str | None:
+    """What is wrong with the items of a comma-separated value (an empty item, an item given twice), or None:
+    the one rule of :func:`list_items` and of the command line's list options (``simulations.cli.items``)."""
+    if any(not t for t in parts):
+        return "an empty item between commas; list each value once, like 1,2,3"
+    twice = sorted({t for t in parts if parts.count(t) > 1})
+    return f"{', '.join(twice)} given twice; list each value once" if twice else None
 
 
 def parse_seeds(text: str | Sequence[Any]) -> list[int]:

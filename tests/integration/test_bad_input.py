@@ -32,6 +32,7 @@ import pytest
 
 from fl.config import ConfigError
 from tests.conftest import REPO
+from tests.support.cli import refuse_writes_in
 
 
 @dataclass(frozen=True)
@@ -748,22 +749,6 @@ def test_cuda_on_a_machine_without_it_is_refused_before_any_folder(tmp_path: Pat
     assert not (tmp_path / "out").exists()
 
 
-def _refuse_writes_in(monkeypatch: pytest.MonkeyPatch, folder: Path) -> None:
-    """Writing a file into ``folder`` fails as on a read-only mount (``tempfile.mkstemp`` there raises
-    PermissionError); everywhere else it works."""
-    import errno
-    import tempfile
-
-    real = tempfile.mkstemp
-
-    def mkstemp(*args: object, dir: object = None, **kwargs: object) -> tuple[int, str]:
-        if dir is not None and Path(str(dir)) == folder:
-            raise PermissionError(errno.EACCES, "Permission denied")
-        return real(*args, dir=dir, **kwargs)  # type: ignore[call-overload]
-
-    monkeypatch.setattr(tempfile, "mkstemp", mkstemp)
-
-
 @pytest.mark.parametrize("below", ["", "new/sub"])
 def test_an_out_folder_that_cannot_be_written_is_refused_while_parsing(
     below: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]
@@ -775,7 +760,7 @@ def test_an_out_folder_that_cannot_be_written_is_refused_while_parsing(
 
     locked = tmp_path / "locked"
     locked.mkdir()
-    _refuse_writes_in(monkeypatch, locked)
+    refuse_writes_in(monkeypatch, locked)
     monkeypatch.setattr(run, "handle", lambda args: pytest.fail("the unwritable --out reached the handler"))
     out = locked / below if below else locked
     code, err = _cli_in_process(["run", str(COHORTS_PATH), "--out", str(out)], capfd)
@@ -842,7 +827,7 @@ def test_what_needs_only_the_config_is_refused_before_the_data(
     (out / "taken").mkdir(parents=True)
     (out / "taken" / "rounds.jsonl").write_text("")
     locked.mkdir()
-    _refuse_writes_in(monkeypatch, locked)
+    refuse_writes_in(monkeypatch, locked)
     for name in ("check_source", "load"):
         monkeypatch.setattr(datasets, name, lambda *a, **k: pytest.fail("the data was read before the refusal"))
     monkeypatch.setenv("SANITAS_DATA_DIR", str(data_dir))

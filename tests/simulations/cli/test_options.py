@@ -11,6 +11,7 @@ import pytest
 
 from simulations import cli
 from tests.conftest import REPO
+from tests.support.cli import block_handlers, refuse_writes_in
 
 # (argv with {file} = an existing file, {dir} = an existing folder, fragments the one line must hold)
 ROWS: list[tuple[list[str], tuple[str, ...]]] = [
@@ -76,8 +77,7 @@ def test_a_bad_option_is_one_line_before_any_work(
 ) -> None:
     (tmp_path / "a-file").write_text("not a folder\n")
     (tmp_path / "a-dir").mkdir()
-    for module in cli.SUBCOMMANDS:  # reaching a handler is doing work
-        monkeypatch.setattr(module, "handle", lambda args: pytest.fail("the bad option reached the handler"))
+    block_handlers(monkeypatch, "the bad option")
     code = cli.main([_fill(a, tmp_path) for a in argv])
     err = capsys.readouterr().err
     lines = [line for line in err.splitlines() if line.strip()]
@@ -126,20 +126,11 @@ def test_an_output_that_cannot_be_written_is_refused_while_parsing(
     """A folder where writing a file fails (a read-only mount, an immutable folder: root's os.access says yes
     to both) is refused by the option type, with the reason and the fix, before any work."""
     import errno
-    import tempfile
 
     locked = tmp_path / "locked"
     locked.mkdir()
-    real = tempfile.mkstemp
-
-    def mkstemp(*args: object, dir: object = None, **kwargs: object) -> tuple[int, str]:
-        if dir is not None and Path(str(dir)) == locked:
-            raise OSError(errno.EROFS, "Read-only file system")
-        return real(*args, dir=dir, **kwargs)  # type: ignore[call-overload]
-
-    monkeypatch.setattr(tempfile, "mkstemp", mkstemp)
-    for module in cli.SUBCOMMANDS:
-        monkeypatch.setattr(module, "handle", lambda args: pytest.fail("the unwritable output reached the handler"))
+    refuse_writes_in(monkeypatch, locked, errno.EROFS)
+    block_handlers(monkeypatch, "the unwritable output")
     code = cli.main([a.replace("{locked}", str(locked)) for a in argv])
     lines = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
     assert code == 2 and len(lines) == 1, lines

@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from simulations import cli
+from tests.support.cli import block_handlers
 
 SUBCOMMANDS = ("run", "sweep", "compare", "tune")
 #: Values tried in order; the first one a flag's own type refuses is the case. ``{file}`` is an existing file.
@@ -68,8 +69,7 @@ def test_every_flag_refuses_a_bad_value_in_one_line_before_any_work(
     values = [c.replace("{file}", str(a_file)) for c in CANDIDATES]
     bad = next((v for v in values if _refused(action, v)), None)
     assert bad is not None, f"{action.option_strings[0]} refuses none of {CANDIDATES}: add a value it refuses"
-    module = {m.NAME: m for m in cli.SUBCOMMANDS}[subcommand]
-    monkeypatch.setattr(module, "handle", lambda args: pytest.fail("the bad value reached the handler"))
+    block_handlers(monkeypatch, "the bad value")
     out = tmp_path / "out"
     flag = action.option_strings[0]
     args = [subcommand, str(CONFIG), *REQUIRED[subcommand]]
@@ -101,9 +101,8 @@ def test_every_config_key_given_with_set_refuses_a_bad_value_while_parsing(
 ) -> None:
     """A value of the wrong type, or outside the key's choices, in ``--set`` of each subcommand: one line naming
     ``--set`` and the key, before the handler (every key of fl.config.keys that has a type or choices)."""
+    block_handlers(monkeypatch, "the bad value")
     for subcommand in SUBCOMMANDS:
-        module = {m.NAME: m for m in cli.SUBCOMMANDS}[subcommand]
-        monkeypatch.setattr(module, "handle", lambda args: pytest.fail("the bad value reached the handler"))
         args = [
             subcommand,
             str(CONFIG),
@@ -136,7 +135,7 @@ def test_every_key_compare_sets_itself_is_refused_in_one_short_line(
     from simulations.cli import compare
     from simulations.drivers.compare_plan import LOCAL_ONLY
 
-    monkeypatch.setattr(compare, "handle", lambda args: pytest.fail("the owned key reached the handler"))
+    block_handlers(monkeypatch, "the owned key")
     keys = [*compare.OWNED, *(LOCAL_ONLY if flag == "--central-set" else ())]
     for key in keys:
         from fl.config import DEFAULTS
