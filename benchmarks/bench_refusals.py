@@ -29,6 +29,7 @@ REPO = Path(__file__).resolve().parents[1]
 EXPERIMENTS = REPO / "simulations" / "experiments"
 COHORTS = str(EXPERIMENTS / "sst2_public_cohorts.toml")
 QUICKSTART = str(EXPERIMENTS / "quickstart.toml")
+CENTRAL = ["--set", 'mode="central"', "--set", 'map-in="random"']
 
 
 def cases(folder: Path) -> dict[str, list[str]]:
@@ -54,6 +55,21 @@ def cases(folder: Path) -> dict[str, list[str]]:
         "sweep --grid sentence-epsilon=1,x": ["sweep", QUICKSTART, "--grid", "sentence-epsilon=1,x", "--out", "OUT"],
         "run --set cohorts=3": ["run", COHORTS, "--set", "cohorts=3", "--out", "OUT"],
         "run --set public-split=bogus": ["run", QUICKSTART, "--set", "public-split=bogus", "--out", "OUT"],
+        # strategies (strategies.loading.check_strategy): a non-mean one in central mode, a DP wrapper, bad options
+        **{
+            f"strategy central {name}": ["run", QUICKSTART, *CENTRAL, "--set", f'strategy="{name}"', "--out", "OUT"]
+            for name in ("FedMedian", "FedTrimmedAvg", "Krum", "MultiKrum", "Bulyan", "QFedAvg")
+        },
+        "strategy DifferentialPrivacyServerSideFixedClipping": [
+            "run", QUICKSTART, "--set", 'strategy="DifferentialPrivacyServerSideFixedClipping"', "--out", "OUT"
+        ],
+        "strategy-options unknown name": [
+            "run", QUICKSTART, "--set", 'strategy="FedAdam"', "--set", 'strategy-options="etta = 1"', "--out", "OUT"
+        ],
+        "strategy on nodes with class-means": ["run", QUICKSTART, "--set", 'strategy="FedAvg"', "--out", "OUT"],
+        "compare --set strategy=FedMedian": [
+            "compare", QUICKSTART, "--set", 'strategy="FedMedian"', "--set", 'server-model="mlp"', "--out", "OUT"
+        ],
     }  # fmt: skip
 
 
@@ -86,6 +102,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--out", default="")
+    parser.add_argument("--only", default="", help="only the cases whose name contains this text")
     options = parser.parse_args()
     os.environ.setdefault("SANITAS_DATA_DIR", str(REPO.parent / "shared" / "data"))
     results: dict[str, Any] = {}
@@ -94,6 +111,8 @@ def main() -> None:
         read_only = _read_only(folder)
         try:
             for name, args in cases(folder).items():
+                if options.only not in name:
+                    continue
                 if "READONLY/x" in args and read_only is None:
                     results[name] = {"skipped": "chattr +i refused here"}
                     continue

@@ -62,6 +62,7 @@ from fl.training.encoder import (
     load_trainable,
     lower_states,
 )
+from fl.training.proximal import proximal_mu, with_proximal_term
 from fl.training.user_updates import (
     clipped_update_sum,
     hash_seed,
@@ -139,7 +140,8 @@ def handle_central_train(msg: Message, context: Context, cfg: RunConfig) -> Mess
     server_round = wire.read_int(request, "server-round", 0)
     # Batch order only (public seed): the privacy comes from the server's clipping and noise.
     gen = torch.Generator().manual_seed(int(cfg.users.seed) * 1_000_003 + c.partition_id * 1009 + server_round)
-    optimizer = torch.optim.Adam(model.parameters(), lr=cfg.server.learning_rate)
+    adam = torch.optim.Adam(model.parameters(), lr=cfg.server.learning_rate)
+    optimizer = with_proximal_term(adam, model.parameters(), proximal_mu(request))  # FedProx's term, if sent
     if x.shape[0]:
         train_epochs(model, optimizer, x, y, int(cfg.central.local_epochs), int(cfg.server.batch_size), gen)
     content = RecordDict(
@@ -235,6 +237,7 @@ def handle_user_train(msg: Message, context: Context, cfg: RunConfig) -> Message
     )
     chosen, keep, owner = _sampled_documents(context, cfg, c, *_round_and_rate(msg))
     owner = owner.to(device)
+    mu = proximal_mu(wire.config_record(msg.content, wire.CONFIG))  # FedProx's term (strategy = "FedProx")
     steps, lr, clip = (
         int(cfg.central.local_epochs),
         float(cfg.central.client_learning_rate),
@@ -246,12 +249,12 @@ def handle_user_train(msg: Message, context: Context, cfg: RunConfig) -> Message
         h, tokens = lower_states(cfg.encoder, texts, str(device))
         y = c.train_y[keep].to(device)
         total = clipped_encoder_sum(
-            encoder_model, h, tokens, y, owner, int(chosen.numel()), steps=steps, lr=lr, clip=clip
+            encoder_model, h, tokens, y, owner, int(chosen.numel()), steps=steps, lr=lr, clip=clip, proximal_mu=mu
         )
     elif chosen.numel():
         x = central_features(cfg, c, c.train_emb[keep], input_matrix(msg, cfg.release, c)).to(device)
         xs, ys, mask = pad_by_user(x, c.train_y[keep].to(device), owner, int(chosen.numel()))
-        total, _ = clipped_update_sum(model, xs, ys, mask, steps=steps, lr=lr, clip=clip)
+        total, _ = clipped_update_sum(model, xs, ys, mask, steps=steps, lr=lr, clip=clip, proximal_mu=mu)
     else:  # nobody sampled here: the sum is zero (the reply looks the same)
         total = _zero_update(model)
     return _update_reply(msg, total)

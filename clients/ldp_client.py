@@ -37,6 +37,7 @@ import torch
 from flwr.app import Array, ArrayRecord, Context, Message, MetricRecord, RecordDict
 
 from clients.node import node_cohort, public_model_predictions, torch_state
+from clients.node_training import train_on_releases, trains_on_node
 from fl import wire
 from fl.cohort import Cohort
 from fl.config import RunConfig
@@ -127,6 +128,10 @@ def handle_train(msg: Message, context: Context, cfg: RunConfig) -> Message:
     channels = node_channels(spec, c, setup)
     state = NodeState(context.state)
     rel = release(state, spec, "train", c, rows, channels, matrix, model, setup.version() if setup else "")
+    if trains_on_node(msg):  # a Flower strategy: train on the held releases, send the model (clients.node_training)
+        if model is None:
+            raise ValueError("train-on-releases is set but the request carries no global model")
+        return train_on_releases(msg, cfg, c, state, rel, channels, model)
     out = rel.to_wire(channels, c.train_doc_user[rel.rows], c.train_doc_rows[rel.rows])
     content = RecordDict(
         {

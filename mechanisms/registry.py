@@ -3,19 +3,30 @@
 The built-in mechanisms are imported and registered on the first question to the registry
 (:func:`_registry`), not when ``mechanisms`` is imported: the config's checks and the command line's help
 need no torch.
+
+:func:`mechanism_class` and :func:`create` also take a user's class, ``"path/to/file.py:Class"`` or
+``"package.module:Class"`` (:mod:`mechanisms.user_code`): loaded once per spec and process, checked
+(:func:`user_class`), and kept apart from the name registry, so that ``names()`` lists the built-ins and
+what was registered on purpose only, and a user's ``name`` may repeat a built-in's without replacing it.
 """
 
 from __future__ import annotations
 
 import importlib
+import inspect
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from . import user_code
+from .levels import LEVELS
 from .suggest import did_you_mean
 
 if TYPE_CHECKING:
     from .base import Mechanism
 
 _REGISTRY: dict[str, type[Mechanism]] = {}
+#: A user's classes by the spec that named them (one import and one check per spec and process).
+_USER_CLASSES: dict[str, type[Mechanism]] = {}
 
 #: The built-in mechanisms: module and class, registered by :func:`_registry` on first use.
 BUILTIN = (
@@ -65,8 +76,12 @@ def names() -> list[str]:
     return sorted(_registry())
 
 
-def mechanism_class(name: str) -> type[Mechanism]:
-    """The class registered under ``name``; ``ValueError`` naming the known ones otherwise."""
+def mechanism_class(name: str, level: str | None = None, key: str = "mechanism") -> type[Mechanism]:
+    """The class registered under ``name``, or the user's class ``name`` names (``"file.py:Class"``,
+    ``"package.module:Class"``: :func:`user_class`, of ``level`` when given, errors naming ``key``);
+    ``ValueError`` in one line otherwise (an unknown name: the known ones)."""
+    if user_code.is_spec(name):
+        return user_class(name, level, key)
     try:
         return _registry()[name]
     except KeyError:
@@ -74,10 +89,60 @@ def mechanism_class(name: str) -> type[Mechanism]:
         raise ValueError(f"unknown mechanism {name!r}{hint} (known mechanisms: {', '.join(names())})") from None
 
 
+def shown(spec: str) -> str:
+    """How a message names a mechanism: a file spec by its file's name (``loose.py:Loose``, the folder left
+    out: the config anchors a relative path to a long absolute one), anything else as written."""
+    match = user_code.FILE_SPEC.fullmatch(spec)
+    return f"{Path(match['path']).name}:{match['name']}" if match else spec
+
+
+def user_class(spec: str, level: str | None = None, key: str = "mechanism") -> type[Mechanism]:
+    """The class ``spec`` names, imported once per process, after checking that it is a concrete subclass
+    of :class:`mechanisms.base.Mechanism` with a ``name`` and a ``level`` of :data:`LEVELS` (``level``
+    itself when given). Never put in the name registry (see the module docstring).
+
+    Raises ``ValueError`` in one line naming ``key``, the class and the fix.
+    """
+    cls = _USER_CLASSES.get(spec)
+    if cls is None:
+        obj = user_code.load(spec, key)
+        cls = _checked(obj, f"{key} = {shown(spec)!r}")
+        _USER_CLASSES[spec] = cls
+    if level is not None and cls.level != level:
+        raise ValueError(
+            f"{key} = {shown(spec)!r}: {cls.__name__} is a {cls.level}-level mechanism (level = {cls.level!r}): "
+            f"name it in {cls.level}-mechanism, or subclass the {level} level's base class"
+        )
+    return cls
+
+
+def _checked(obj: Any, where: str) -> type[Mechanism]:
+    """``obj`` if it is a usable mechanism class; else ``ValueError``, one line starting with ``where``."""
+    from .base import Mechanism  # torch: only once a user's class is named
+
+    if not (isinstance(obj, type) and issubclass(obj, Mechanism)):
+        what = obj.__name__ if isinstance(obj, type) else type(obj).__name__ + " object"
+        raise ValueError(
+            f"{where}: {what} is not a mechanism: subclass mechanisms.base.SentenceMechanism, LabelMechanism, "
+            "WordMechanism or DocumentMechanism"
+        )
+    if not isinstance(obj.name, str) or not obj.name:
+        raise ValueError(f'{where}: {obj.__name__} has no name: set name = "..." on the class (shown in results)')
+    if obj.level not in LEVELS:
+        raise ValueError(
+            f"{where}: {obj.__name__} has level {obj.level!r}: subclass the base class of one of {', '.join(LEVELS)}"
+        )
+    if inspect.isabstract(obj):
+        missing = ", ".join(sorted(getattr(obj, "__abstractmethods__", ())))
+        raise ValueError(f"{where}: {obj.__name__} does not implement {missing}")
+    return obj
+
+
 def create(name: str, **params: Any) -> Mechanism:
-    """Instantiate the mechanism ``name`` with ``params`` (validated by its constructor)."""
+    """Instantiate the mechanism ``name`` (a registry name or a user's class, :func:`mechanism_class`) with
+    ``params`` (validated by its constructor)."""
     cls = mechanism_class(name)
     try:
         return cls(**params)
     except TypeError as err:  # unexpected keyword: say which mechanism and what it takes
-        raise ValueError(f"bad parameters for mechanism {name!r}: {err}") from None
+        raise ValueError(f"bad parameters for mechanism {shown(name)!r}: {err}") from None

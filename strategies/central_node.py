@@ -49,6 +49,7 @@ from fl.reporting.results import RunWriter, keep_round
 from fl.wire import CohortInfo
 from strategies.evaluation import sum_confusions
 from strategies.grids.faults import check_not_all_failed, split_replies
+from strategies.mean_step import MeanStep
 
 log = logging.getLogger(__name__)
 
@@ -175,6 +176,9 @@ class CentralDPAccounting(Strategy):
         ``k`` and ``N`` of the accounting.
     writer : RunWriter or None
         Where round records go.
+    server_step : MeanStep or None
+        A Flower strategy whose aggregate is a mean, stepping the model from the wrapper's noisy mean
+        (``strategies.mean_step``); ``None``: the noisy mean is the new model (FedAvg).
     """
 
     def __init__(
@@ -184,8 +188,10 @@ class CentralDPAccounting(Strategy):
         num_sampled: int,
         num_nodes: int,
         writer: RunWriter | None = None,
+        server_step: MeanStep | None = None,
     ) -> None:
         self.strategy = strategy
+        self.server_step = server_step  # a Flower mean-family strategy stepping from the noisy mean
         self.cfg = as_run_config(cfg)
         self.num_sampled = int(num_sampled)
         self.num_nodes = int(num_nodes)
@@ -201,6 +207,7 @@ class CentralDPAccounting(Strategy):
         self._grid: Grid | None = None
         self._sent: list[int] = []
         self._faults: dict[str, dict[str, int]] = {}
+        self._current: ArrayRecord | None = None
 
     @property
     def fedavg(self) -> CentralFedAvg:
@@ -219,6 +226,9 @@ class CentralDPAccounting(Strategy):
         available = len(list(grid.get_node_ids()))
         if available != self.num_nodes:
             raise RuntimeError(f"{available} nodes are connected, the accounting assumes {self.num_nodes}")
+        if self.server_step is not None:  # its config (FedProx's proximal-mu) goes to the nodes with the model
+            config = ConfigRecord({**dict(config), **self.server_step.request_config(server_round, arrays)})
+        self._current = arrays
         messages = list(self.strategy.configure_train(server_round, arrays, config, grid))
         targets = {m.metadata.dst_node_id for m in messages}
         self._grid, self._sent, self._faults = grid, sorted(targets), {}
@@ -252,6 +262,10 @@ class CentralDPAccounting(Strategy):
         arrays, _ = self.strategy.aggregate_train(server_round, replies)
         if arrays is None:
             raise RuntimeError(f"round {server_round}: no aggregate was released")
+        if self.server_step is not None and self._current is not None:  # post-processing of the noisy mean
+            current = self._current
+            update = {k: arrays[k].numpy() - current[k].numpy() for k in current}
+            arrays = self.server_step.step(server_round, current, update)
         self.released += 1
         # Training metrics (num-examples) are not part of the DP release: not returned, not recorded.
         return arrays, None
@@ -307,9 +321,13 @@ class CentralDPAccounting(Strategy):
 
 
 def make_central_strategy(
-    cfg: RunConfig, nodes: Mapping[int, CohortInfo], writer: RunWriter | None = None
+    cfg: RunConfig,
+    nodes: Mapping[int, CohortInfo],
+    writer: RunWriter | None = None,
+    server_step: MeanStep | None = None,
 ) -> CentralDPAccounting:
-    """The wrapped strategy for a resolved config and the discovered nodes."""
+    """The wrapped strategy for a resolved config and the discovered nodes (``server_step``: the configured
+    mean-family strategy stepping from the noisy mean, ``strategies.loading.central_step``)."""
     check_central_config(cfg)
     first = next(iter(nodes.values()))
     k = num_sampled_nodes(cfg.server.fraction_train, len(nodes))
@@ -325,7 +343,7 @@ def make_central_strategy(
         clipping_norm=float(cfg.central.central_clip),
         num_sampled_clients=k,
     )
-    return CentralDPAccounting(dp, cfg, k, len(nodes), writer)
+    return CentralDPAccounting(dp, cfg, k, len(nodes), writer, server_step=server_step)
 
 
 def central_guarantee(cfg: RunConfig, strategy: CentralDPAccounting) -> dict[str, Any]:

@@ -57,6 +57,7 @@ from fl.wire import CohortInfo
 from mechanisms.keystream import SecureGenerator
 from strategies.evaluation import sum_confusions
 from strategies.grids.faults import check_not_all_failed, split_replies
+from strategies.mean_step import MeanStep
 
 log = logging.getLogger(__name__)
 
@@ -81,6 +82,9 @@ class UserLevelDPFedAvg(Strategy):
         M1 when the server provides it (``map-in = "public"``), sent with every request.
     writer : RunWriter or None
         Where round records go.
+    server_step : MeanStep or None
+        A Flower strategy whose aggregate is a mean (``strategy = "FedAdam"``, ...), stepping the model from
+        the noisy mean in place of ``server-optimizer`` (``strategies.mean_step``).
     """
 
     def __init__(
@@ -90,8 +94,10 @@ class UserLevelDPFedAvg(Strategy):
         model: nn.Module,
         map_matrix: torch.Tensor | None = None,
         writer: RunWriter | None = None,
+        server_step: MeanStep | None = None,
     ) -> None:
         self.cfg = as_run_config(cfg)
+        self.server_step = server_step  # a Flower mean-family strategy in place of server-optimizer
         cfg = self.cfg
         if cfg.central.server_optimizer not in OPTIMIZERS:
             raise ValueError(f"server-optimizer must be one of {OPTIMIZERS}, got {cfg.central.server_optimizer!r}")
@@ -188,7 +194,9 @@ class UserLevelDPFedAvg(Strategy):
         self._grid = grid
         self._faults = {}
         model = self._arrays()
-        request = ConfigRecord({"server-round": server_round, "sampling-rate": self.q})
+        # The strategy's config (FedProx's proximal-mu) for the nodes' local steps.
+        theirs = self.server_step.request_config(server_round, model) if self.server_step is not None else {}
+        request = ConfigRecord({**theirs, "server-round": server_round, "sampling-rate": self.q})
         full = RecordDict({wire.MODEL: model, wire.CONFIG: request, **self._extras()})
         by_ref = RecordDict(
             {
@@ -242,10 +250,16 @@ class UserLevelDPFedAvg(Strategy):
         )
         z, clip = float(self.cfg.central.central_noise_multiplier), float(self.cfg.central.central_clip)
         mean = noisy_mean(total, z, clip, self.q * self.num_users, gen)
-        self.optimizer.zero_grad(set_to_none=True)
-        for k, p in trainable:
-            p.grad = -mean[k].to(device=p.device, dtype=p.dtype)  # the mean update points downhill
-        self.optimizer.step()
+        if self.server_step is not None:  # the Flower strategy's step from the noisy mean (post-processing)
+            stepped = self.server_step.step(server_round, self._arrays(), {k: v.cpu().numpy() for k, v in mean.items()})
+            with torch.no_grad():
+                for k, p in trainable:
+                    p.copy_(torch.from_numpy(stepped[k].numpy()).to(device=p.device, dtype=p.dtype))
+        else:
+            self.optimizer.zero_grad(set_to_none=True)
+            for k, p in trainable:
+                p.grad = -mean[k].to(device=p.device, dtype=p.dtype)  # the mean update points downhill
+            self.optimizer.step()
         self._sent = None
         self.released += 1
         self.timing["server_step"] = time.time() - started

@@ -197,6 +197,7 @@ class RoundCheckpoints(Strategy):
         self.resumed_from = int(resumed_from)
         self.arrays = arrays if arrays is not None else ArrayRecord()
         self.extra = dict(extra or {})  # saved with every checkpoint (how the run started, diagnostics)
+        self.unsaveable = ""  # why the strategy cannot be checkpointed (a local object), once it is known
 
     def _tag(self, messages: Iterable[Message]) -> list[Message]:
         messages = list(messages)
@@ -243,7 +244,14 @@ class RoundCheckpoints(Strategy):
         with PHASES.measure("server aggregate_evaluate"):
             metrics = self.strategy.aggregate_evaluate(server_round, replies)
         with PHASES.measure("checkpoint"):
-            save_checkpoint(self.folder, server_round, self.strategy, self.arrays, self.extra)
+            if not self.unsaveable:
+                try:
+                    save_checkpoint(self.folder, server_round, self.strategy, self.arrays, self.extra)
+                except (pickle.PicklingError, AttributeError, TypeError) as err:
+                    # A strategy object defined inside a function (handed over from Python) cannot be pickled:
+                    # the run goes on, without checkpoints, and says it cannot be resumed.
+                    self.unsaveable = f"{type(err).__name__}: {err}"
+                    log.warning("NO CHECKPOINTS: the strategy cannot be saved (%s); this run cannot be resumed", err)
         return metrics
 
     def summary(self) -> None:

@@ -39,6 +39,7 @@ from strategies.grids.encoder import EncoderGrid
 from strategies.grids.faults import FaultyGrid
 from strategies.grids.lost_nodes import LostNodeGrid
 from strategies.grids.timed import TimedGrid
+from strategies.loading import check_strategy
 from strategies.modes import ModeRun, ServerMode, mode_of, run_folder, server_mode
 
 log = logging.getLogger(__name__)
@@ -145,6 +146,7 @@ def run_server(grid: Grid, cfg: RunConfig, timeout: float = 3600.0, resume: bool
         cfg, grid, encoder = publish_encoder(cfg, grid)  # before any message: every request names the encoder
     if resume:
         writer = RunWriter.reopen(folder, last_checkpoint(folder))
+        check_strategy(cfg)  # imports a strategy from a file under its module name, which the checkpoint names
         done, strategy, arrays, extra = load_checkpoint(folder, writer)
         try:
             mode = mode_of(strategy)

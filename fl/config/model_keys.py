@@ -14,6 +14,7 @@ from pathlib import Path
 
 from fl.config.errors import ConfigError
 from fl.config.section import STRATEGY_FORM, Section, at_least, attribute, key
+from fl.config.values import mechanism_options
 
 
 @dataclass(frozen=True)
@@ -170,7 +171,15 @@ DEVICE_FORM = re.compile(r"auto|cpu|mps|cuda(:\d+)?")
 class ServerConfig(Section):
     """The server's strategy and the training of M2 + classifier."""
 
-    strategy: str = key("", '"" = sanitas ReleaseTraining, or "package.module:Class"')
+    strategy: str = key(
+        "",
+        '"" = Sanitas\' ReleaseTraining (local: trained on the server; central: DP-FedAvg with server-optimizer), '
+        'a Flower strategy by class name ("FedAdam"; local: trained on the nodes over their releases; central: '
+        'the mean family only), "package.module:Class" or "path/to/file.py:Class" (docs/extending.md)',
+    )
+    strategy_options: str = key(
+        "", "the strategy's constructor arguments, TOML inline-table body: 'eta = 0.01, beta_1 = 0.9'"
+    )
     num_server_rounds: int = key(3, "rounds of the federation")
     fraction_train: float = key(1.0, "fraction of training users sampled each round")
     server_epochs: int = key(10, "epochs over all releases received so far, per round")
@@ -207,7 +216,8 @@ class ServerConfig(Section):
 
     def check(self) -> None:
         """Rounds, epochs, batch and width >= 1, the sampled fraction in (0, 1], a positive step size and
-        round timeout, and ``strategy`` of the form ``package.module:Class``."""
+        round timeout, ``strategy`` in one of its forms and ``strategy-options`` TOML (their meaning is
+        checked against the class by ``strategies.loading.check_strategy``)."""
         super().check()
         at_least(self, 1, "num-server-rounds", "server-epochs", "batch-size", "hidden-dim", "cohorts")
         if self.cohort_map_dim < 0 or self.cohort_map_dim == 1:  # a projection of one column carries no direction
@@ -221,4 +231,10 @@ class ServerConfig(Section):
         if not DEVICE_FORM.fullmatch(self.device):
             raise ConfigError(f'device = {self.device!r}: use "auto", "cpu", "mps", "cuda" or "cuda:N"')
         if self.strategy and not STRATEGY_FORM.fullmatch(self.strategy):
-            raise ConfigError(f"strategy must look like 'package.module:Class' (or \"\"), got {self.strategy!r}")
+            raise ConfigError(
+                f"strategy = {self.strategy!r}: write a Flower class name (\"FedAdam\"), 'package.module:Class' "
+                "or 'path/to/file.py:Class'"
+            )
+        if self.strategy_options and not self.strategy:
+            raise ConfigError("strategy-options is set but strategy is empty: name the strategy the options are for")
+        mechanism_options(self.strategy_options, "strategy-options")  # its syntax here; its names where it loads

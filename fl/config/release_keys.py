@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from fl.config.errors import ConfigError
@@ -104,8 +105,15 @@ class ReleaseConfig(Section):
 
     def mechanism_name(self, channel: str) -> str:
         """The registry name of the ``channel``'s mechanism (``<channel>-mechanism``: ``"sentence"``,
-        ``"word"``, ``"document"`` or ``"label"``)."""
-        return str(self.flat()[f"{channel}-mechanism"])
+        ``"word"``, ``"document"`` or ``"label"``); a user's class as ``<file stem or module>.<Class>``
+        (``my_noise.MyNoise``): it names run folders and plot titles, where a path would make folders."""
+        from mechanisms import user_code
+
+        name = str(self.flat()[f"{channel}-mechanism"])
+        if not user_code.is_spec(name):
+            return name
+        where, _, cls = name.rpartition(":")
+        return f"{Path(where).stem if user_code.is_file_spec(name) else where}.{cls}"
 
     def epsilon(self, channel: str) -> float:
         """The ``channel``'s per-unit epsilon (``<channel>-epsilon``)."""
@@ -173,14 +181,33 @@ class ReleaseConfig(Section):
                     )
 
     def _check_mechanisms(self) -> None:
-        """Every channel's mechanism: a known name of the channel's level with a valid epsilon (their
-        constructors check)."""
+        """Every channel's mechanism: a known name of the channel's level, or a user's class of that level
+        (``"file.py:Class"``, ``"package.module:Class"``: imported and checked here, once per process), with a
+        valid epsilon (their constructors check)."""
         import mechanisms  # local import: fl may import mechanisms, never the reverse
+        from mechanisms import user_code
+        from mechanisms.registry import shown
 
         keys = self.flat()
         for channel in ("sentence", "label", "word", "document"):
             name = keys[f"{channel}-mechanism"]
-            if name != "none" and name not in mechanisms.names():
+            label = shown(name)  # a file spec by its file's name: the config made its path absolute
+            if user_code.is_spec(name):
+                try:
+                    mechanisms.mechanism_class(name, level=channel, key=f"{channel}-mechanism")
+                except ValueError as err:
+                    raise ConfigError(str(err)) from None
+                if channel == "document":  # fl.levels.document builds its two mechanisms from public documents
+                    raise ConfigError(
+                        f"document-mechanism = {label!r}: the document level builds deepcandidate or truncation "
+                        "from public documents and runs no user's class; use it at the sentence or word level"
+                    )
+            elif name != "none" and (":" in name or name.endswith(".py")):
+                raise ConfigError(
+                    f"{channel}-mechanism = {name!r}: write 'path/to/file.py:Class' or 'package.module:Class' "
+                    "for a mechanism of your own"
+                )
+            elif name != "none" and name not in mechanisms.names():
                 level = [n for n in mechanisms.names() if mechanisms.mechanism_class(n).level == channel]
                 raise ConfigError(
                     f"{channel}-mechanism: unknown mechanism {name!r}{did_you_mean(name, level)} ({channel} level: "
@@ -193,16 +220,16 @@ class ReleaseConfig(Section):
                     cls = mechanisms.mechanism_class(name)
                     mechanisms.check_epsilon(self.document_epsilon, "document-epsilon")
                 except ValueError as err:
-                    raise ConfigError(f"document-mechanism {name!r}: {err}") from None
+                    raise ConfigError(f"document-mechanism {label!r}: {err}") from None
                 mechanism_options(self.document_options, "document-options")
                 if cls.level != "document":
-                    raise ConfigError(f"document-mechanism {name!r} is a {cls.level}-level mechanism")
+                    raise ConfigError(f"document-mechanism {label!r} is a {cls.level}-level mechanism")
                 continue
             try:
                 if name != "none":  # the key itself in the message: "sentence-epsilon must be > 0 ..."
                     mechanisms.check_epsilon(keys[f"{channel}-epsilon"], f"{channel}-epsilon")
                 mech = make_mechanism(keys, channel, input_dim=None if self.map_in == "identity" else self.map_dim)
             except ValueError as err:
-                raise ConfigError(f"{channel}-mechanism {name!r}: {err}") from None
+                raise ConfigError(f"{channel}-mechanism {label!r}: {err}") from None
             if mech.level != channel:
-                raise ConfigError(f"{channel}-mechanism {name!r} is a {mech.level}-level mechanism")
+                raise ConfigError(f"{channel}-mechanism {label!r} is a {mech.level}-level mechanism")

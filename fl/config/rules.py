@@ -45,31 +45,28 @@ def check_across_sections(cfg: Mapping[str, Any]) -> None:
 def check_central_config(cfg: Mapping[str, Any]) -> None:
     """Refuse configurations central mode cannot run (ValueError naming the key).
 
-    Reads ``map-in``, ``central-unit``, ``secure-rng`` and ``strategy``; missing keys count as their defaults.
+    Reads ``map-in``, ``central-unit`` and ``secure-rng``; missing keys count as their defaults. Which strategies
+    central mode runs (the mean family) is ``strategies.loading.check_strategy``'s.
     """
     map_in = cfg.get("map-in", "random")
     unit = cfg.get("central-unit", "user")
     allowed = (*CENTRAL_MAPS, *USER_LEVEL_MAPS) if unit == "user" else CENTRAL_MAPS
     if map_in not in allowed:
+        why = (
+            " ('leaky' is local-only)"
+            if map_in == "leaky"
+            else " (its M1 comes from the server: needs central-unit = 'user')"
+            if map_in in USER_LEVEL_MAPS
+            else ""
+        )
         raise ValueError(
             f"mode = 'central' with central-unit = {unit!r} trains on raw embeddings through a public M1: map-in "
-            f"must be one of {allowed}, got {map_in!r} ('leaky' is a local-mode option"
-            + (
-                f"; the M1 of map-in = {map_in!r} is built by the server from the public split and sent with "
-                "each request, which needs central-unit = 'user')"
-                if map_in in USER_LEVEL_MAPS
-                else ")"
-            )
+            f"must be one of {', '.join(allowed)}, got {map_in!r}{why}"
         )
     if unit == "node" and cfg.get("secure-rng", False):
         raise ValueError(
             "secure-rng = true with central-unit = 'node': Flower's DP-FedAvg wrapper draws its noise from numpy's "
             "generator; use central-unit = 'user' or remove secure-rng"
-        )
-    if cfg.get("strategy", ""):
-        raise ValueError(
-            "strategy names a custom local-mode strategy; mode = 'central' runs Flower's FedAvg inside "
-            "a DifferentialPrivacy*FixedClipping wrapper (leave strategy empty)"
         )
 
 
@@ -116,12 +113,17 @@ def _check_gradient_path(cfg: Mapping[str, Any]) -> None:
     if not through or level_of(cfg) != "sentence":
         return
     import mechanisms  # local import: fl may import mechanisms, never the reverse
+    from mechanisms.registry import shown
 
-    name = cfg["sentence-mechanism"]
-    if not getattr(mechanisms.mechanism_class(name), "gradient_path", True):
+    name = cfg["sentence-mechanism"]  # a registry name or a user's class (its own gradient_path declaration)
+    try:
+        cls = mechanisms.mechanism_class(name, key="sentence-mechanism")
+    except ValueError as err:
+        raise ConfigError(str(err)) from None
+    if not getattr(cls, "gradient_path", True):
         raise ConfigError(
             f"{' and '.join(through)} trains through the sentence mechanism's gradient, and sentence-mechanism "
-            f'= {name!r} has no gradient path (its release is a discrete choice): use map-in = "supervised" or '
+            f'= {shown(name)!r} has no gradient path (its release is a discrete choice): use map-in = "supervised" or '
             '"projection" (and tuning-noise = false) with it, or a mechanism with a gradient path'
         )
 

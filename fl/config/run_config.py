@@ -27,6 +27,7 @@ from fl.config.keys import (
     SimulationConfig,
     UsersConfig,
 )
+from fl.config.plugins import anchor_specs
 from fl.config.rules import ENCODER_DIMS, check_across_sections
 from fl.config.section import attribute, coerce
 from fl.config.toml_file import load_toml
@@ -132,7 +133,8 @@ def resolve(overrides: Mapping[str, Any] | None = None) -> RunConfig:
     Nothing is read from disk except the existence of configured paths.
     """
     cfg = dict(DEFAULTS)
-    for key, value in (overrides or {}).items():
+    overrides = anchor_specs(dict(overrides or {}))  # a relative user-code file: from the working directory
+    for key, value in overrides.items():
         if key not in DEFAULTS:
             hint = did_you_mean(key, DEFAULTS) or "; `sanitas config-reference` lists every key"
             raise ConfigError(f"unknown config key {key!r}{hint}")

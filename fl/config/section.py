@@ -105,5 +105,9 @@ def declared_default(section: Section, name: str) -> Any:
     return section.__dataclass_fields__[attribute(name)].default
 
 
-#: ``strategy``: ``package.module:Class`` (whether the module imports is checked where the ServerApp starts).
-STRATEGY_FORM = re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*:[A-Za-z_]\w*")
+#: ``strategy``: a Flower built-in's class name (``FedAdam``), ``package.module:Class``, ``path/to/file.py:Class``,
+#: or ``python:Name#n`` (an object handed to ``simulations.run`` in this process). Whether it loads, its options
+#: and its mode are checked before any work by ``strategies.loading.check_strategy``.
+STRATEGY_FORM = re.compile(
+    r"[A-Za-z_]\w*|[A-Za-z_]\w*(\.[A-Za-z_]\w*)*:[A-Za-z_]\w*|.+\.py:[A-Za-z_]\w*|python:\w+#\d+"
+)

@@ -122,7 +122,8 @@ def _example(kind: type) -> str:
 def make_mechanism(
     cfg: Mapping[str, Any], channel: str, input_dim: int | None = None, num_classes: int | None = None
 ) -> Any:
-    """Build the ``"sentence"``, ``"label"`` or ``"word"`` mechanism the config names.
+    """Build the ``"sentence"``, ``"label"`` or ``"word"`` mechanism the config names: a registry name, or a
+    user's class (``"file.py:Class"``, ``"package.module:Class"``) of the channel's level.
 
     ``<channel>-options`` are passed to the constructor; ``input_dim`` (the
     mechanism's input dimension, when known) and ``num_classes`` (the run's number
@@ -135,7 +136,7 @@ def make_mechanism(
     import mechanisms  # local import: fl may import mechanisms, never the reverse
 
     name = cfg[f"{channel}-mechanism"]
-    cls = mechanisms.mechanism_class(name)
+    cls = mechanisms.mechanism_class(name, level=channel, key=f"{channel}-mechanism")
     options = mechanism_options(cfg[f"{channel}-options"], f"{channel}-options")
     if name == "none":
         from mechanisms.identity import NoPrivacy  # the registry's "none": the channel's level, no noise

@@ -39,7 +39,7 @@ from fl.maps import input_map as maps
 from fl.maps.class_means_emulation import CohortPlan
 from fl.maps.class_means_emulation import emulate as emulate_means
 from fl.maps.pipeline import train_and_score
-from fl.maps.public_model import PublicModel, fit_public_model
+from fl.maps.public_model import PublicModel, fit_public_model, projection_map
 
 #: Share of the public documents held out as the emulated test users.
 HOLDOUT_FRACTION = 0.2
@@ -225,7 +225,13 @@ def _holdout(groups: np.ndarray, generator: torch.Generator) -> tuple[torch.Tens
 
 def _start_map(release: ReleaseConfig, x: torch.Tensor, y: torch.Tensor, num_classes: int) -> torch.Tensor | None:
     """M1 from the fitting part alone, as the run builds it from the public split (``release``: ``map-in``,
-    ``map-dim``, ``map-scale``, ``map-seed``)."""
+    ``map-dim``, ``map-scale``, ``map-seed``): a [d (+ 1), m'] matrix, so that every row the emulated mechanism
+    sees has the m' it was set up for (``None`` only for the identity, m' = d).
+
+    ``map-in = "projection"`` is built here too (the fitting part's public model, then
+    :func:`fl.maps.public_model.projection_map`, as :func:`fl.maps.public_start.projection_start` builds it for
+    the run): a server model other than ``class-means`` on the public projection is emulated by :func:`emulate`
+    and needs it (the class-means emulation builds its own from its public stand-in half)."""
     kind, m_prime = release.map_in, maps.map_dim(release, x.shape[1])
     if kind == "supervised":
         scale = float(release.map_scale) or 0.25
@@ -233,7 +239,7 @@ def _start_map(release: ReleaseConfig, x: torch.Tensor, y: torch.Tensor, num_cla
     if kind in ("random", "identity"):
         return maps.input_map(kind, x.shape[1], m_prime, int(release.map_seed))
     if kind == "projection":
-        return None  # built by the class-means emulation from the fitting part's public model
+        return projection_map(x, fit_public_model(x, y, num_classes), m_prime)
     raise ValueError(f"sanitas tune emulates map-in 'supervised', 'projection', 'random' or 'identity', got {kind!r}")
 
 

@@ -8,7 +8,7 @@ same function with a fresh :class:`~fl.release.state.NodeState` of their own, so
 node's release itself, not a copy of it.
 """
 
-from fl.release.draw import NodeRelease, charges_by_extras, release
+from fl.release.draw import NodeRelease, charges_by_extras, held_releases, release
 from fl.release.state import NodeState, derived_seed
 
-__all__ = ["NodeRelease", "NodeState", "charges_by_extras", "derived_seed", "release"]
+__all__ = ["NodeRelease", "NodeState", "charges_by_extras", "derived_seed", "held_releases", "release"]

@@ -212,3 +212,16 @@ def release(
         extras=channels.embedding.extras(c, purpose, sent),
         grad=grad,
     )
+
+
+def held_releases(state: NodeState) -> tuple[np.ndarray, np.ndarray]:
+    """Every training row this node has released under its current M1 (and document setup), and its released
+    label: the rows as they crossed, or would have, in :func:`release` (``fresh-noise-per-round``: each row's
+    latest draw). Empty when it has released none. What a node trains on when the strategy trains on the
+    nodes: a function of the releases only, so whatever it sends from them is post-processing."""
+    key = "sanitas.release.train"
+    if key not in state.records:
+        return np.zeros((0, 0), dtype=np.float32), np.zeros(0, dtype=np.int64)
+    rec = wire.array_record(state.records, key)
+    done = rec["done"].numpy().astype(bool)
+    return rec["emb"].numpy()[done], rec["lab"].numpy()[done]

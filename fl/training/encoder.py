@@ -277,6 +277,7 @@ def clipped_encoder_sum(
     lr: float,
     clip: float,
     chunk: int = 32,
+    proximal_mu: float = 0.0,
 ) -> dict[str, torch.Tensor]:
     """Sum over users of their clipped updates of ``model``'s trainable parameters
     (:func:`fl.training.user_updates.clipped_update_sum`, vectorized over users), users taken ``chunk`` at a
@@ -304,6 +305,7 @@ def clipped_encoder_sum(
             lr=lr,
             clip=clip,
             chunk=chunk,
+            proximal_mu=proximal_mu,
         )
         for k, v in part.items():
             total[k] += v

@@ -58,6 +58,7 @@ def clipped_update_sum(
     lr: float,
     clip: float,
     chunk: int = 128,
+    proximal_mu: float = 0.0,
 ) -> tuple[dict[str, torch.Tensor], torch.Tensor]:
     """Sum over users of their clipped updates, and each user's update norm before clipping.
 
@@ -70,11 +71,13 @@ def clipped_update_sum(
     <= ``clip`` (the sensitivity the server's noise is calibrated to). Users with no documents
     contribute zero. The model is not modified. Users go through ``vmap`` ``chunk`` at a time, so
     memory holds ``chunk`` per-user copies of the trainable parameters, not one per user.
+    ``proximal_mu`` > 0 adds FedProx's term ``mu / 2 ||theta - theta_global||^2`` to each user's loss
+    (``fl.training.proximal``); its gradient is zero at the first step, so one step is unchanged by it.
     """
     if not (clip > 0 and steps >= 1 and lr > 0):
         raise ValueError(f"need clip > 0, steps >= 1 and lr > 0, got {clip}, {steps}, {lr}")
     inputs = x if isinstance(x, tuple) else (x,)
-    if steps == 1 and _trainable_in_linear(model):
+    if steps == 1 and _trainable_in_linear(model):  # one step: the proximal term's gradient is zero there
         return _one_step_clipped_sum(model, inputs, y, mask, lr, clip)
     params = {k: v.detach() for k, v in model.named_parameters() if v.requires_grad}
     frozen = {k: v.detach() for k, v in model.named_parameters() if not v.requires_grad}
@@ -90,7 +93,7 @@ def clipped_update_sum(
         p = dict(params)
         for _ in range(steps):
             g = grad(loss)(p, xu, yu, mu.to(dtype))
-            p = {k: p[k] - lr * g[k] for k in p}
+            p = {k: p[k] - lr * (g[k] + proximal_mu * (p[k] - params[k])) for k in p}
         return {k: p[k] - params[k] for k in p}
 
     total = {k: torch.zeros_like(v) for k, v in params.items()}

@@ -25,6 +25,7 @@ SANITIZER_OUTPUT = "sanitizer output"  # a local-DP mechanism's output: charged 
 CANDIDATE_INDEX = "candidate index"  # DeepCandidate's output: the index of a public candidate
 CLIPPED_SUM = "clipped central sum"  # user-level DP-FedAvg: a node's sum of per-user clipped updates
 NODE_UPDATE = "central node update"  # node-level DP-FedAvg: a node's model after local training
+RELEASE_MODEL = "model trained on releases"  # local mode, a Flower strategy: a node's model fitted on its releases
 CHARGE_METADATA = "per-row charge metadata"  # which charge a row pays, fresh or re-sent, its unit count
 ROW_ID = "row identifier"  # who a row belongs to: ids the server asked for, or knows from the seeded partition
 AGGREGATE = "aggregate"  # counts over a node's rows (confusion counts, numbers of releases)
@@ -37,6 +38,7 @@ KINDS = (
     CANDIDATE_INDEX,
     CLIPPED_SUM,
     NODE_UPDATE,
+    RELEASE_MODEL,
     CHARGE_METADATA,
     ROW_ID,
     AGGREGATE,
@@ -139,7 +141,8 @@ _CHARGES = {
     "label": "the label channel's distinct charges (JSON guarantee of the label mechanism)",
 }
 _RELEASE_COUNTS = {
-    "num-examples": "rows in this reply's release",
+    "num-examples": "rows in this reply's release (training on the nodes: the releases the node holds and trained "
+    "on, the strategy's weight)",
     "fresh-releases": "rows drawn now (the ledger charges them)",
     "refused-releases": "fresh draws the node refused because of the users' max-epsilon budget",
 }
@@ -192,6 +195,27 @@ DECLARED_FIELDS: tuple[DeclaredField, ...] = (
     ),
     DeclaredField(
         TRAIN, ("local/sentence",), MAP_GRAD, "count", UNSANITIZED, "map-in = 'leaky' only: rows in that gradient"
+    ),
+    # local mode, a Flower strategy (clients.node_training): the node trains on its users' releases and
+    # sends its model and the releases' charges instead of the rows.
+    DeclaredField(
+        TRAIN,
+        LOCAL_SCOPES,
+        MODEL,
+        MODEL_PARAMETER,
+        RELEASE_MODEL,
+        "strategy = a Flower strategy: the node's model after training from the global model on its users' "
+        "released rows and labels only (post-processing of the sanitizer outputs; no raw text or embedding)",
+    ),
+    *_fields(
+        TRAIN,
+        LOCAL_SCOPES,
+        METRICS,
+        AGGREGATE,
+        {
+            "train_loss": "the global model's mean loss on the node's released rows before it trains (a function "
+            "of releases only; QFedAvg's input)"
+        },
     ),
     # local mode, evaluate (clients.ldp_client.handle_evaluate): test releases and confusion counts.
     *_release_fields(EVALUATE),

@@ -17,6 +17,9 @@ MAP_IN = "map-in"  # requests: ArrayRecord {"matrix"}: M1 when the server provid
 ENCODER = "encoder"  # requests: ConfigRecord {"digest"}: the published encoder to use (encoder-tuning = "public")
 USERS = "users"  # query requests to node-local nodes: ConfigRecord {"train-offset", "num-train-users"}
 MODEL = "arrays"  # requests: ArrayRecord, the server model's state dict
+TRAIN_ON_RELEASES = (
+    "train-on-releases"  # local train requests (CONFIG): 1 = train on the node's releases, reply the model
+)
 MODEL_REF = "model-ref"  # user-level train requests (CONFIG): the object id of a model the node already holds
 HELD_MODEL = "sanitas.held-model"  # a node's context.state: the model of its last evaluate request
 # Points sharing a federation (strategies.points, clients.points): one message carries several points'

@@ -4,7 +4,8 @@ The ``sanitas`` command line, one module per subcommand (``add_parser`` and ``ha
 ``sanitas init-config FILE`` writes a starting config for a CSV / JSON Lines file of one's own;
 ``sanitas run CONFIG.toml`` runs one simulation; ``sweep``, ``compare`` and ``reproduce`` run many;
 ``tune`` chooses a local-DP recipe on public data only; ``audit`` and ``attack`` check what a run
-prints; ``report-documents``, ``audit-levels``, ``composition-table``, ``shuffle-table``,
+prints; ``audit-mechanism`` audits a mechanism (a user's ``file.py:Class`` too) against its declared
+epsilon; ``report-documents``, ``audit-levels``, ``composition-table``, ``shuffle-table``,
 ``word-survival`` and ``privemb-errors`` write the tables and plots the documentation cites;
 ``config-reference`` regenerates the configuration reference. A bad argument is refused while the
 arguments are parsed, before any work, with one line naming the option
@@ -26,6 +27,7 @@ from simulations.cli import (
     attack,
     audit,
     audit_levels,
+    audit_mechanism,
     compare,
     composition_table,
     config_reference,
@@ -51,6 +53,7 @@ SUBCOMMANDS: tuple[ModuleType, ...] = (
     tune,
     reproduce,
     audit,
+    audit_mechanism,
     attack,
     report_documents,
     audit_levels,

@@ -70,7 +70,7 @@ from simulations.drivers.compare_outputs import (
     rows_for,
     write,
 )
-from simulations.drivers.compare_plan import CompareRequest, ComparisonPlan, build_plan
+from simulations.drivers.compare_plan import CompareRequest, ComparisonPlan, build_plan, strategy_label
 from simulations.drivers.grid import Run
 from simulations.drivers.runner import execute
 from simulations.outputs.writers import read_json
@@ -100,7 +100,8 @@ def compare(request: CompareRequest) -> int:
     priors, public_accuracy = _ceiling_inputs(plan, rows)
     add_ceilings(rows, priors, public_accuracy)
     add_noise_free_ceilings(rows)
-    _write_outputs(request.config, folder, rows, priors, _document(plan, checked, public_accuracy, priors))
+    doc = _document(plan, checked, public_accuracy, priors)
+    _write_outputs(request.config, folder, rows, priors, doc, strategy_label(plan.local_cfg))
     if request.attacks:
         from simulations.analyses.attack import attack_folder
 
@@ -145,6 +146,8 @@ def _document(
     cal, request = plan.calibration, plan.request
     return {
         "config": str(request.config),
+        # The strategy both sides ran ("": Sanitas' own; local: on the nodes, central: from the noisy mean).
+        "strategy": strategy_label(plan.local_cfg),
         "sets": list(plan.sets),
         "central_sets": list(plan.central_sets),
         "users": cal.num_users,
@@ -180,19 +183,25 @@ def _collect(runs: Sequence[Run], folder: Path) -> list[dict[str, Any]]:
 
 
 def _write_outputs(
-    config: str, folder: Path, rows: list[dict[str, Any]], priors: Sequence[float], extra: dict[str, Any]
+    config: str,
+    folder: Path,
+    rows: list[dict[str, Any]],
+    priors: Sequence[float],
+    extra: dict[str, Any],
+    strategy: str = "",
 ) -> None:
     """compare.csv, compare.json and compare.png, and the findings table against the majority-class rate."""
     from simulations.drivers.findings import print_findings
 
     points_out = aggregate(rows)
     majority = max(priors) if priors else None  # the rate a model that learned nothing reaches
-    title = f"{Path(config).stem}: local vs central DP per user"
+    under = f" under {strategy}" if strategy else ""  # the Flower strategy both sides ran
+    title = f"{Path(config).stem}: local vs central DP per user{under}"
     csv_path, json_path, png = write(
         points_out, folder, f"{title} (whole record)", majority, extra, rows, "majority class"
     )
     print_findings(points_out, majority, title)
-    gain_md, gain_png = _write_gain_tables(Path(config).stem, csv_path, json_path, folder)
+    gain_md, gain_png = _write_gain_tables(Path(config).stem + under, csv_path, json_path, folder)
     print(f"sanitas: {csv_path}, {json_path}, {png}, {gain_md} and {gain_png}", flush=True)
 
 

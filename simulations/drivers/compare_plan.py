@@ -100,6 +100,7 @@ def build_plan(request: CompareRequest) -> ComparisonPlan:
         print("sanitas: the config has no public data: central runs start from a seeded head", file=sys.stderr)
     central_sets = [*request.central_sets, *local_only_resets(local_cfg, request.central_sets)]
     central_cfg = _resolved(config, [*sets, *central_sets], folder, "--central-set")
+    check_strategy_both_sides(local_cfg, central_cfg)  # before any data: a strategy one side cannot run
     local_inputs = {s: RunInputs(resolve_run(config, _seed_probe(s), sets, folder)) for s in seeds}
     populations = {s: RunInputs.at_seed(central_cfg, s).train_users for s in seeds}
     cal = calibrate(
@@ -132,6 +133,26 @@ def build_plan(request: CompareRequest) -> ComparisonPlan:
     return ComparisonPlan(
         request, sets, central_sets, local_cfg, central_cfg, local_inputs, cal, recipes, points, runs, resolved, targets
     )
+
+
+def check_strategy_both_sides(local_cfg: config_mod.RunConfig, central_cfg: config_mod.RunConfig) -> None:
+    """A ``strategy`` (``--set strategy=...``) is run on both sides: loaded, its options checked and allowed in
+    each mode (``strategies.loading.check_strategy``), or refused in one line naming the side that cannot."""
+    if not local_cfg["strategy"] and not central_cfg["strategy"]:
+        return
+    from strategies.loading import check_strategy  # imports Flower: only when a strategy is named
+
+    for side, cfg in (("local", local_cfg), ("central", central_cfg)):
+        try:
+            check_strategy(cfg, mode=side)
+        except ValueError as err:
+            raise config_mod.ConfigError(f"--set strategy, {side} side: {err}") from None
+
+
+def strategy_label(cfg: Mapping[str, Any]) -> str:
+    """How tables and plots name the configured strategy (empty: Sanitas' own)."""
+    spec = str(cfg["strategy"])
+    return spec.rpartition(":")[2] if spec else ""
 
 
 def _resolved(config: str, sets: Sequence[str], folder: Path, flag: str) -> config_mod.RunConfig:

@@ -62,12 +62,32 @@ def resolve_runs(config: str, runs: Sequence[Run], sets: Sequence[str], folder: 
     """Every run's config, resolved once (the configs :func:`execute` runs). Raises ``ConfigError`` naming the
     first run whose config is refused and why."""
     resolved = {}
+    strategies_checked: set[tuple[Any, ...]] = set()
     for run in runs:
         try:
-            resolved[run.name] = resolve_run(config, run, sets, folder)
+            resolved[run.name] = cfg = resolve_run(config, run, sets, folder)
+            check_run_strategy(cfg, strategies_checked)
         except ValueError as err:
             raise config_mod.ConfigError(f"run {run.name}: {err}") from None
     return resolved
+
+
+#: The keys a strategy's check reads (``strategies.loading.check_strategy``): runs alike in them are checked once.
+STRATEGY_KEYS = ("strategy", "strategy-options", "mode", "central-unit", "server-model", "cohorts", "map-in")
+
+
+def check_run_strategy(cfg: Mapping[str, Any], checked: set[tuple[Any, ...]]) -> None:
+    """A run's ``strategy`` loaded, its options checked and its mode allowed (before any run starts), once
+    per distinct combination of :data:`STRATEGY_KEYS` in ``checked``."""
+    if not cfg["strategy"]:
+        return
+    key = tuple(cfg[k] for k in STRATEGY_KEYS)
+    if key in checked:
+        return
+    from strategies.loading import check_strategy  # imports Flower: only when a run names a strategy
+
+    check_strategy(config_mod.as_run_config(cfg))
+    checked.add(key)
 
 
 def run_command(config: str, run: Run, sets: Sequence[str], folder: Path) -> list[str]:

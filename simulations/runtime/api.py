@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from fl import config as config_mod
+from fl.config.plugins import anchor_specs
 from fl.reporting.timing import PHASES, process_age
 
 
@@ -81,11 +82,16 @@ def config_key(name: str) -> str:
 
 
 def keyword_overrides(overrides: Mapping[str, Any]) -> dict[str, Any]:
-    """Run-config keys and values of keyword arguments (paths become strings)."""
-    return {
-        config_key(name): os.fspath(value) if isinstance(value, os.PathLike) else value
-        for name, value in overrides.items()
-    }
+    """Run-config keys and values of keyword arguments (paths become strings; a ``strategy`` given as a
+    class or a factory becomes its name, ``strategies.loading.object_spec``)."""
+    keys = {}
+    for name, value in overrides.items():
+        if name == "strategy" and callable(value):
+            from strategies.loading import object_spec  # imports Flower: only when a strategy object is given
+
+            value = object_spec(value)
+        keys[config_key(name)] = os.fspath(value) if isinstance(value, os.PathLike) else value
+    return keys
 
 
 def resolve_config(
@@ -99,6 +105,8 @@ def resolve_config(
     """
     raw = dict(config) if isinstance(config, Mapping) else config_mod.load_toml(config)
     raw.update(overrides or {})
+    if not isinstance(config, Mapping):  # a user's file.py:Class beside the config file, then in the cwd
+        anchor_specs(raw, config)
     if out:
         raw["out-dir"] = os.fspath(out)
     return config_mod.resolve(raw)
@@ -181,7 +189,8 @@ class _Prepared:
 
 def _check_before_data(cfg: Any, resume: bool) -> None:
     """The checks of a resolved config that need no data and no encoder: the device on this machine, the
-    ``strategy`` module, a results folder that can be written and (with ``run-name``) is not taken. They
+    ``strategy`` (its class, options and mode: ``strategies.loading.check_strategy``), a results folder that
+    can be written and (with ``run-name``) is not taken. They
     come before :func:`_prepare` loads anything, so a bad value is refused in the time the config takes."""
     from fl.config.paths import write_problem
 
@@ -192,11 +201,10 @@ def _check_before_data(cfg: Any, resume: bool) -> None:
             raise config_mod.ConfigError(
                 f'device = "{cfg.server.device}" but this machine has no CUDA: use device = "auto" or "cpu"'
             )
-    if cfg["strategy"]:  # an unknown strategy module or class fails here, before the data or Ray
-        _check_strategy_module(cfg["strategy"])
-        from strategies.loading import import_object  # imports Flower: after the cheap look-up above
+    if cfg["strategy"]:  # the class, its options and its mode, before the data or Ray
+        from strategies.loading import check_strategy  # imports Flower (0.4 s): only when a strategy is named
 
-        import_object(cfg["strategy"])
+        check_strategy(cfg)
     out_dir = cfg.output.out_dir
     problem = write_problem(out_dir)
     if problem is not None:
@@ -208,22 +216,9 @@ def _check_before_data(cfg: Any, resume: bool) -> None:
         folder = Path(out_dir).expanduser().resolve() / cfg.output.run_name
         if folder.is_dir() and any(folder.iterdir()):
             raise FileExistsError(f"results folder {folder} already exists and is not empty")
+    from simulations.runtime.user_mechanisms import audit_user_mechanisms
 
-
-def _check_strategy_module(spec: str) -> None:
-    """A ``strategy`` module that cannot be found, refused as :func:`strategies.loading.import_object` words it,
-    without importing it (nor Flower, which ``strategies.loading`` imports)."""
-    import importlib.util
-
-    module_name = spec.partition(":")[0]
-    try:
-        found = importlib.util.find_spec(module_name)
-    except ImportError as err:  # a parent package is missing
-        raise ValueError(f"cannot import strategy module {module_name!r}: {err}") from None
-    except ValueError:  # an odd name: import_object says what is wrong with it
-        return
-    if found is None:
-        raise ValueError(f"cannot import strategy module {module_name!r}: No module named {module_name!r}")
+    audit_user_mechanisms(cfg)  # a user's mechanism against its declared guarantee (the quick audit), last: seconds
 
 
 def _check_public_span(cfg: Any, loaded: Any) -> None:
@@ -473,7 +468,8 @@ def run(
     """Run one simulation and return what it wrote (see the module docstring).
 
     ``config``: a TOML run-config path or a mapping of run-config keys; ``overrides``: run-config
-    keys as keyword arguments, ``_`` for ``-``; ``out``: the results parent folder (``out-dir``).
+    keys as keyword arguments, ``_`` for ``-`` (``strategy`` may be a class or a factory: ``strategy=FedAdam``,
+    with ``strategy_options="eta = 0.01"``); ``out``: the results parent folder (``out-dir``).
     The console is quiet, as ``sanitas run``'s: one progress display and the warnings, Flower's,
     absl's and tqdm's output in the run's ``run.log`` only; ``verbose = True`` shows everything
     (:mod:`simulations.runtime.console`).

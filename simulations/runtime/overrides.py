@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from fl import config as config_mod
+from fl.config.plugins import anchor_specs
 
 
 def split_override(item: str, option: str = "--set", form: str = "key=value") -> tuple[str, str]:
@@ -52,4 +53,4 @@ def load_with_overrides(path: str | Path, items: Iterable[str], option: str = "-
     """The raw (unresolved) run config of a TOML file with ``key=value`` arguments applied."""
     raw = config_mod.load_toml(path)
     raw.update(parse_overrides(items, option))
-    return raw
+    return dict(anchor_specs(raw, path))  # a user's file.py:Class beside the config file, then in the cwd

@@ -22,7 +22,7 @@ from fl.data import datasets as data
 from fl.levels.channels import run_label
 from fl.reporting.results import RunWriter
 from strategies.loading import make_strategy
-from strategies.local.accounting import LEAKY_WARNING, LocalDPAccounting
+from strategies.local.accounting import LEAKY_WARNING, LocalDPAccounting, innermost
 from strategies.local.release_training import ReleaseTraining
 from strategies.modes.base import ModeRun, any_node_local, final_fields
 
@@ -79,6 +79,13 @@ def guarantee_statement(cfg: RunConfig, accounting: LocalDPAccounting) -> dict[s
     return statement
 
 
+def strategy_name(strategy: Strategy) -> str:
+    """The name of the strategy that ran: the Flower strategy the nodes trained under, or the class."""
+    core = innermost(strategy)
+    named = getattr(core, "strategy_name", None)
+    return str(named) if named else type(strategy).__name__
+
+
 class LocalMode:
     """Local DP: the configured strategy (``ReleaseTraining``, a subclass, or a wrapper) inside the local
     accounting."""
@@ -104,7 +111,8 @@ class LocalMode:
         core = acc.core
         keys = ("accuracy", "macro_f1", "clean_accuracy", "clean_macro_f1", "random_guess_f1", "by_sentences")
         fields = {
-            "strategy": type(acc.strategy).__name__,
+            "strategy": strategy_name(acc.strategy),
+            "trained_on": getattr(core, "trained_on", "server"),
             **final_fields(run.records, keys),
             "privacy": (run.records[-1] if run.records else {}).get("privacy"),
             "ldp_guarantee_holds": not core.leaky,
@@ -117,9 +125,11 @@ class LocalMode:
         }
         assert core.info is not None
         leak = " | NOT LDP (leaky M1)" if core.leaky else ""
+        trained = getattr(core, "trained_on", "server") == "nodes"
+        on_nodes = f" | {fields['strategy']} on the nodes" if trained else ""
         title = (
             f"{cfg.data.dataset} | {run_label(cfg.release)} | M1={cfg.release.map_in} m'={core.info.map_dim} | "
-            f"label={cfg.release.label_mechanism}{leak}"
+            f"label={cfg.release.label_mechanism}{leak}{on_nodes}"
         )
         return fields, title, "sanitized test"
 
@@ -128,6 +138,9 @@ class LocalMode:
         core = run.strategy.core
         if not isinstance(core, ReleaseTraining) or core.model is None:
             log.info("no attack state: the strategy is not Sanitas' release training (a user's own strategy)")
+            return None
+        if getattr(core, "trained_on", "server") == "nodes":
+            log.info("no attack state: the nodes trained on their own releases; the server stored none")
             return None
         stored = core.stored_documents()
         return attack_from_model(core.model, core.map_matrix, stored, "documents whose releases the server stored")

@@ -24,6 +24,8 @@ from fl.maps.pipeline import build_model
 from fl.reporting.results import RunWriter
 from strategies import discovery
 from strategies.central_node import CentralDPAccounting, central_guarantee, make_central_strategy
+from strategies.loading import central_step
+from strategies.mean_step import server_step_label
 from strategies.modes.base import ModeRun, any_node_local, data_fields, final_fields, user_documents
 from strategies.modes.user_level import EVERYONE, FINAL_KEYS
 
@@ -49,7 +51,7 @@ class NodeLevelMode:
             # numpy's: seeded from noise-seed, a node-level run is reproducible as the other modes are.
             random.seed(int(cfg.release.noise_seed))
             np.random.seed(int(cfg.release.noise_seed) % 2**32)
-        strategy = make_central_strategy(cfg, nodes, writer)
+        strategy = make_central_strategy(cfg, nodes, writer, server_step=central_step(cfg))
         model = build_model(
             first.map_dim, first.encoder_dim, first.num_classes, hidden_dim=cfg.server.hidden_dim, seed=cfg.users.seed
         )
@@ -74,6 +76,7 @@ class NodeLevelMode:
             "central_unit": "node",
             "start": run.start,
             "strategy": f"{type(s.strategy).__name__}({type(s.fedavg).__name__})",
+            "server_step": s.server_step.name if s.server_step is not None else "FedAvg (the noisy mean is the model)",
             **final_fields(run.records, FINAL_KEYS),
             "privacy": last.get("privacy"),
             "ldp_guarantee_holds": False,
@@ -85,7 +88,8 @@ class NodeLevelMode:
         fields.update(data_fields(cfg))
         p = last.get("privacy") or {}
         title = (
-            f"{cfg.data.dataset} | central DP z={cfg.central.central_noise_multiplier:g} "
+            f"{cfg.data.dataset} | central DP{server_step_label(s.server_step)} "
+            f"z={cfg.central.central_noise_multiplier:g} "
             f"C={cfg.central.central_clip:g} ({cfg.central.central_clipping}) | {s.num_sampled}/{s.num_nodes} nodes | "
             f"eps={p.get('epsilon', float('nan')):.3g}, delta={p.get('delta', float('nan')):.3g}"
         )

@@ -26,6 +26,8 @@ from fl.reporting.results import RunWriter
 from fl.training.central_start import central_start
 from strategies import discovery
 from strategies.central_user import UserLevelDPFedAvg, user_level_guarantee
+from strategies.loading import central_step
+from strategies.mean_step import server_step_label
 from strategies.modes.base import ModeRun, any_node_local, data_fields, final_fields, user_documents
 
 log = logging.getLogger(__name__)
@@ -69,7 +71,7 @@ class UserLevelMode:
                 f"; the encoder's top {cfg.encoder.tuning_layers} layers ({cfg.central.central_tuning_part}: "
                 f"{encoder_part} trainable parameters) train with the head under the same per-user clipping and noise"
             )
-        strategy = UserLevelDPFedAvg(cfg, nodes, trained, matrix, writer)
+        strategy = UserLevelDPFedAvg(cfg, nodes, trained, matrix, writer, server_step=central_step(cfg))
         strategy.public_model = begin.public_model  # held against the run on the same clean test inputs
         log.info(
             "%d nodes hold %d training users and %d test users; about %.0f users sampled per round; start: %s",
@@ -92,6 +94,10 @@ class UserLevelMode:
             "mode": "central",
             "central_unit": "user",
             "strategy": type(u).__name__,
+            # What steps the model from the noisy mean: a Flower strategy, or server-optimizer.
+            "server_step": u.server_step.name
+            if u.server_step is not None
+            else f"server-optimizer = {cfg.central.server_optimizer!r}",
             **final_fields(run.records, FINAL_KEYS),
             "privacy": p or None,
             "ldp_guarantee_holds": False,
@@ -102,7 +108,8 @@ class UserLevelMode:
             **data_fields(cfg),
         }
         title = (
-            f"{cfg.data.dataset} | user-level central DP z={cfg.central.central_noise_multiplier:g} "
+            f"{cfg.data.dataset} | user-level central DP{server_step_label(u.server_step)} "
+            f"z={cfg.central.central_noise_multiplier:g} "
             f"C={cfg.central.central_clip:g} | ~{u.q * u.num_users:.0f} users/round | "
             f"eps={p.get('epsilon', float('nan')):.3g}, delta={p.get('delta', float('nan')):.3g}"
         )

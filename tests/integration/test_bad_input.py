@@ -803,7 +803,7 @@ def test_an_immutable_out_folder_is_refused_by_the_command(
     ("sets", "expect"),
     [
         (["cohort-map-dim=512"], "cohort-map-dim = 512 is above the dimension d = 384"),
-        (['strategy="nosuch_module:MyStrategy"'], "cannot import strategy module 'nosuch_module'"),
+        (['strategy="nosuch_module:MyStrategy"'], "cannot import module 'nosuch_module'"),
         (['run-name="taken"'], "{out}/taken already exists and is not empty"),
         (['out-dir="{locked}"'], "out-dir = '{locked}': cannot write into '{locked}' (Permission denied)"),
     ],

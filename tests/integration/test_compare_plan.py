@@ -61,3 +61,36 @@ def test_a_compare_resolves_each_run_once_and_loads_each_seeds_data_once(
     assert loads and max(loads.values()) == 1, loads
     assert {seed for _, seed, _ in loads} == {1, 2}  # each seed's own draw, loaded once however often it is read
     assert sorted(p.name for p in (tmp_path / "c").iterdir()) == ["recipes.json"]  # kept for the next call
+
+
+@pytest.mark.parametrize(
+    ("sets", "words"),
+    [
+        (['strategy="FedMedian"', 'server-model="mlp"'], "--set strategy, central side: strategy 'FedMedian'"),
+        (['strategy="FedAdam"'], "--set strategy, local side: strategy 'FedAdam' trains on the nodes"),
+    ],
+)
+def test_compare_refuses_a_strategy_one_side_cannot_run_before_any_data(
+    sets: list[str], words: str, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """FedMedian is not a mean (central DP cannot run it); FedAdam trains on the nodes, which the quickstart's
+    class-means model cannot. Refused in one line naming the side, before any seed's data is read, nothing
+    written. Power: the same command with a mean-family strategy and the MLP gets past this check."""
+    from simulations.cli import main
+    from simulations.drivers import compare_plan
+
+    def no_data(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("the refusal came after reading data")
+
+    monkeypatch.setattr(compare_plan, "RunInputs", no_data)
+    args = ["compare", str(QUICKSTART), "--seeds", "1", "--out", str(tmp_path), "--name", "c"]
+    for item in sets:
+        args += ["--set", item]
+    assert main(args) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and words in err[0] and len(err[0]) <= 200, err
+    assert not (tmp_path / "c").exists()
+    ok = ["compare", str(QUICKSTART), "--seeds", "1", "--out", str(tmp_path), "--name", "c"]
+    ok += ["--set", 'strategy="FedAdam"', "--set", 'server-model="mlp"']
+    with pytest.raises(AssertionError, match="after reading data"):
+        main(ok)

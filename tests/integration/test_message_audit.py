@@ -177,6 +177,9 @@ RUNS["sentence-class-means-cohorts"] = {
 }
 # the sentence level again, each node reading its documents from its own file (node config data-path)
 RUNS["sentence-own-files"] = RUNS["sentence"]
+# local mode with a Flower strategy: the nodes train on their releases and send models and charges
+# (clients.node_training), with FedProx's proximal term
+RUNS["sentence-fedprox-on-nodes"] = {**RUNS["sentence"], "strategy": "FedProx", "strategy-options": "proximal_mu = 0.1"}
 OWN_FILES = {"sentence-own-files"}
 # central mode, user unit, the encoder's top layer (LoRA adapters) trained with the head: the sum covers both
 RUNS["central-user-encoder"] = {
@@ -569,8 +572,10 @@ def _check_metrics(where: str, mtype: str, run: Captured, content: RecordDict) -
     if wire.METRICS not in content:
         return []
     metrics = content[wire.METRICS]
-    keys = [k for k in metrics.keys() if k != UNIFORM_WEIGHT_KEY]
+    keys = [k for k in metrics.keys() if k not in (UNIFORM_WEIGHT_KEY, "train_loss")]
     problems, v = _metric_ints(where, metrics, keys)
+    if "train_loss" in metrics and not (isinstance(metrics["train_loss"], float) and metrics["train_loss"] >= 0):
+        problems.append(f"{where}: metrics/train_loss is not a non-negative mean loss")
     if UNIFORM_WEIGHT_KEY in metrics and metrics[UNIFORM_WEIGHT_KEY] != 1.0:
         problems.append(f"{where}: {UNIFORM_WEIGHT_KEY} is not the constant 1.0")
     k = next(iter(run.cohorts.values())).num_classes
@@ -582,7 +587,11 @@ def _check_metrics(where: str, mtype: str, run: Captured, content: RecordDict) -
             problems.append(f"{where}: metrics/{key} does not add up to the node's rows")
     if "fresh-releases" in v and wire.RELEASE in content:
         rel = wire.Release.from_content(content)
-        if int(v["fresh-releases"]) != int(rel.fresh.sum()) or int(v["num-examples"]) != rel.user_ids.size:
+        # A node that trains (a Flower strategy) counts the releases it holds: at least this reply's.
+        held = int(v["num-examples"]) >= rel.user_ids.size if wire.MODEL in content else None
+        if int(v["fresh-releases"]) != int(rel.fresh.sum()) or not (
+            held if held is not None else int(v["num-examples"]) == rel.user_ids.size
+        ):
             problems.append(f"{where}: release counts do not match the release")
     return problems
 
@@ -627,6 +636,27 @@ def _check_central(
             norm = _norm({k: reply[k] - sent[k] for k in sent})
             if norm > cfg["central-clip"] * (1 + 1e-5):
                 problems.append(f"{where}: the node's update (norm {norm:.4g}) is not clipped to central-clip")
+    return problems
+
+
+def _check_node_trained(where: str, run: Captured, request: Message, content: RecordDict) -> list[str]:
+    """Local mode, a Flower strategy: the model the request carried, trained (same keys and shapes, finite),
+    and the release's charges without its rows (no vector, candidate index, document id or label)."""
+    problems: list[str] = []
+    sent = {k: v.numpy() for k, v in request.content[wire.MODEL].items()}
+    model = {k: v.numpy() for k, v in content[wire.MODEL].items()}
+    if list(model) != list(sent) or any(model[k].shape != sent[k].shape for k in sent):
+        problems.append(f"{where}: the node's model is not the request's model")
+    elif not all(np.isfinite(a).all() for a in model.values()):
+        problems.append(f"{where}: the node's model is not finite")
+    rel = wire.Release.from_content(content)
+    requested = set(np.asarray(request.content[wire.CONFIG]["user-ids"]).tolist())
+    if not set(rel.user_ids.tolist()) <= requested:
+        problems.append(f"{where}: user-ids the server did not ask for")
+    rows = set(content[wire.RELEASE].keys()) - {"user-ids", "fresh", "embedding-charge", "label-charge"}
+    extras = {"num-words", "num-sentences"}
+    if rows - extras:
+        problems.append(f"{where}: a node that trains sent release rows {sorted(rows - extras)}")
     return problems
 
 
@@ -702,6 +732,8 @@ def audit(run: Captured, allow_unsanitized: bool = False) -> tuple[list[str], Ru
         problems += _check_metrics(where, mtype, run, content)
         if mtype == wire.QUERY and wire.COHORT in content:
             problems += _check_cohort(where, run, node, request, content)
+        elif run.scope.startswith("local/") and wire.MODEL in content:
+            problems += _check_node_trained(where, run, request, content)
         elif run.scope.startswith("local/") and wire.RELEASE in content:
             problems += _check_release(where, mtype, run, request, content, clean, state)
         elif run.scope.startswith("central/") and mtype == wire.TRAIN:
@@ -750,17 +782,24 @@ _PUBLIC = {
 # The server model fitted on public data alone, scored on the sanitized releases and on the clean inputs.
 _PUBLIC_RELEASE = {(wire.EVALUATE, wire.METRICS, key) for key in ("public-confusion", "public-head-clean-confusion")}
 _PUBLIC_CENTRAL = {(wire.EVALUATE, wire.METRICS, "public-confusion")}  # the public logistic regression
+# Sent only when the nodes train on their releases (a Flower strategy): their model and its loss.
+_ON_NODES = {(wire.TRAIN, wire.MODEL, wire.MODEL_PARAMETER), (wire.TRAIN, wire.METRICS, "train_loss")}
+# What a node that trains does not send: the rows themselves.
+_ROWS = {(wire.TRAIN, wire.RELEASE, key) for key in ("embeddings", "doc-ids", "labels")}
 ABSENT = {
-    "sentence": _BY_K | _PUBLIC,
-    "sentence-tuned": _BY_K,
-    "sentence-own-files": _BY_K | _PUBLIC,
-    "sentence-class-rr": _BY_K,
-    "sentence-privunit": _BY_K | _PUBLIC,
-    "sentence-class-means": _BY_K,
-    "sentence-class-means-cohorts": _BY_K,
-    "word": _BY_K | _PUBLIC,
-    "document": {(t, wire.RELEASE, "embeddings") for t in (wire.TRAIN, wire.EVALUATE)} | _PUBLIC_RELEASE,
-    "truncation": {(t, wire.RELEASE, "candidate-ids") for t in (wire.TRAIN, wire.EVALUATE)} | _PUBLIC_RELEASE,
+    "sentence": _BY_K | _PUBLIC | _ON_NODES,
+    "sentence-tuned": _BY_K | _ON_NODES,
+    "sentence-own-files": _BY_K | _PUBLIC | _ON_NODES,
+    "sentence-class-rr": _BY_K | _ON_NODES,
+    "sentence-privunit": _BY_K | _PUBLIC | _ON_NODES,
+    "sentence-class-means": _BY_K | _ON_NODES,
+    "sentence-class-means-cohorts": _BY_K | _ON_NODES,
+    "sentence-fedprox-on-nodes": _BY_K | _PUBLIC | _ROWS,
+    "word": _BY_K | _PUBLIC | _ON_NODES,
+    "document": {(t, wire.RELEASE, "embeddings") for t in (wire.TRAIN, wire.EVALUATE)} | _PUBLIC_RELEASE | _ON_NODES,
+    "truncation": {(t, wire.RELEASE, "candidate-ids") for t in (wire.TRAIN, wire.EVALUATE)}
+    | _PUBLIC_RELEASE
+    | _ON_NODES,
     "central-user": _PUBLIC_CENTRAL,
     "central-user-encoder": _PUBLIC_CENTRAL,
     "central-node": _PUBLIC_CENTRAL,

@@ -109,9 +109,8 @@ def test_num_sampled_nodes_and_bad_input() -> None:
     for unit in ("user", "node"):
         with pytest.raises(ValueError, match="map-in"):
             check_central_config({"map-in": "leaky", "central-unit": unit})
-    with pytest.raises(ValueError, match="strategy"):
-        check_central_config({"map-in": "random", "strategy": "x:Y"})
-    check_central_config({"map-in": "identity", "strategy": ""})
+    # Which strategies central mode runs (the mean family) is strategies.loading's check, not this one's.
+    check_central_config({"map-in": "identity", "strategy": "FedAdam"})
 
 
 def test_privacy_record_schema() -> None:

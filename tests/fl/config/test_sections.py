@@ -25,7 +25,7 @@ OWN: list[tuple[str, str, Any, str]] = [
     ("release", "sentence-epsilon", -1.0, "sentence-mechanism 'purkayastha': sentence-epsilon must be > 0"),
     ("release", "label-mechanism", "purkayastha", "label-mechanism 'purkayastha' is a sentence-level mechanism"),
     ("central", "central-clip", 0.0, "central-clip must be > 0 and finite, got 0.0"),
-    ("server", "strategy", "not a class", "strategy must look like 'package.module:Class'"),
+    ("server", "strategy", "not a class", "strategy = 'not a class': write a Flower class name"),
     ("simulation", "ray-address", "host:99999", 'ray-address must be ""'),
     ("output", "reference-accuracy", 2.0, "reference-accuracy must lie in [0, 1] (0 = none), got 2.0"),
 ]

@@ -37,6 +37,8 @@ ROWS: list[tuple[list[str], tuple[str, ...]]] = [
     (["audit", "c.toml", "--seed", "-2"], ("audit: argument --seed", "got '-2'")),
     (["audit", "c.toml", "--out", "{dir}"], ("audit: argument --out", "is a folder")),
     (["audit", "c.toml", "--out", "{dir}/no/such.json"], ("audit: argument --out", "existing folder")),
+    (["audit-mechanism", "x.py:C", "--epsilon", "0"], ("audit-mechanism: argument --epsilon", "got '0'")),
+    (["audit-mechanism", "x.py:C", "--options", "a b"], ("audit-mechanism: argument --options", "'a b'")),
     (["attack", "{dir}", "--attacks", "telepathy"], ("attack: argument --attacks", "unknown attack 'telepathy'")),
     (["attack", "{dir}", "--targets", "0"], ("attack: argument --targets", "got '0'")),
     (["attack", "{dir}/nope"], ("attack: argument results_dir", "existing folder")),
