@@ -314,3 +314,14 @@ def test_user_level_updates_carry_the_proximal_term_from_the_second_step() -> No
     # The proximal pull shrinks the update toward the global model.
     norm = [float(np.sqrt(sum(float((v**2).sum()) for v in t.values()))) for t in two]
     assert norm[1] < norm[0]
+
+
+@pytest.mark.slow
+def test_training_on_the_nodes_is_the_same_on_the_ray_backend(tmp_path: Path, data_dir: Path) -> None:
+    """The nodes train in Ray actors (other processes): the same releases, ledger and model as on the local
+    backend (node training is seeded by the run's seed, the partition and the round)."""
+    keys = {"strategy": "FedTrimmedAvg", "noise_seed": 3}
+    local = _run(tmp_path, data_dir, "local", **keys, backend="local")
+    ray = _run(tmp_path, data_dir, "ray", **keys, backend="ray")
+    assert ray["trained_on"] == "nodes" and _ledger(ray) == _ledger(local)
+    assert ray["final"] == local["final"]
