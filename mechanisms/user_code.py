@@ -57,6 +57,13 @@ def module_name(path: Path) -> str:
     return f"sanitas_user_{stem}_{digest}"
 
 
+def short(text: str, limit: int = 60) -> str:
+    """``text``'s first line, cut from the left to ``limit`` characters (a path keeps its file name): what an
+    error line quotes of something a user wrote or a library said, so that the line stays one short line."""
+    line = str(text).strip().splitlines()[0] if str(text).strip() else ""
+    return line if len(line) <= limit else "..." + line[-(limit - 3) :]
+
+
 def _import_file(path: Path, key: str) -> Any:
     name = module_name(path)
     if name in sys.modules:
@@ -70,7 +77,7 @@ def _import_file(path: Path, key: str) -> Any:
         spec.loader.exec_module(module)
     except Exception as err:
         del sys.modules[name]
-        raise ValueError(f"{key}: importing {path.name} failed: {type(err).__name__}: {err}") from None
+        raise ValueError(f"{key}: importing {path.name} failed: {type(err).__name__}: {short(str(err), 80)}") from None
     return module
 
 
@@ -86,19 +93,21 @@ def load(spec: str, key: str = "spec", bases: tuple[Path, ...] = ()) -> Any:
         tried = [written] if written.is_absolute() else [b / written for b in (*bases, Path.cwd())]
         found = next((p.resolve() for p in tried if p.is_file()), None)
         if found is None:
-            where = ", ".join(str(p) for p in tried)
-            raise ValueError(f"{key} = {spec!r}: no file {match['path']!r} (looked at {where})")
+            where = "there" if written.is_absolute() else "beside the config file or in the working directory"
+            raise ValueError(f"{key} = {short(spec)!r}: no file {short(match['path'], 40)!r} {where}")
         module, attr, shown = _import_file(found, key), match["name"], found.name
     elif MODULE_SPEC.fullmatch(spec):
         module_path, _, attr = spec.partition(":")
         try:
             module = importlib.import_module(module_path)
         except ImportError as err:
-            raise ValueError(f"{key} = {spec!r}: cannot import module {module_path!r} ({err})") from None
+            raise ValueError(
+                f"{key} = {spec!r}: cannot import module {module_path!r} ({short(str(err), 60)})"
+            ) from None
         shown = module_path
     else:
-        raise ValueError(f"{key} = {spec!r}: write 'package.module:Class' or 'path/to/file.py:Class'")
+        raise ValueError(f"{key} = {short(spec)!r}: write 'package.module:Class' or 'path/to/file.py:Class'")
     try:
         return getattr(module, attr)
     except AttributeError:
-        raise ValueError(f"{key} = {spec!r}: {shown} defines no {attr!r}") from None
+        raise ValueError(f"{key} = {short(spec)!r}: {shown} defines no {attr!r}") from None

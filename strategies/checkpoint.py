@@ -248,6 +248,8 @@ class RoundCheckpoints(Strategy):
                 try:
                     save_checkpoint(self.folder, server_round, self.strategy, self.arrays, self.extra)
                 except (pickle.PicklingError, AttributeError, TypeError) as err:
+                    if "pickle" not in str(err):  # not a pickling failure: a bug, raised as such
+                        raise
                     # A strategy object defined inside a function (handed over from Python) cannot be pickled:
                     # the run goes on, without checkpoints, and says it cannot be resumed.
                     self.unsaveable = f"{type(err).__name__}: {err}"

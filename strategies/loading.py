@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -63,7 +64,9 @@ NOT_FOR_TEXT = ("FedXgbBagging", "FedXgbCyclic")
 #: Constructor arguments Sanitas fills when the options leave them out: the strategy samples among the nodes
 #: that hold training users (one suffices) and never evaluates (Sanitas' evaluation scores every test user).
 NODE_DEFAULTS = {"min_available_nodes": 1, "min_train_nodes": 1, "min_evaluate_nodes": 0}
-#: Required arguments Sanitas supplies from the run config (QFedAvg's L = 1 / the nodes' step size).
+#: Required arguments Sanitas supplies from the run config: QFedAvg's ``client_learning_rate`` (its Lipschitz
+#: estimate L = 1 / lr assumes the nodes' plain SGD step; the nodes here take Adam steps at ``learning-rate``, so
+#: L is an estimate: set it in strategy-options to tune q-FFL's step).
 SUPPLIED: dict[str, Callable[[RunConfig], Any]] = {"client_learning_rate": lambda cfg: cfg.server.learning_rate}
 
 #: Sanitas' own local strategy, the base of a ``release`` class.
@@ -85,7 +88,8 @@ def object_spec(obj: Any) -> str:
                 return f"{module}:{name}"
         except ValueError:
             pass
-    spec = f"python:{getattr(obj, '__name__', 'strategy')}#{len(_OBJECTS) + 1}"
+    shown = re.sub(r"\W", "_", getattr(obj, "__name__", "strategy"))  # a lambda's "<lambda>" as a name
+    spec = f"python:{shown}#{len(_OBJECTS) + 1}"
     _OBJECTS[spec] = obj
     return spec
 
@@ -213,7 +217,22 @@ def choose(cfg: RunConfig) -> Choice | None:
         raise ValueError(f"strategy = {spec!r} names {type(target).__name__}, not a class or a factory")
     options = mechanism_options(cfg.server.strategy_options, "strategy-options")
     _check_options(target, options, name)
+    _check_values(options)
     return Choice(spec, target, options, role(target))
+
+
+def _check_values(options: Mapping[str, Any]) -> None:
+    """Flower's common arguments within what a run can do: a fraction in (0, 1] (Flower's ``fraction_train`` samples
+    nodes; Sanitas' ``fraction-train`` samples users), node minimums of at least 1 (their upper bound is the
+    federation's, checked when the nodes are known), a proximal term of at least 0."""
+    for key in ("fraction_train", "fraction_evaluate"):
+        if key in options and not 0 < float(options[key]) <= 1:
+            raise ConfigError(f"strategy-options: {key} = {options[key]!r} must lie in (0, 1] (of the nodes)")
+    for key in ("min_train_nodes", "min_available_nodes"):
+        if key in options and int(options[key]) < 1:
+            raise ConfigError(f"strategy-options: {key} = {options[key]!r} must be >= 1")
+    if "proximal_mu" in options and float(options["proximal_mu"]) < 0:
+        raise ConfigError(f"strategy-options: proximal_mu = {options['proximal_mu']!r} must be >= 0")
 
 
 def dp_wrapper_answer(name: str, cfg: RunConfig) -> str:
@@ -249,6 +268,12 @@ def check_strategy(cfg: RunConfig, mode: str | None = None) -> Choice | None:
             raise ConfigError(
                 f"strategy {choice.name!r} aggregates by {what}: its sensitivity is not the clipped mean's; run it "
                 "with mode = 'local'"
+            )
+        above = [k for k in ("min_train_nodes", "min_available_nodes") if int(choice.options.get(k, 1)) > 1]
+        if above:
+            raise ConfigError(
+                f"strategy-options: {above[0]} > 1 in central mode: the strategy steps from one noisy mean (the DP "
+                "step samples the users or nodes); leave it out"
             )
         return choice
     if choice.role == "aggregator":
@@ -314,11 +339,6 @@ def central_step(cfg: RunConfig) -> Any:
     return MeanStep(build(choice, cfg), choice.name)
 
 
-def import_object(spec: str) -> Any:
-    """Import ``"package.module:Name"`` or ``"path/to/file.py:Name"``; a clear ``ValueError`` otherwise."""
-    return user_code.load(spec, "strategy")
-
-
 __all__ = [
     "DP_WRAPPERS",
     "MEAN_STRATEGIES",
@@ -328,7 +348,6 @@ __all__ = [
     "central_step",
     "check_strategy",
     "choose",
-    "import_object",
     "load_target",
     "make_strategy",
     "object_spec",

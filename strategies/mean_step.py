@@ -24,6 +24,12 @@ from flwr.app import Array, ArrayRecord, ConfigRecord, Message, MessageType, Met
 from flwr.serverapp.strategy import Strategy
 
 
+def like(arrays: ArrayRecord, model: ArrayRecord) -> ArrayRecord:
+    """``arrays`` in ``model``'s dtypes: FedOpt's arithmetic is float64 (numpy promotes), and what crosses and
+    what checkpoints store keep the model's width."""
+    return ArrayRecord({k: Array(np.asarray(arrays[k].numpy(), dtype=model[k].numpy().dtype)) for k in model})
+
+
 class _OneNode:
     """The grid a strategy's ``configure_train`` is asked on for its config and state: one node, id 1."""
 
@@ -71,8 +77,7 @@ class MeanStep:
         result, _ = self.strategy.aggregate_train(server_round, [reply])
         if result is None:
             return aggregated
-        # FedOpt's arithmetic is float64: back to the model's dtypes, so what crosses keeps its width.
-        return ArrayRecord({k: Array(np.asarray(result[k].numpy(), dtype=current[k].numpy().dtype)) for k in current})
+        return like(result, current)
 
 
 def server_step_label(step: MeanStep | None) -> str:

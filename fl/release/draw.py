@@ -215,10 +215,11 @@ def release(
 
 
 def held_releases(state: NodeState) -> tuple[np.ndarray, np.ndarray]:
-    """Every training row this node has released under its current M1 (and document setup), and its released
-    label: the rows as they crossed, or would have, in :func:`release` (``fresh-noise-per-round``: each row's
-    latest draw). Empty when it has released none. What a node trains on when the strategy trains on the
-    nodes: a function of the releases only, so whatever it sends from them is post-processing."""
+    """Every training row this node has released, and its released label, as :func:`release` keeps them: call it
+    right after :func:`release` for the request's M1 (which resets the rows drawn under another map), so they are
+    the rows of the current map (``fresh-noise-per-round``: each row's latest draw). Empty when it has released
+    none. What a node trains on when the strategy trains on the nodes: a function of the releases only, so
+    whatever it sends from them is post-processing."""
     key = "sanitas.release.train"
     if key not in state.records:
         return np.zeros((0, 0), dtype=np.float32), np.zeros(0, dtype=np.int64)

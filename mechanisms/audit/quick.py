@@ -5,7 +5,8 @@ test_audit_levels.py) run on a user's mechanism, quickly before a run does any w
 
 What is audited, per level: a sentence mechanism on the pair (x, -x) at input dimension 2, where that pair
 is the tightest for the sphere mechanisms, and at the run's dimension (each one the mechanism accepts); a
-label mechanism on labels (0, 1) of 2; a word mechanism on its space's farthest pair of words (its noisy
+label mechanism on labels (0, 1) of 2, 4 and 20 classes (:data:`LABEL_CLASSES`, those it takes); a word
+mechanism on its space's farthest pair of words (its noisy
 vector when it has ``perturb``); a document mechanism on :func:`mechanisms.audit.document_pair`.
 
 Guarantee (the false-refusal rate): the k audits of a mechanism run at alpha / k each (Bonferroni), so a
@@ -39,6 +40,7 @@ from mechanisms.audit import audit_mechanism, document_pair
 from mechanisms.audit.statistics import DEFAULT_CHUNK, AuditResult
 
 from ..base import Mechanism
+from ..user_code import short
 
 #: The run's check refuses an honest mechanism with probability at most this (see the module docstring).
 QUICK_ALPHA = 1e-3
@@ -49,6 +51,9 @@ QUICK_SEED = 0
 QUICK_LADDER = (200_000, 50_000, 20_000)
 #: Seconds the quick audit of one config may take on its mechanisms' sampling (the run's check splits them).
 QUICK_SECONDS = 20.0
+#: The label classes a label mechanism is audited at: the binary pair, and K = 4 and 20 (AG News, 20 Newsgroups),
+#: where a K-ary mechanism that keeps a label with the binary probability releases at a larger epsilon.
+LABEL_CLASSES = (2, 4, 20)
 #: Releases per input of the largest timing probe (:func:`_affordable`).
 PROBE_SAMPLES = 16_384
 
@@ -96,13 +101,14 @@ class Verdict:
         confidence = f"{1 - self.alpha:.1%} confidence"
         if self.failed:
             return (
-                f"{what} failed its privacy audit: declared epsilon {declared}, measured lower bound "
-                f"{worst.epsilon_lb:.3g} ({confidence}): fix its sampler or its declared guarantee"
+                f"{what} failed its audit: declared epsilon {declared}, lower bound {worst.epsilon_lb:.3g} "
+                f"({confidence}): fix the sampler or the guarantee"
             )
-        return (
+        passed = (
             f"{what} passed its privacy audit: measured lower bound {worst.epsilon_lb:.3g} <= declared epsilon "
             f"{declared} ({confidence}, {_where(worst)}, {worst.num_samples} releases per input, {self.seconds:.1f} s)"
         )
+        return f"{passed}; {self.reason}" if self.reason else passed
 
 
 def _where(result: AuditResult) -> str:
@@ -161,7 +167,7 @@ def audit_declared(
                     )
                 result = audit_mechanism(audited, n, seed=seed, alpha=alpha / len(plans), **plan)  # Bonferroni
             except Exception as err:  # noqa: BLE001 - the user's sampler failed: one line, not a traceback
-                raise ValueError(f"it failed while audited: {type(err).__name__}: {err}") from None
+                raise ValueError(f"it failed while audited: {type(err).__name__}: {short(str(err), 80)}") from None
             if result.claimed_epsilon is None or not math.isfinite(result.claimed_epsilon):
                 stated = audited.guarantee
                 notion = f"metric {stated.metric!r} on an unbounded domain" if stated.notion == "metric" else ""
@@ -175,7 +181,14 @@ def audit_declared(
             f"its declared epsilon {top.claimed_epsilon:.3g} for the pair is beyond the {measurable(top):.3g} that "
             f"{top.num_samples} releases per input can measure: audit it at a smaller epsilon"
         )
-    return Verdict("pass", tuple(results), alpha, time.perf_counter() - started)
+    beyond = [r for r in results if float(r.claimed_epsilon or 0.0) >= measurable(r)]
+    note = (
+        f"declared epsilon {beyond[0].claimed_epsilon:.3g} is beyond what the audit can measure: tested at the "
+        "smaller epsilons only"
+        if beyond
+        else ""
+    )
+    return Verdict("pass", tuple(results), alpha, time.perf_counter() - started, note)
 
 
 def measurable(result: AuditResult) -> float:
@@ -183,6 +196,15 @@ def measurable(result: AuditResult) -> float:
     than about log(4 T / alpha) / N under the negative input is certified (docs/SPEC.md §15.6). A declared
     epsilon at or above it cannot be refuted, whatever the sampler does."""
     return math.log(result.num_samples / math.log(4 * result.num_thresholds / result.alpha))
+
+
+def _takes_classes(mech: Mechanism, k: int) -> bool:
+    """Whether the label mechanism releases labels of ``k`` classes (one built for a fixed K may not)."""
+    try:
+        mech.sanitize(torch.zeros(4, dtype=torch.long), num_classes=k, generator=torch.Generator().manual_seed(0))  # type: ignore[attr-defined]
+    except Exception:  # noqa: BLE001 - a mechanism for another K: audited at the K it takes
+        return False
+    return True
 
 
 class _Untestable(Exception):
@@ -204,6 +226,8 @@ def _plans(mech: Mechanism, dims: Sequence[int]) -> list[tuple[Mechanism, dict[s
             document_pair(mech)
         except ValueError as err:
             raise _Untestable(f"{err} (the document audit needs public lo/hi or candidates)") from None
+    if mech.level == "label":  # K-ary mechanisms err at K > 2 as often as at 2 (binary RR rates at K = 4)
+        return [(mech, {"num_classes": k}) for k in LABEL_CLASSES if k == 2 or _takes_classes(mech, k)]
     if mech.level != "sentence":
         return [(mech, {})]
     plans, refusal = [], None

@@ -33,6 +33,7 @@ from simulations.drivers.sweep_tables import write_outputs
 from simulations.outputs.writers import read_json
 from simulations.runtime.api import resolve_config
 from simulations.runtime.overrides import load_with_overrides
+from simulations.runtime.user_mechanisms import audit_user_mechanisms
 
 #: Each run's resolved config, by run name.
 Resolved = Mapping[str, Mapping[str, Any]]
@@ -67,6 +68,7 @@ def resolve_runs(config: str, runs: Sequence[Run], sets: Sequence[str], folder: 
         try:
             resolved[run.name] = cfg = resolve_run(config, run, sets, folder)
             check_run_strategy(cfg, strategies_checked)
+            audit_user_mechanisms(cfg)  # a user's mechanism audited before any run starts (cached per mechanism)
         except ValueError as err:
             raise config_mod.ConfigError(f"run {run.name}: {err}") from None
     return resolved

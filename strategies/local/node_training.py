@@ -35,6 +35,7 @@ from fl import wire
 from strategies.discovery import raise_on_errors
 from strategies.grids.subset import NodeSubset
 from strategies.local.release_training import ReleaseTraining
+from strategies.mean_step import like
 
 log = logging.getLogger(__name__)
 
@@ -79,6 +80,12 @@ class NodeTraining(ReleaseTraining):
         """ReleaseTraining's discovery, then the Flower strategy (its node minimums filled for this federation)."""
         super().discover(grid)
         self.aggregator = self.make_aggregator()
+        needed = max(int(getattr(self.aggregator, k, 1)) for k in ("min_available_nodes", "min_train_nodes"))
+        if needed > len(self.training_nodes()):  # Flower's sample_nodes would wait for them forever
+            raise ValueError(
+                f"strategy-options: {self.name} waits for {needed} nodes, and {len(self.training_nodes())} hold "
+                "training users: lower min_available_nodes / min_train_nodes"
+            )
 
     def training_nodes(self) -> list[int]:
         """The nodes holding training users, in the order of the users they hold."""
@@ -148,14 +155,18 @@ class NodeTraining(ReleaseTraining):
         if arrays is None:
             arrays = self._current
         else:
+            assert self._current is not None
+            arrays = like(arrays, self._current)  # FedAdam & co. answer in float64: the model's width again
             self.model.load_state_dict(arrays.to_torch_state_dict())
         loss = float(np.average(losses, weights=weights)) if kept else float("nan")
         self.train_info.update(
             {
+                # The releases held by the nodes that replied (the server stores none; when it trains, this is
+                # every release stored), and the global model's loss on them before this round's training.
                 "train_releases_total": counts["num-examples"],
                 "fresh_train_releases": counts["fresh-releases"],
                 "refused_train_releases": counts["refused-releases"],
-                "train_loss": loss,  # the global model's loss on the held releases, before this round's training
+                "train_loss": loss,
                 "nodes_aggregated": len(kept),
             }
         )

@@ -60,7 +60,7 @@ log = logging.getLogger(__name__)
 
 
 class ReleaseTraining(Strategy, ServerMap):
-    """Train the downstream pipeline on local-DP releases.
+    """Train the downstream pipeline on local-DP releases (on the server: ``trained_on``).
 
     Parameters
     ----------
@@ -73,6 +73,9 @@ class ReleaseTraining(Strategy, ServerMap):
     timeout : float
         Seconds to wait for node replies in the discovery query.
     """
+
+    #: Where the model is trained on the releases: here, on the server (``NodeTraining``: on the nodes).
+    trained_on = "server"
 
     def __init__(self, cfg: Mapping[str, Any], timeout: float = 3600.0) -> None:
         self.cfg = as_run_config(cfg)

@@ -79,6 +79,11 @@ def guarantee_statement(cfg: RunConfig, accounting: LocalDPAccounting) -> dict[s
     return statement
 
 
+def trained_on(core: object) -> str:
+    """``"server"`` or ``"nodes"``: where the accounted strategy trains (a user's own core: the server)."""
+    return str(getattr(core, "trained_on", "server"))
+
+
 def strategy_name(strategy: Strategy) -> str:
     """The name of the strategy that ran: the Flower strategy the nodes trained under, or the class."""
     core = innermost(strategy)
@@ -112,7 +117,7 @@ class LocalMode:
         keys = ("accuracy", "macro_f1", "clean_accuracy", "clean_macro_f1", "random_guess_f1", "by_sentences")
         fields = {
             "strategy": strategy_name(acc.strategy),
-            "trained_on": getattr(core, "trained_on", "server"),
+            "trained_on": trained_on(core),
             **final_fields(run.records, keys),
             "privacy": (run.records[-1] if run.records else {}).get("privacy"),
             "ldp_guarantee_holds": not core.leaky,
@@ -125,7 +130,7 @@ class LocalMode:
         }
         assert core.info is not None
         leak = " | NOT LDP (leaky M1)" if core.leaky else ""
-        trained = getattr(core, "trained_on", "server") == "nodes"
+        trained = trained_on(core) == "nodes"
         on_nodes = f" | {fields['strategy']} on the nodes" if trained else ""
         title = (
             f"{cfg.data.dataset} | {run_label(cfg.release)} | M1={cfg.release.map_in} m'={core.info.map_dim} | "
@@ -139,7 +144,7 @@ class LocalMode:
         if not isinstance(core, ReleaseTraining) or core.model is None:
             log.info("no attack state: the strategy is not Sanitas' release training (a user's own strategy)")
             return None
-        if getattr(core, "trained_on", "server") == "nodes":
+        if trained_on(core) == "nodes":
             log.info("no attack state: the nodes trained on their own releases; the server stored none")
             return None
         stored = core.stored_documents()

@@ -43,7 +43,7 @@ def test_a_file_is_imported_once_under_a_stable_name(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("spec", "words"),
     [
-        ("missing.py:Thing", "no file 'missing.py' (looked at"),
+        ("missing.py:Thing", "no file 'missing.py' beside the config file or in the working directory"),
         ("thing.py:Other", "thing.py defines no 'Other'"),
         ("no_such_module_xyz:Thing", "cannot import module 'no_such_module_xyz'"),
         ("not a spec", "write 'package.module:Class' or 'path/to/file.py:Class'"),

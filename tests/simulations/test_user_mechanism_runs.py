@@ -83,10 +83,10 @@ def test_sanitas_run_refuses_a_3x_mechanism_in_one_line_before_any_work(tmp_path
     err = proc.stderr.strip().splitlines()
     assert proc.returncode == 2 and len(err) == 1, proc.stderr
     assert err[0].startswith(
-        "sanitas: error: sentence-mechanism 'user_noise.py:Loose' failed its privacy audit: declared epsilon 1*d = 2, "
-        "measured lower bound 4."
+        "sanitas: error: sentence-mechanism 'user_noise.py:Loose' failed its audit: declared epsilon 1*d = 2, "
+        "lower bound 4."
     ), err
-    assert err[0].endswith("fix its sampler or its declared guarantee") and len(err[0]) <= 200, err
+    assert err[0].endswith("fix the sampler or the guarantee") and len(err[0]) <= 200, err
     assert not out.exists()
 
 

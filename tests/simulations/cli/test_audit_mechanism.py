@@ -28,7 +28,7 @@ def test_the_honest_copy_passes_and_the_3x_copy_fails(tmp_path: Path, capsys: py
     assert out[2].startswith("  dimension 16: ") and "passed its privacy audit" in out[-1]
     code, out, err = _run(capsys, f"{source}:Loose", "--samples", "200000", "--epsilon", "0.5")
     assert code == 1 and not err, err
-    assert out[-1].startswith("audit-mechanism 'user_noise.py:Loose' failed its privacy audit: declared epsilon 0.5*d")
+    assert out[-1].startswith("audit-mechanism 'user_noise.py:Loose' failed its audit: declared epsilon 0.5*d")
     code, out, _ = _run(capsys, "rr", "--samples", "100000", "--level", "label")
     assert code == 0 and "labels 0, 1 of 2" in out[-1]
 
@@ -36,7 +36,7 @@ def test_the_honest_copy_passes_and_the_3x_copy_fails(tmp_path: Path, capsys: py
 @pytest.mark.parametrize(
     ("args", "expected"),
     [
-        (["{src}:Missing"], "audit-mechanism = '{src}:Missing': user_noise.py defines no 'Missing'"),
+        (["{src}:Missing"], "user_noise.py:Missing': user_noise.py defines no 'Missing'"),
         (["nope.py:X"], "audit-mechanism = 'nope.py:X': no file 'nope.py'"),
         (["{src}:NotAMechanism"], "NotAMechanism is not a mechanism"),
         (["{src}:MyPlanar", "--level", "label"], "is a sentence-level mechanism, not a label-level one: drop --level"),
