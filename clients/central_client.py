@@ -44,7 +44,7 @@ from flwr.clientapp.typing import ClientAppCallable
 from flwr.supercore.differential_privacy import KEY_CLIPPING_NORM
 from torch import nn
 
-from clients.node import node_cohort, noise_secret, public_model_predictions, torch_state
+from clients.node import batch_seed, node_cohort, noise_secret, public_model_predictions, torch_state
 from fl import wire
 from fl.accounting.central import UNIFORM_WEIGHT_KEY
 from fl.cohort import Cohort
@@ -139,7 +139,7 @@ def handle_central_train(msg: Message, context: Context, cfg: RunConfig) -> Mess
     request: Mapping[str, object] = wire.config_record(msg.content, "config") if "config" in msg.content else {}
     server_round = wire.read_int(request, "server-round", 0)
     # Batch order only (public seed): the privacy comes from the server's clipping and noise.
-    gen = torch.Generator().manual_seed(int(cfg.users.seed) * 1_000_003 + c.partition_id * 1009 + server_round)
+    gen = torch.Generator().manual_seed(batch_seed(cfg, c.partition_id, server_round))
     adam = torch.optim.Adam(model.parameters(), lr=cfg.server.learning_rate)
     optimizer = with_proximal_term(adam, model.parameters(), proximal_mu(request))  # FedProx's term, if sent
     if x.shape[0]:

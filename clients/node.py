@@ -152,3 +152,9 @@ def torch_state(arrays: ArrayRecord) -> dict[str, torch.Tensor]:
     """``arrays`` as tensors over the process's shared decoded arrays (``fl.wire.shared_numpy``): for
     loading into a module only (``load_state_dict`` copies), never to write to."""
     return {k: torch.from_numpy(wire.shared_numpy(a)) for k, a in arrays.items()}
+
+
+def batch_seed(cfg: RunConfig, partition_id: int, server_round: int) -> int:
+    """The seed of a node's batch order in a round of local training (central node level, or local mode training
+    on the releases): public (the run's seed, the partition, the round); the privacy is the noise's, not the order's."""
+    return int(cfg.users.seed) * 1_000_003 + int(partition_id) * 1009 + int(server_round)

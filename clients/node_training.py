@@ -26,6 +26,7 @@ import numpy as np
 import torch
 from flwr.app import ArrayRecord, Message, MetricRecord, RecordDict
 
+from clients.node import batch_seed
 from fl import wire
 from fl.cohort import Cohort
 from fl.config import RunConfig
@@ -77,7 +78,7 @@ def train_on_releases(
             loss_before = float(torch.nn.functional.cross_entropy(model(x), y))
         model.train()
         # Batch order only (public seed): the releases are already private.
-        gen = torch.Generator().manual_seed(int(cfg.users.seed) * 1_000_003 + c.partition_id * 1009 + server_round)
+        gen = torch.Generator().manual_seed(batch_seed(cfg, c.partition_id, server_round))
         adam = server_adam(model.parameters(), float(cfg.server.learning_rate), "cpu")
         optimizer = with_proximal_term(adam, model.parameters(), proximal_mu(request))
         train_epochs(model, optimizer, x, y, int(cfg.server.server_epochs), int(cfg.server.batch_size), gen)

@@ -14,12 +14,12 @@ from __future__ import annotations
 
 import importlib
 import inspect
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from . import user_code
 from .levels import LEVELS
 from .suggest import did_you_mean
+from .user_code import shown
 
 if TYPE_CHECKING:
     from .base import Mechanism
@@ -87,13 +87,6 @@ def mechanism_class(name: str, level: str | None = None, key: str = "mechanism")
     except KeyError:
         hint = did_you_mean(name, names())
         raise ValueError(f"unknown mechanism {name!r}{hint} (known mechanisms: {', '.join(names())})") from None
-
-
-def shown(spec: str) -> str:
-    """How a message names a mechanism: a file spec by its file's name (``loose.py:Loose``, the folder left
-    out: the config anchors a relative path to a long absolute one), anything else as written."""
-    match = user_code.FILE_SPEC.fullmatch(spec)
-    return f"{Path(match['path']).name}:{match['name']}" if match else spec
 
 
 def user_class(spec: str, level: str | None = None, key: str = "mechanism") -> type[Mechanism]:

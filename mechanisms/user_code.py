@@ -57,6 +57,13 @@ def module_name(path: Path) -> str:
     return f"sanitas_user_{stem}_{digest}"
 
 
+def shown(spec: str) -> str:
+    """How a message names user code: a file spec by its file's name (``loose.py:Loose``, the folder left
+    out: the config anchors a relative path to a long absolute one), anything else as written."""
+    match = FILE_SPEC.fullmatch(spec)
+    return f"{Path(match['path']).name}:{match['name']}" if match else spec
+
+
 def short(text: str, limit: int = 60) -> str:
     """``text``'s first line, cut from the left to ``limit`` characters (a path keeps its file name): what an
     error line quotes of something a user wrote or a library said, so that the line stays one short line."""
@@ -94,8 +101,8 @@ def load(spec: str, key: str = "spec", bases: tuple[Path, ...] = ()) -> Any:
         found = next((p.resolve() for p in tried if p.is_file()), None)
         if found is None:
             where = "there" if written.is_absolute() else "beside the config file or in the working directory"
-            raise ValueError(f"{key} = {short(spec)!r}: no file {short(match['path'], 40)!r} {where}")
-        module, attr, shown = _import_file(found, key), match["name"], found.name
+            raise ValueError(f"{key} = {shown(spec)!r}: no file {short(match['path'], 40)!r} {where}")
+        module, attr, source = _import_file(found, key), match["name"], found.name
     elif MODULE_SPEC.fullmatch(spec):
         module_path, _, attr = spec.partition(":")
         try:
@@ -104,10 +111,10 @@ def load(spec: str, key: str = "spec", bases: tuple[Path, ...] = ()) -> Any:
             raise ValueError(
                 f"{key} = {spec!r}: cannot import module {module_path!r} ({short(str(err), 60)})"
             ) from None
-        shown = module_path
+        source = module_path
     else:
         raise ValueError(f"{key} = {short(spec)!r}: write 'package.module:Class' or 'path/to/file.py:Class'")
     try:
         return getattr(module, attr)
     except AttributeError:
-        raise ValueError(f"{key} = {short(spec)!r}: {shown} defines no {attr!r}") from None
+        raise ValueError(f"{key} = {shown(spec)!r}: {source} defines no {attr!r}") from None

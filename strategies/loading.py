@@ -165,7 +165,6 @@ def role(target: Any) -> str:
 def _check_options(target: Any, options: Mapping[str, Any], name: str) -> None:
     """Each option a parameter of ``target``'s constructor (or factory) with a value of its annotated type,
     and every required parameter given or supplied (one ``ConfigError`` line naming the option)."""
-    call = target.__init__ if inspect.isclass(target) else target
     params = inspect.signature(target).parameters
     takes_any = any(p.kind is p.VAR_KEYWORD for p in params.values())
     named = [k for k, p in params.items() if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
@@ -178,7 +177,7 @@ def _check_options(target: Any, options: Mapping[str, Any], name: str) -> None:
             raise ConfigError(
                 f"strategy-options: {option!r} is given by Sanitas (the wrapped strategy or the run config)"
             )
-    check_option_types(_Annotated(call), options, "strategy-options")
+    check_option_types(target, options, "strategy-options")
     missing = [
         k
         for k, p in params.items()
@@ -192,13 +191,6 @@ def _check_options(target: Any, options: Mapping[str, Any], name: str) -> None:
         raise ConfigError(
             f"strategy-options: {name} needs {', '.join(missing)} (e.g. strategy-options = '{missing[0]} = ...')"
         )
-
-
-class _Annotated:
-    """``check_option_types`` reads ``cls.__init__``'s hints: this presents a factory's the same way."""
-
-    def __init__(self, call: Callable[..., Any]) -> None:
-        self.__init__ = call  # type: ignore[misc]
 
 
 def choose(cfg: RunConfig) -> Choice | None:

@@ -89,11 +89,13 @@ def mechanism_options(text: str, key: str = "options") -> dict[str, Any]:
 def check_option_types(cls: Any, options: Mapping[str, Any], key: str) -> None:
     """Each option's value has the type its constructor parameter declares: a ``bool`` parameter takes a TOML
     boolean (the string "no" is refused, where ``bool()`` would read it as true), an ``int`` an integer, a
-    ``float`` a number, a ``str`` text. Parameters of other types are left to the constructor."""
+    ``float`` a number, a ``str`` text. Parameters of other types are left to the constructor. ``cls``: a class
+    (its constructor's parameters) or a factory (its own)."""
+    import inspect
     import typing
 
-    try:
-        hints = typing.get_type_hints(cls.__init__)
+    try:  # a class's constructor, or a factory's own signature
+        hints = typing.get_type_hints(cls.__init__ if inspect.isclass(cls) else cls)
     except Exception:  # noqa: BLE001 - an annotation that does not resolve: nothing to check against
         return
     names = {bool: "true or false", int: "an integer", float: "a number", str: "text in quotes"}

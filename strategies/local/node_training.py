@@ -108,13 +108,13 @@ class NodeTraining(ReleaseTraining):
             )
         )
         messages, asked = [], 0
+        config_key = getattr(self.aggregator, "configrecord_key", wire.CONFIG)
+        array_key = getattr(self.aggregator, "arrayrecord_key", wire.MODEL)
         for m in picked:
             node = m.metadata.dst_node_id
             info = self.nodes[node]
             mine = users[(users >= info.train_users_lo) & (users < info.train_users_hi)]
             asked += int(mine.size)
-            config_key = getattr(self.aggregator, "configrecord_key", wire.CONFIG)
-            array_key = getattr(self.aggregator, "arrayrecord_key", wire.MODEL)
             theirs: dict[str, Any] = dict(m.content[config_key]) if config_key in m.content else {}
             request = ConfigRecord(
                 {**theirs, "server-round": server_round, "user-ids": mine.tolist(), wire.TRAIN_ON_RELEASES: 1}
