@@ -67,7 +67,9 @@ from simulations.drivers.compare_outputs import (
     add_ceilings,
     add_noise_free_ceilings,
     aggregate,
+    public_line_fields,
     rows_for,
+    share_public_line,
     write,
 )
 from simulations.drivers.compare_plan import CompareRequest, ComparisonPlan, build_plan, strategy_label
@@ -99,8 +101,9 @@ def compare(request: CompareRequest) -> int:
     rows = [row for run in plan.runs for row in rows_for(run, folder, plan.run_targets, int(plan.local_cfg["map-dim"]))]
     priors, public_accuracy = _ceiling_inputs(plan, rows)
     add_ceilings(rows, priors, public_accuracy)
+    line = share_public_line(rows)  # one public-only line per seed, both sides
     add_noise_free_ceilings(rows)
-    doc = _document(plan, checked, public_accuracy, priors)
+    doc = {**_document(plan, checked, public_accuracy, priors), **public_line_fields(line)}
     _write_outputs(request.config, folder, rows, priors, doc, strategy_label(plan.local_cfg))
     if request.attacks:
         from simulations.analyses.attack import attack_folder

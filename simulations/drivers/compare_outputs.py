@@ -38,6 +38,7 @@ COLUMNS = (
     "accuracy_sd",
     "public_only_accuracy",
     "public_only_models",
+    "public_only_line_models",
     "gain_over_public",
     "gain_over_public_sd",
     "gain_over_public_p",
@@ -87,6 +88,78 @@ def public_line(scored: Mapping[str, Any], accuracy: Any) -> dict[str, Any]:
     public = max(models.values())
     gain = float(accuracy) - public if agg.finite([accuracy]) else None
     return {"public_only_models": models, "public_only_accuracy": public, "gain_over_public": gain}
+
+
+def _model_names(row: Mapping[str, Any], models: Mapping[str, float]) -> dict[str, float]:
+    """A row's public-only models under names that say which: a local run's ``server_model`` (its server model
+    fitted on the public data alone, at the row's map-dim) is named with that map-dim, since two recipes of one
+    seed may fit it in different projections."""
+    dim = row.get("map_dim")
+    return {f"{n} (map-dim {dim})" if n == "server_model" and dim is not None else n: v for n, v in models.items()}
+
+
+def share_public_line(rows: Sequence[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """One public-only line per seed for every clean-input row of a comparison, both sides: the strongest model
+    fitted on the seed's public data alone that any of its runs scored on the clean test inputs (the central
+    runs' public logistic regression, each local recipe's server model with no private release, ...).
+
+    Each clean row's ``public_only_models`` becomes every model tried on its seed (by name,
+    :func:`_model_names`), ``public_only_accuracy`` the largest and ``gain_over_public`` its accuracy minus
+    that; a ``non-private`` row's on-device figures likewise (the noise-free ceilings' gains). Rows on
+    sanitized test inputs keep their own line: a model of a sanitized input is held against the public-only
+    model given the same sanitized input. Returns the line by seed (``accuracy``, ``model``, ``models``) for
+    compare.json. The line is chosen by test accuracy on purpose: of the public-only models it is the one a
+    gain is hardest to show against, never a weaker one."""
+    models: dict[Any, dict[str, float]] = {}
+
+    def clean_models(row: Mapping[str, Any]) -> dict[str, float]:
+        if row["series"] == "non-private":
+            return _model_names(row, row.get("on_device_public_only_models") or {})
+        return _model_names(row, row.get("public_only_models") or {}) if row.get("test_inputs") == "clean" else {}
+
+    for row in rows:
+        found = clean_models(row)
+        if found:
+            seed_models = models.setdefault(row.get("seed"), {})
+            for name, value in found.items():
+                seed_models[name] = max(value, seed_models.get(name, value))
+    for row in rows:
+        tried = models.get(row.get("seed"))
+        if not tried or not clean_models(row):
+            continue
+        line = max(tried.values())
+        if row["series"] == "non-private":
+            row["on_device_public_only_models"] = dict(tried)
+            row["on_device_public_only_accuracy"] = line
+            acc = row.get("on_device_accuracy")
+            row["on_device_gain_over_public"] = float(acc) - line if agg.finite([acc]) else None
+        else:
+            row["public_only_models"] = dict(tried)
+            row["public_only_accuracy"] = line
+            acc = row.get("accuracy")
+            row["gain_over_public"] = float(acc) - line if agg.finite([acc]) else None
+    return {
+        str(seed): {"accuracy": max(tried.values()), "model": max(tried, key=lambda n: tried[n]), "models": tried}
+        for seed, tried in models.items()
+    }
+
+
+def public_line_fields(line: Mapping[str, Any]) -> dict[str, Any]:
+    """What compare.json says of the public-only lines: the shared clean-input line by seed
+    (:func:`share_public_line`) and what ``public_model_accuracy`` is, which is not that line."""
+    return {
+        "public_only_line_by_seed": dict(line),
+        "public_only_line": (
+            "the gains of every clean-input point, local and central, are over public_only_line_by_seed: per seed, "
+            "the strongest model fitted on that seed's public data alone among every one its runs scored on the "
+            "clean test inputs (named in each point's public_only_models); points on sanitized test inputs are "
+            "held against the public-only model given the same sanitized inputs"
+        ),
+        "public_model_accuracy_is": (
+            "the public logistic regression's test accuracy per seed: the input of the ceilings' public class + "
+            "K-ary RR point (ceiling_public_rr), not the line the gains are taken over"
+        ),
+    }
 
 
 def rows_for(
@@ -167,6 +240,7 @@ def _reference_rows(summary: Mapping[str, Any], base: dict[str, Any]) -> list[di
             "label_protected": labels,
             "start": _local_start(summary),
             "on_device_accuracy": on_device.get("accuracy"),
+            "on_device_public_only_models": device["public_only_models"],
             "on_device_public_only_accuracy": device["public_only_accuracy"],
             "on_device_gain_over_public": device["gain_over_public"],
         }
@@ -239,14 +313,27 @@ def _stats(values: Sequence[Any]) -> tuple[float | None, float | None]:
 
 
 def _models_mean(members: Sequence[Mapping[str, Any]]) -> dict[str, float] | None:
-    """Each public-only model's mean accuracy over the seeds that scored it, by name (None: none named)."""
-    names = list(dict.fromkeys(name for m in members for name in m.get("public_only_models") or {}))
+    """Each public-only model's mean accuracy over the seeds, by name, for the models every seed scored (a
+    model only some seeds tried, such as a recipe's map-dim, is named per seed in ``public_only_line_models``
+    and in the runs' rows); None: none named."""
+    named = [m.get("public_only_models") or {} for m in members]
+    names = [n for n in dict.fromkeys(n for models in named for n in models) if all(n in m for m in named)]
     out = {}
     for name in names:
-        mean, _, _ = agg.mean_sd((m.get("public_only_models") or {}).get(name) for m in members)
+        mean, _, _ = agg.mean_sd(models[name] for models in named)
         if mean is not None:
             out[name] = mean
     return out or None
+
+
+def _line_models(members: Sequence[Mapping[str, Any]]) -> str | None:
+    """Which public-only model each seed's line is (``seed: name``), where the runs named their models."""
+    cells = []
+    for m in members:
+        models = m.get("public_only_models") or {}
+        if models:
+            cells.append(f"{m.get('seed')}: {max(models, key=lambda n: models[n])}")
+    return "; ".join(cells) or None
 
 
 def aggregate(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
@@ -316,6 +403,7 @@ def aggregate(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
                 "accuracy_sd": acc_sd,
                 "public_only_accuracy": public_only,
                 "public_only_models": _models_mean(members),
+                "public_only_line_models": _line_models(members),
                 "gain_over_public": gain,
                 "gain_over_public_sd": gain_sd,
                 "gain_over_public_p": gain_p,
@@ -543,10 +631,10 @@ def add_noise_free_ceilings(rows: Sequence[dict[str, Any]]) -> None:
         if not row["series"].startswith("local-") or reference is None:
             continue
         clean = row.get("test_inputs") == "clean"
-        row["noise_free_ceiling_accuracy"] = reference["on_device_accuracy" if clean else "accuracy"]
-        row["noise_free_ceiling_gain_over_public"] = reference[
+        row["noise_free_ceiling_accuracy"] = reference.get("on_device_accuracy" if clean else "accuracy")
+        row["noise_free_ceiling_gain_over_public"] = reference.get(
             "on_device_gain_over_public" if clean else "gain_over_public"
-        ]
+        )
         row["noise_free_ceiling_run"] = reference["run_name"]
 
 

@@ -48,6 +48,12 @@ LEAKY_WARNING = (
 )
 
 
+#: What the shuffled what-if covers (every round record and the summary say so beside the figure).
+SHUFFLED_COVERS = (
+    "the round's fresh training releases (embedding, and label when protected) passed through a trusted "
+    "shuffler; not the test users' sanitized inputs (their pure-LDP figure holds); a what-if: Sanitas has no shuffler"
+)
+
 class AccountedCore(Protocol):
     """What :class:`LocalDPAccounting` reads of the strategy it accounts (the innermost one), through its
     public attributes only, as Flower's DP wrappers read theirs: :class:`ReleaseTraining` has them, and
@@ -189,7 +195,9 @@ class LocalDPAccounting(Strategy):
             self.refused_total["test"] += wire.read_int(
                 wire.metric_record(reply.content, wire.METRICS), "refused-releases", 0
             )
-            self._round_reports.append((self._charge("test", rel), None, int(rel.fresh.sum())))
+            # charged, but not shuffled: a test user's sanitized input goes to the model, not into the
+            # training reports a shuffler would carry (its own pure-LDP figure covers it)
+            self._charge("test", rel)
         metrics = self.strategy.aggregate_evaluate(server_round, replies)
         self._write_record(server_round)
         return metrics
@@ -338,8 +346,9 @@ class LocalDPAccounting(Strategy):
     def shuffle_record(self) -> dict[str, Any]:
         """What a trusted shuffler would turn this round's fresh releases into (an estimate).
 
-        The round's n fresh reports (training and evaluation) are each pure
-        eps0-LDP, eps0 being the largest per-report pure epsilon; the tighter
+        The round's n fresh *training* reports (the releases a shuffler would carry to the
+        server; the test users' sanitized inputs are not among them and keep their own pure-LDP
+        figure) are each pure eps0-LDP, eps0 being the largest per-report pure epsilon; the tighter
         valid bound of the variation-ratio analysis (Wang et al., VLDB 2024) and
         Feldman, McMillan & Talwar (2021) bounds the shuffled central epsilon at
         ``accounting-delta`` (``shuffle_method`` names it). ``epsilon_shuffled`` covers the embeddings;
@@ -351,7 +360,7 @@ class LocalDPAccounting(Strategy):
         """
         reports = [(s, lab) for s, lab, k in self._round_reports if k > 0]
         n = sum(k for *_, k in self._round_reports)
-        this: dict[str, Any] = {"shuffled_reports": n}
+        this: dict[str, Any] = {"shuffled_reports": n, "shuffled_covers": SHUFFLED_COVERS}
         for name, with_label in (("", False), ("_joint", True)):
             guarantees = [[s] + ([lab] if with_label and lab is not None else []) for s, lab in reports]
             this.update(self._shuffle_one(name, n, guarantees))

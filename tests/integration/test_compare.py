@@ -707,3 +707,31 @@ def config_for(path: Path) -> object:
     from simulations.drivers.runner import resolve_run
 
     return config_mod.as_run_config(resolve_run(str(path), Run("probe", {}, {}), plan_mod.like_for_like([]), Path()))
+
+
+def test_every_clean_point_of_a_seed_is_held_against_one_public_line() -> None:
+    """The central point's gain is over the strongest public-only model any run of its seed scored on the clean
+    test inputs (here a local recipe's class-means model with no private release), not over its own logistic
+    regression; each model keeps its name; sanitized-input points keep their own line; seeds do not mix."""
+    from simulations.drivers.compare_outputs import share_public_line
+
+    rows = [
+        {"series": "central-user", "seed": 1, "test_inputs": "clean", "accuracy": 0.80,
+         "public_only_models": {"logistic_regression": 0.70}},
+        {"series": "local-ldp-on-device", "seed": 1, "test_inputs": "clean", "accuracy": 0.74, "map_dim": 32,
+         "public_only_models": {"logistic_regression": 0.70, "server_model": 0.72}},
+        {"series": "local-ldp", "seed": 1, "test_inputs": "sanitized", "accuracy": 0.60, "map_dim": 32,
+         "public_only_models": {"server_model": 0.58}, "public_only_accuracy": 0.58, "gain_over_public": 0.02},
+        {"series": "non-private", "seed": 1, "test_inputs": "sanitized", "accuracy": 0.75, "map_dim": 16,
+         "on_device_accuracy": 0.76, "on_device_public_only_models": {"server_model": 0.725}},
+        {"series": "central-user", "seed": 2, "test_inputs": "clean", "accuracy": 0.80,
+         "public_only_models": {"logistic_regression": 0.65}},
+    ]  # fmt: skip
+    line = share_public_line(rows)
+    assert line["1"]["accuracy"] == 0.725 and line["1"]["model"] == "server_model (map-dim 16)"
+    assert set(line["1"]["models"]) == {"logistic_regression", "server_model (map-dim 32)", "server_model (map-dim 16)"}
+    assert rows[0]["public_only_accuracy"] == 0.725 and rows[0]["gain_over_public"] == pytest.approx(0.075)
+    assert rows[1]["gain_over_public"] == pytest.approx(0.015)
+    assert rows[2]["public_only_accuracy"] == 0.58 and rows[2]["gain_over_public"] == 0.02  # its own line
+    assert rows[3]["on_device_gain_over_public"] == pytest.approx(0.035)
+    assert rows[4]["public_only_accuracy"] == 0.65 and line["2"]["model"] == "logistic_regression"

@@ -45,6 +45,13 @@ def test_fresh_releases_are_charged_once_and_resent_ones_are_free() -> None:
     assert record["train_releases_total"] == 4 and len(core._y) == 4
     assert record["privacy"]["epsilon_ldp"] == pytest.approx(math.pi * EPS)
     assert record["privacy"]["evaluation_covered"] is False and record["ldp_guarantee_holds"] is True
+    # the shuffled what-if counts the 4 training releases only: the 4 test inputs are charged, not shuffled
+    assert record["privacy"]["shuffled_reports"] == 4
+    assert "not the test users" in record["privacy"]["shuffled_covers"]
+    from fl.accounting import shuffle_amplification
+
+    bound = shuffle_amplification(math.pi * EPS + LABEL_EPS, 4, 1e-6)
+    assert record["privacy"]["epsilon_shuffled_joint"] == pytest.approx(bound.epsilon)
 
     record = _round(acc, grid, 2)
     second = core.sample_users(2)
