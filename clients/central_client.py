@@ -27,6 +27,11 @@ average (``fl.accounting.central``). The server uses no other training metric.
 On an *evaluate* message the node scores the global model on its test users'
 raw embeddings and returns confusion counts only (simulation diagnostics, not
 covered by the DP guarantee, as in local mode).
+
+Central mode releases nothing locally sanitized: no user's row leaves the node, only
+clipped model updates whose noise the server adds. So the node's release ledger
+(``fl.release.ledger``: one release per user, ``max-epsilon``) has nothing to enforce
+here; the central guarantee is the server's accountant's.
 """
 
 from __future__ import annotations

@@ -21,6 +21,14 @@ bookkeeping on the node:
 * By default a release is drawn once, kept in the node's ``context.state`` and
   re-sent in later rounds (no new cost). With ``fresh-noise-per-round`` it is
   drawn again, and the reply marks it ``fresh`` so the server accounts it.
+* The node keeps its own ledger of each user's releases (``fl.release.ledger``, in
+  ``context.state`` beside the cache), whatever the server asks: with cached releases a
+  user releases once (a request after a new M1 or document setup is refused for the users
+  who released, and allowed for those who never did; the leaky mode, which has no
+  guarantee, releases again under each new M1); a draw past ``max-epsilon`` is
+  refused (0 = no budget). A refusal draws no noise and is counted in the reply's
+  ``refused-releases``. The same holds for test users (evaluate) and for a node that trains
+  on its releases (``clients.node_training``), which release through the same function.
 * Every row travels with its charge (``fl.accounting.charges``): the same
   object the node's budget check used.
 * Noise seeds come from the node's secret (:class:`fl.release.NodeState`).

@@ -3,7 +3,8 @@ the node trains the downstream model on its users' releases and replies with the
 
 The train request is the local one (the users to release, M1, the document setup) plus the global model
 and ``train-on-releases = 1``. The node releases for the requested users exactly as when the server trains
-(:func:`fl.release.release`: drawn once, re-sent from its state, refused past ``max-epsilon``), then fits the
+(:func:`fl.release.release`: drawn once, re-sent from its state; the node's own ledger refuses a user's second
+release after a new M1 and a release past ``max-epsilon``), then fits the
 global model on every row it has released so far (:func:`fl.release.held_releases`: the released vectors
 and the released labels, nothing else) for ``server-epochs`` epochs of Adam at ``learning-rate`` (with
 FedProx's proximal term when the request carries ``proximal-mu``). Its reply:

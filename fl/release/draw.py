@@ -5,10 +5,13 @@ Guarantees, whoever calls it (the ClientApp, an audit, an attack):
 * each user is sanitized independently: one row of a batched mechanism call per document, with fresh
   randomness per row, from a generator derived from the node's secret (never from data);
 * a row is drawn once and re-sent from the state in later rounds (no new cost) unless
-  ``fresh-noise-per-round`` is set; a new M1 (or document setup) makes every cached row stale;
+  ``fresh-noise-per-round`` is set; a new M1 (or document setup) makes every cached row stale, and the
+  node's own ledger (:mod:`fl.release.ledger`) then refuses to draw again for a user who has released:
+  one release per user, whatever the server asks (the leaky mode aside);
 * a fresh draw that would take its user past ``max-epsilon`` is refused (re-sent from the cache if it
   has one, else left out and counted);
-* every row carries its charge (``fl.accounting.charges``), the same object the budget check used.
+* every fresh draw is entered in the node's ledger before its noise is drawn, with its charge
+  (``fl.accounting.charges``): the same object the row carries and the server's ledger reads.
 """
 
 from __future__ import annotations
@@ -22,13 +25,13 @@ from flwr.app import Array, ArrayRecord, ConfigRecord
 
 from fl import wire
 from fl.accounting.charges import Charge
-from fl.accounting.charges import costs as charge_costs
 from fl.cohort import Cohort
 from fl.levels.base import EmbeddingChannel
 from fl.levels.channels import Channels, ReleaseInputs
 from fl.levels.spec import LevelSpec
 from fl.levels.word import rewrite as rewrite_mod
 from fl.maps import input_map as maps
+from fl.release.ledger import charge_terms
 from fl.release.state import NodeState, derived_seed
 
 
@@ -41,7 +44,7 @@ class NodeRelease:
     ids: np.ndarray | None  # public candidate indices (DeepCandidate), per sent row
     labels: np.ndarray | None
     fresh: np.ndarray  # per sent row: drawn now (costs privacy) or re-sent from the cache (free)
-    refused: int  # fresh draws refused because the user's budget would be exceeded (re-sent if cached)
+    refused: int  # fresh draws the node's ledger refused: a user's second release, or past its budget
     extras: dict[str, np.ndarray]  # the channel's per-row extras of the sent rows
     grad: torch.Tensor | None = None  # leaky mode only: unsanitized dLoss/dM1
 
@@ -115,10 +118,12 @@ def release(
     """Released embeddings (and, for training, labels) of the cohort ``rows``, drawn by ``channels``.
 
     Rows released before under the same M1 (and document setup) are re-sent from the state unless
-    ``fresh-noise-per-round`` is set. A fresh draw that would take its user past ``max-epsilon`` (the
-    channel's cost, plus the label's for training) is refused: the row is re-sent from the cache if it has
-    one, else left out and counted. The M1 gradient is only computed in the ``leaky`` mode (and is not
-    private).
+    ``fresh-noise-per-round`` is set. Every fresh draw is first put to the node's ledger
+    (:meth:`fl.release.ledger.NodeLedger.admit`), which refuses a second release of a user with cached
+    releases (after a new M1 or document setup; not in the leaky mode) and a draw that would take its user
+    past ``max-epsilon`` (the channel's cost, plus the label's for training): a refused row is re-sent
+    from the cache if it has one, else left out and counted, and no noise is drawn for it. The M1
+    gradient is only computed in the ``leaky`` mode (and is not private).
 
     Parameters
     ----------
@@ -163,15 +168,17 @@ def release(
         done = np.zeros(n, dtype=bool)
     fresh_noise = bool(cfg.fresh_noise_per_round)
     want = rows if fresh_noise else rows[~done[rows]]
-    budget = float(cfg.max_epsilon)
-    if budget > 0:  # the per-row costs are only read by a budget
-        extras = channels.embedding.extras(c, purpose, want)
-        costs = charge_costs(*charges_by_extras(channels.embedding, want.size, extras))
-        if y is not None:
-            costs = costs + channels.label.costs(want.size)
-        ok = state.within_budget(budget, purpose, row_user[want], costs)
-    else:
-        ok = np.ones(want.size, dtype=bool)
+    eps, delta = _row_terms(channels, c, purpose, want, with_label=y is not None)
+    ok = state.ledger.admit(
+        purpose,
+        row_user[want],
+        eps,
+        delta,
+        version,
+        once=not fresh_noise,
+        new_space_ok=cfg.map_in == "leaky",  # M1 moves every round there; no local-DP guarantee holds
+        budget=float(cfg.max_epsilon),
+    )
     need, denied = want[ok], want[~ok]
     grad = None
     if need.size:
@@ -212,6 +219,19 @@ def release(
         extras=channels.embedding.extras(c, purpose, sent),
         grad=grad,
     )
+
+
+def _row_terms(
+    channels: Channels, c: Cohort, purpose: str, rows: np.ndarray, with_label: bool
+) -> tuple[np.ndarray, np.ndarray]:
+    """Per-row (epsilon, delta) of releasing ``rows`` (the embedding channel's charge, plus the label's for
+    training): from the charges the rows would carry (known before the draw)."""
+    extras = channels.embedding.extras(c, purpose, rows)
+    eps, delta = charge_terms(*charges_by_extras(channels.embedding, rows.size, extras))
+    if with_label:
+        label_eps, label_delta = charge_terms(*channels.label.charges(rows.size))
+        eps, delta = eps + label_eps, delta + label_delta
+    return eps, delta
 
 
 def held_releases(state: NodeState) -> tuple[np.ndarray, np.ndarray]:

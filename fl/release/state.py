@@ -1,5 +1,6 @@
-"""A node's own state: its noise secret and draw counters, its users' spent budgets, and the releases
-it has drawn (kept so that a release is re-sent rather than drawn again).
+"""A node's own state: its noise secret and draw counters, its ledger of what each user has released
+(:mod:`fl.release.ledger`), and the releases it has drawn (kept so that a release is re-sent rather than
+drawn again).
 
 The state lives in a Flower ``RecordDict``: in the ClientApp it is the node's ``context.state``, which
 persists across the messages of a run and, through ``clients.node_state``, across a resumed run. Nothing
@@ -11,11 +12,11 @@ from __future__ import annotations
 import hashlib
 import secrets
 
-import numpy as np
 import torch
-from flwr.app import Array, ArrayRecord, ConfigRecord, RecordDict
+from flwr.app import ConfigRecord, RecordDict
 
 from fl import wire
+from fl.release.ledger import NodeLedger
 from mechanisms.keystream import SecureGenerator
 
 #: The node's noise secret and draw counter (a ``ConfigRecord``: ``secret``, ``draws``).
@@ -86,29 +87,8 @@ class NodeState:
         self.records[key] = ConfigRecord({"draws": draw + 1 if fresh else 1})
         return draw
 
-    def within_budget(self, budget: float, purpose: str, users: np.ndarray, costs: np.ndarray) -> np.ndarray:
-        """Which of these prospective releases (one per entry of ``users``, in order, costing ``costs``) fit
-        the users' lifetime ``budget`` (``max-epsilon``; 0 = none); records the spend of the allowed ones.
-
-        The node keeps each of its users' spend in its own state: the budget is enforced by the client,
-        whatever the server asks.
-        """
-        if budget <= 0 or users.size == 0:
-            return np.ones(users.size, dtype=bool)
-        key = f"sanitas.spent.{purpose}"
-        spent: dict[int, float] = {}
-        if key in self.records:
-            record = wire.array_record(self.records, key)
-            spent = dict(zip(record["user"].numpy().tolist(), record["eps"].numpy().tolist(), strict=True))
-        allowed = np.zeros(users.size, dtype=bool)
-        for i, (u, cost) in enumerate(zip(users.tolist(), costs.tolist(), strict=True)):  # not a hot path
-            if spent.get(u, 0.0) + cost <= budget * (1 + 1e-12):
-                spent[u] = spent.get(u, 0.0) + cost
-                allowed[i] = True
-        self.records[key] = ArrayRecord(
-            {
-                "user": Array(np.fromiter(spent.keys(), dtype=np.int64, count=len(spent))),
-                "eps": Array(np.fromiter(spent.values(), dtype=np.float64, count=len(spent))),
-            }
-        )
-        return allowed
+    @property
+    def ledger(self) -> NodeLedger:
+        """The node's own ledger of its users' releases, over the same records (:mod:`fl.release.ledger`):
+        what each user has spent and in which release space, enforced by the node whatever the server asks."""
+        return NodeLedger(self.records)

@@ -144,7 +144,10 @@ _RELEASE_COUNTS = {
     "num-examples": "rows in this reply's release (training on the nodes: the releases the node holds and trained "
     "on, the strategy's weight)",
     "fresh-releases": "rows drawn now (the ledger charges them)",
-    "refused-releases": "fresh draws the node refused because of the users' max-epsilon budget",
+    "refused-releases": (
+        "fresh draws the node's own ledger refused: a user who already released (a second request, or a new map), "
+        "or one over its max-epsilon budget"
+    ),
 }
 _LOCAL_EVAL_COUNTS = {
     "confusion": "confusion counts of the server model on the node's sanitized test releases (README: "

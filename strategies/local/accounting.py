@@ -54,6 +54,7 @@ SHUFFLED_COVERS = (
     "shuffler; not the test users' sanitized inputs (their pure-LDP figure holds); a what-if: Sanitas has no shuffler"
 )
 
+
 class AccountedCore(Protocol):
     """What :class:`LocalDPAccounting` reads of the strategy it accounts (the innermost one), through its
     public attributes only, as Flower's DP wrappers read theirs: :class:`ReleaseTraining` has them, and
