@@ -13,6 +13,8 @@ by row puts private users' sentences, word for word, into the public split. This
   :func:`source_split_size` until a number of texts); an item whose text is contained in a public
   root is public text, so it goes to the public side too, whatever its group (a private user never
   holds a text that occurs verbatim in a public document);
+* splits groups class by class (:func:`stratified_groups`), so that both sides of a tuning split of the
+  public documents hold every class that two groups or more hold;
 * keeps one item per group (:func:`group_roots`: its longest text) where a user is a whole group;
 * measures what is left (:func:`measure_overlap`): exact duplicates and verbatim containment of
   private texts in public texts, on a seeded sample, for every run's summary.
@@ -131,6 +133,67 @@ def first_groups(labels: np.ndarray, size: int, order: np.ndarray) -> np.ndarray
     chosen_group = np.zeros(len(unique), dtype=bool)
     chosen_group[order[:taken]] = True
     return chosen_group[inverse]
+
+
+def stratified_groups(
+    groups: np.ndarray, labels: np.ndarray, fraction: float, order: np.ndarray, undrawn_holds_all: bool = False
+) -> np.ndarray:
+    """bool [n]: the items of whole groups drawn class by class, so that the drawn side holds about ``fraction``
+    of each class and each side holds every class that two groups or more hold (the tuning splits of the public
+    documents: ``fl.maps.recipes``' hold-out and the halves of its fitting part).
+
+    ``groups`` [n]: each item's group (containment roots, a group column); ``labels`` [n]: its class (int >= 0);
+    ``order``: a permutation of the indices of ``groups``' sorted distinct values, the order groups are drawn in.
+
+    1. each group is filed under the rarest class it holds (fewest items in the collection, ties to the lower
+       class): a group of mixed classes counts for the class that is hardest to place;
+    2. within each class's file, whole groups in ``order`` are drawn until they hold at least
+       ``max(1, round(fraction * the file's items))`` items, never the file's last group (a class that one
+       group holds stays undrawn);
+    3. a class that two groups or more hold and that one side lacks gets a group holding it moved across: the
+       first in ``order`` whose move leaves the other side every class it held; with ``undrawn_holds_all`` the
+       undrawn side is given every class of the collection, whatever the drawn side loses (the side a model is
+       fitted on, which needs every class). Where no move qualifies the side lacks the class; the caller reads
+       which from the result.
+
+    Every group is wholly drawn or wholly not. With one class it is :func:`first_groups` at
+    ``max(1, round(fraction * n))`` items that never draws the last group. Deterministic for ``order``."""
+    labels = np.asarray(labels, dtype=np.int64)
+    unique, inverse = np.unique(np.asarray(groups), return_inverse=True)
+    if len(labels) == 0:
+        return np.zeros(0, dtype=bool)
+    k = int(labels.max()) + 1
+    holds = np.zeros((len(unique), k), dtype=np.int64)  # items of each class in each group
+    np.add.at(holds, (inverse, labels), 1)
+    rarest_first = np.argsort(holds.sum(axis=0), kind="stable")
+    rank = np.empty(k, dtype=np.int64)
+    rank[rarest_first] = np.arange(k)
+    filed = rarest_first[np.where(holds > 0, rank[None, :], k).argmin(axis=1)]
+    position = np.empty(len(unique), dtype=np.int64)
+    position[np.asarray(order)] = np.arange(len(unique))
+    sizes = holds.sum(axis=1)
+    drawn = np.zeros(len(unique), dtype=bool)
+    for c in rarest_first:
+        members = np.flatnonzero(filed == c)
+        if len(members) < 2:
+            continue
+        members = members[np.argsort(position[members])]
+        quota = max(1, round(fraction * int(sizes[members].sum())))
+        take = min(int(np.searchsorted(np.cumsum(sizes[members]), quota)) + 1, len(members) - 1)
+        drawn[members[:take]] = True
+    for c in rarest_first:
+        holders = np.flatnonzero(holds[:, c] > 0)
+        holders = holders[np.argsort(position[holders])]
+        for side in (True, False):
+            forced = undrawn_holds_all and not side
+            if (drawn[holders] == side).any() or (len(holders) < 2 and not forced):
+                continue
+            counts = holds[drawn != side].sum(axis=0)  # the other side's classes, which a move must keep
+            for g in holders:
+                if forced or not ((counts > 0) & (counts - holds[g] == 0)).any():
+                    drawn[g] = side
+                    break
+    return drawn[inverse]
 
 
 def source_split(texts: Sequence[str], groups: np.ndarray, fraction: float, seed: int) -> SourceSplit:

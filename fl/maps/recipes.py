@@ -10,7 +10,10 @@ would spend privacy nobody counted; here every candidate is scored by emulating 
 1. the public documents are split (seeded) into a fitting part and a hold-out (the stand-in for
    the run's test users) by source group (``groups``: the containment groups of the public texts,
    :func:`fl.data.datasets.public_groups`), so that no near-duplicate phrase of one source sits on
-   both sides (split by row, SST-2's public hold-out read 0.845 against 0.798 on the test split);
+   both sides (split by row, SST-2's public hold-out read 0.845 against 0.798 on the test split), and
+   by class within the groups (:func:`fl.data.sources.stratified_groups`), so that both parts hold
+   every class of the draw that two groups hold (a rare class cut from the fitting part stopped the
+   choice: TREC's ABBR, issue 65);
 2. M1 is built from the fitting part as the run would build it from all public documents;
 3. the fitting part is resampled to the run's number of private users ``N`` (at most
    ``MAX_EMULATED_USERS``), each row sanitized afresh at the candidate's sentence epsilon and
@@ -19,9 +22,11 @@ would spend privacy nobody counted; here every candidate is scored by emulating 
    trains on those releases and is scored on the hold-out's releases (test inputs sanitized
    as the run sanitizes them).
 
-The best candidate's keys are returned with the whole table. Only public embeddings, public
-labels and the run's release and server sections and seed (:class:`RecipeSpec`) are read, so the choice
-is public: it costs no privacy.
+The best candidate's keys are returned with the whole table. A class-means candidate (scored on the
+hold-out's clean rows) is held against the public-only models on the same rows, and where the best does
+not beat them beyond the hold-outs' noise the choice is a *fallback* to the public-only model
+(:func:`choose`). Only public embeddings, public labels and the run's release and server sections and
+seed (:class:`RecipeSpec`) are read, so the choice is public: it costs no privacy.
 """
 
 from __future__ import annotations
@@ -36,8 +41,7 @@ import torch
 
 from fl.config import SECTIONS, ConfigError, ReleaseConfig, RunConfig, ServerConfig
 from fl.maps import input_map as maps
-from fl.maps.class_means_emulation import CohortPlan
-from fl.maps.class_means_emulation import emulate as emulate_means
+from fl.maps.class_means_emulation import Parts, emulate_recipe, public_only
 from fl.maps.pipeline import train_and_score
 from fl.maps.public_model import PublicModel, fit_public_model, projection_map
 
@@ -135,13 +139,26 @@ CLASS_MEANS_SHARES: tuple[float, ...] = (0.1, 0.2, 0.35, 0.5)
 CLASS_MEANS_DIMS: tuple[int, ...] = (8, 16, 32, 64)
 
 
+#: The earlier cohorts' m' (``cohort-map-dim``) tried by the class-means grid of a config with ``cohorts`` > 1, each
+#: with the candidates' ``map-dim`` at most as large (the later cohort releases along a map refitted to map-dim).
+COHORT_MAP_DIMS: tuple[int, ...] = (16, 32, 64)
+#: The discriminant's covariance (``class-means-covariance``) tried by the class-means grid of a config with cohorts.
+COVARIANCES: tuple[str, ...] = ("public", "releases")
+
+
 def class_means_candidates(
-    dims: Sequence[int] = CLASS_MEANS_DIMS, shares: Sequence[float] = CLASS_MEANS_SHARES
+    dims: Sequence[int] = CLASS_MEANS_DIMS,
+    shares: Sequence[float] = CLASS_MEANS_SHARES,
+    cohort_dims: Sequence[int] = (),
+    covariances: Sequence[str] = (),
 ) -> list[Candidate]:
     """The class-means grid (``sanitas tune --recipes class-means``): PrivUnit (unbiased) on the public projection
     of each dimension m', labels through randomized response at each share, the server's debiased class
     means combined with the public ones (``fl.maps.class_means``). Scored on the hold-out's *clean* rows:
-    on-device inference, the deployment this recipe is for."""
+    on-device inference, the deployment this recipe is for. With ``cohort_dims`` (a config with ``cohorts`` > 1)
+    each m' is tried with every earlier cohorts' m' (``cohort-map-dim``) at least as large, and with
+    ``covariances`` with each ``class-means-covariance``: the two-cohort protocol's own options, chosen on public
+    data like the rest (:func:`class_means_grid`)."""
     keys = {
         "map-in": "projection",
         "sentence-mechanism": "privunit",
@@ -149,11 +166,25 @@ def class_means_candidates(
         "server-model": "class-means",
         "label-mechanism": "rr",
     }
-    return [
-        Candidate(f"class-means-projection-m{m} label-share {s:g}", {**keys, "map-dim": m}, s)
-        for m in dims
-        for s in shares
-    ]
+    shapes: list[tuple[str, dict[str, Any]]] = []
+    for m in dims:
+        for c in cohort_dims or [0]:
+            for v in covariances or [""]:
+                if cohort_dims and c < m:
+                    continue
+                name = f"class-means-projection-m{m}" + (f" cohort-m{c}" if c else "")
+                name += f" covariance-{v}" if v else ""
+                shape = {"map-dim": m, **({"cohort-map-dim": c} if c else {})}
+                shapes.append((name, {**shape, **({"class-means-covariance": v} if v else {})}))
+    return [Candidate(f"{name} label-share {s:g}", {**keys, **shape}, s) for name, shape in shapes for s in shares]
+
+
+def class_means_grid(cohorts: int) -> list[Candidate]:
+    """The class-means grid for a config with ``cohorts``: :func:`class_means_candidates`, with
+    :data:`COHORT_MAP_DIMS` and :data:`COVARIANCES` when ``cohorts`` > 1 (72 candidates instead of 16)."""
+    if int(cohorts) > 1:
+        return class_means_candidates(cohort_dims=COHORT_MAP_DIMS, covariances=COVARIANCES)
+    return class_means_candidates()
 
 
 class CostNotLinear(ValueError):
@@ -204,21 +235,28 @@ def split_budget(
     return out
 
 
-def _holdout(groups: np.ndarray, generator: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
-    """(fitting rows, hold-out rows), sorted: whole source groups in a seeded order go to the hold-out
-    until it holds at least ``HOLDOUT_FRACTION`` of the rows (at least one). Guarantees that no group
-    has rows on both sides and at least 2 fitting rows, else a ``ValueError``. Deterministic for the
-    generator's state."""
-    from fl.data.sources import first_groups
+def _holdout(
+    groups: np.ndarray, generator: torch.Generator, labels: np.ndarray | None = None
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """(fitting rows, hold-out rows), sorted: whole source groups in a seeded order go to the hold-out, class by
+    class (``labels``; ``None``: one class) until it holds ``HOLDOUT_FRACTION`` of each class's rows
+    (:func:`fl.data.sources.stratified_groups`), so that both parts hold every class of the draw that two source
+    groups or more hold; the fitting part holds every class of the draw (the public model needs each), so a class
+    that one group holds (a class with a single public document) stays there and the hold-out lacks it
+    (:func:`choose` says so).
+    Guarantees that no group has rows on both sides, a hold-out row and at least 2 fitting rows, else a
+    ``ValueError``. Deterministic for the generator's state."""
+    from fl.data.sources import stratified_groups
 
-    labels = np.asarray(groups)
-    n, num_groups = len(labels), len(np.unique(labels))
+    groups = np.asarray(groups)
+    n, num_groups = len(groups), len(np.unique(groups))
     order = torch.randperm(num_groups, generator=generator).numpy()
-    is_val = first_groups(labels, max(1, round(HOLDOUT_FRACTION * n)), order)
-    if int((~is_val).sum()) < 2:
+    strata = np.zeros(n, dtype=np.int64) if labels is None else np.asarray(labels)
+    is_val = stratified_groups(groups, strata, HOLDOUT_FRACTION, order, undrawn_holds_all=True)
+    if int((~is_val).sum()) < 2 or not is_val.any():
         raise ValueError(
             f"choosing a recipe needs more public documents: {n} in {num_groups} source group(s) leave "
-            f"{int((~is_val).sum())} to fit on beside the hold-out"
+            f"{int((~is_val).sum())} to fit on and {int(is_val.sum())} to hold out"
         )
     return torch.from_numpy(np.flatnonzero(~is_val)), torch.from_numpy(np.flatnonzero(is_val))
 
@@ -243,78 +281,18 @@ def _start_map(release: ReleaseConfig, x: torch.Tensor, y: torch.Tensor, num_cla
     raise ValueError(f"sanitas tune emulates map-in 'supervised', 'projection', 'random' or 'identity', got {kind!r}")
 
 
-def _halves(fit: torch.Tensor) -> tuple[np.ndarray, np.ndarray]:
-    """The fitting rows cut in two, alternately (they are sorted, so source groups stay mostly whole): the
-    stand-in for the public split and the stand-in for the private users of a class-means emulation."""
+def _halves(fit: torch.Tensor, groups: np.ndarray, labels: np.ndarray, generator: torch.Generator) -> Parts:
+    """The fitting rows cut in two by source group, class by class (:func:`fl.data.sources.stratified_groups`,
+    half each): the stand-in for the public split of a class-means emulation, which is given every class of the
+    fitting part (the public model needs every class; a class of one source group stays on it), and the stand-in
+    for the private users. ``Parts.held`` is left empty here."""
+    from fl.data.sources import stratified_groups
+
     rows = fit.numpy()
-    return rows[0::2], rows[1::2]
-
-
-def emulate_class_means(
-    release: ReleaseConfig,
-    x: torch.Tensor,
-    y: torch.Tensor,
-    split: tuple[torch.Tensor, torch.Tensor],
-    model: PublicModel,
-    num_classes: int,
-    num_users: int,
-    generator: torch.Generator,
-    server: ServerConfig | None = None,
-) -> float:
-    """On-device accuracy of a ``class-means`` run emulated on public documents
-    (:func:`fl.maps.class_means_emulation.emulate`): one half of the fitting part stands in for the public
-    split, the other, resampled to the run's users (at most ``MAX_EMULATED_USERS``), for the private users.
-
-    ``release``: the run's release section (``map-in``, ``map-dim``; the sentence mechanism, which must
-    release without bias, and the label mechanism, ``rr`` or ``none``); ``split`` = (fitting rows, hold-out
-    rows); ``model``: the public model of the public stand-in half; ``generator``: every draw; ``server``: the
-    run's server section, whose ``cohorts``, ``cohort-map-dim`` and ``class-means-covariance`` the emulation
-    follows (:class:`fl.maps.class_means_emulation.CohortPlan`)."""
-    fit, val = split
-    pub, priv = _halves(fit)
-    m_prime = maps.map_dim(release, x.shape[1])
-    mech = release.mechanism("sentence", input_dim=m_prime, num_classes=num_classes)
-    second = mech.unbiased_moments(m_prime)
-    if second is None:
-        raise ValueError(f"server-model = 'class-means' needs unbiased releases; {release.sentence_mechanism!r} is not")
-    law, label_sanitize = None, None
-    if release.label_mechanism == "rr":
-        label = release.mechanism("label")
-        law = label.log_transition_matrix(num_classes)
-
-        def label_sanitize(labels: torch.Tensor, gen: torch.Generator) -> torch.Tensor:
-            return label.sanitize(labels, num_classes, generator=gen)
-
-    elif release.label_mechanism != "none":
-        raise ValueError("sanitas tune emulates label-mechanism 'rr' or 'none'")
-    xn, yn = x.cpu().numpy(), y.cpu().numpy()
-    plan = None
-    if server is not None and (server.cohorts > 1 or server.class_means_covariance == "releases"):
-
-        def moments(dim: int) -> tuple[Any, float]:
-            other = release.mechanism("sentence", input_dim=dim, num_classes=num_classes)
-            return (lambda rows, gen: other.sanitize(rows, generator=gen)), float(other.unbiased_moments(dim))
-
-        def covariance_law(dim: int) -> tuple[float, float] | None:
-            return release.mechanism("sentence", input_dim=dim, num_classes=num_classes).second_moment_law(dim)
-
-        releases = server.class_means_covariance == "releases"
-        plan = CohortPlan(server.cohorts, server.cohort_map_dim, covariance_law if releases else None, moments)
-    return emulate_means(
-        model,
-        (xn[pub], yn[pub]),
-        (xn[priv], yn[priv]),
-        (xn[val.numpy()], yn[val.numpy()]),
-        num_classes,
-        m_prime,
-        lambda rows, gen: mech.sanitize(rows, generator=gen),
-        second,
-        law,
-        label_sanitize,
-        min(int(num_users), MAX_EMULATED_USERS),
-        generator,
-        plan,
-    )
+    g, y = np.asarray(groups)[rows], np.asarray(labels)[rows]
+    order = torch.randperm(len(np.unique(g)), generator=generator).numpy()
+    private = stratified_groups(g, y, 0.5, order, undrawn_holds_all=True)
+    return Parts(rows[~private], rows[private], np.zeros(0, dtype=np.int64))
 
 
 def emulate(
@@ -369,9 +347,22 @@ def choose(
     repeats: int = 3,
 ) -> tuple[Scored, list[Scored]]:
     """The candidate with the best emulated public hold-out accuracy at whole-record pure ``total`` per
-    user (the mean over ``repeats`` seeded public fitting/hold-out splits by source group, ``groups``
+    user (the mean over ``repeats`` seeded public fitting/hold-out splits by source group and class, ``groups``
     [n] naming each public document's group, the same splits and maps for every candidate), and every
     candidate's score. Ties go to the earlier candidate. Deterministic for the run's ``seed``.
+
+    The class-means candidates are held against the public-only models on the same hold-outs and inputs (clean
+    rows): the public logistic regression of the public stand-in half, and the class-means model of its public
+    statistics alone at each map-dim (and cohort-map-dim) the grid tries (:func:`public_only_scores`). When no
+    candidate beats the strongest of them beyond the hold-outs' noise (:data:`FALLBACK_STANDARD_ERRORS`), the choice
+    is a *fallback*: the run should ship the public-only model. The best candidate's ``extra`` says so:
+    ``fallback``, ``public_only_accuracy`` (the strongest public-only model's mean), ``public_only_model``,
+    ``public_only_models`` (each one's mean), ``gain_over_public_only`` and ``gain_standard_error`` (the best
+    candidate's paired gain over the strongest, over every hold-out row, and its standard error),
+    ``fallback_keys`` (the map-dim, with cohorts the cohort-map-dim, of the strongest public class-means model:
+    the keys a fallback run ships it at) and ``holdout_lacks`` (the classes of the draw some hold-out lacked: a
+    class of one source group stays in the fitting part). A sanitized-input grid has no public-only score
+    (``fallback`` false).
 
     ``spec``: the run's release and server sections and seed (:meth:`RecipeSpec.from_config`), to which each
     candidate's keys and its budget split are applied (:meth:`RecipeSpec.with_keys`); ``x``, ``y``: the
@@ -386,20 +377,31 @@ def choose(
         m_prime = maps.map_dim(trial.release, x.shape[1])
         values = {**dict(cand.keys), **split_budget(trial.release, total, cand.label_share, m_prime, num_classes)}
         trials.append((cand, values, spec.with_keys(values)))
+    groups, labels = np.asarray(groups), y.cpu().numpy()
+    users = min(int(num_users), MAX_EMULATED_USERS)
     accs: list[list[float]] = [[] for _ in grid]
+    rows: list[list[np.ndarray]] = [[] for _ in grid]  # a class-means candidate's right and wrong hold-out rows
+    bar: dict[str, list[np.ndarray]] = {}  # each public-only model's right and wrong rows on every hold-out
+    bar_keys: dict[str, dict[str, int]] = {}
+    lacks: set[int] = set()
     for r in range(repeats):
         gen = torch.Generator().manual_seed(int(spec.seed) * 1000 + r)
-        split = _holdout(np.asarray(groups), gen)
+        split = _holdout(groups, gen, labels)
+        lacks |= set(np.unique(labels).tolist()) - set(np.unique(labels[split[1].numpy()]).tolist())
         matrices: dict[tuple[Any, ...], torch.Tensor | None] = {}
-        public: PublicModel | None = None  # the fitting part's public model, for every class-means candidate
+        parts: Parts | None = None  # the public and private stand-ins and the hold-out of every class-means candidate
+        public: PublicModel | None = None  # the public stand-in's public model
         for i, (_, _, trial) in enumerate(trials):
             if trial.server.server_model == "class-means":
-                if public is None:  # fitted on the public stand-in half of the fitting rows
-                    half = torch.as_tensor(_halves(split[0])[0])
-                    public = fit_public_model(x[half], y[half], num_classes)
-                accs[i].append(
-                    emulate_class_means(trial.release, x, y, split, public, num_classes, num_users, gen, trial.server)
-                )
+                if parts is None or public is None:
+                    parts = _halves(split[0], groups, labels, gen)._replace(held=split[1].numpy())
+                    public = fit_public_model(x[parts.public], y[parts.public], num_classes)
+                    for name, (right, keys) in public_only_scores(trials, x, y, parts, public, num_classes).items():
+                        bar.setdefault(name, []).append(right)
+                        bar_keys[name] = keys
+                release, server = trial.release, trial.server
+                rows[i].append(emulate_recipe(release, server, x, y, parts, public, num_classes, users, gen))
+                accs[i].append(float(rows[i][-1].mean()))
                 continue
             release = trial.release
             key = (release.map_in, release.map_dim, release.map_scale, release.map_seed)
@@ -412,5 +414,75 @@ def choose(
     ]
     if len({s.extra["test_inputs"] for s in table}) > 1:
         raise ValueError("a recipe grid mixes on-device (class-means) and sanitized-input candidates: score them apart")
-    best = max(table, key=lambda s: s.accuracy)  # max keeps the first of equal scores
+    chosen = max(range(len(table)), key=lambda i: table[i].accuracy)  # max keeps the first of equal scores
+    best = table[chosen]
+    best.extra.update(_against_public_only(rows[chosen], bar, bar_keys))
+    best.extra["holdout_lacks"] = sorted(int(c) for c in lacks)
     return best, table
+
+
+#: The name of the public logistic regression among the public-only models of :func:`public_only_scores`.
+PUBLIC_REGRESSION = "public logistic regression"
+
+
+def public_only_scores(
+    trials: Sequence[tuple[Candidate, dict[str, Any], RecipeSpec]],
+    x: torch.Tensor,
+    y: torch.Tensor,
+    parts: Parts,
+    public: PublicModel,
+    num_classes: int,
+) -> dict[str, tuple[np.ndarray, dict[str, int]]]:
+    """Which clean rows of ``parts.held`` each public-only model classifies right (bool), with the keys a run ships
+    it at: the public logistic regression ``public`` (of ``parts.public``), and the class-means model of
+    ``parts.public``'s statistics alone (:func:`fl.maps.class_means_emulation.public_only`) at each map-dim (with
+    cohorts, each map-dim and cohort-map-dim) the class-means ``trials`` use. Reads the public documents only."""
+    xn, yn = x.cpu().numpy(), y.cpu().numpy()
+    held = (xn[parts.held], yn[parts.held])
+    out: dict[str, tuple[np.ndarray, dict[str, int]]] = {
+        PUBLIC_REGRESSION: (np.asarray(public.predict(held[0]) == held[1]), {})
+    }
+    for _, _, trial in trials:
+        if trial.server.server_model != "class-means":
+            continue
+        m, cohorts = maps.map_dim(trial.release, x.shape[1]), int(trial.server.cohorts)
+        first = (int(trial.server.cohort_map_dim) or m) if cohorts > 1 else 0
+        name = f"public class means m{m}" + (f" cohort-m{first}" if first else "")
+        if name not in out:
+            right = public_only(public, (xn[parts.public], yn[parts.public]), held, num_classes, m, cohorts, first)
+            out[name] = (right, {"map-dim": m, **({"cohort-map-dim": first} if first else {})})
+    return out
+
+
+#: Standard errors by which the best candidate must beat the strongest public-only model on the public hold-outs
+#: to be chosen (the one-standard-error rule of model selection, Hastie, Tibshirani and Friedman, *The Elements of
+#: Statistical Learning*, 7.10: the simplest model within one standard error of the best; here the public-only
+#: model is the simplest, and the best of many candidates scored on a few dozen hold-out documents is
+#: optimistic).
+FALLBACK_STANDARD_ERRORS = 1.0
+
+
+def _against_public_only(
+    best: Sequence[np.ndarray], bar: Mapping[str, Sequence[np.ndarray]], keys: Mapping[str, dict[str, int]]
+) -> dict[str, Any]:
+    """What the best candidate's right and wrong hold-out rows ``best`` (one array per hold-out) say against the
+    public-only models' on the same rows (``bar``; ``keys``: the keys a run ships each at): whether the choice
+    falls back. The strongest public-only model is the one of best mean accuracy over the hold-outs; the candidate
+    is chosen only if its paired gain over it, over every hold-out row, exceeds
+    :data:`FALLBACK_STANDARD_ERRORS` standard errors of that gain."""
+    if not bar or not best:
+        return {"fallback": False, "public_only_accuracy": None, "public_only_model": None, "fallback_keys": {}}
+    means = {name: float(np.mean([r.mean() for r in right])) for name, right in bar.items()}
+    strongest = max(means, key=lambda name: means[name])
+    gain = np.concatenate(best).astype(float) - np.concatenate(bar[strongest]).astype(float)
+    error = float(gain.std(ddof=1) / np.sqrt(len(gain))) if len(gain) > 1 else float("inf")
+    shipped = [name for name in means if name != PUBLIC_REGRESSION]
+    return {
+        "fallback": not float(gain.mean()) > FALLBACK_STANDARD_ERRORS * error,
+        "public_only_accuracy": means[strongest],
+        "public_only_model": strongest,
+        "public_only_models": means,
+        "gain_over_public_only": float(gain.mean()),
+        "gain_standard_error": error,
+        "fallback_keys": dict(keys[max(shipped, key=lambda name: means[name])]) if shipped else {},
+    }

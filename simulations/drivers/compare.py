@@ -56,6 +56,7 @@ lines and the majority-class rate).
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sys
 from collections.abc import Sequence
@@ -63,13 +64,12 @@ from pathlib import Path
 from typing import Any
 
 from fl import config as config_mod
+from simulations.drivers.compare_lines import public_line_fields, share_public_line
 from simulations.drivers.compare_outputs import (
     add_ceilings,
     add_noise_free_ceilings,
     aggregate,
-    public_line_fields,
     rows_for,
-    share_public_line,
     write,
 )
 from simulations.drivers.compare_plan import CompareRequest, ComparisonPlan, build_plan, strategy_label
@@ -160,8 +160,9 @@ def _document(
         "central_delta": cal.delta,
         "local_accounting_delta": float(f"{cal.delta:.6g}"),
         "noise_for_target_epsilon": {str(t): z for t, z in cal.noise.items()},
+        # every option each seed's recipe chose on its public draw, and whether it fell back to the public-only model
         "recipe_by_seed": {
-            str(s): {f"{t:g}": {"label_share": r.label_share, "map_dim": r.map_dim} for t, r in chosen.items()}
+            str(s): {f"{t:g}": dataclasses.asdict(r) for t, r in chosen.items()}
             for s, chosen in plan.recipes.by_seed.items()
         },
         "label_share_chosen_on": "each seed's own public draw (fl.maps.recipes)"

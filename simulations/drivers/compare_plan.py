@@ -172,7 +172,9 @@ def _seed_probe(seed: int) -> Run:
 def _seed_points(
     request: CompareRequest, local_cfg: config_mod.RunConfig, recipes: Choice, seed: int, first: RunInputs
 ) -> list[tuple[dict[str, Any], float]]:
-    """The local points of ``seed``: its recipe's share and map-dim for each whole-record budget."""
+    """The local points of ``seed``: its recipe's share and map-dim for each whole-record budget, and the keys the
+    recipe sets beside them (:meth:`simulations.drivers.compare_recipes.Recipe.keys`: with cohorts the
+    cohort-map-dim and covariance it chose, for a public-only fallback the server that ships that model)."""
     from fl.maps.input_map import map_dim
 
     chosen = recipes.by_seed[seed]
@@ -184,6 +186,7 @@ def _seed_points(
         first.num_classes,
         request.labels_clear,
         {t: r.map_dim for t, r in chosen.items() if r.map_dim != local_cfg["map-dim"]},
+        {t: r.keys(local_cfg) for t, r in chosen.items()},
     )
 
 
@@ -227,8 +230,9 @@ def plan(
     shuffled figures' delta), set in them when given.
 
     The non-private references (``sentence-mechanism = "none"``, labels in the clear: the same pipeline
-    without noise) are one per seed and distinct ``map-dim`` of that seed's points: each local point's
-    noise-free ceiling (:func:`simulations.drivers.compare_outputs.add_noise_free_ceilings`)."""
+    without noise) are one per seed and distinct ``map-dim`` of that seed's points, each with the cohort-map-dim
+    and covariance the first of those points sets (:func:`_cohort_keys`): each local point's noise-free ceiling
+    (:func:`simulations.drivers.compare_outputs.add_noise_free_ceilings`)."""
     if not epsilons or not central_noise:
         raise config_mod.ConfigError("compare needs at least one local epsilon and one central epsilon")
     if not seeds or len(set(seeds)) != len(seeds):
@@ -248,7 +252,7 @@ def plan(
         for dim in dict.fromkeys(d for s in seeds for d in dims[s])
         for s in seeds
         if dim in dims[s]
-        for run in _seeded(expand([_reference(dim, clear_options)]), [s])
+        for run in _seeded(expand([_reference(dim, clear_options, _cohort_keys(by_seed[s], dim))]), [s])
     ]
     return [*central, *points, *references]
 
@@ -310,8 +314,25 @@ def _point_map_dim(keys: str | Mapping[str, Any]) -> int | None:
     return int(keys["map-dim"]) if isinstance(keys, Mapping) and "map-dim" in keys else None
 
 
-def _reference(map_dim: int | None, clear_options: bool) -> list[GridAxis]:
-    """The non-private reference at ``map_dim`` (None: the config's): the same local pipeline, no noise."""
+#: The keys of a recipe's two-cohort protocol that its noise-free reference runs with too (the recipe, no noise).
+COHORT_KEYS = ("cohort-map-dim", "class-means-covariance")
+
+
+def _cohort_keys(points: Sequence[str] | Sequence[Mapping[str, Any]], map_dim: int | None) -> dict[str, Any]:
+    """The :data:`COHORT_KEYS` that the first of a seed's local points at ``map_dim`` sets (its recipe's choice):
+    the noise-free reference at that map-dim runs with them, so that it is that recipe without noise and its
+    public-only model is the point's. (A seed's points at one map-dim with other cohort keys share it.)"""
+    for keys in points:
+        if isinstance(keys, Mapping) and _point_map_dim(keys) == map_dim:
+            return {k: keys[k] for k in COHORT_KEYS if k in keys}
+    return {}
+
+
+def _reference(
+    map_dim: int | None, clear_options: bool, cohort_keys: Mapping[str, Any] | None = None
+) -> list[GridAxis]:
+    """The non-private reference at ``map_dim`` (None: the config's): the same local pipeline, no noise, with the
+    recipe's ``cohort_keys`` (cohort-map-dim, class-means-covariance) where it chose them."""
     reference = [
         _axis("mode", ['"local"']),
         _axis("sentence-mechanism", ['"none"']),
@@ -321,6 +342,7 @@ def _reference(map_dim: int | None, clear_options: bool) -> list[GridAxis]:
         reference.append(_axis("sentence-options", ['""']))
     if map_dim is not None:
         reference.append(_axis("map-dim", [str(map_dim)]))
+    reference += [_axis(k, [_text(v)]) for k, v in (cohort_keys or {}).items()]
     return reference
 
 
@@ -343,13 +365,16 @@ def local_points(
     num_classes: int,
     labels_clear: bool = False,
     map_dims: Mapping[float, int] | None = None,
+    recipe_keys: Mapping[float, Mapping[str, Any]] | None = None,
 ) -> list[tuple[dict[str, Any], float]]:
     """The local runs' keys for whole-record pure epsilons ``totals`` per user: labels through the config's
     label mechanism (randomized response when it has none) at ``label_share`` of each total (one share,
     or one per total), the rest to the embedding (:func:`fl.maps.recipes.split_budget`); with
     ``labels_clear`` also each total spent on the embedding alone, labels in the clear (an
     embedding-only figure); ``map_dims``: the map-dim of the totals whose recipe chose another than the
-    config's. Returns each point's keys with its whole-record epsilon."""
+    config's; ``recipe_keys``: further keys of each total's recipe (cohort-map-dim, class-means-covariance, a
+    fallback's strategy), set in its points after map-dim. Returns each point's keys with its whole-record
+    epsilon."""
     from fl.maps import recipes
 
     protected = cfg["label-mechanism"] if cfg["label-mechanism"] != "none" else "rr"
@@ -376,6 +401,7 @@ def local_points(
             }
             if map_dims and total in map_dims:
                 ordered["map-dim"] = int(map_dims[total])
+            ordered.update((recipe_keys or {}).get(total, {}))
             points.append((ordered, float(total)))
     return points
 

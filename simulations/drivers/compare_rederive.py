@@ -22,11 +22,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from simulations.drivers.compare_lines import public_line_fields, share_public_line
 from simulations.drivers.compare_outputs import (
     add_noise_free_ceilings,
     aggregate,
-    public_line_fields,
-    share_public_line,
     write,
 )
 

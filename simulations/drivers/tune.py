@@ -41,7 +41,7 @@ def tune(config: str, epsilons: Sequence[float], sets: Sequence[str], out: str, 
         f"for {inputs.train_users} users; the private users and the test split are not read",
         flush=True,
     )
-    candidates = recipes.class_means_candidates() if grid == "class-means" else None
+    candidates = recipes.class_means_grid(int(cfg["cohorts"])) if grid == "class-means" else None
     spec = recipes.RecipeSpec.from_config(cfg)
     scored = {
         eps: recipes.choose(
@@ -56,16 +56,17 @@ def tune(config: str, epsilons: Sequence[float], sets: Sequence[str], out: str, 
     for eps, (best, table) in scored.items():
         rows += [_row(eps, s, s is best) for s in table]
         toml = folder / f"{Path(config).stem}-eps{eps:g}.toml"
-        toml.write_text(_config_text(raw, best.values, eps, best.accuracy))
+        toml.write_text(_config_text(raw, best.values, eps, best.accuracy, best.extra))
         chosen[f"{eps:g}"] = {
             "candidate": best.candidate.name,
             "public_accuracy": best.accuracy,
             "values": best.values,
             "config": str(toml),
+            **{k: best.extra.get(k) for k in _AGAINST_PUBLIC},
         }
         print(
             f"sanitas: epsilon {eps:g} per user (whole record): {best.candidate.name}, public hold-out "
-            f"accuracy {best.accuracy:.4f} -> {toml}",
+            f"accuracy {best.accuracy:.4f} -> {toml}{_fallback_words(best.extra)}",
             flush=True,
         )
     write_csv(folder / "tune.csv", rows, ["epsilon", "candidate", "public_accuracy", "test_inputs", "chosen", *_KEYS])
@@ -121,16 +122,53 @@ _KEYS = (
     "label-mechanism",
     "label-epsilon",
     "server-model",
+    "cohort-map-dim",
+    "class-means-covariance",
+)
+
+#: What tune.json says of each choice against the public-only models (fl.maps.recipes.choose's ``extra``).
+_AGAINST_PUBLIC = (
+    "fallback",
+    "public_only_accuracy",
+    "public_only_model",
+    "public_only_models",
+    "gain_over_public_only",
+    "gain_standard_error",
+    "fallback_keys",
+    "holdout_lacks",
 )
 
 
-def _config_text(raw: dict[str, Any], values: dict[str, Any], eps: float, accuracy: float) -> str:
+def _fallback_words(extra: dict[str, Any]) -> str:
+    """What a choice that falls back to the public-only model (or whose hold-outs lack a class) adds to its line."""
+    words = ""
+    if extra.get("fallback"):
+        words += (
+            f"; no candidate beats the public-only model ({extra['public_only_model']}, "
+            f"{extra['public_only_accuracy']:.4f}) beyond the hold-outs' noise (gain "
+            f"{extra['gain_over_public_only']:+.4f}, standard error {extra['gain_standard_error']:.4f}): the "
+            "public-only model is the fallback"
+        )
+    if extra.get("holdout_lacks"):
+        words += f"; a hold-out lacked class(es) {extra['holdout_lacks']} (kept in the fitting part)"
+    return words
+
+
+def _config_text(
+    raw: dict[str, Any], values: dict[str, Any], eps: float, accuracy: float, extra: dict[str, Any] | None = None
+) -> str:
     """The flat TOML of ``raw`` with the chosen keys (run-config values are strings, numbers and booleans)."""
     merged = {**raw, **{k: v for k, v in values.items() if k in _KEYS}}
     lines = [
         f"# Chosen by sanitas tune on public data only: whole-record pure epsilon {eps:g} per user,",
         f"# emulated public hold-out accuracy {accuracy:.4f}.",
     ]
+    if extra and extra.get("fallback"):
+        lines.append(
+            f"# No candidate beat the public-only model on the public hold-outs ({extra['public_only_model']}, "
+            f"{extra['public_only_accuracy']:.4f}) beyond their noise: this recipe is the best candidate, and the "
+            "public-only model is the better choice."
+        )
     lines += [f"{k} = {_toml_value(v)}" for k, v in merged.items()]
     return "\n".join(lines) + "\n"
 

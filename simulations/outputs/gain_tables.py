@@ -67,9 +67,14 @@ def _recipes(doc: dict[str, Any]) -> str:
             f"label share and map-dim per local epsilon (chosen on the config seed's public data): "
             f"{doc.get('label_share')}, {doc.get('map_dim')}"
         )
+
+    def cell(t: str, r: dict[str, Any]) -> str:
+        cohort = f" (cohorts: {r['cohort_map_dim']}, {r['class_means_covariance']})" if r.get("cohort_map_dim") else ""
+        fallback = " PUBLIC-ONLY FALLBACK" if r.get("fallback") else ""
+        return f"{t} -> {r['label_share']:g} / {r['map_dim']}{cohort}{fallback}"
+
     per_seed = "; ".join(
-        f"seed {seed}: " + ", ".join(f"{t} -> {r['label_share']:g} / {r['map_dim']}" for t, r in recipes.items())
-        for seed, recipes in by_seed.items()
+        f"seed {seed}: " + ", ".join(cell(t, r) for t, r in recipes.items()) for seed, recipes in by_seed.items()
     )
     return f"label share / map-dim per local epsilon, chosen on each seed's own public draw: {per_seed}"
 

@@ -251,7 +251,8 @@ class ServerMap:
     def next_cohort_map(self, server_round: int) -> None:
         """``cohorts`` > 1, before round ``server_round`` > 1 asks its cohort: M1 becomes the projection built
         from the last cohort's class-means fit (:func:`fl.maps.cohorts.next_projection`: public data and earlier
-        releases only), the public statistics and the public-only head are rebuilt in the new space, and the
+        releases only), the public statistics are rebuilt in the new space (the public-only head is dropped: in a
+        map aimed by releases it is not a model of the public data alone), and the
         stored releases (in the old space) are set aside: the next fit reads the new cohort's releases only."""
         if self.cohorts == 1 or server_round == 1 or self._map_round == server_round:
             return
@@ -262,6 +263,9 @@ class ServerMap:
         self.map_matrix = cohort_maps.next_projection(directions, x, self.public_model.weight, self.info.map_dim)
         self._map_round = server_round
         self.public_head = None
-        self.setup_public_only()
+        self.setup_public_only()  # the public statistics in the new space, which the next fit combines with
+        # A head fitted on public statistics in a map aimed by earlier cohorts' releases is not a model of the public
+        # data alone: it is not scored as one (the public logistic regression stays the run's public-only line).
+        self.public_head = None
         self._start_stage()
         log.info("cohort %d releases along M1 refitted from cohort %d's releases", server_round, server_round - 1)

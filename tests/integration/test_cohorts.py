@@ -66,7 +66,8 @@ def test_the_last_cohort_fits_in_map_dim_and_is_scored_on_the_device(run: tuple[
     summary, _ = run
     on_device = summary["outcome"]["on_device"]
     assert 0.0 <= on_device["accuracy"] <= 1.0
-    assert set(on_device["public_only_models"]) == {"logistic_regression", "server_model"}
+    # the class-means head of public statistics in a map aimed by cohort 1's releases is not public-only: not a line
+    assert set(on_device["public_only_models"]) == {"logistic_regression"}
 
 
 @pytest.mark.parametrize(

@@ -683,9 +683,11 @@ def test_compare_chooses_each_seeds_recipe_on_that_seeds_public_draw(
     assert len(seen) == 2  # recipes.json kept the choices: none chosen again
     assert "2 recipe(s) as chosen before" in out
     document = json.loads((tmp_path / "c" / "compare.json").read_text())
-    assert document["recipe_by_seed"] == {
-        "1": {"3": {"label_share": 0.2, "map_dim": 16}, "6": {"label_share": 0.35, "map_dim": 16}},
-        "2": {"3": {"label_share": 0.5, "map_dim": 64}, "6": {"label_share": 0.35, "map_dim": 32}},
+    chosen = {s: {t: (r["label_share"], r["map_dim"], r["fallback"]) for t, r in by.items()}
+              for s, by in document["recipe_by_seed"].items()}  # fmt: skip
+    assert chosen == {
+        "1": {"3": (0.2, 16, False), "6": (0.35, 16, False)},
+        "2": {"3": (0.5, 64, False), "6": (0.35, 32, False)},
     }
     assert document["local_accounting_delta"] == float(central)
     with (tmp_path / "c" / "compare.csv").open() as f:
@@ -713,7 +715,7 @@ def test_every_clean_point_of_a_seed_is_held_against_one_public_line() -> None:
     """The central point's gain is over the strongest public-only model any run of its seed scored on the clean
     test inputs (here a local recipe's class-means model with no private release), not over its own logistic
     regression; each model keeps its name; sanitized-input points keep their own line; seeds do not mix."""
-    from simulations.drivers.compare_outputs import share_public_line
+    from simulations.drivers.compare_lines import share_public_line
 
     rows = [
         {"series": "central-user", "seed": 1, "test_inputs": "clean", "accuracy": 0.80,

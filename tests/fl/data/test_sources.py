@@ -256,3 +256,46 @@ def test_the_groups_cache_returns_the_computed_groups_and_recovers_from_damage(
     with caplog.at_level("WARNING"):
         assert np.array_equal(groups_cache.containment_groups(texts), first)
     assert calls == [1, 1] and "discarded" in caplog.text
+
+
+def test_a_stratified_draw_puts_every_class_two_groups_hold_on_both_sides() -> None:
+    """Issue 65 (TREC, 6 classes, ABBR 1.6%): a draw of whole groups by size alone left a rare class on one side.
+    Drawn class by class, every class held by two groups or more is on both sides for every order, each class's
+    drawn share is near the fraction, a group is never cut, and a class one group holds stays undrawn. Power: the
+    draw by size alone (first_groups) misses the rare class on some orders."""
+    rng = np.random.default_rng(0)
+    labels = np.concatenate([np.zeros(2), np.ones(1), np.full(60, 2), np.full(40, 3)]).astype(np.int64)
+    groups = np.arange(len(labels))
+    groups[[50, 51, 52]] = 50  # a group of three class-2 items
+    missed = 0
+    for _ in range(40):
+        order = rng.permutation(len(np.unique(groups)))
+        drawn = sources.stratified_groups(groups, labels, 0.2, order)
+        for c in (0, 2, 3):
+            assert drawn[labels == c].any() and (~drawn[labels == c]).any()
+        assert not drawn[labels == 1].any()  # the class of one group stays undrawn
+        assert len(set(drawn[groups == 50])) == 1
+        assert abs(int(drawn[labels == 3].sum()) - 8) <= 1 and abs(int(drawn[labels == 2].sum()) - 12) <= 3
+        by_size = sources.first_groups(groups, round(0.2 * len(labels)), order)
+        missed += int(not by_size[labels == 0].any() or by_size[labels == 0].all())
+    assert missed > 0
+
+
+def test_a_stratified_draw_moves_a_mixed_group_to_give_a_side_a_class_and_can_keep_every_class_undrawn() -> None:
+    """Class 1 is held only by groups 0 and 1, both filed under the rarer class 0 and both drawn by its file's
+    quota: the repair moves group 0 back (the drawn side keeps every class it held), so each side holds classes 0
+    and 1. Class 3, held by group 4 alone (filed under the rarer class 2, and drawn), stays drawn unless
+    ``undrawn_holds_all`` gives the undrawn side every class."""
+    # group 0 = {0, 1, 1}, group 1 = {0, 1, 1}, group 2 = {0}; group 3 = {2}, group 4 = {2, 3, 3, 3}
+    groups = np.array([0, 0, 0, 1, 1, 1, 2, 3, 4, 4, 4, 4])
+    labels = np.array([0, 1, 1, 0, 1, 1, 0, 2, 2, 3, 3, 3])
+    order = np.array([4, 0, 1, 2, 3])
+    drawn = sources.stratified_groups(groups, labels, 0.9, order)
+    assert drawn[groups == 1].all() and not drawn[groups == 0].any() and not drawn[groups == 2].any()
+    for c in (0, 1):
+        assert drawn[labels == c].any() and (~drawn[labels == c]).any(), c
+    assert drawn[labels == 3].all()  # one group holds class 3: no move for it
+    kept = sources.stratified_groups(groups, labels, 0.9, order, undrawn_holds_all=True)
+    assert (~kept[labels == 3]).all() and (~kept[labels == 2]).all()
+    for c in (0, 1):
+        assert kept[labels == c].any() and (~kept[labels == c]).any(), c
