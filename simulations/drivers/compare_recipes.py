@@ -25,7 +25,7 @@ class Recipe:
 
     ``label_share``: the label's share of the budget; ``map_dim``; ``cohort_map_dim`` and
     ``class_means_covariance``: the two-cohort protocol's options (``None``: the config's, not chosen);
-    ``fallback``: no candidate beat the public-only model beyond the hold-outs' noise when emulated at this budget
+    ``fallback``: no candidate beat the public-only model on the public hold-outs when emulated at this budget
     on the public draw (``fl.maps.recipes.FALLBACK_STANDARD_ERRORS``), so the point ships the public-only model
     (its users still release as the share and dims say, and are charged);
     ``emulated_accuracy`` / ``public_only_accuracy``: the chosen candidate's and the strongest public-only model's
@@ -73,7 +73,7 @@ class Recipe:
 RECIPES_FILE = "recipes.json"
 #: What the choice is, in the digest of :data:`RECIPES_FILE`: a choice stored by another chooser is made again
 #: (issue 65: hold-outs stratified by class, the cohorts' options chosen, the public-only fallback).
-CHOOSER = "stratified hold-out, cohort options, public-only fallback beyond one standard error"
+CHOOSER = "stratified hold-out, cohort options, public-only fallback unless a candidate beats it"
 
 
 @dataclass(frozen=True)
@@ -154,7 +154,7 @@ def print_recipes(chosen: Mapping[int, Mapping[float, Recipe]], totals: Sequence
     fallbacks = sum(r.fallback for by in chosen.values() for r in by.values())
     if fallbacks:
         print(
-            f"  ({fallbacks} point(s) fell back: no recipe beat the public-only model beyond the hold-outs' noise when "
+            f"  ({fallbacks} point(s) fell back: no recipe beat the public-only model on the public hold-outs when "
             "emulated on the seed's public draw, so those runs ship the public-only class-means model; their users "
             "still release and are charged)",
             flush=True,
@@ -235,7 +235,7 @@ def _said(recipe: Recipe, cfg: config_mod.RunConfig) -> str:
         text += f" (emulated {recipe.emulated_accuracy:.3f}, public-only {recipe.public_only_accuracy:.3f})"
     if recipe.fallback:
         text += (
-            ": no recipe beats the public-only model there beyond the hold-outs' noise (one standard error), so the "
+            ": no recipe beats the public-only model there on the public hold-outs, so the "
             "run ships the public-only model (fallback)"
         )
     if recipe.holdout_lacks:

@@ -145,7 +145,7 @@ def _fallback_words(extra: dict[str, Any]) -> str:
     if extra.get("fallback"):
         words += (
             f"; no candidate beats the public-only model ({extra['public_only_model']}, "
-            f"{extra['public_only_accuracy']:.4f}) beyond the hold-outs' noise (gain "
+            f"{extra['public_only_accuracy']:.4f}) on the public hold-outs (gain "
             f"{extra['gain_over_public_only']:+.4f}, standard error {extra['gain_standard_error']:.4f}): the "
             "public-only model is the fallback"
         )
@@ -166,7 +166,7 @@ def _config_text(
     if extra and extra.get("fallback"):
         lines.append(
             f"# No candidate beat the public-only model on the public hold-outs ({extra['public_only_model']}, "
-            f"{extra['public_only_accuracy']:.4f}) beyond their noise: this recipe is the best candidate, and the "
+            f"{extra['public_only_accuracy']:.4f}): this recipe is the best candidate, and the "
             "public-only model is the better choice."
         )
     lines += [f"{k} = {_toml_value(v)}" for k, v in merged.items()]
