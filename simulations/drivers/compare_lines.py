@@ -18,7 +18,9 @@ def _model_names(row: Mapping[str, Any], models: Mapping[str, float]) -> dict[st
     return {f"{n} (map-dim {dim})" if n == "server_model" and dim is not None else n: v for n, v in models.items()}
 
 
-def share_public_line(rows: Sequence[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+def share_public_line(
+    rows: Sequence[dict[str, Any]], more: Mapping[str, Mapping[str, float]] | None = None
+) -> dict[str, dict[str, Any]]:
     """One public-only line per seed for every clean-input row of a comparison, both sides: the strongest model
     fitted on the seed's public data alone that any of its runs scored on the clean test inputs (the central
     runs' public logistic regression, each local recipe's server model with no private release, ...).
@@ -29,8 +31,13 @@ def share_public_line(rows: Sequence[dict[str, Any]]) -> dict[str, dict[str, Any
     sanitized test inputs keep their own line: a model of a sanitized input is held against the public-only
     model given the same sanitized input. Returns the line by seed (``accuracy``, ``model``, ``models``) for
     compare.json. The line is chosen by test accuracy on purpose: of the public-only models it is the one a
-    gain is hardest to show against, never a weaker one."""
+    gain is hardest to show against, never a weaker one. ``more``: public-only models of the same public draws
+    scored by another comparison's runs on the same test users (by seed as text, then name), pooled in."""
     models: dict[Any, dict[str, float]] = {}
+    seeds = {str(r.get("seed")): r.get("seed") for r in rows}
+    for seed, named in (more or {}).items():
+        if seed in seeds:
+            models[seeds[seed]] = dict(named)
 
     def clean_models(row: Mapping[str, Any]) -> dict[str, float]:
         if row["series"] == "non-private":

@@ -104,9 +104,30 @@ def _name_noise_free_models(rows: list[dict[str, Any]]) -> None:
                 row["on_device_public_only_models"] = {"server_model": value}
 
 
-def rederive(folder: Path) -> str:
+def borrowed_line(doc: Mapping[str, Any], other: Path) -> dict[str, dict[str, float]]:
+    """The public-only models ``other``'s comparison scored per seed, for a comparison ``doc`` on the same public
+    draws and test users: checked by the public logistic regression, which both score on each seed (same draw,
+    same test users: the same accuracy); ``ValueError`` naming the seed where they differ."""
+    theirs = json.loads((other / "compare.json").read_text()).get("public_only_line_by_seed") or {}
+    ours: dict[str, float] = {}
+    for row in doc.get("runs") or []:
+        value = (row.get("public_only_models") or {}).get("logistic_regression")
+        if value is not None:
+            ours[str(row.get("seed"))] = value
+    out = {}
+    for seed, line in theirs.items():
+        if seed not in ours:
+            continue
+        if not math.isclose(line["models"].get("logistic_regression", -1.0), ours[seed], abs_tol=1e-9):
+            raise ValueError(f"--line-from {other}: seed {seed}'s public logistic regression differs: another draw")
+        out[seed] = dict(line["models"])
+    return out
+
+
+def rederive(folder: Path, line_from: Path | None = None) -> str:
     """Rewrite ``folder``'s compare.csv, compare.json and compare.png (see the module docstring); returns a
-    one-line account of what changed."""
+    one-line account of what changed. ``line_from``: another comparison of the same public draws and test users
+    whose public-only models join the line (:func:`borrowed_line`)."""
     path = folder / "compare.json"
     doc = json.loads(path.read_text())
     rows: list[dict[str, Any]] = list(doc.get("runs") or [])
@@ -114,10 +135,12 @@ def rederive(folder: Path) -> str:
         raise ValueError(f"{path}: no per-run rows to re-derive from")
     done, withdrawn = _rederive_shuffled(doc, rows)
     _name_noise_free_models(rows)
-    line = share_public_line(rows)
+    line = share_public_line(rows, borrowed_line(doc, line_from) if line_from else None)
     add_noise_free_ceilings(rows)
     extra = {k: v for k, v in doc.items() if k not in ("points", "runs", "random_guess_accuracy")}
     extra.update(public_line_fields(line))
+    if line_from:
+        extra["public_only_line_from"] = str(line_from)
     extra["rederived"] = (
         "figures re-derived from the runs' rows by python -m simulations.drivers.compare_rederive: shuffled "
         "what-ifs at n = the training reports, one public-only line per seed"
@@ -133,15 +156,26 @@ def rederive(folder: Path) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """The command (see the module docstring): exit 2 with one line when a folder has no compare.json."""
-    folders = [Path(a) for a in (sys.argv[1:] if argv is None else argv)]
-    missing = [f for f in folders if not (f / "compare.json").is_file()]
+    """The command (see the module docstring; ``--line-from OTHER``: pool OTHER's public-only models of the same
+    draws into the line): exit 2 with one line when a folder has no compare.json."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    line_from = None
+    if "--line-from" in args:
+        at = args.index("--line-from")
+        line_from = Path(args[at + 1]) if at + 1 < len(args) else Path("")
+        del args[at : at + 2]
+    folders = [Path(a) for a in args]
+    missing = [f for f in folders + ([line_from] if line_from else []) if not (f / "compare.json").is_file()]
     if not folders or missing:
         what = f"no compare.json in {str(missing[0])[:120]!r}" if missing else "no folder given"
         print(f"compare_rederive: {what}: give folders that sanitas compare wrote", file=sys.stderr)
         return 2
     for folder in folders:
-        print(rederive(folder), flush=True)
+        try:
+            print(rederive(folder, line_from), flush=True)
+        except ValueError as err:
+            print(f"compare_rederive: {str(err)[:180]}", file=sys.stderr)
+            return 2
     return 0
 
 

@@ -40,9 +40,10 @@ sanitas compare "$SST2" --epsilons 6.28 --central-epsilons 1,4 --central-trains 
 # one sentence, released once under one budget) instead of one per GLUE phrase.
 sanitas compare "$SST2" --epsilons "$LOCAL" --central-epsilons "$CENTRAL" --set 'user-unit="source"' "${FIVE[@]}" "${COMMON[@]}" \
     --name sst2-public200-sentences
-# SST-2, 200 public texts, the class-means recipe over two disjoint cohorts (64 then 16 dimensions, the covariance
-# from the last cohort's releases; docs/maps.md): map-dim and the label's share chosen per seed on its public draw by
-# the tune emulation of the same protocol; one central point for the shared line (the central side is the one of
-# sst2-public200).
+# SST-2, 200 public texts, the class-means recipe over two disjoint cohorts (docs/maps.md): map-dim, cohort-map-dim,
+# the covariance and the label's share chosen per seed on its public draw by the tune emulation of the same protocol
+# (the public-only model shipped where no candidate beats it there); one central point (the central side is the one
+# of sst2-public200), then the line of sst2-public200's runs, the same draws and test users, pooled in.
 sanitas compare "$COHORTS" --epsilons 3.14,6.28,12.6 --central-epsilons 0.5 "${FIVE[@]}" "${COMMON[@]}" \
     --name sst2-public200-cohorts
+python -m simulations.drivers.compare_rederive "$OUT/sst2-public200-cohorts" --line-from "$OUT/sst2-public200"
