@@ -793,7 +793,8 @@ ABSENT = {
     "sentence-class-rr": _BY_K | _ON_NODES,
     "sentence-privunit": _BY_K | _PUBLIC | _ON_NODES,
     "sentence-class-means": _BY_K | _ON_NODES,
-    "sentence-class-means-cohorts": _BY_K | _ON_NODES,
+    # the last cohort's map is aimed by releases: no class-means head of it is scored as public-only
+    "sentence-class-means-cohorts": _BY_K | _ON_NODES | _PUBLIC_RELEASE,
     "sentence-fedprox-on-nodes": _BY_K | _PUBLIC | _ROWS,
     "word": _BY_K | _PUBLIC | _ON_NODES,
     "document": {(t, wire.RELEASE, "embeddings") for t in (wire.TRAIN, wire.EVALUATE)} | _PUBLIC_RELEASE | _ON_NODES,
