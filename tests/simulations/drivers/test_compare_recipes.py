@@ -22,6 +22,22 @@ from simulations.drivers.inputs import RunInputs
 D, M_PRIME = 24, 8
 
 
+#: The two-cohort class-means protocol of the configs below (their data keys aside).
+TWO_COHORT_KEYS = {
+    "seed": 1,
+    "cohorts": 2,
+    "num-server-rounds": 2,
+    "cohort-map-dim": 6,
+    "map-in": "projection",
+    "map-dim": 4,
+    "sentence-mechanism": "privunit",
+    "sentence-options": "unbiased = true",
+    "label-mechanism": "rr",
+    "server-model": "class-means",
+    "class-means-covariance": "releases",
+}
+
+
 def _public(n: int = 400, seed: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
     """Two Gaussian classes in D dimensions, separated along the first axis."""
     g = torch.Generator().manual_seed(seed)
@@ -123,17 +139,7 @@ def _two_cohort_csv(tmp_path: Path) -> config.RunConfig:
             "dataset": str(tmp_path / "train.csv"),
             "test-file": str(tmp_path / "test.csv"),
             "public-size": 90,
-            "seed": 1,
-            "cohorts": 2,
-            "num-server-rounds": 2,
-            "cohort-map-dim": 6,
-            "map-in": "projection",
-            "map-dim": 4,
-            "sentence-mechanism": "privunit",
-            "sentence-options": "unbiased = true",
-            "label-mechanism": "rr",
-            "server-model": "class-means",
-            "class-means-covariance": "releases",
+            **TWO_COHORT_KEYS,
         }
     )
 
@@ -251,16 +257,6 @@ def _two_cohort_csv_config() -> config.RunConfig:
     return config.resolve(
         {
             "public-fraction": 0.25,
-            "seed": 1,
-            "cohorts": 2,
-            "num-server-rounds": 2,
-            "cohort-map-dim": 6,
-            "map-in": "projection",
-            "map-dim": 4,
-            "sentence-mechanism": "privunit",
-            "sentence-options": "unbiased = true",
-            "label-mechanism": "rr",
-            "server-model": "class-means",
-            "class-means-covariance": "releases",
+            **TWO_COHORT_KEYS,
         }
     )
