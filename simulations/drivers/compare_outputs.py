@@ -212,9 +212,9 @@ def _local_rows(
         "epsilon": shuffled,
         "delta": shuffled_delta,
         "epsilon_embedding_only": privacy.get("epsilon_shuffled_total"),
-        # what the shuffled reports were: the run's training releases only (runs that say so; older runs also
-        # counted the test users' inputs, simulations.drivers.compare_rederive)
-        "shuffled_reports": "training" if privacy.get("shuffled_covers") else None,
+        # what the figure shuffles (the run's ``shuffled_reports`` is how many): its training releases only, in
+        # runs that say so; older runs also counted the test users' inputs (simulations.drivers.compare_rederive)
+        "shuffled_over": "training" if privacy.get("shuffled_covers") else None,
     }
     device = {
         "accuracy": on_device.get("accuracy"),

@@ -45,12 +45,12 @@ def _bound(eps0: float, n: int, delta: float) -> float:
 
 def _rederive_shuffled(doc: Mapping[str, Any], rows: list[dict[str, Any]]) -> tuple[int, int]:
     """Each shuffled row's figures at n = the training reports (see the module docstring); returns (recomputed,
-    withdrawn). A row already marked ``shuffled_reports = "training"`` is left as it is."""
+    withdrawn). A row already marked ``shuffled_over = "training"`` is left as it is."""
     by_seed = {str(k): int(v) for k, v in (doc.get("users_by_seed") or {}).items()}
     ldp = {r["run_name"]: r for r in rows if r["series"].startswith("local-ldp") and not r["series"].endswith("device")}
     done = withdrawn = 0
     for row in rows:
-        if not row["series"].startswith("local-shuffled") or row.get("shuffled_reports") == "training":
+        if not row["series"].startswith("local-shuffled") or row.get("shuffled_over") == "training":
             continue
         source = ldp.get(row["run_name"])
         users = by_seed.get(str(row.get("seed")), doc.get("users"))
@@ -75,7 +75,7 @@ def _rederive_shuffled(doc: Mapping[str, Any], rows: list[dict[str, Any]]) -> tu
         if reproduced:
             for key, _, eps0 in recorded:
                 row[key] = _bound(float(eps0), int(users), float(delta))
-            row["shuffled_reports"] = "training"
+            row["shuffled_over"] = "training"
             done += 1
         else:
             for key, _, _ in recorded:

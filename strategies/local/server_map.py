@@ -262,7 +262,6 @@ class ServerMap:
         directions = cohort_maps.discriminant_directions(self.map_matrix, self._last_fit.weight)
         self.map_matrix = cohort_maps.next_projection(directions, x, self.public_model.weight, self.info.map_dim)
         self._map_round = server_round
-        self.public_head = None
         self.setup_public_only()  # the public statistics in the new space, which the next fit combines with
         # A head fitted on public statistics in a map aimed by earlier cohorts' releases is not a model of the public
         # data alone: it is not scored as one (the public logistic regression stays the run's public-only line).

@@ -27,9 +27,9 @@ def test_each_shuffled_figure_is_the_bound_at_the_training_reports(path: Path) -
     for row in rows:
         if not row["series"].startswith("local-shuffled") or row.get("epsilon") is None:
             if row["series"].startswith("local-shuffled"):
-                assert row.get("epsilon_embedding_only") is None or row.get("shuffled_reports") == "training"
+                assert row.get("epsilon_embedding_only") is None or row.get("shuffled_over") == "training"
             continue
-        assert row.get("shuffled_reports") == "training", f"{row['run_name']}: a shuffled figure of unknown reports"
+        assert row.get("shuffled_over") == "training", f"{row['run_name']}: a shuffled figure of unknown reports"
         eps0 = ldp[row["run_name"]]["epsilon"]
         users = int((doc.get("users_by_seed") or {}).get(str(row["seed"]), doc.get("users")))
         key = (float(eps0), users, float(row["delta"]))

@@ -46,7 +46,7 @@ def test_shuffled_figures_recomputed_only_where_the_old_one_counted_the_test_use
     rows = json.loads((good / "compare.json").read_text())["runs"]
     shuffled = next(r for r in rows if r["series"] == "local-shuffled-on-device")
     assert shuffled["epsilon"] == pytest.approx(shuffle_amplification(6.0, 20000, DELTA).epsilon)
-    assert shuffled["epsilon"] > old and shuffled["shuffled_reports"] == "training"
+    assert shuffled["epsilon"] > old and shuffled["shuffled_over"] == "training"
     central = next(r for r in rows if r["series"] == "central-user")
     assert central["public_only_accuracy"] == 0.72 and central["gain_over_public"] == pytest.approx(0.08)
     withdrawn = next(r for r in json.loads((bad / "compare.json").read_text())["runs"] if "shuffled" in r["series"])
