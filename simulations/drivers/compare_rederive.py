@@ -162,7 +162,10 @@ def main(argv: list[str] | None = None) -> int:
     line_from = None
     if "--line-from" in args:
         at = args.index("--line-from")
-        line_from = Path(args[at + 1]) if at + 1 < len(args) else Path("")
+        if at + 1 >= len(args):
+            print("compare_rederive: --line-from needs a folder that sanitas compare wrote", file=sys.stderr)
+            return 2
+        line_from = Path(args[at + 1])
         del args[at : at + 2]
     folders = [Path(a) for a in args]
     missing = [f for f in folders + ([line_from] if line_from else []) if not (f / "compare.json").is_file()]

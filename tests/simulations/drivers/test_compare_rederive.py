@@ -74,3 +74,4 @@ def test_a_line_from_another_comparison_of_the_same_draw_joins_and_another_draw_
     assert main([str(another), "--line-from", str(other)]) == 2
     assert "another draw" in capsys.readouterr().err
     assert main([str(tmp_path / "missing")]) == 2
+    assert main([str(ours), "--line-from"]) == 2 and "--line-from needs a folder" in capsys.readouterr().err
