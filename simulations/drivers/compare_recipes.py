@@ -44,7 +44,8 @@ class Recipe:
     def keys(self, cfg: Mapping[str, Any]) -> dict[str, Any]:
         """The run-config keys this recipe sets beside the budget split and map-dim, where they differ from
         ``cfg``'s: ``cohort-map-dim``, ``class-means-covariance``, and for a fallback the server that ships the
-        public-only model (``strategy``, :data:`simulations.drivers.compare_fallback.FALLBACK_STRATEGY`)."""
+        public-only model (``strategy``, :data:`simulations.drivers.compare_fallback.FALLBACK_STRATEGY`; a
+        :class:`~fl.config.ConfigError` when ``cfg`` names a strategy of its own, which the fallback would replace)."""
         from simulations.drivers.compare_fallback import FALLBACK_STRATEGY
 
         out: dict[str, Any] = {}
@@ -53,6 +54,11 @@ class Recipe:
         if self.class_means_covariance is not None and self.class_means_covariance != cfg["class-means-covariance"]:
             out["class-means-covariance"] = self.class_means_covariance
         if self.fallback:
+            if cfg["strategy"]:  # the fallback is a server of its own: it cannot run beside the user's strategy
+                raise config_mod.ConfigError(
+                    f"a recipe falls back to the public-only model, whose server replaces strategy = "
+                    f"{str(cfg['strategy'])[:40]!r}: drop that strategy, or give --label-share to fix the recipe"
+                )
             out["strategy"] = FALLBACK_STRATEGY
         return out
 

@@ -71,3 +71,17 @@ def test_the_fallback_server_fits_no_release_and_ships_the_public_only_class_mea
 def test_the_fallback_server_refuses_a_server_model_it_cannot_ship() -> None:
     with pytest.raises(ValueError, match='needs server-model = "class-means"'):
         PublicOnly(config.resolve({**KEYS, "server-model": "mlp"}))
+
+
+def test_a_fallback_beside_a_strategy_of_ones_own_is_refused_in_one_line() -> None:
+    """The fallback's server would silently replace the user's Flower strategy for that point: refused instead."""
+    from fl import config
+    from simulations.drivers.compare_recipes import Recipe
+
+    fallback = Recipe(0.35, 16, fallback=True)
+    plain = config.resolve({"public-fraction": 0.25})
+    assert fallback.keys(plain)["strategy"].endswith(":PublicOnly")
+    with pytest.raises(config.ConfigError, match="replaces strategy = 'FedAvg'") as err:
+        fallback.keys(config.resolve({"public-fraction": 0.25, "strategy": "FedAvg"}))
+    assert len(str(err.value)) <= 200 and "\n" not in str(err.value)
+    assert Recipe(0.35, 16).keys(config.resolve({"public-fraction": 0.25, "strategy": "FedAvg"})) == {}
