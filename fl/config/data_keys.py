@@ -76,8 +76,10 @@ class DataConfig(Section):
     empty_documents: str = key("error", '"error" or "drop" (dropped documents are counted)', choices=("error", "drop"))
     short_documents: str = key(
         "drop",
-        'document level: documents with < 2 sentences are "drop"ped (counted) or an "error"',
-        choices=("drop", "error"),
+        'document level: documents with < 2 sentences are "drop"ped (counted) or an "error"; "drop-every-level" drops '
+        "them at every level (sanitas compare sets it at the document level: its central and noise-free runs see the "
+        "same users)",
+        choices=("drop", "error", "drop-every-level"),
     )
     synthetic_dim: int = key(384, 'dataset = "synthetic": embedding dimension d (no encoder)')
     synthetic_test_users: int = key(2000, 'dataset = "synthetic": test users (one document each)')

@@ -424,7 +424,8 @@ def _load(data: DataConfig, seed: int, level: str) -> TextDataset:
     # After subsampling and the public split, so that a document-level run and its non-private
     # reference (document-mechanism = "none") draw the same documents, less the short ones.
     short: dict[str, int] = {}
-    if level == "document":  # the document level drops short documents (data cache key)
+    # the document level drops short documents (data cache key); "drop-every-level" at every level (compare)
+    if level == "document" or data.short_documents == "drop-every-level":
         train = handle_short(train, data.short_documents, "train", short)
         test = handle_short(test, data.short_documents, "test", short)
     if len(train) == 0 and public is not None:

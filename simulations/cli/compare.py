@@ -8,7 +8,7 @@ import argparse
 from typing import Any
 
 from simulations.cli.items import distinct_choices, epsilons, positive_numbers, seed_list, set_item, share_or_auto
-from simulations.cli.options import add_attacks_option, add_timeout_option, folder_name, out_dir
+from simulations.cli.options import add_attacks_option, add_timeout_option, folder_name, out_dir, positive_float
 
 NAME = "compare"
 
@@ -23,6 +23,8 @@ OWNED = {
     "(--label-share): remove it",
     "label-epsilon": "compare splits each --epsilons budget between the sentence and label mechanisms "
     "(--label-share): remove it",
+    "word-epsilon": "compare sets the word level's epsilon from --epsilons: remove it",
+    "document-epsilon": "compare sets the document level's epsilon from --epsilons: remove it",
     "accounting-delta": "compare accounts the local points at the central side's delta: remove it, or set "
     "central-delta",
     "seed": "compare sets seed and noise-seed of every run from --seeds: remove it and use --seeds",
@@ -56,13 +58,22 @@ def add_parser(sub: Any) -> None:
         "--epsilons",
         type=epsilons,
         default=[1.0, 3.14, 6.28],
-        help="local points: whole-record pure epsilons per user (embedding + label; simulations.drivers.compare)",
+        help="local points: whole-record pure epsilons per user (embedding + label) at the sentence level; the "
+        "mechanism's own epsilons (word-, document- or label-epsilon) at the other levels, each with its per-user "
+        "figure (simulations.drivers.compare_levels)",
     )
     p.add_argument(
         "--label-share",
         type=share_or_auto,
         default="auto",
         help="the label's share of each local budget: auto (chosen on the public data) or a number in (0, 1)",
+    )
+    p.add_argument(
+        "--label-epsilon",
+        type=positive_float,
+        default=None,
+        help="word and document levels: the labels' epsilon (randomized response unless the config names a label "
+        "mechanism; default: the config's, else 2)",
     )
     p.add_argument(
         "--labels-clear",
@@ -161,5 +172,6 @@ def handle(args: argparse.Namespace) -> int:
             jobs=args.jobs,
             timeout=args.timeout,
             attacks=args.attacks,
+            label_epsilon=args.label_epsilon,
         )
     )

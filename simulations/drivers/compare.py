@@ -48,6 +48,11 @@ noise-free ceiling (:func:`simulations.drivers.compare_outputs.add_noise_free_ce
 ``noise_free_ceiling_accuracy`` and ``noise_free_ceiling_gain_over_public``, the non-private run of its seed
 at its map-dim on the same test inputs.
 
+At the word, document and label levels (:mod:`simulations.drivers.compare_levels`) ``--epsilons`` are the level's
+mechanism's own epsilons, and every local point carries its guarantee per unit and the per-user whole-record figure
+it implies (group privacy over each user's units, at the maximum over the users), checked against each run's
+ledger; central points are added at the per-user figures at most 64.
+
 Outputs in the comparison folder: ``compare.csv`` (one row per point: mean and sd over seeds, n),
 ``compare.json`` (the points, every run, the noise found per target, each seed's recipe, the starts)
 and ``compare.png`` (accuracy vs per-user epsilon, log x, error bars, the ceilings, the non-private
@@ -64,6 +69,7 @@ from pathlib import Path
 from typing import Any
 
 from fl import config as config_mod
+from simulations.drivers.compare_levels import LevelPlan
 from simulations.drivers.compare_lines import public_line_fields, share_public_line
 from simulations.drivers.compare_outputs import (
     add_ceilings,
@@ -99,12 +105,18 @@ def compare(request: CompareRequest) -> int:
             request.config, plan.runs, plan.sets, folder, plan.resolved, request.jobs, request.timeout, request.progress
         )
     rows = [row for run in plan.runs for row in rows_for(run, folder, plan.run_targets, int(plan.local_cfg["map-dim"]))]
+    if plan.levels is not None:  # each local row's per-user figure from the unit counts, checked against the run's
+        from simulations.drivers.compare_levels import annotate_rows
+
+        annotate_rows(rows, {r.name: r for r in plan.runs}, plan.levels)
     priors, public_accuracy = _ceiling_inputs(plan, rows)
     add_ceilings(rows, priors, public_accuracy)
     line = share_public_line(rows)  # one public-only line per seed, both sides
     add_noise_free_ceilings(rows)
     doc = {**_document(plan, checked, public_accuracy, priors), **public_line_fields(line)}
-    _write_outputs(request.config, folder, rows, priors, doc, strategy_label(plan.local_cfg))
+    if plan.levels is not None:
+        doc["level"] = plan.levels.document()
+    _write_outputs(request.config, folder, rows, priors, doc, strategy_label(plan.local_cfg), plan.levels)
     if request.attacks:
         from simulations.analyses.attack import attack_folder
 
@@ -193,16 +205,27 @@ def _write_outputs(
     priors: Sequence[float],
     extra: dict[str, Any],
     strategy: str = "",
+    levels: LevelPlan | None = None,
 ) -> None:
-    """compare.csv, compare.json and compare.png, and the findings table against the majority-class rate."""
+    """compare.csv, compare.json and compare.png, and the findings table against the majority-class rate; at the
+    word, document and label levels (``levels``) every local point's two units too."""
+    from simulations.drivers.compare_outputs import COLUMNS
     from simulations.drivers.findings import print_findings
 
     points_out = aggregate(rows)
     majority = max(priors) if priors else None  # the rate a model that learned nothing reaches
     under = f" under {strategy}" if strategy else ""  # the Flower strategy both sides ran
     title = f"{Path(config).stem}: local vs central DP per user{under}"
+    columns: tuple[str, ...] = COLUMNS
+    whole = "(whole record)"
+    if levels is not None:
+        from simulations.drivers.compare_levels import LEVEL_COLUMNS, UNIT, annotate_points
+
+        annotate_points(points_out, rows, levels)
+        columns = (*COLUMNS, *LEVEL_COLUMNS)
+        whole = f"({levels.level} level: local points at their per-user figure, per {UNIT[levels.level]} in the CSV)"
     csv_path, json_path, png = write(
-        points_out, folder, f"{title} (whole record)", majority, extra, rows, "majority class"
+        points_out, folder, f"{title} {whole}", majority, extra, rows, "majority class", columns
     )
     print_findings(points_out, majority, title)
     gain_md, gain_png = _write_gain_tables(Path(config).stem + under, csv_path, json_path, folder)
@@ -221,6 +244,11 @@ def _write_gain_tables(name: str, csv_path: Path, json_path: Path, folder: Path)
     doc = json.loads(json_path.read_text())
     title = f"{name}: what the private users add over the public data"
     md, png = folder / "gain_over_public.md", folder / "gain_over_public.png"
-    md.write_text(gain_tables.table(name, title, rows, doc))
+    if doc.get("level"):  # both units of every local point (simulations.outputs.level_tables)
+        from simulations.outputs import level_tables
+
+        md.write_text(level_tables.table(name, title, rows, doc))
+    else:
+        md.write_text(gain_tables.table(name, title, rows, doc))
     gain_tables.plot([(name, title, rows)], png)
     return md, png

@@ -53,6 +53,10 @@ COLUMNS = (
     "runs",
 )
 
+#: The keys a local point's own epsilon is set by, by level (the sentence level's first: its points set the label's
+#: epsilon too); a point that sets none of the first three releases the labels alone.
+EPSILON_KEYS = ("sentence-epsilon", "word-epsilon", "document-epsilon", "label-epsilon")
+
 #: Series whose privacy figure depends on the seed (the point reports the largest over the seeds).
 SEED_DEPENDENT = (
     "local-shuffled",
@@ -183,7 +187,8 @@ def _local_rows(
     privacy = summary.get("privacy") or {}
     labels = bool(privacy.get("label_protected"))
     on_device = (summary.get("outcome") or {}).get("on_device") or {}
-    eps = run.values["sentence-epsilon"]
+    key = next(k for k in EPSILON_KEYS if k in run.values)  # the mechanism's own epsilon (compare_levels)
+    eps = run.values[key]
     total = (targets or {}).get(run.name)  # the whole-record budget the point was planned for
     release = ((summary.get("guarantee") or {}).get("sentence") or {}).get("pure_ldp_per_release")
     if summary.get("ldp_guarantee_holds") is not True:  # e.g. a leaky M1: no local epsilon to report
@@ -194,7 +199,7 @@ def _local_rows(
     shuffled_delta = privacy.get("delta_shuffled_joint_total") if labels else None
     local = {
         **base,
-        "parameter": "sentence-epsilon" if total is None else "whole-record-epsilon",
+        "parameter": key if total is None else "whole-record-epsilon",
         "value": eps if total is None else total,
         "label_protected": labels,
         "test_release_epsilon": release,  # what a test user's sanitized input spends: the ceiling's epsilon
@@ -366,10 +371,11 @@ def write(
     extra: Mapping[str, Any] | None = None,
     rows: Sequence[Mapping[str, Any]] = (),
     baseline: str = "random guess",
+    columns: Sequence[str] = COLUMNS,
 ) -> tuple[Path, Path, Path]:
-    """``compare.csv``, ``compare.json`` and ``compare.png`` in ``sweep_dir``."""
+    """``compare.csv`` (``columns``), ``compare.json`` and ``compare.png`` in ``sweep_dir``."""
     csv_path = sweep_dir / "compare.csv"
-    write_csv(csv_path, ({k: p.get(k) for k in COLUMNS} for p in points), COLUMNS, cell=text_cell)
+    write_csv(csv_path, ({k: p.get(k) for k in columns} for p in points), tuple(columns), cell=text_cell)
     json_path = sweep_dir / "compare.json"
     document = {**dict(extra or {}), "random_guess_accuracy": random_guess, "points": list(points), "runs": list(rows)}
     json_path.write_text(json.dumps(document, indent=2, default=str) + "\n")

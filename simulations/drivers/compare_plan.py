@@ -20,6 +20,7 @@ from typing import Any
 
 from fl import config as config_mod
 from simulations.drivers.compare_calibration import Calibration, calibrate
+from simulations.drivers.compare_levels import LevelPlan, build_level_plan, print_level_plan, release_level
 from simulations.drivers.compare_recipes import Choice, choose_recipes, given_recipes, print_recipes
 from simulations.drivers.grid import SEED_KEYS, GridAxis, Run, expand, with_seeds
 from simulations.drivers.inputs import RunInputs
@@ -49,6 +50,7 @@ class CompareRequest:
     timeout: float | None = None
     progress: bool = True
     attacks: list[str] = field(default_factory=list)
+    label_epsilon: float | None = None  # --label-epsilon: the labels' epsilon at the word and document levels
 
     @property
     def folder(self) -> Path:
@@ -72,6 +74,7 @@ class ComparisonPlan:
     runs: list[Run]
     resolved: dict[str, Mapping[str, Any]]  # each run's config, resolved once
     run_targets: dict[str, float]  # each run's intended per-user epsilon
+    levels: LevelPlan | None = None  # at the word, document and label levels: each point's two units
 
 
 #: What every comparison sets unless its command line says otherwise, so that the two sides differ in the privacy
@@ -95,6 +98,14 @@ def build_plan(request: CompareRequest) -> ComparisonPlan:
     given = _resolved(config, request.sets, folder, "--set")
     sets = like_for_like(request.sets, public=config_mod.has_public(given))
     local_cfg = _resolved(config, sets, folder, "--set")
+    level = release_level(local_cfg)
+    if level != "sentence":
+        return _build_level_plan(request, level, sets, local_cfg)
+    if request.label_epsilon is not None:
+        raise config_mod.ConfigError(
+            "--label-epsilon sets the labels' epsilon at the word and document levels; this config releases at the "
+            "sentence level, where --label-share splits each whole-record budget: remove it"
+        )
     check_local_side(local_cfg, request.label_share)
     if not config_mod.has_public(local_cfg) and local_cfg["central-start"] == "seeded":
         print("sanitas: the config has no public data: central runs start from a seeded head", file=sys.stderr)
@@ -132,6 +143,81 @@ def build_plan(request: CompareRequest) -> ComparisonPlan:
     targets = run_targets(runs, cal.noise, points)
     return ComparisonPlan(
         request, sets, central_sets, local_cfg, central_cfg, local_inputs, cal, recipes, points, runs, resolved, targets
+    )
+
+
+def _build_level_plan(
+    request: CompareRequest, level: str, sets: list[str], local_cfg: config_mod.RunConfig
+) -> ComparisonPlan:
+    """The plan at the word, document or label level (:mod:`simulations.drivers.compare_levels`): ``--epsilons``
+    are the level's epsilons, each point carries its guarantee per unit and per user, central runs are added at
+    the per-user figures at most the cap, and the noise-free references turn the level's mechanism off. At the
+    document level every run drops the documents the level drops (``short-documents = "drop-every-level"``), so
+    that central runs and references see the same users. Writes nothing."""
+    from simulations.drivers.compare_levels import check_level_side, reference_resets
+    from simulations.drivers.compare_recipes import Choice
+
+    config, folder, seeds = request.config, request.folder, request.seeds
+    check_level_side(local_cfg, level, request.label_share, request.label_epsilon, request.central_trains)
+    if level == "document":
+        sets = [*sets, 'short-documents="drop-every-level"']
+        local_cfg = _resolved(config, sets, folder, "--set")
+    given = {split_override(item, "--central-set")[0] for item in request.central_sets}
+    resets = [f"{k}={v}" for k, v in reference_resets(local_cfg, level) if k not in given]
+    central_sets = [*request.central_sets, *local_only_resets(local_cfg, request.central_sets), *resets]
+    central_cfg = _resolved(config, [*sets, *central_sets], folder, "--central-set")
+    check_strategy_both_sides(local_cfg, central_cfg)
+    local_inputs = {s: RunInputs(resolve_run(config, _seed_probe(s), sets, folder)) for s in seeds}
+    first = local_inputs[seeds[0]]
+    levels = build_level_plan(
+        local_cfg,
+        level,
+        request.totals,
+        request.label_epsilon,
+        request.labels_clear,
+        {s: inputs.dataset for s, inputs in local_inputs.items()},
+        first.num_classes,
+    )
+    print_level_plan(levels)
+    populations = {s: RunInputs.at_seed(central_cfg, s).train_users for s in seeds}
+    targets = sorted({*request.targets, *levels.central_targets})
+    cal = calibrate(
+        populations,
+        central_cfg["central-cohort-size"],
+        central_cfg["num-server-rounds"],
+        central_cfg["central-delta"],
+        targets,
+    )
+    points = {s: [(keys, float(keys[f"{level}-epsilon"])) for keys in levels.points] for s in seeds}
+    runs = plan(
+        {s: [keys for keys, _ in points[s]] for s in seeds},
+        cal.noise,
+        seeds,
+        central_sets,
+        request.node_multipliers,
+        request.central_trains,
+        cal.delta,
+        local_delta=cal.delta,
+        reference_resets=reference_resets(local_cfg, level),
+    )
+    resolved = resolve_runs(config, runs, sets, folder)
+    # the local points are not whole-record budgets here: their rows are named by the level's epsilon
+    run_targets_ = run_targets(runs, cal.noise, {})
+    recipes = Choice({s: {} for s in seeds}, {}, False)
+    return ComparisonPlan(
+        request,
+        sets,
+        central_sets,
+        local_cfg,
+        central_cfg,
+        local_inputs,
+        cal,
+        recipes,
+        points,
+        runs,
+        resolved,
+        run_targets_,
+        levels,
     )
 
 
@@ -216,6 +302,7 @@ def plan(
     central_delta: float | None = None,
     clear_options: bool = False,
     local_delta: float | None = None,
+    reference_resets: Sequence[tuple[str, str]] = (),
 ) -> list[Run]:
     """The runs of a comparison, in this order: user-level central runs (one per target epsilon, at
     the noise ``central_noise[target]``, once per ``central_trains`` entry: ``"head"`` and/or
@@ -227,7 +314,8 @@ def plan(
     mapping seed -> its points' keys, as many for every seed: the recipe chosen on that seed's own public
     draw). ``central_delta``: the delta every central run accounts at (the one its noise was calibrated
     for), set in the runs when given; ``local_delta``: the ``accounting-delta`` of the local points (their
-    shuffled figures' delta), set in them when given.
+    shuffled figures' delta), set in them when given; ``reference_resets``: (key, TOML value) pairs the references
+    set too (the word or document mechanism turned off, :func:`simulations.drivers.compare_levels.reference_resets`).
 
     The non-private references (``sentence-mechanism = "none"``, labels in the clear: the same pipeline
     without noise) are one per seed and distinct ``map-dim`` of that seed's points, each with the cohort-map-dim
@@ -252,7 +340,9 @@ def plan(
         for dim in dict.fromkeys(d for s in seeds for d in dims[s])
         for s in seeds
         if dim in dims[s]
-        for run in _seeded(expand([_reference(dim, clear_options, _cohort_keys(by_seed[s], dim))]), [s])
+        for run in _seeded(
+            expand([_reference(dim, clear_options, _cohort_keys(by_seed[s], dim), reference_resets)]), [s]
+        )
     ]
     return [*central, *points, *references]
 
@@ -329,7 +419,10 @@ def _cohort_keys(points: Sequence[str] | Sequence[Mapping[str, Any]], map_dim: i
 
 
 def _reference(
-    map_dim: int | None, clear_options: bool, cohort_keys: Mapping[str, Any] | None = None
+    map_dim: int | None,
+    clear_options: bool,
+    cohort_keys: Mapping[str, Any] | None = None,
+    resets: Sequence[tuple[str, str]] = (),
 ) -> list[GridAxis]:
     """The non-private reference at ``map_dim`` (None: the config's): the same local pipeline, no noise, with the
     recipe's ``cohort_keys`` (cohort-map-dim, class-means-covariance) where it chose them."""
@@ -343,6 +436,7 @@ def _reference(
     if map_dim is not None:
         reference.append(_axis("map-dim", [str(map_dim)]))
     reference += [_axis(k, [_text(v)]) for k, v in (cohort_keys or {}).items()]
+    reference += [_axis(k, [v]) for k, v in resets]  # the word or document mechanism off (compare_levels)
     return reference
 
 
@@ -436,20 +530,15 @@ def run_targets(
 
 def check_local_side(cfg: config_mod.RunConfig, label_share: float | str) -> None:
     """What the local side must be for compare to split a whole-record budget, checked before any data is
-    loaded: ``--label-share auto`` needs public data and a map the recipe choice can emulate; the config releases
-    at the sentence level through a mechanism whose pure cost is linear in its epsilon."""
+    loaded: ``--label-share auto`` needs public data and a map the recipe choice can emulate; the config (at the
+    sentence level: the other levels are :mod:`simulations.drivers.compare_levels`) releases through a mechanism
+    whose pure cost is linear in its epsilon."""
     from fl.maps.recipes import CostNotLinear, pure_per_unit
 
     if label_share == "auto" and not config_mod.has_public(cfg):
         raise config_mod.ConfigError(
             "--label-share auto chooses the label's share of the budget on public data, and the config has none "
             "(no public-size, public-fraction or public-dataset): give --label-share, like 0.1"
-        )
-    level = config_mod.level_of(cfg)
-    if level != "sentence":
-        raise config_mod.ConfigError(
-            f"compare splits each whole-record budget between the sentence and label mechanisms; this config "
-            f"releases at the {level} level ({level}-mechanism = {cfg[f'{level}-mechanism']!r}): use sanitas sweep"
         )
     try:
         pure_per_unit(cfg.release, max(2, int(cfg["map-dim"])), 4)

@@ -4,6 +4,7 @@ syntax."""
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 import json
 import re
@@ -118,10 +119,21 @@ def format_value(value: Any) -> str:
     return json.dumps(value, separators=(",", ":"))
 
 
+#: The longest run name kept whole (a file name may hold 255 bytes; the run's files sit inside its folder).
+MAX_NAME = 200
+
+
 def run_name(values: Mapping[str, Any]) -> str:
-    """Folder name of a run: ``key=value`` pairs joined by ``__``, path-safe."""
+    """Folder name of a run: ``key=value`` pairs joined by ``__``, path-safe. A name longer than :data:`MAX_NAME`
+    (many ``--central-set`` keys) keeps its first 140 characters and its seed part (``__seed=...``), joined by a
+    digest of the whole name: still one name per run, the same on every call."""
     parts = [f"{key}={format_value(value)}" for key, value in values.items()]
     name = re.sub(r"[^A-Za-z0-9._+=-]+", "-", "__".join(parts)).strip("-.")
+    if len(name) > MAX_NAME:
+        digest = hashlib.sha256(name.encode()).hexdigest()[:12]
+        cut = name.find("__seed=")
+        tail = name[cut:] if cut >= 0 and len(name) - cut <= 50 else ""
+        name = f"{name[:140].rstrip('_-.')}__{digest}{tail}"
     return name or "default"
 
 

@@ -183,7 +183,6 @@ def test_compare_options_are_checked_before_anything_runs(
 @pytest.mark.parametrize(
     ("config", "extra", "message"),
     [
-        ("imdb_documents.toml", [], "releases at the document level (document-mechanism = 'deepcandidate')"),
         ("attacks_sst2.toml", [], "cannot emulate map-in = 'public': give --label-share"),
         ("quickstart.toml", ["--set", "seed=3"], "--set: 'seed=3': compare sets seed and noise-seed of every run"),
         ("quickstart.toml", ["--central-set", "noise-seed=2"], "--central-set: 'noise-seed=2': compare sets seed"),
@@ -197,9 +196,10 @@ def test_compare_options_are_checked_before_anything_runs(
 def test_a_local_side_compare_cannot_split_is_refused_before_any_data(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], config: str, extra: list[str], message: str
 ) -> None:
-    """A shipped config compare cannot run (another level, a map the recipe choice cannot emulate, a mechanism
-    without a finite pure cost linear in its epsilon) and a seed given beside --seeds: one line of at most 200
-    characters, exit 2, nothing written, before the data is loaded (the document configs took 90-120 s)."""
+    """A shipped config compare cannot run (a map the recipe choice cannot emulate, a mechanism without a finite
+    pure cost linear in its epsilon) and a seed given beside --seeds: one line of at most 200 characters, exit 2,
+    nothing written, before the data is loaded (the word and document levels' refusals:
+    tests/simulations/drivers/test_compare_levels.py)."""
     from simulations.cli import main
 
     path = Path(__file__).resolve().parents[2] / "simulations" / "experiments" / config

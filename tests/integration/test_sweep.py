@@ -745,3 +745,17 @@ def test_a_point_adds_over_public_by_a_one_sided_paired_t_test_with_its_p_value(
     table = list(csv.DictReader((tmp_path / "points.csv").open()))
     assert [r["adds_over_public"] for r in table] == ["false", "true"]
     assert float(table[0]["gain_over_public_p"]) == pytest.approx(0.1336, abs=1e-3)
+
+
+def test_a_run_name_too_long_for_a_folder_is_shortened_to_one_name_per_run() -> None:
+    """Many keys (compare's --central-set items) make a name past 255 bytes: it keeps its start and seed part, a
+    digest tells runs apart, and names short enough are unchanged. Power: two runs differing only in a key cut
+    off the name get different names."""
+    from simulations.drivers.grid import MAX_NAME, run_name
+
+    keys = {f"a-rather-long-config-key-{i}": 1.0 for i in range(12)}
+    one = run_name({**keys, "central-noise-multiplier": 1.5, "seed": 1, "noise-seed": 1})
+    two = run_name({**keys, "central-noise-multiplier": 2.5, "seed": 1, "noise-seed": 1})
+    assert len(one) <= MAX_NAME and one != two and one.endswith("__seed=1__noise-seed=1")
+    assert one == run_name({**keys, "central-noise-multiplier": 1.5, "seed": 1, "noise-seed": 1})
+    assert run_name({"mode": "local", "seed": 1}) == "mode=local__seed=1"
