@@ -14,6 +14,7 @@ from fl.config import ConfigError
 from simulations.drivers import compare_calibration as calibration
 from simulations.drivers import compare_outputs as outputs
 from simulations.drivers import compare_plan as plan_mod
+from simulations.drivers import compare_plot
 from simulations.drivers import compare_recipes as recipes_mod
 
 NOISE = {1.0: 3.5, 4.0: 1.2}  # target per-user epsilon -> noise multiplier (as the accountant would give)
@@ -270,7 +271,7 @@ def test_the_shuffled_point_on_the_device_is_at_the_central_delta(tmp_path: Path
     for key in ("accuracy_mean", "public_only_accuracy", "gain_over_public", "adds_over_public", "n"):
         assert shuffled[key] == device[key], key
     assert device["epsilon"] == 2.0 and points["local-shuffled"]["accuracy_mean"] == pytest.approx(0.6)
-    assert "local-shuffled-on-device" in outputs.STYLES  # drawn on compare.png
+    assert "local-shuffled-on-device" in compare_plot.STYLES  # drawn on compare.png
 
 
 def test_shuffled_figures_of_different_seeds_take_the_largest() -> None:
