@@ -279,7 +279,9 @@ def _privacy_figures(series: str, value: Any, members: Sequence[Mapping[str, Any
     figure."""
     first = dict(members[0])
     eps = agg.finite(m.get("epsilon") for m in members)
-    if series in SEED_DEPENDENT and eps:
+    # a level's local figure is the maximum over the seed's users (compare_levels): it depends on the seed's draw
+    per_user = any(m.get("per_user_planned") is not None for m in members)
+    if (series in SEED_DEPENDENT or per_user) and eps:
         # The number of shuffled reports depends on the seeded user sampling, and a user-level
         # central run's q on the seed's population (the public split is drawn per seed), so the
         # seeds' figures differ slightly: the point gets the largest, the bound every seed's run meets.
