@@ -16,16 +16,18 @@ import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fl import config as config_mod
 from simulations.drivers.compare_calibration import Calibration, calibrate
-from simulations.drivers.compare_levels import LevelPlan, build_level_plan, print_level_plan, release_level
 from simulations.drivers.compare_recipes import Choice, choose_recipes, given_recipes, print_recipes
 from simulations.drivers.grid import SEED_KEYS, GridAxis, Run, expand, with_seeds
 from simulations.drivers.inputs import RunInputs
 from simulations.drivers.runner import resolve_run, resolve_runs
 from simulations.runtime.overrides import split_override
+
+if TYPE_CHECKING:  # numpy: compare_levels loads only when a plan is built (``sanitas --help`` imports this module)
+    from simulations.drivers.compare_levels import LevelPlan
 
 
 @dataclass(frozen=True)
@@ -98,6 +100,8 @@ def build_plan(request: CompareRequest) -> ComparisonPlan:
     given = _resolved(config, request.sets, folder, "--set")
     sets = like_for_like(request.sets, public=config_mod.has_public(given))
     local_cfg = _resolved(config, sets, folder, "--set")
+    from simulations.drivers.compare_levels import release_level
+
     level = release_level(local_cfg)
     if level != "sentence":
         return _build_level_plan(request, level, sets, local_cfg)
@@ -154,7 +158,12 @@ def _build_level_plan(
     the per-user figures at most the cap, and the noise-free references turn the level's mechanism off. At the
     document level every run drops the documents the level drops (``short-documents = "drop-every-level"``), so
     that central runs and references see the same users. Writes nothing."""
-    from simulations.drivers.compare_levels import check_level_side, reference_resets
+    from simulations.drivers.compare_levels import (
+        build_level_plan,
+        check_level_side,
+        print_level_plan,
+        reference_resets,
+    )
     from simulations.drivers.compare_recipes import Choice
 
     config, folder, seeds = request.config, request.folder, request.seeds
