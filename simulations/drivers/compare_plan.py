@@ -117,14 +117,7 @@ def build_plan(request: CompareRequest) -> ComparisonPlan:
     central_cfg = _resolved(config, [*sets, *central_sets], folder, "--central-set")
     check_strategy_both_sides(local_cfg, central_cfg)  # before any data: a strategy one side cannot run
     local_inputs = {s: RunInputs(resolve_run(config, _seed_probe(s), sets, folder)) for s in seeds}
-    populations = {s: RunInputs.at_seed(central_cfg, s).train_users for s in seeds}
-    cal = calibrate(
-        populations,
-        central_cfg["central-cohort-size"],
-        central_cfg["num-server-rounds"],
-        central_cfg["central-delta"],
-        request.targets,
-    )
+    cal = _calibrated(central_cfg, seeds, request.targets)
     first = local_inputs[seeds[0]]
     if request.label_share == "auto":
         recipes = choose_recipes(local_inputs, request.totals, folder)
@@ -132,17 +125,7 @@ def build_plan(request: CompareRequest) -> ComparisonPlan:
         recipes = given_recipes(float(request.label_share), local_cfg["map-dim"], seeds, request.totals)
     print_recipes(recipes.by_seed, request.totals, int(local_cfg["map-dim"]))
     points = {s: _seed_points(request, local_cfg, recipes, s, first) for s in seeds}
-    runs = plan(
-        {s: [keys for keys, _ in points[s]] for s in seeds},
-        cal.noise,
-        seeds,
-        central_sets,
-        request.node_multipliers,
-        request.central_trains,
-        cal.delta,
-        clear_options=bool(local_cfg["sentence-options"]),
-        local_delta=cal.delta,
-    )
+    runs = _planned(request, points, cal, central_sets, clear_options=bool(local_cfg["sentence-options"]))
     resolved = resolve_runs(config, runs, sets, folder)
     targets = run_targets(runs, cal.noise, points)
     return ComparisonPlan(
@@ -188,27 +171,9 @@ def _build_level_plan(
         first.num_classes,
     )
     print_level_plan(levels)
-    populations = {s: RunInputs.at_seed(central_cfg, s).train_users for s in seeds}
-    targets = sorted({*request.targets, *levels.central_targets})
-    cal = calibrate(
-        populations,
-        central_cfg["central-cohort-size"],
-        central_cfg["num-server-rounds"],
-        central_cfg["central-delta"],
-        targets,
-    )
+    cal = _calibrated(central_cfg, seeds, sorted({*request.targets, *levels.central_targets}))
     points = {s: [(keys, float(keys[f"{level}-epsilon"])) for keys in levels.points] for s in seeds}
-    runs = plan(
-        {s: [keys for keys, _ in points[s]] for s in seeds},
-        cal.noise,
-        seeds,
-        central_sets,
-        request.node_multipliers,
-        request.central_trains,
-        cal.delta,
-        local_delta=cal.delta,
-        reference_resets=reference_resets(local_cfg, level),
-    )
+    runs = _planned(request, points, cal, central_sets, reference_resets=reference_resets(local_cfg, level))
     resolved = resolve_runs(config, runs, sets, folder)
     # the local points are not whole-record budgets here: their rows are named by the level's epsilon
     run_targets_ = run_targets(runs, cal.noise, {})
@@ -227,6 +192,40 @@ def _build_level_plan(
         resolved,
         run_targets_,
         levels,
+    )
+
+
+def _calibrated(central_cfg: config_mod.RunConfig, seeds: Sequence[int], targets: Sequence[float]) -> Calibration:
+    """The central noise for ``targets`` over the seeds' populations of the central side (both levels' plans)."""
+    populations = {s: RunInputs.at_seed(central_cfg, s).train_users for s in seeds}
+    return calibrate(
+        populations,
+        central_cfg["central-cohort-size"],
+        central_cfg["num-server-rounds"],
+        central_cfg["central-delta"],
+        list(targets),
+    )
+
+
+def _planned(
+    request: CompareRequest,
+    points: Mapping[int, Sequence[tuple[dict[str, Any], float]]],
+    cal: Calibration,
+    central_sets: Sequence[str],
+    **extra: Any,
+) -> list[Run]:
+    """:func:`plan` with the request's seeds and central options, each seed's points and the calibrated noise,
+    the local points at the central delta (both levels' plans; ``extra``: what one level adds)."""
+    return plan(
+        {s: [keys for keys, _ in points[s]] for s in request.seeds},
+        cal.noise,
+        request.seeds,
+        central_sets,
+        request.node_multipliers,
+        request.central_trains,
+        cal.delta,
+        local_delta=cal.delta,
+        **extra,
     )
 
 
