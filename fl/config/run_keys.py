@@ -11,6 +11,10 @@ from dataclasses import dataclass
 
 from fl.config.errors import ConfigError
 from fl.config.section import Section, key
+from mechanisms.suggest import did_you_mean
+
+#: The experiment trackers a run can be logged to (simulations.tracking).
+TRACKER_NAMES = ("mlflow", "tensorboard", "wandb")
 
 
 @dataclass(frozen=True)
@@ -85,9 +89,21 @@ class OutputConfig(Section):
     out_dir: str = key("results", "a new folder <out-dir>/<run-name> per run")
     run_name: str = key("", '"" = <dataset>-<mechanism>-<timestamp>')
     reference_accuracy: float = key(0.0, "a measured non-private accuracy drawn on the run's plot (0 = none)")
+    track: str = key(
+        "",
+        'trackers the finished run is logged to, comma-separated: "mlflow", "tensorboard", "wandb" (docs: tracking)',
+    )
+    tracking_uri: str = key("", 'MLflow tracking URI; "" = $MLFLOW_TRACKING_URI, else <out-dir>/mlflow.db')
 
     def check(self) -> None:
-        """The reference accuracy drawn on the plot is a rate in [0, 1] (0 = none)."""
+        """The reference accuracy drawn on the plot is a rate in [0, 1] (0 = none); ``track`` names known
+        trackers."""
         super().check()
+        for name in (n.strip() for n in self.track.split(",") if n.strip()):
+            if name not in TRACKER_NAMES:
+                raise ConfigError(
+                    f"track = {self.track!r}: unknown tracker {name!r}{did_you_mean(name, TRACKER_NAMES)} "
+                    f"(known: {', '.join(TRACKER_NAMES)})"
+                )
         if not 0.0 <= self.reference_accuracy <= 1.0:
             raise ConfigError(f"reference-accuracy must lie in [0, 1] (0 = none), got {self.reference_accuracy}")

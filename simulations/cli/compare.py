@@ -8,7 +8,14 @@ import argparse
 from typing import Any
 
 from simulations.cli.items import distinct_choices, epsilons, positive_numbers, seed_list, set_item, share_or_auto
-from simulations.cli.options import add_attacks_option, add_timeout_option, folder_name, out_dir, positive_float
+from simulations.cli.options import (
+    add_attacks_option,
+    add_timeout_option,
+    add_track_options,
+    folder_name,
+    out_dir,
+    positive_float,
+)
 
 NAME = "compare"
 
@@ -141,6 +148,7 @@ def add_parser(sub: Any) -> None:
     )
     add_attacks_option(p)
     add_timeout_option(p)
+    add_track_options(p)
 
 
 def handle(args: argparse.Namespace) -> int:
@@ -173,5 +181,7 @@ def handle(args: argparse.Namespace) -> int:
             timeout=args.timeout,
             attacks=args.attacks,
             label_epsilon=args.label_epsilon,
+            track=args.track,
+            tracking_uri=args.tracking_uri,
         )
     )

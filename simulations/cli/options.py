@@ -217,6 +217,53 @@ def add_attacks_option(p: argparse.ArgumentParser) -> None:
     )
 
 
+def tracker_name(text: str) -> str:
+    """``--track``: a tracker that can log here (known, its packages installed; simulations.tracking)."""
+    from simulations.tracking import unavailable
+
+    problem = unavailable([text])
+    if problem:
+        raise argparse.ArgumentTypeError(problem)
+    return text
+
+
+#: The schemes of MLflow's tracking URIs (a path without one is a local store).
+MLFLOW_SCHEMES = ("http", "https", "sqlite", "postgresql", "mysql", "mssql", "file", "databricks", "databricks-uc")
+
+
+def tracking_uri(text: str) -> str:
+    """``--tracking-uri``: an MLflow tracking URI of a known scheme, or a local path; not empty, no spaces."""
+    if not text.strip() or any(c.isspace() for c in text):
+        _refuse("must be an MLflow tracking URI like sqlite:///mlflow.db or http://host:5000 (no spaces)", text)
+    scheme, colon, _ = text.partition(":")
+    if colon and "/" not in scheme and len(scheme) > 1 and scheme.split("+")[0] not in MLFLOW_SCHEMES:
+        hint = did_you_mean(scheme, MLFLOW_SCHEMES)
+        _refuse(f"has the unknown scheme {scheme!r}{hint} (known: {', '.join(MLFLOW_SCHEMES[:7])}, ...)", text)
+    return text
+
+
+def add_track_options(p: argparse.ArgumentParser) -> None:
+    """``--track NAME`` (repeatable) and ``--tracking-uri URI``: log the finished runs to MLflow, TensorBoard
+    or W&B (:mod:`simulations.tracking`; docs/tracking.md)."""
+    p.add_argument(
+        "--track",
+        action="append",
+        default=[],
+        type=tracker_name,
+        metavar="NAME",
+        help="log the finished runs to mlflow, tensorboard or wandb (repeatable; with the config's track key); "
+        "stores in the --out folder by default (docs: tracking)",
+    )
+    p.add_argument(
+        "--tracking-uri",
+        type=tracking_uri,
+        default=None,
+        metavar="URI",
+        help="MLflow tracking URI (default: the config's tracking-uri, else $MLFLOW_TRACKING_URI, else "
+        "<out>/mlflow.db)",
+    )
+
+
 def command_line(args: argparse.Namespace) -> str:
     """The command the user typed, as the tables record it (``sanitas SUBCOMMAND ...``)."""
     return " ".join(["sanitas", *getattr(args, "argv", sys.argv[1:])])

@@ -7,7 +7,7 @@ import argparse
 from typing import Any
 
 from simulations.cli.items import add_set_option
-from simulations.cli.options import add_timeout_option, numbers, out_dir
+from simulations.cli.options import add_timeout_option, add_track_options, numbers, out_dir
 
 NAME = "reproduce"
 
@@ -34,6 +34,7 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--docs", type=out_dir, default=None, help="also copy the small tables and plot to DOCS/NAME/")
     p.add_argument("--quick", action="store_true", help="the tiny CI version (checks the pipeline, measures nothing)")
     add_timeout_option(p)
+    add_track_options(p)
 
 
 def handle(args: argparse.Namespace) -> int:
@@ -48,4 +49,6 @@ def handle(args: argparse.Namespace) -> int:
         quick=args.quick,
         timeout=args.timeout,
         jobs=args.jobs,
+        track=args.track,
+        tracking_uri=args.tracking_uri,
     )

@@ -11,7 +11,7 @@ import argparse
 from typing import Any
 
 from simulations.cli.items import add_set_option
-from simulations.cli.options import existing_dir, out_dir
+from simulations.cli.options import add_track_options, existing_dir, out_dir
 
 NAME = "run"
 
@@ -33,6 +33,7 @@ def add_parser(sub: Any) -> None:
         action="store_true",
         help="show Flower's and the libraries' output and every log line on the console (always in run.log)",
     )
+    add_track_options(p)
 
 
 def handle(args: argparse.Namespace) -> int:
@@ -43,11 +44,20 @@ def handle(args: argparse.Namespace) -> int:
     from simulations.runtime.overrides import load_with_overrides
 
     if args.resume:
-        if args.config or args.sets or args.out:
-            raise ValueError("--resume DIR continues a run with its own saved config: give no CONFIG, --set or --out")
+        if args.config or args.sets or args.out or args.track or args.tracking_uri:
+            raise ValueError(
+                "--resume DIR continues a run with its own saved config: give no CONFIG, --set, --out or --track"
+            )
         print_summary(api.resume(args.resume, verbose=args.verbose).summary)
         return 0
     if not args.config:
         raise ValueError("sanitas run needs a CONFIG file (or --resume DIR)")
-    print_summary(api.run(load_with_overrides(args.config, args.sets), out=args.out, verbose=args.verbose).summary)
+    raw = load_with_overrides(args.config, args.sets)
+    if args.track:  # --track adds to the config's own trackers
+        from simulations.tracking import names_of
+
+        raw["track"] = ",".join(dict.fromkeys([*names_of(raw.get("track", "")), *args.track]))
+    if args.tracking_uri:
+        raw["tracking-uri"] = args.tracking_uri
+    print_summary(api.run(raw, out=args.out, verbose=args.verbose).summary)
     return 0

@@ -7,7 +7,7 @@ import argparse
 from typing import Any
 
 from simulations.cli.items import add_set_option, grid_spec, seed_list
-from simulations.cli.options import add_attacks_option, add_timeout_option, folder_name, out_dir
+from simulations.cli.options import add_attacks_option, add_timeout_option, add_track_options, folder_name, out_dir
 
 NAME = "sweep"
 
@@ -54,6 +54,7 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--name", type=folder_name, default=None, help="sweep folder name (default: the config file's stem)")
     add_attacks_option(p)
     add_timeout_option(p)
+    add_track_options(p)
 
 
 def handle(args: argparse.Namespace) -> int:
@@ -76,4 +77,6 @@ def handle(args: argparse.Namespace) -> int:
         seeds=args.seeds,
         attacks=args.attacks,
         jobs=args.jobs,
+        track=args.track,
+        tracking_uri=args.tracking_uri,
     )

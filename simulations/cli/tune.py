@@ -7,7 +7,7 @@ import argparse
 from typing import Any
 
 from simulations.cli.items import add_set_option
-from simulations.cli.options import epsilon_list, out_dir
+from simulations.cli.options import add_track_options, epsilon_list, out_dir
 
 NAME = "tune"
 
@@ -42,9 +42,10 @@ def add_parser(sub: Any) -> None:
     )
     add_set_option(p, "override a config key (repeatable)")
     p.add_argument("--out", type=out_dir, required=True, help="folder for tune.csv, tune.json and the configs")
+    add_track_options(p)
 
 
 def handle(args: argparse.Namespace) -> int:
     from simulations.drivers.tune import tune
 
-    return tune(args.config, args.epsilons, args.sets, args.out, args.recipes)
+    return tune(args.config, args.epsilons, args.sets, args.out, args.recipes, args.track, args.tracking_uri)

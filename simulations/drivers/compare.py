@@ -82,6 +82,8 @@ from simulations.drivers.compare_plan import CompareRequest, ComparisonPlan, bui
 from simulations.drivers.grid import Run
 from simulations.drivers.runner import execute
 from simulations.outputs.writers import read_json
+from simulations.runtime.overrides import load_with_overrides
+from simulations.tracking.tracker import for_command
 
 
 def compare(request: CompareRequest) -> int:
@@ -94,6 +96,9 @@ def compare(request: CompareRequest) -> int:
     compare.csv, compare.json, compare.png and the gain tables are written. ``--attacks``: then those attacks
     on every finished run (``simulations.analyses.attack``)."""
     plan = build_plan(request)
+    tracking = for_command(
+        request.track, request.tracking_uri, load_with_overrides(request.config, request.sets), request.out
+    )
     checked = _central_check(plan)  # refuses before anything runs
     folder = request.folder
     plan.recipes.save(folder)
@@ -122,6 +127,17 @@ def compare(request: CompareRequest) -> int:
 
         attack_folder(folder, request.attacks)
         print(f"sanitas: attacks in {folder / 'attacks.csv'}", flush=True)
+    if tracking is not None:
+        from simulations.tracking import track_runs
+
+        group = {"config": request.config, "epsilons": request.totals, "central-epsilons": request.targets}
+        group |= {
+            "seeds": request.seeds,
+            "sets": " ".join(request.sets),
+            "central-sets": " ".join(request.central_sets),
+        }
+        tags = {"sanitas.command": "compare"}
+        track_runs(tracking, [folder / r.name for r in plan.runs], folder.name, folder, group, tags)
     return 0 if all(r["status"] == "ok" for r in finished) else 1
 
 

@@ -53,6 +53,8 @@ class CompareRequest:
     progress: bool = True
     attacks: list[str] = field(default_factory=list)
     label_epsilon: float | None = None  # --label-epsilon: the labels' epsilon at the word and document levels
+    track: list[str] = field(default_factory=list)  # --track: trackers the runs are logged to afterwards
+    tracking_uri: str | None = None
 
     @property
     def folder(self) -> Path:

@@ -289,8 +289,14 @@ def reproduce(
     quick: bool = False,
     timeout: float | None = None,
     jobs: int = 1,
+    track: Sequence[str] = (),
+    tracking_uri: str | None = None,
 ) -> int:
-    """The ``sanitas reproduce`` command; returns 0 when every run finished, 1 otherwise."""
+    """The ``sanitas reproduce`` command; returns 0 when every run finished, 1 otherwise. ``track``: the runs
+    and the report logged as one parent with a nested run each (:mod:`simulations.tracking`)."""
+    from simulations.runtime.overrides import load_with_overrides
+    from simulations.tracking import for_command, track_runs
+
     rep = get(name)
     if quick and docs:
         raise ValueError("--quick measures nothing: it cannot write to --docs")
@@ -298,8 +304,17 @@ def reproduce(
     blocks = [list(b) for b in (rep.quick_blocks if quick else rep.blocks)]
     all_sets = [*(rep.quick_sets if quick else ()), *sets]
     folder = f"{name}-quick" if quick else name
+    tracking = for_command(track, tracking_uri, load_with_overrides(rep.config_path, all_sets), out)
     status = sweep(
-        str(rep.config_path), blocks, all_sets, out, name=folder, timeout=timeout, seeds=seed_list, jobs=jobs
+        str(rep.config_path),
+        blocks,
+        all_sets,
+        out,
+        name=folder,
+        timeout=timeout,
+        seeds=seed_list,
+        jobs=jobs,
+        tracked=False,
     )
     invocation = [
         "sanitas reproduce",
@@ -323,6 +338,16 @@ def reproduce(
             else:
                 shutil.copy2(path, target / path.name)
         print(f"sanitas: copied to {target}", flush=True)
+    if tracking is not None:
+        folders = sorted(p.parent for p in sweep_dir.glob("*/config.json"))
+        track_runs(
+            tracking,
+            folders,
+            folder,
+            sweep_dir,
+            {"reproduction": name, "command": command},
+            {"sanitas.command": "reproduce"},
+        )
     if status:
         print("sanitas: some runs did not finish; the tables show what did", file=sys.stderr, flush=True)
     return status

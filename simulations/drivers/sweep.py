@@ -82,7 +82,8 @@ from fl import config as config_mod
 from simulations.drivers.grid import SEED_KEYS, Run, expand, grid_keys, parse_grid, parse_seeds
 from simulations.drivers.runner import execute, resolve_runs
 from simulations.drivers.sweep_tables import print_findings
-from simulations.runtime.overrides import override_key
+from simulations.runtime.overrides import load_with_overrides, override_key
+from simulations.tracking.tracker import for_command
 
 
 def check_runs(config: str, runs: Sequence[Run], sets: Sequence[str], sweep_dir: Path) -> dict[str, Any]:
@@ -116,6 +117,9 @@ def sweep(
     seeds: str | Sequence[Any] | None = None,
     attacks: Sequence[str] = (),
     jobs: int = 1,
+    track: Sequence[str] = (),
+    tracking_uri: str | None = None,
+    tracked: bool = True,
 ) -> int:
     """The ``sanitas sweep`` command: parse, resolve every run's config once, run them
     (:func:`simulations.drivers.runner.execute`), report (and, with ``attacks``, attack every finished run:
@@ -123,7 +127,9 @@ def sweep(
 
     ``blocks`` are the ``--grid`` specs of each product (split at ``--also``); ``seeds`` (``"1,2,3"``
     or a list; ``None``: one run per point at the config's seeds) runs each point once per seed.
-    Returns 0 when every run has a summary, 1 otherwise.
+    ``track``/``tracking_uri`` (with the config's ``track`` key): the runs logged afterwards as one parent
+    with a nested run each (:mod:`simulations.tracking`); ``tracked = False`` leaves that to the caller
+    (``sanitas reproduce``). Returns 0 when every run has a summary, 1 otherwise.
     """
     blocks = [b for b in blocks if b]
     if not blocks:
@@ -132,6 +138,7 @@ def sweep(
     runs = expand([[parse_grid(spec) for spec in block] for block in blocks], seed_list)
     sweep_dir = Path(out).expanduser().resolve() / (name or Path(config).stem)
     resolved = check_runs(config, runs, sets, sweep_dir)
+    tracking = for_command(track, tracking_uri, load_with_overrides(config, sets), out) if tracked else None
     per_seed = f" ({len(runs) // len(seed_list)} points x {len(seed_list)} seeds)" if seed_list else ""
     print(f"sanitas: sweep of {len(runs)} runs{per_seed} into {sweep_dir}", flush=True)
     rows = execute(config, runs, sets, sweep_dir, resolved, jobs, timeout, progress)
@@ -149,4 +156,11 @@ def sweep(
 
         attack_folder(sweep_dir, attacks)
         print(f"sanitas: attacks in {sweep_dir / 'attacks.csv'}", flush=True)
+    if tracking is not None:
+        from simulations.tracking import track_runs
+
+        group = {"config": config, "grid": " ".join(s for b in blocks for s in b), "sets": " ".join(sets)}
+        group["seeds"] = ",".join(str(s) for s in seed_list or [])
+        tags = {"sanitas.command": "sweep"}
+        track_runs(tracking, [sweep_dir / r.name for r in runs], sweep_dir.name, sweep_dir, group, tags)
     return 1 if failed else 0

@@ -13,7 +13,7 @@ and the test split are never read), and the best is written as a config beside i
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -21,18 +21,30 @@ from fl import config as config_mod
 from simulations.outputs.writers import write_csv
 
 
-def tune(config: str, epsilons: Sequence[float], sets: Sequence[str], out: str, grid: str = "default") -> int:
+def tune(
+    config: str,
+    epsilons: Sequence[float],
+    sets: Sequence[str],
+    out: str,
+    grid: str = "default",
+    track: Sequence[str] = (),
+    tracking_uri: str | None = None,
+) -> int:
     """The ``sanitas tune`` command; returns 0. ``grid``: ``"default"`` (:func:`fl.maps.recipes.default_candidates`)
     or ``"class-means"`` (:func:`fl.maps.recipes.class_means_candidates`). Everything the config alone decides is
-    checked before any data is read, and the output folder is made only when its files are written."""
+    checked before any data is read, and the output folder is made only when its files are written. ``track``
+    (with the config's ``track`` key): the choices logged afterwards as one tracked run (:mod:`simulations.tracking`:
+    each epsilon a step, the chosen candidate's public hold-out accuracy its metric)."""
     from fl.maps import recipes
     from simulations.drivers.inputs import RunInputs
     from simulations.runtime.api import resolve_config
     from simulations.runtime.overrides import load_with_overrides
+    from simulations.tracking import for_command, track_record
 
     raw = load_with_overrides(config, list(sets))
     cfg = config_mod.as_run_config(resolve_config(raw))
     _check(cfg, grid)
+    tracking = for_command(track, tracking_uri, raw, out)
     inputs = RunInputs(cfg)
     assert inputs.is_text
     x, y = inputs.public  # the public embeddings the run's nodes will compute (its public-tuned encoder, if any)
@@ -80,7 +92,27 @@ def tune(config: str, epsilons: Sequence[float], sets: Sequence[str], out: str, 
     }
     (folder / "tune.json").write_text(json.dumps(document, indent=2, default=str) + "\n")
     print(f"sanitas: {folder / 'tune.csv'} and {folder / 'tune.json'}", flush=True)
+    track_record(tracking, _record(config, cfg, epsilons, chosen, folder))
     return 0
+
+
+def _record(
+    config: str, cfg: Mapping[str, Any], epsilons: Sequence[float], chosen: Mapping[str, Any], folder: Path
+) -> Any:
+    """``sanitas tune``'s choices as a tracked run: the config and the epsilons as params, each epsilon (in the
+    order given) a step whose metrics are the chosen candidate's public hold-out figures."""
+    from simulations.tracking import RunRecord
+    from simulations.tracking.records import numbers
+
+    steps = [
+        (i, numbers({k: v for k, v in chosen[f"{eps:g}"].items() if k != "values"})) for i, eps in enumerate(epsilons)
+    ]
+    steps = [(i, {**values, "epsilon": float(eps)}) for (i, values), eps in zip(steps, epsilons, strict=True)]
+    tags = {f"sanitas.choice.eps={eps}": str(c["candidate"]) for eps, c in chosen.items()}
+    tags |= {"sanitas.command": "tune", "sanitas.dataset": str(cfg["dataset"]), "sanitas.folder": str(folder)}
+    files = [folder / "tune.csv", folder / "tune.json", *sorted(folder.glob("*.toml"))]
+    params = {**dict(cfg), "tune-epsilons": ",".join(f"{e:g}" for e in epsilons), "tune-config": config}
+    return RunRecord(f"tune-{Path(config).stem}", folder, params, steps, {}, tags, files)
 
 
 def _check(cfg: config_mod.RunConfig, grid: str) -> None:

@@ -109,7 +109,27 @@ def resolve_config(
         anchor_specs(raw, config)
     if out:
         raw["out-dir"] = os.fspath(out)
-    return config_mod.resolve(raw)
+    cfg = config_mod.resolve(raw)
+    _check_trackers(cfg)
+    return cfg
+
+
+def _check_trackers(cfg: Mapping[str, Any]) -> None:
+    """The config's trackers (``track``) can log here, else a ``ConfigError`` with the fix (before any work)."""
+    if cfg["track"]:
+        from simulations.tracking import names_of, unavailable
+
+        problem = unavailable(names_of(cfg["track"]))
+        if problem:
+            raise config_mod.ConfigError(problem)
+
+
+def _track(cfg: Mapping[str, Any], folder: Path) -> None:
+    """Log the finished run in ``folder`` to the config's trackers (``track``): after the run, from its files."""
+    if cfg["track"]:
+        from simulations.tracking import requested, track_runs
+
+        track_runs(requested((), None, cfg, cfg["out-dir"]), [folder])
 
 
 def backend_config(cfg: Mapping[str, Any], verbose: bool = True) -> dict[str, Any]:
@@ -459,7 +479,10 @@ def resume(folder: str | Path, verbose: bool = False) -> RunResult:
         )
     cfg = dict(json.loads(saved.read_text())["config"])
     cfg.update({"out-dir": str(folder.parent), "run-name": folder.name})
-    return RunResult.from_folder(launch(config_mod.resolve(cfg), resume=True, verbose=verbose))
+    resolved = resolve_config(cfg)
+    done = launch(resolved, resume=True, verbose=verbose)
+    _track(resolved, done)
+    return RunResult.from_folder(done)
 
 
 def run(
@@ -475,4 +498,6 @@ def run(
     (:mod:`simulations.runtime.console`).
     """
     cfg = resolve_config(config, keyword_overrides(overrides), out)
-    return RunResult.from_folder(launch(cfg, verbose=verbose))
+    folder = launch(cfg, verbose=verbose)
+    _track(cfg, folder)
+    return RunResult.from_folder(folder)

@@ -333,7 +333,8 @@ def test_collect_tabulates_the_finished_runs_and_runs_nothing(
             privacy = {"epsilon": 3.9, "delta": 1e-5, "epsilon_ldp": 9.5, "epsilon_total": 10.0}
             flat = name.startswith("mode=central")  # the central point sits at the majority-class rate
             _fake(tmp_path / "c" / name, 0.509 if flat else 0.8, {**privacy, "label_protected": True}, holds)
-    assert main(args) == 0
+            (tmp_path / "c" / name / "config.json").write_text(json.dumps({"config": {"dataset": "sst2"}}))
+    assert main([*args, "--track", "mlflow"]) == 0
     out, err = capsys.readouterr()
     # The console says what the comparison found: a table of the points, the flat one flagged, and a warning.
     table = [line for line in out.splitlines() if "central-user" in line or "local-ldp" in line]
@@ -347,6 +348,18 @@ def test_collect_tabulates_the_finished_runs_and_runs_nothing(
     assert {r["series"] for r in rows} >= {"central-user", "local-ldp", "non-private"}
     assert all(r["n"] == "1" and r["seeds"] == "1" for r in rows)
     assert not (tmp_path / "c" / "logs").exists()  # nothing ran
+    # --track mlflow: the comparison is a parent run holding its tables and plot, each finished run nested in it.
+    from mlflow import MlflowClient
+
+    client = MlflowClient(tracking_uri=f"sqlite:///{tmp_path / 'mlflow.db'}")
+    runs = {r.info.run_name: r for r in client.search_runs([client.get_experiment_by_name("sanitas").experiment_id])}
+    parent = runs.pop("c")
+    assert parent.data.tags["sanitas.command"] == "compare" and parent.data.params["seeds"] == "[1, 2]"
+    assert sorted(runs) == sorted(n for n in names if n.endswith("seed=1__noise-seed=1"))
+    assert {r.data.tags["mlflow.parentRunId"] for r in runs.values()} == {parent.info.run_id}
+    assert all(r.data.metrics["final/accuracy"] in (0.509, 0.8) for r in runs.values())
+    artifacts = {a.path for a in client.list_artifacts(parent.info.run_id)}
+    assert {"compare.csv", "compare.json", "compare.png"} <= artifacts
 
 
 def test_local_points_spend_a_whole_record_budget_with_the_label_protected() -> None:

@@ -125,9 +125,17 @@ def test_a_word_level_line_beside_document_level_ones_gets_its_own_series_and_x(
 
 
 def test_quick_reproduction_runs_end_to_end(tmp_path: Path, data_dir: Path) -> None:
-    status = rp.reproduce("du2023-table2-sst2", str(tmp_path), seeds="1", sets=[f'data-dir="{data_dir}"'], quick=True)
+    sets = [f'data-dir="{data_dir}"']
+    status = rp.reproduce("du2023-table2-sst2", str(tmp_path), seeds="1", sets=sets, quick=True, track=["tensorboard"])
     assert status == 0
     folder = tmp_path / "du2023-table2-sst2-quick"
+    # --track tensorboard: each run of the reproduction is a TensorBoard run of its own, in the reproduction's folder.
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    (board,) = (tmp_path / "tensorboard" / "du2023-table2-sst2-quick").iterdir()
+    events = EventAccumulator(str(board))
+    events.Reload()
+    assert events.Scalars("final/final/accuracy") and board.name in {p.name for p in folder.iterdir()}
     with (folder / "reproduction.csv").open() as fh:
         (row,) = list(csv.DictReader(fh))
     assert (row["series"], float(row["x"]), row["n"], float(row["paper"])) == ("purkayastha", 16.0, "1", 0.9243)
