@@ -14,6 +14,7 @@ import hashlib
 import logging
 import os
 from collections.abc import Sequence
+from itertools import repeat
 from pathlib import Path
 
 import numpy as np
@@ -138,7 +139,12 @@ class EmbeddingCache:
                 continue
             self._sums[shard], self._rows[shard] = sums, len(keys)
             index = self._index
-            for row, key in enumerate(map(bytes, digests)):
+            shard_keys = list(map(bytes, digests))
+            distinct = set(shard_keys)
+            if len(distinct) == len(shard_keys) and index.keys().isdisjoint(distinct):  # all new: in bulk
+                index.update(zip(shard_keys, zip(repeat(shard), range(len(shard_keys)))))
+                continue
+            for row, key in enumerate(shard_keys):
                 if key not in index:
                     index[key] = (shard, row)
                 else:
@@ -180,34 +186,30 @@ class EmbeddingCache:
             raise ValueError(f"dimension {emb.shape[1]}, the cache holds {self.dim}")
         return emb
 
-    def _checked_rows(self, shard: str, rows: np.ndarray, keys: list[bytes]) -> tuple[list[np.ndarray | None], str]:
-        """The vectors at ``rows`` of ``shard`` (stored under ``keys``), ``None`` where a check
-        fails, and the reason of the last failure."""
+    def _checked_block(
+        self, shard: str, rows: np.ndarray, keys: list[bytes]
+    ) -> tuple[np.ndarray | None, np.ndarray, str]:
+        """The vectors at ``rows`` of ``shard`` (stored under ``keys``) as one block (``None`` when the shard
+        cannot be read), which of them pass the checks, and the reason of the last failure."""
         try:
             block = np.asarray(self._vectors(shard)[rows])  # one copy out of the map
         except (OSError, ValueError) as err:
-            return [None] * len(rows), str(err)
+            return None, np.zeros(len(rows), dtype=bool), str(err)
+        ok = np.isfinite(block).all(axis=1)
+        reason = "" if ok.all() else "non-finite vector"
         sums = self._sums[shard]
-        finite = np.isfinite(block).all(axis=1)
-        expected = None if sums is None else sums[rows].tobytes()
-        raw, width = memoryview(block.tobytes()), block.shape[1] * 4  # block is C-ordered '<f4'
-        out: list[np.ndarray | None] = []
-        reason = ""
-        for j, key in enumerate(keys):
-            if expected is not None:
+        if sums is not None:
+            expected = sums[rows].tobytes()
+            block = np.ascontiguousarray(block)
+            raw, width = memoryview(block).cast("B"), block.shape[1] * 4  # C-ordered '<f4', no copy
+            for j, key in enumerate(keys):
                 h = _ROW_HASH.copy()
                 h.update(key)
                 h.update(raw[j * width : (j + 1) * width])
                 if h.digest() != expected[32 * j : 32 * (j + 1)]:
-                    out.append(None)
+                    ok[j] = False
                     reason = "checksum mismatch"
-                    continue
-            if not finite[j]:
-                out.append(None)
-                reason = "non-finite vector"
-            else:
-                out.append(block[j])
-        return out, reason
+        return block, ok, reason
 
     @classmethod
     def shared(cls, root: Path, model: str) -> EmbeddingCache:
@@ -218,42 +220,65 @@ class EmbeddingCache:
             _CACHES[key] = cls(root, model)
         return _CACHES[key]
 
-    def lookup(self, texts: Sequence[str]) -> tuple[np.ndarray, list[np.ndarray | None]]:
-        """Digests of ``texts`` and the cached vector of each (``None`` on a miss).
+    def missing(self, texts: Sequence[str]) -> list[int]:
+        """The positions of ``texts`` whose key the cache does not hold (keys only: no vector is read or
+        checked, so a held entry may still fail :meth:`lookup`'s checks and be encoded again there)."""
+        self._refresh()
+        index = self._index
+        return [i for i, key in enumerate(text_keys(self.model, texts)) if key.tobytes() not in index]
 
-        Every returned vector passed the checks of the class docstring; an entry that
-        fails them is logged (one warning per shard and call) and returned as a miss.
-        """
+    def lookup(self, texts: Sequence[str]) -> tuple[np.ndarray, list[np.ndarray | None]]:
+        """Digests of ``texts`` and the cached vector of each (``None`` on a miss): :meth:`lookup_table`'s
+        answer as one vector per text."""
+        digests, table, hit = self.lookup_table(texts)
+        return digests, [table[i] if table is not None and hit[i] else None for i in range(len(texts))]
+
+    def lookup_table(self, texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray | None, np.ndarray]:
+        """Digests of ``texts``, their cached vectors as one float32 ``[n, d]`` table (``None`` when no text
+        hits; a missed text's row is undefined) and which texts hit (bool ``[n]``).
+
+        Every vector marked as hit passed the checks of the class docstring; an entry that fails them is
+        logged (one warning per shard and call) and counted as a miss. Each shard's hits are copied into
+        the table as one block: no per-text array (68,000 texts in a node's cohort)."""
         digests = text_keys(self.model, texts)
         self._refresh()
-        found: list[np.ndarray | None] = [None] * len(texts)
+        raw = digests.tobytes()
+        n = len(texts)
+        hit = np.zeros(n, dtype=bool)
+        table: np.ndarray | None = None
         failed: dict[str, tuple[int, str]] = {}  # shard -> (entries discarded, why)
-        pending = list(range(len(texts)))
-        while pending:  # a second pass tries the spare copies of entries that failed
-            by_shard: dict[str, list[tuple[int, int]]] = {}
+        pending = range(n)
+        while len(pending):  # a second pass tries the spare copies of entries that failed
+            by_shard: dict[str, tuple[list[int], list[int]]] = {}
+            index = self._index
             for i in pending:
-                hit = self._index.get(digests[i].tobytes())
-                if hit is not None:
-                    by_shard.setdefault(hit[0], []).append((i, hit[1]))
+                found = index.get(raw[32 * i : 32 * i + 32])
+                if found is not None:
+                    positions, rows = by_shard.setdefault(found[0], ([], []))
+                    positions.append(i)
+                    rows.append(found[1])
             pending = []
-            for shard, pairs in by_shard.items():
-                rows = np.fromiter((row for _, row in pairs), dtype=np.int64, count=len(pairs))
-                keys = [digests[i].tobytes() for i, _ in pairs]
-                vectors, reason = self._checked_rows(shard, rows, keys)
-                bad = 0
-                for (i, row), key, vector in zip(pairs, keys, vectors, strict=True):
-                    if vector is not None:
-                        found[i] = vector
-                        continue
-                    bad += 1
-                    self._drop(key, (shard, row))
-                    if key in self._index:
-                        pending.append(i)
-                if bad:
-                    failed[shard] = (failed.get(shard, (0, ""))[0] + bad, reason)
+            for shard, (positions, row_list) in by_shard.items():
+                at, rows = np.asarray(positions, dtype=np.int64), np.asarray(row_list, dtype=np.int64)
+                keys = [raw[32 * i : 32 * i + 32] for i in positions]
+                block, ok, reason = self._checked_block(shard, rows, keys)
+                if block is not None and ok.any():
+                    if table is None:
+                        table = np.empty((n, block.shape[1]), dtype=np.float32)
+                    if ok.all():
+                        table[at], hit[at] = block, True
+                    else:
+                        table[at[ok]], hit[at[ok]] = block[ok], True
+                bad = np.flatnonzero(~ok)
+                for j in bad.tolist():
+                    self._drop(keys[j], (shard, int(rows[j])))
+                    if keys[j] in self._index:
+                        pending.append(positions[j])
+                if len(bad):
+                    failed[shard] = (failed.get(shard, (0, ""))[0] + len(bad), reason)
         for shard, (count, reason) in failed.items():
             discarded(self.folder / shard, f"{count} entr{'y' if count == 1 else 'ies'}: {reason}")
-        return digests, found
+        return digests, table, hit
 
     def store(self, digests: np.ndarray, vectors: np.ndarray) -> None:
         """Write one checked shard of ``vectors`` (float32 ``[n, d]``) under ``digests`` (uint8 ``[n, 32]``).

@@ -202,10 +202,16 @@ def encode(
     as word-level rewrites, which have their own cache).
     """
     cache = EmbeddingCache.shared(cache_root, model_id(encoder))
-    unique, inverse = np.unique(np.asarray(texts, dtype=object), return_inverse=True)
-    unique_list = [str(t) for t in unique]
-    digests, found = cache.lookup(unique_list)
-    missing = [i for i, v in enumerate(found) if v is None]
+    first_seen = dict.fromkeys(map(str, texts))  # distinct texts in order; usually every text (one per user)
+    unique_list = list(first_seen)
+    inverse = None
+    if len(unique_list) != len(texts):
+        position = {t: i for i, t in enumerate(unique_list)}
+        inverse = np.fromiter((position[str(t)] for t in texts), dtype=np.int64, count=len(texts))
+    digests, table, hit = cache.lookup_table(unique_list)
+    missing = sorted(
+        np.flatnonzero(~hit).tolist(), key=unique_list.__getitem__
+    )  # in text order, as always: the same batches
     if missing:
         model = load_encoder(encoder, device)
         log.info("encoding %d new texts with %s on %s", len(missing), encoder, device)
@@ -222,14 +228,14 @@ def encode(
             ).astype(np.float32)
             if store:
                 cache.store(digests[part], vectors)
-            for j, i in enumerate(part):
-                found[i] = vectors[j]
-    if not unique_list:
+            if table is None:
+                table = np.empty((len(unique_list), vectors.shape[1]), dtype=np.float32)
+            table[part] = vectors
+    if not unique_list or table is None:
         return np.zeros((0, 0), dtype=np.float32)
-    table = np.stack(found)  # type: ignore[arg-type]
     if not np.isfinite(table).all():
         raise ValueError(f"encoder {encoder!r} produced NaN or infinite embeddings")
-    return table[inverse.reshape(-1)]
+    return table if inverse is None else table[inverse]
 
 
 def embed_documents(

@@ -205,6 +205,7 @@ class _Prepared:
     test_users: int
     nodes: int
     backend: str
+    loaded: Any = None  # the dataset the checks loaded (fl.data.datasets.load)
 
 
 def _check_before_data(cfg: Any, resume: bool) -> None:
@@ -284,7 +285,7 @@ def _prepare(cfg: Mapping[str, Any], resume: bool) -> _Prepared:
     cfg = replace(cfg, output=replace(cfg.output, run_name=folder.name))
     train_users, test_users = population_sizes(cfg.data, cfg.users, cfg.release.level)
     nodes = num_nodes(max(train_users, test_users), cfg["users-per-node"])
-    return _Prepared(cfg, folder, train_users, test_users, nodes, config_mod.simulation_backend(cfg))
+    return _Prepared(cfg, folder, train_users, test_users, nodes, config_mod.simulation_backend(cfg), loaded)
 
 
 def _warn(cfg: Any, prepared: _Prepared) -> None:
@@ -377,6 +378,9 @@ def launch(cfg: Mapping[str, Any], resume: bool = False, verbose: bool = True) -
         flush=True,
     )
     _warn(cfg, run)
+    from fl.encoding.prefill import prefill
+
+    prefill(run.loaded, run.cfg.encoder, run.cfg["device"], run.cfg.release.level)  # a cold cache: every core, once
     server_app, client_app = make_server_app(cfg, resume=resume), make_client_app(cfg)
     PHASES.add("launcher (imports, config and data checks)", time.perf_counter() - checks_started)
     from simulations.runtime.console import run_console
