@@ -8,10 +8,11 @@ in a fresh process with an empty embedding cache (``SANITAS_CACHE_DIR``) and an 
 (``HF_HOME``), both in a new temporary folder (kept as ``--keep-cache`` when given); reports the wall time, the
 CPU use, the run's own phases and its final accuracy. Needs ``SANITAS_DATA_DIR``.
 
-Compare mode: the embeddings two cache folders (``SANITAS_CACHE_DIR``: run mode's ``<cache>/sanitas``) hold for every SST-2 text the quickstart encodes (its training
-and dev splits), read through the cache's checks: the largest absolute difference per coordinate and the
-smallest cosine between the two copies of a text (the encoder tests hold 2e-5), and the accuracy of each
-cache's run is compared by ``benchmarks/seed_equivalence.py``.
+Compare mode: the embeddings two cache folders (``SANITAS_CACHE_DIR``; run mode's is ``<cache>/sanitas``)
+hold for every SST-2 text the quickstart encodes (its training and dev splits), read through the cache's
+checks: the largest absolute difference per coordinate and the smallest cosine between the two copies of a
+text (the encoder tests hold 2e-5). The accuracy of each cache's runs is compared by
+``benchmarks/seed_equivalence.py``.
 """
 
 from __future__ import annotations

@@ -201,7 +201,7 @@ class EmbeddingCache:
         if sums is not None:
             expected = sums[rows].tobytes()
             block = np.ascontiguousarray(block)
-            raw, width = memoryview(block).cast("B"), block.shape[1] * 4  # C-ordered '<f4', no copy
+            raw, width = memoryview(block.data).cast("B"), block.shape[1] * 4  # C-ordered '<f4', no copy
             for j, key in enumerate(keys):
                 h = _ROW_HASH.copy()
                 h.update(key)
@@ -247,16 +247,16 @@ class EmbeddingCache:
         hit = np.zeros(n, dtype=bool)
         table: np.ndarray | None = None
         failed: dict[str, tuple[int, str]] = {}  # shard -> (entries discarded, why)
-        pending = range(n)
-        while len(pending):  # a second pass tries the spare copies of entries that failed
+        pending: list[int] = list(range(n))
+        while pending:  # a second pass tries the spare copies of entries that failed
             by_shard: dict[str, tuple[list[int], list[int]]] = {}
             index = self._index
             for i in pending:
                 found = index.get(raw[32 * i : 32 * i + 32])
                 if found is not None:
-                    positions, rows = by_shard.setdefault(found[0], ([], []))
-                    positions.append(i)
-                    rows.append(found[1])
+                    where, rows_of_shard = by_shard.setdefault(found[0], ([], []))
+                    where.append(i)
+                    rows_of_shard.append(found[1])
             pending = []
             for shard, (positions, row_list) in by_shard.items():
                 at, rows = np.asarray(positions, dtype=np.int64), np.asarray(row_list, dtype=np.int64)

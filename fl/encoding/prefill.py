@@ -43,8 +43,8 @@ def _marker(ds: Any, encoder: EncoderConfig) -> Path | None:
     """The file that says an earlier run prefilled this dataset's texts for this encoder: named by the
     splits' ``datasets`` fingerprints (a hash of their source and every transform, the same in every
     process); ``None`` when a split has none. A warm run then skips hashing its 68,000 texts (0.9 s)."""
-    prints = [getattr(part, "_fingerprint", None) for part in _splits(ds)]
-    if not prints or not all(isinstance(p, str) and p for p in prints):
+    prints = [str(getattr(part, "_fingerprint", "") or "") for part in _splits(ds)]
+    if not prints or not all(prints):
         return None
     material = "|".join([model_id(encoder.encoder), *prints]).encode()
     return Path(encoder.cache_folder) / "prefilled" / hashlib.sha256(material).hexdigest()[:32]
@@ -58,6 +58,8 @@ def prefill(ds: Any, encoder: EncoderConfig, device: str, level: str) -> int:
     ``encoder-tuning = "none"``, the sentence and word levels): the document level embeds sentences, and a
     publicly tuned encoder exists only once the server has tuned it."""
     if level == "document" or encoder.doc_embedding != "whole" or encoder.encoder_tuning != "none":
+        return 0
+    if not _splits(ds):  # no text splits (the synthetic users are vectors): nothing to encode, no cache to read
         return 0
     marker = _marker(ds, encoder)
     if marker is not None and marker.is_file():

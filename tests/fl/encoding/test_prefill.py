@@ -59,6 +59,11 @@ def test_prefill_leaves_what_it_cannot_know_to_the_nodes(tmp_path: Path) -> None
     assert prefill(_Dataset(), _encoder(tmp_path), "cpu", "document") == 0  # nodes embed sentences
     assert prefill(_Dataset(), _encoder(tmp_path, **{"doc-embedding": "sentence-mean"}), "cpu", "sentence") == 0
     assert not any((tmp_path / "embeddings").rglob("*.npy"))
+    from fl.data.synthetic import SyntheticDataset
+
+    vectors = SyntheticDataset(num_train=10, num_test=5, dim=4, seed=0)
+    assert prefill(vectors, _encoder(tmp_path / "other"), "cpu", "sentence") == 0
+    assert not (tmp_path / "other").exists()  # the cache was not even opened
 
 
 def test_a_prefilled_dataset_is_marked_and_a_warm_run_skips_its_texts(
