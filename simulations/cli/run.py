@@ -58,6 +58,10 @@ def handle(args: argparse.Namespace) -> int:
 
         raw["track"] = ",".join(dict.fromkeys([*names_of(raw.get("track", "")), *args.track]))
     if args.tracking_uri:
+        from simulations.tracking.tracker import URI_WITHOUT_MLFLOW, names_of
+
+        if "mlflow" not in names_of(raw.get("track", "")):
+            raise ValueError(URI_WITHOUT_MLFLOW)
         raw["tracking-uri"] = args.tracking_uri
     print_summary(api.run(raw, out=args.out, verbose=args.verbose).summary)
     return 0

@@ -33,6 +33,9 @@ INSTALL = {
     "wandb": "pip install wandb",
 }
 
+#: The refusal of ``--tracking-uri`` when nothing logs to MLflow.
+URI_WITHOUT_MLFLOW = '--tracking-uri names an MLflow store: add --track mlflow (or track = "mlflow" in the config)'
+
 #: The warning a failing backend prints once (at most 200 characters).
 WARNING = "sanitas: warning: {name} tracking stopped ({error}); the runs and their own files are unaffected"
 
@@ -91,6 +94,8 @@ def for_command(
 
     tracking = requested(cli_names, cli_uri, cfg, root)
     problem = None if tracking is None else unavailable(tracking.names)
+    if cli_uri and (tracking is None or "mlflow" not in tracking.names):
+        problem = URI_WITHOUT_MLFLOW
     if problem:
         raise ConfigError(problem)
     return tracking

@@ -53,9 +53,9 @@ def insecure(tmp_path_factory: pytest.TempPathFactory, data_dir: Path, cache_dir
         yield deployment
 
 
-# The local mode runs by default; central-user (about 65 s), the levels and the TLS deployment are
-# slow-marked, and .ci/run runs central-user and TLS after the default suite (which stays under 10 minutes).
-SLOW_HERE = {"central-user", *LEVELS}
+# Every deployment is slow-marked (local about 60 s, central-user about 65 s, the levels, TLS): .ci/run runs
+# local, central-user and TLS after the default suite, which stays under 9 minutes on 2 cores.
+SLOW_HERE = {"local", "central-user", *LEVELS}
 
 
 @pytest.mark.parametrize(

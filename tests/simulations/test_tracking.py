@@ -23,6 +23,7 @@ from fl.config import ConfigError
 from simulations.runtime.api import resolve_config
 from simulations.tracking import Tracking, track_runs, unavailable
 from simulations.tracking.records import numbers, read_run
+from simulations.tracking.tracker import URI_WITHOUT_MLFLOW
 from tests.conftest import REPO
 from tests.support.runs import SMALL_RUN
 
@@ -187,3 +188,13 @@ def test_wandb_offline_logs_a_run_where_installed(tracked_run: Path, tmp_path: P
     track_runs(Tracking(("wandb",), tmp_path), [tracked_run / "r"])
     (run_dir,) = (tmp_path / "wandb").glob("offline-run-*")
     assert any(run_dir.glob("*.wandb"))  # W&B's own offline record of the run, synced later with `wandb sync`
+
+
+def test_a_tracking_uri_without_mlflow_is_refused_in_one_line(capsys: pytest.CaptureFixture[str]) -> None:
+    from simulations.cli import main
+
+    config = REPO / "simulations" / "experiments" / "quickstart.toml"
+    for command in (["run", str(config)], ["sweep", str(config), "--grid", "sentence-epsilon=1", "--out", "x"]):
+        assert main([*command, "--track", "tensorboard", "--tracking-uri", "sqlite:///m.db"]) == 2
+        (line,) = capsys.readouterr().err.strip().splitlines()
+        assert line == f"sanitas: error: {URI_WITHOUT_MLFLOW}" and "add --track mlflow" in line
