@@ -54,7 +54,7 @@ def insecure(tmp_path_factory: pytest.TempPathFactory, data_dir: Path, cache_dir
 
 
 # Every deployment is slow-marked (local about 60 s, central-user about 65 s, the levels, TLS): .ci/run runs
-# local, central-user and TLS after the default suite, which stays under 9 minutes on 2 cores.
+# local, central-user and TLS after the default suite (about 9 minutes on 2 cores).
 SLOW_HERE = {"local", "central-user", *LEVELS}
 
 
