@@ -202,16 +202,14 @@ def encode(
     as word-level rewrites, which have their own cache).
     """
     cache = EmbeddingCache.shared(cache_root, model_id(encoder))
-    first_seen = dict.fromkeys(map(str, texts))  # distinct texts in order; usually every text (one per user)
-    unique_list = list(first_seen)
+    unique_list = list(dict.fromkeys(map(str, texts)))  # distinct texts, first seen first; usually all (one a user)
     inverse = None
     if len(unique_list) != len(texts):
         position = {t: i for i, t in enumerate(unique_list)}
         inverse = np.fromiter((position[str(t)] for t in texts), dtype=np.int64, count=len(texts))
     digests, table, hit = cache.lookup_table(unique_list)
-    missing = sorted(
-        np.flatnonzero(~hit).tolist(), key=unique_list.__getitem__
-    )  # in text order, as always: the same batches
+    # The misses in text order, as before the first-seen dedupe above: the encoder sees the same batches.
+    missing = sorted(np.flatnonzero(~hit).tolist(), key=unique_list.__getitem__)
     if missing:
         model = load_encoder(encoder, device)
         log.info("encoding %d new texts with %s on %s", len(missing), encoder, device)

@@ -105,9 +105,9 @@ def _record(
     from simulations.tracking.records import numbers
 
     steps = [
-        (i, numbers({k: v for k, v in chosen[f"{eps:g}"].items() if k != "values"})) for i, eps in enumerate(epsilons)
+        (i, {**numbers({k: v for k, v in chosen[f"{eps:g}"].items() if k != "values"}), "epsilon": float(eps)})
+        for i, eps in enumerate(epsilons)
     ]
-    steps = [(i, {**values, "epsilon": float(eps)}) for (i, values), eps in zip(steps, epsilons, strict=True)]
     tags = {f"sanitas.choice.eps={eps}": str(c["candidate"]) for eps, c in chosen.items()}
     tags |= {"sanitas.command": "tune", "sanitas.dataset": str(cfg["dataset"]), "sanitas.folder": str(folder)}
     files = [folder / "tune.csv", folder / "tune.json", *sorted(folder.glob("*.toml"))]

@@ -2,8 +2,8 @@
 analysis (attacks, document reports, PrivEmb errors, the paper tables).
 
 Tables: :func:`write_csv` (one header, rows as dicts, a cell rule per caller), :func:`read_csv`, :func:`read_json`,
-:func:`write_jsonl`, :func:`markdown_table` and :func:`write_table` (a CSV with every column and the same
-rows as Markdown, headed by the command that wrote them). Plots: :func:`pyplot` (matplotlib on the
+:func:`read_jsonl`, :func:`write_jsonl`, :func:`markdown_table` and :func:`write_table` (a CSV with every column and
+the same rows as Markdown, headed by the command that wrote them). Plots: :func:`pyplot` (matplotlib on the
 file-only Agg backend, so a run on a machine without a display never opens a window) and
 :func:`save_figure` (a PNG, the figure closed so a long sweep does not hold every figure in memory).
 """
@@ -64,6 +64,14 @@ def read_json(path: Path) -> dict[str, Any] | None:
         return json.loads(Path(path).read_text())
     except (OSError, ValueError):
         return None
+
+
+def read_jsonl(path: Path) -> list[dict[str, Any]]:
+    """The JSON objects of ``path``, one per non-empty line; ``[]`` when the file is missing."""
+    path = Path(path)
+    if not path.is_file():
+        return []
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
 def write_jsonl(path: Path, rows: Iterable[Mapping[str, Any]]) -> Path:

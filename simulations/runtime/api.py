@@ -58,13 +58,9 @@ class RunResult:
         summary_path = folder / "summary.json"
         if not summary_path.is_file():
             raise FileNotFoundError(f"no summary.json in results folder {folder}: the run did not finish")
-        rounds_path = folder / "rounds.jsonl"
-        rounds = (
-            [json.loads(line) for line in rounds_path.read_text().splitlines() if line.strip()]
-            if rounds_path.is_file()
-            else []
-        )
-        return cls(folder, rounds, json.loads(summary_path.read_text()))
+        from simulations.outputs.writers import read_jsonl
+
+        return cls(folder, read_jsonl(folder / "rounds.jsonl"), json.loads(summary_path.read_text()))
 
 
 def config_key(name: str) -> str:

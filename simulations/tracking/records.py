@@ -14,6 +14,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from fl.config.keys import DEFAULTS
+from fl.config.values import level_of
+from simulations.outputs.writers import read_jsonl
+
 #: The files of a run folder a tracker keeps as artifacts (with every PNG the run drew).
 ARTIFACTS = ("summary.json", "config.json", "rounds.jsonl", "rounds.csv", "status.json")
 
@@ -63,12 +67,6 @@ class RunRecord:
         return self.rounds[-1][0] if self.rounds else 0
 
 
-def _read_jsonl(path: Path) -> list[dict[str, Any]]:
-    if not path.is_file():
-        return []
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
-
-
 def _flags(summary: Mapping[str, Any]) -> str:
     """What the run's outcome flags, in words ("" when nothing): a model at the majority-class rate, one that
     adds nothing over the public-only model, one that learned nothing."""
@@ -92,18 +90,12 @@ def read_run(folder: Path) -> RunRecord:
     summary = json.loads(summary_path.read_text()) if summary_path.is_file() else {}
     rounds = [
         (int(r["round"]), numbers({k: v for k, v in r.items() if k != "round"}))
-        for r in _read_jsonl(folder / "rounds.jsonl")
+        for r in read_jsonl(folder / "rounds.jsonl")
     ]
     final = numbers(
         {k: summary.get(k) for k in ("final", "outcome", "users", "best_accuracy", "wall_seconds") if k in summary}
     )
-    level = (
-        "word"
-        if config.get("word-mechanism", "none") != "none"
-        else "document"
-        if config.get("document-mechanism", "none") != "none"
-        else "sentence"
-    )
+    level = level_of({**DEFAULTS, **config})  # the one rule (a config.json of an older run may lack keys)
     tags = {f"sanitas.{k}": str(config[k]) for k in TAG_KEYS if k in config}
     tags.update(
         {

@@ -150,6 +150,10 @@ class Tracker:
         except (OSError, ValueError, KeyError) as err:
             print(f"sanitas: warning: not tracked: {folder.name} ({type(err).__name__})"[:200], file=sys.stderr)
             return
+        self.log_record(record)
+
+    def log_record(self, record: RunRecord) -> None:
+        """Log one record (a run folder's, or one that is no run folder: ``sanitas tune``'s choices)."""
         self._each("log_run", record)
 
     def end_group(self, folder: Path | None, ok: bool = True) -> None:
@@ -176,7 +180,7 @@ def track_record(tracking: Tracking | None, record: RunRecord) -> None:
     if tracking is None:
         return
     tracker = Tracker(tracking)
-    tracker._each("log_run", record)
+    tracker.log_record(record)
     for line in tracker.where:
         print(f"sanitas: tracked in {line}", flush=True)
 
